@@ -1,0 +1,164 @@
+// The dispatcher: argv → command module (loaded on demand) → exit code, with the one catch that
+// turns any error into a line for people (and JSON with --json).
+import { ExitCode, ReinsError } from "../core/errors.ts";
+import { type Env, readEnv, resolveHome } from "../core/env.ts";
+import { GLOBAL_FLAGS, parseArgs } from "./args.ts";
+import { COMMANDS, findCommand } from "./commands.ts";
+import type { CommandContext, CommandModule } from "./command.ts";
+import { type Output, terminalOutput } from "./output.ts";
+import { nearest } from "./suggest.ts";
+import { VERSION } from "./version.ts";
+import { sandboxError } from "./sandbox_error.ts";
+
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const json = argv.includes("--json");
+  const quiet = argv.includes("--quiet") || argv.includes("-q");
+  let env: Env = {};
+  let io: Output = terminalOutput({ json, quiet, noColor: false });
+  try {
+    env = readEnv();
+    io = terminalOutput({ json, quiet, noColor: Boolean(env.NO_COLOR) });
+    return await dispatch(argv, env, io);
+  } catch (error) {
+    return reportError(error, io);
+  }
+}
+
+/** Splits leading global flags (`reins --home X runs`) from the command and its arguments. */
+function splitCommand(argv: readonly string[]): { name?: string; rest: string[] } {
+  const leading: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith("-") || arg === "-") {
+      return { name: arg, rest: [...leading, ...argv.slice(i + 1)] };
+    }
+    leading.push(arg);
+    if (arg === "--home") leading.push(argv[++i] ?? "");
+  }
+  return { rest: leading };
+}
+
+async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<number> {
+  const { name, rest } = splitCommand(argv);
+  if (name === undefined) {
+    if (rest.includes("--version") || rest.includes("-V")) {
+      if (io.jsonMode) io.json({ version: VERSION, deno: Deno.version.deno });
+      else io.print(`reins ${VERSION}`);
+      return ExitCode.ok;
+    }
+    if (rest.includes("--help") || rest.includes("-h")) {
+      io.print(generalHelp());
+      return ExitCode.ok;
+    }
+    if (rest.length > 0) parseArgs(rest, {}, "");
+    io.note(generalHelp());
+    return ExitCode.usage;
+  }
+  if (name === "help") {
+    const topic = rest.find((arg) => !arg.startsWith("-"));
+    if (topic === undefined) {
+      io.print(generalHelp());
+      return ExitCode.ok;
+    }
+    const entry = lookup(topic);
+    io.print(commandHelp(entry.name, await entry.load()));
+    return ExitCode.ok;
+  }
+  const entry = lookup(name);
+  const module = await entry.load();
+  const { flags, positionals } = parseArgs(rest, module.flags, entry.name);
+  if (flags.help) {
+    io.print(commandHelp(entry.name, module));
+    return ExitCode.ok;
+  }
+  const { home } = resolveHome(env, typeof flags.home === "string" ? flags.home : undefined);
+  let settings: Promise<import("../core/config.ts").Settings> | undefined;
+  const ctx: CommandContext = {
+    name: entry.name,
+    flags,
+    positionals,
+    env,
+    home,
+    io,
+    settings: () =>
+      settings ??= import("../core/config.ts").then((config) =>
+        config.loadSettings(env, {
+          home: typeof flags.home === "string" ? flags.home : undefined,
+          json: io.jsonMode,
+          quiet: io.quiet,
+        }, { stdout: io.stdoutIsTerminal })
+      ),
+  };
+  return await module.run(ctx);
+}
+
+function lookup(name: string) {
+  const entry = findCommand(name);
+  if (entry) return entry;
+  const guess = nearest(name, COMMANDS.map((c) => c.name));
+  throw new ReinsError("usage", `Unknown command '${name}'`, {
+    hint: guess ? `did you mean 'reins ${guess}'? (see reins --help)` : "see reins --help",
+  });
+}
+
+function generalHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return [
+    `reins ${VERSION} — runs, records, resumes and reports agent sessions`,
+    "",
+    "Usage: reins COMMAND [ARGS] [--home DIR] [--json] [--quiet]",
+    "",
+    "Commands:",
+    ...lines,
+    "",
+    "reins help COMMAND (or reins COMMAND --help) tells more. reins --version prints the version.",
+    "Data root: --home DIR, else $REINS_HOME, else ~/.reins.",
+  ].join("\n");
+}
+
+export function commandHelp(name: string, module: CommandModule): string {
+  const flagLines = Object.entries({ ...module.flags, ...GLOBAL_FLAGS }).map(([flag, spec]) => {
+    const left = `${spec.short ? `-${spec.short}, ` : "    "}--${flag}${
+      spec.type === "string" ? ` ${spec.value ?? "VALUE"}` : ""
+    }`;
+    return `  ${left.padEnd(28)} ${spec.description ?? ""}`.trimEnd();
+  });
+  return [
+    `Usage: ${module.usage}`,
+    "",
+    module.description,
+    "",
+    "Flags:",
+    ...flagLines,
+  ].join("\n").replace(/^Usage: (?!reins)/, `Usage: reins ${name} `);
+}
+
+function reportError(error: unknown, io: Output): number {
+  let failure: ReinsError;
+  if (error instanceof ReinsError) failure = error;
+  else if (error instanceof Deno.errors.NotCapable) failure = sandboxError(error);
+  else if (error instanceof Deno.errors.PermissionDenied) {
+    failure = new ReinsError("data_root", (error as Error).message, {
+      hint: "check the owner and mode of the path; reins runs as the user who owns its data root",
+      cause: error,
+    });
+  } else {
+    const message = error instanceof Error ? error.message : String(error);
+    failure = new ReinsError("internal", `Unexpected error: ${message.split("\n")[0]}`, {
+      hint: "this is a bug in reins: please report it with the command you ran",
+      cause: error,
+    });
+  }
+  if (io.jsonMode) {
+    io.json({
+      error: { code: failure.code, message: failure.message, hint: failure.hint ?? null },
+    });
+  }
+  const lines = [`reins: ${failure.message}`];
+  if (failure.hint) lines.push(`hint: ${failure.hint}`);
+  try {
+    Deno.stderr.writeSync(new TextEncoder().encode(`${lines.join("\n")}\n`));
+  } catch { /* stderr closed */ }
+  return failure.exitCode;
+}

@@ -1,0 +1,64 @@
+// Where a command's words go: results on stdout (only JSON with --json), messages for people on
+// stderr. Writes are synchronous so that output and exit codes never race.
+const encoder = new TextEncoder();
+
+function writeAllSync(target: { writeSync(p: Uint8Array): number }, text: string): void {
+  const bytes = encoder.encode(text);
+  let written = 0;
+  while (written < bytes.length) written += target.writeSync(bytes.subarray(written));
+}
+
+export interface Output {
+  /** A line (or lines) of the command's result on stdout. Not used with --json. */
+  print(text: string): void;
+  /** One JSON value on stdout, as one line. */
+  json(value: unknown): void;
+  /** A message for people on stderr. */
+  note(text: string): void;
+  /** A warning on stderr: `reins: warning: …`. Shown even with --quiet. */
+  warn(text: string): void;
+  readonly jsonMode: boolean;
+  readonly quiet: boolean;
+  readonly color: boolean;
+  readonly stdoutIsTerminal: boolean;
+  readonly stderrIsTerminal: boolean;
+}
+
+export function terminalOutput(
+  options: { json: boolean; quiet: boolean; noColor: boolean },
+): Output {
+  const stdoutIsTerminal = Deno.stdout.isTerminal();
+  const stderrIsTerminal = Deno.stderr.isTerminal();
+  return {
+    print: (text) => writeAllSync(Deno.stdout, text.endsWith("\n") ? text : `${text}\n`),
+    json: (value) => writeAllSync(Deno.stdout, `${JSON.stringify(value)}\n`),
+    note: (text) => {
+      if (!options.quiet) writeAllSync(Deno.stderr, text.endsWith("\n") ? text : `${text}\n`);
+    },
+    warn: (text) => writeAllSync(Deno.stderr, `reins: warning: ${text}\n`),
+    jsonMode: options.json,
+    quiet: options.quiet,
+    color: stdoutIsTerminal && !options.noColor,
+    stdoutIsTerminal,
+    stderrIsTerminal,
+  };
+}
+
+/** An Output that collects into arrays: for tests of formatting code. */
+export function memoryOutput(json = false): Output & { out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    print: (text) => out.push(text),
+    json: (value) => out.push(JSON.stringify(value)),
+    note: (text) => err.push(text),
+    warn: (text) => err.push(`reins: warning: ${text}`),
+    jsonMode: json,
+    quiet: false,
+    color: false,
+    stdoutIsTerminal: false,
+    stderrIsTerminal: false,
+  };
+}

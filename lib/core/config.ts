@@ -1,0 +1,168 @@
+// Settings: the environment (read only through env.ts), the optional config file and the
+// command's flags, checked by one zod schema into one object that is passed down. Nothing else
+// in lib/ reads Deno.env. Commands that only need the data root use resolveHome() instead and
+// so skip loading zod (~50 ms of start-up).
+import { z } from "zod";
+import { UsageError } from "./errors.ts";
+import { type Env, type HomeSource, resolveHome } from "./env.ts";
+import { joinPath } from "./paths.ts";
+
+export const DRIVER_NAMES = ["loop", "claude", "codex", "gemini", "opencode", "command"] as const;
+export type DriverName = typeof DRIVER_NAMES[number];
+export const HARNESS_DRIVERS = ["claude", "codex", "gemini", "opencode"] as const;
+export type HarnessDriver = typeof HARNESS_DRIVERS[number];
+
+const DriverSettings = z.object({
+  program: z.string().min(1).optional(),
+  args: z.array(z.string()).default([]),
+  idleTimeoutSeconds: z.number().positive().optional(),
+}).strict();
+
+const ModelPrice = z.object({
+  inputPerMillion: z.number().nonnegative(),
+  cachedInputPerMillion: z.number().nonnegative().optional(),
+  outputPerMillion: z.number().nonnegative(),
+}).strict();
+
+/** The config file, `$REINS_HOME/config.json` or `$REINS_CONFIG`. Every key is optional. */
+export const ConfigFile = z.object({
+  drivers: z.object({
+    claude: DriverSettings.optional(),
+    codex: DriverSettings.optional(),
+    gemini: DriverSettings.optional(),
+    opencode: DriverSettings.optional(),
+  }).strict().default({}),
+  prices: z.record(z.string(), ModelPrice).default({}),
+}).strict();
+export type ConfigFile = z.infer<typeof ConfigFile>;
+
+const HttpUrl = z.url({ protocol: /^https?$/ });
+
+export const Settings = z.object({
+  home: z.string().min(1),
+  homeSource: z.enum(["flag", "REINS_HOME", "HOME"]),
+  configPath: z.string(),
+  json: z.boolean(),
+  quiet: z.boolean(),
+  color: z.boolean(),
+  tempDir: z.string().min(1),
+  platform: z.object({
+    url: HttpUrl.nullable(),
+    apiKey: z.string().nullable(),
+    secretKey: z.string().nullable(),
+    workspaceId: z.string().nullable(),
+    jobId: z.string().nullable(),
+    allowHttp: z.boolean(),
+  }),
+  openai: z.object({
+    baseUrl: HttpUrl,
+    apiKey: z.string().nullable(),
+  }),
+  drivers: z.object({
+    claude: DriverSettings,
+    codex: DriverSettings,
+    gemini: DriverSettings,
+    opencode: DriverSettings,
+  }),
+  prices: z.record(z.string(), ModelPrice),
+});
+export type Settings = z.infer<typeof Settings>;
+
+export interface GlobalFlags {
+  home?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+function truthy(value: string | undefined): boolean {
+  return value !== undefined && /^(1|true|yes|on)$/i.test(value);
+}
+
+/** Reads and checks the config file; a missing file is an empty config. */
+export function readConfigFile(path: string): ConfigFile {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return ConfigFile.parse({});
+    throw error;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`Cannot read the config file ${path}: ${(error as Error).message}`, {
+      hint: "fix the JSON, or move the file away",
+    });
+  }
+  const parsed = ConfigFile.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UsageError(
+      `Cannot use the config file ${path}: ${issue.message} at ${issue.path.join(".") || "(top)"}`,
+      { hint: "see README.md, 'Configuration', for the keys it takes" },
+    );
+  }
+  return parsed.data;
+}
+
+/** Builds the settings from the environment, flags and config file, or throws a UsageError. */
+export function loadSettings(
+  env: Env,
+  flags: GlobalFlags = {},
+  terminal: { stdout: boolean } = { stdout: false },
+): Settings {
+  const { home, source } = resolveHome(env, flags.home);
+  const configPath = env.REINS_CONFIG ?? joinPath(home, "config.json");
+  const file = readConfigFile(configPath);
+  const programOverride = (name: string | undefined) => name ? { program: name } : {};
+  const raw = {
+    home,
+    homeSource: source satisfies HomeSource,
+    configPath,
+    json: flags.json ?? false,
+    quiet: flags.quiet ?? false,
+    color: terminal.stdout && (env.NO_COLOR === undefined || env.NO_COLOR === ""),
+    tempDir: env.TMPDIR || "/tmp",
+    platform: {
+      url: (env.HARNESS_PLATFORM_URL || env.FI_BASE_URL || null)?.replace(/\/+$/, "") ?? null,
+      apiKey: env.HARNESS_PLATFORM_API_KEY || env.FI_API_KEY || null,
+      secretKey: env.HARNESS_PLATFORM_SECRET_KEY || env.FI_SECRET_KEY || null,
+      workspaceId: env.HARNESS_PLATFORM_WORKSPACE_ID || null,
+      jobId: env.ALK_HARNESS_JOB_ID || null,
+      allowHttp: truthy(env.HARNESS_PLATFORM_ALLOW_HTTP),
+    },
+    openai: {
+      baseUrl: (env.OPENAI_BASE_URL || "https://api.openai.com/v1").replace(/\/+$/, ""),
+      apiKey: env.OPENAI_API_KEY || null,
+    },
+    drivers: {
+      claude: { ...file.drivers.claude, ...programOverride(env.REINS_CLAUDE_BIN) },
+      codex: { ...file.drivers.codex, ...programOverride(env.REINS_CODEX_BIN) },
+      gemini: { ...file.drivers.gemini, ...programOverride(env.REINS_GEMINI_BIN) },
+      opencode: { ...file.drivers.opencode, ...programOverride(env.REINS_OPENCODE_BIN) },
+    },
+    prices: file.prices,
+  };
+  const parsed = Settings.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue.path.join(".");
+    const variable = settingVariable[where] ?? where;
+    throw new UsageError(`Cannot use the setting ${variable}: ${issue.message}`, {
+      hint: `fix ${variable} in the environment or ${configPath}`,
+    });
+  }
+  return parsed.data;
+}
+
+const settingVariable: Record<string, string> = {
+  "platform.url": "HARNESS_PLATFORM_URL (or FI_BASE_URL)",
+  "openai.baseUrl": "OPENAI_BASE_URL",
+  home: "REINS_HOME (or --home)",
+};
+
+/** The program each harness driver runs: the configured path, else its usual name on PATH. */
+export function harnessProgram(settings: Pick<Settings, "drivers">, driver: HarnessDriver): string {
+  return settings.drivers[driver].program ?? driver;
+}

@@ -1,0 +1,62 @@
+// The one place reins reads its environment. ENV_VARS is also the sandbox's --allow-env list
+// (scripts/permissions.ts), so a variable read here and not listed there cannot slip through.
+// Free of dependencies: every command's start-up path imports it.
+import { joinPath, resolvePath } from "./paths.ts";
+
+export const ENV_VARS = [
+  "REINS_HOME",
+  "HOME",
+  "NO_COLOR",
+  "TMPDIR",
+  "REINS_CONFIG",
+  "REINS_CLAUDE_BIN",
+  "REINS_CODEX_BIN",
+  "REINS_GEMINI_BIN",
+  "REINS_OPENCODE_BIN",
+  "HARNESS_PLATFORM_URL",
+  "HARNESS_PLATFORM_API_KEY",
+  "HARNESS_PLATFORM_SECRET_KEY",
+  "HARNESS_PLATFORM_WORKSPACE_ID",
+  "HARNESS_PLATFORM_ALLOW_HTTP",
+  "FI_BASE_URL",
+  "FI_API_KEY",
+  "FI_SECRET_KEY",
+  "ALK_HARNESS_JOB_ID",
+  "OPENAI_BASE_URL",
+  "OPENAI_API_KEY",
+] as const;
+
+export type EnvName = typeof ENV_VARS[number];
+export type Env = Partial<Record<EnvName, string>>;
+
+/** Reads the variables reins uses. One the sandbox does not grant reads as unset. */
+export function readEnv(): Env {
+  const env: Env = {};
+  for (const name of ENV_VARS) {
+    try {
+      const value = Deno.env.get(name);
+      if (value !== undefined) env[name] = value;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotCapable)) throw error;
+    }
+  }
+  return env;
+}
+
+export type HomeSource = "flag" | "REINS_HOME" | "HOME";
+
+/** The data root: `--home`, else `$REINS_HOME`, else `~/.reins`; absolute. */
+export function resolveHome(
+  env: Env,
+  flag?: string,
+): { home: string; source: HomeSource } {
+  if (flag) return { home: resolvePath(flag), source: "flag" };
+  if (env.REINS_HOME) return { home: resolvePath(env.REINS_HOME), source: "REINS_HOME" };
+  const userHome = env.HOME ?? "/";
+  return { home: joinPath(resolvePath(userHome), ".reins"), source: "HOME" };
+}
+
+/** Whether to colour output: only on a terminal, and never with NO_COLOR set (no-color.org). */
+export function wantsColor(env: Env, isTerminal: boolean): boolean {
+  return isTerminal && (env.NO_COLOR === undefined || env.NO_COLOR === "");
+}

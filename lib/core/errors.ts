@@ -1,0 +1,100 @@
+// Typed errors for everything reins refuses or cannot do. Each carries an exit code of
+// DESIGN.md and a hint for the person reading it; only main.ts prints them.
+// Deliberately free of dependencies: the start-up path of every command imports it.
+
+export const ExitCode = {
+  ok: 0,
+  runFailed: 1,
+  usage: 2,
+  notFound: 3,
+  sandbox: 4,
+  platform: 5,
+  dataRoot: 6,
+} as const;
+export type ExitCode = typeof ExitCode[keyof typeof ExitCode];
+
+export type ErrorCode =
+  | "usage"
+  | "not_found"
+  | "sandbox"
+  | "platform"
+  | "data_root"
+  | "run_failed"
+  | "conflict"
+  | "internal";
+
+export interface ReinsErrorOptions {
+  hint?: string;
+  cause?: unknown;
+  exitCode?: ExitCode;
+}
+
+const defaultExit: Record<ErrorCode, ExitCode> = {
+  usage: ExitCode.usage,
+  not_found: ExitCode.notFound,
+  sandbox: ExitCode.sandbox,
+  platform: ExitCode.platform,
+  data_root: ExitCode.dataRoot,
+  run_failed: ExitCode.runFailed,
+  conflict: ExitCode.runFailed,
+  internal: ExitCode.runFailed,
+};
+
+export class ReinsError extends Error {
+  readonly code: ErrorCode;
+  readonly hint: string | undefined;
+  readonly exitCode: ExitCode;
+
+  constructor(code: ErrorCode, message: string, options: ReinsErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ReinsError";
+    this.code = code;
+    this.hint = options.hint;
+    this.exitCode = options.exitCode ?? defaultExit[code];
+  }
+}
+
+/** A bad flag, argument or input file: exit 2. */
+export class UsageError extends ReinsError {
+  constructor(message: string, options: Omit<ReinsErrorOptions, "exitCode"> = {}) {
+    super("usage", message, options);
+    this.name = "UsageError";
+  }
+}
+
+/** A run, context or file that does not exist: exit 3. */
+export class NotFoundError extends ReinsError {
+  constructor(message: string, options: Omit<ReinsErrorOptions, "exitCode"> = {}) {
+    super("not_found", message, options);
+    this.name = "NotFoundError";
+  }
+}
+
+/** The data root cannot be used (not a directory, a link out of it, no permission): exit 6. */
+export class DataRootError extends ReinsError {
+  constructor(message: string, options: Omit<ReinsErrorOptions, "exitCode"> = {}) {
+    super("data_root", message, options);
+    this.name = "DataRootError";
+  }
+}
+
+/** The evaluation platform refused a request or could not be reached: exit 5. */
+export class PlatformError extends ReinsError {
+  readonly status: number | undefined;
+  readonly transient: boolean;
+  constructor(
+    message: string,
+    options: Omit<ReinsErrorOptions, "exitCode"> & { status?: number; transient?: boolean } = {},
+  ) {
+    super("platform", message, options);
+    this.name = "PlatformError";
+    this.status = options.status;
+    this.transient = options.transient ?? false;
+  }
+}
+
+/** Describes any thrown value in one line, for logs and failure reasons. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message.split("\n")[0];
+  return String(error);
+}

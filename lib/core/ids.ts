@@ -1,0 +1,73 @@
+// Identifiers: time-ordered run and session ids (uuid v7), and the check every id must pass
+// before it becomes a path segment. It validates; it never rewrites a name into a safe one.
+// uuid v7 is made here from Web Crypto rather than imported from npm: loading any npm module
+// costs every command ~50 ms of start-up, and v7 is twenty lines (RFC 9562, section 5.7).
+import { UsageError } from "./errors.ts";
+
+let lastMs = 0;
+let lastCounter = 0;
+
+/** A new uuid v7: sorts by creation time (and by creation order within this process). */
+export function newId(nowMs: number = Date.now()): string {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  // 12 bits after the version are a counter (method 1 of RFC 9562 §6.2), so ids made in the
+  // same millisecond by one process still sort in creation order.
+  let ms = Math.max(nowMs, lastMs);
+  let counter = ms === lastMs ? lastCounter + 1 : (bytes[6] & 0x07) << 8 | bytes[7];
+  if (counter > 0xfff) {
+    ms += 1;
+    counter = 0;
+  }
+  lastMs = ms;
+  lastCounter = counter;
+  let rest = ms;
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = rest % 256;
+    rest = Math.floor(rest / 256);
+  }
+  bytes[6] = 0x70 | (counter >> 8);
+  bytes[7] = counter & 0xff;
+  bytes[8] = 0x80 | (bytes[8] & 0x3f);
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${
+    hex.slice(20)
+  }`;
+}
+
+/** The creation time a uuid v7 carries, in epoch milliseconds, or null for anything else. */
+export function idTimeMs(id: string): number | null {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)) {
+    return null;
+  }
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}
+
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Whether `value` may be used as one path segment under the data root. */
+export function isSafeName(value: string): boolean {
+  return SAFE_NAME.test(value) && !value.includes("..");
+}
+
+/**
+ * Returns `value` when it may become one path segment, else throws a UsageError that quotes it.
+ * `what` names the value for the message ("context id", "run id").
+ */
+export function safeName(value: string, what = "name"): string {
+  if (isSafeName(value)) return value;
+  const shown = JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  const why = value.length === 0
+    ? "it is empty"
+    : value.length > 128
+    ? `it is ${value.length} characters long (at most 128)`
+    : value.includes("..")
+    ? "it contains '..'"
+    : !/^[A-Za-z0-9]/.test(value)
+    ? "it must start with a letter or digit"
+    : "it may contain only letters, digits, '.', '_' and '-'";
+  throw new UsageError(`Cannot use ${shown} as a ${what}: ${why}`, {
+    hint:
+      "use letters, digits, '.', '_' and '-' (1 to 128 characters, starting with a letter or digit)",
+  });
+}

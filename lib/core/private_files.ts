@@ -1,0 +1,375 @@
+// Private files under the data root: directories 0700, files 0600 whatever the umask, atomic
+// replacement for records and locked, line-at-a-time appends for logs. Nothing here follows a
+// symbolic link out of the data root. It knows nothing of runs or events; the store builds on it.
+import { DataRootError } from "./errors.ts";
+import { basenameOf, dirnameOf, isInside, joinPath, resolvePath } from "./paths.ts";
+
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+const encoder = new TextEncoder();
+
+/** Directories already checked by this process, so a hot path does not lstat every segment. */
+const checkedDirs = new Set<string>();
+
+/** Forgets which directories were checked (tests that change modes behind our back use it). */
+export function forgetCheckedDirs(): void {
+  checkedDirs.clear();
+}
+
+function lstatOrNull(path: string): Deno.FileInfo | null {
+  try {
+    return Deno.lstatSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+}
+
+function refuseLinkOut(root: string, path: string): void {
+  let target: string;
+  try {
+    target = Deno.realPathSync(path);
+  } catch (error) {
+    throw new DataRootError(`Refusing the link ${JSON.stringify(path)}: its target is missing`, {
+      hint: "remove the link; reins keeps only plain files and directories in its data root",
+      cause: error,
+    });
+  }
+  const realRoot = Deno.realPathSync(root);
+  if (!isInside(target, realRoot)) {
+    throw new DataRootError(
+      `Refusing to follow the link ${JSON.stringify(path)}: it points outside the data root, to ${
+        JSON.stringify(target)
+      }`,
+      { hint: "remove the link; reins writes only inside its data root" },
+    );
+  }
+}
+
+function tighten(path: string, info: Deno.FileInfo, mode: number, tightened?: string[]): void {
+  if (info.mode !== null && (info.mode & 0o777) !== mode && (info.mode & 0o077) !== 0) {
+    Deno.chmodSync(path, mode);
+    tightened?.push(path);
+  }
+}
+
+/**
+ * Makes `dir` (the data root or a directory below it) exist with mode 0700, creating each missing
+ * segment 0700 and tightening any existing one below the root that is wider. Returns the paths it
+ * tightened. A link below the root that points outside it is refused.
+ */
+export function ensurePrivateDir(root: string, dir: string): string[] {
+  const absRoot = resolvePath(root);
+  const absDir = resolvePath(dir, absRoot);
+  if (checkedDirs.has(absDir)) return [];
+  if (!isInside(absDir, absRoot)) {
+    throw new DataRootError(`Refusing ${JSON.stringify(absDir)}: it is outside the data root`, {
+      hint: `reins writes only below ${absRoot}`,
+    });
+  }
+  const tightened: string[] = [];
+  const rootInfo = lstatOrNull(absRoot);
+  if (rootInfo === null) {
+    Deno.mkdirSync(absRoot, { recursive: true, mode: DIR_MODE });
+    Deno.chmodSync(absRoot, DIR_MODE);
+  } else if (rootInfo.isSymlink) {
+    // The root itself may be a link the user made (~/.reins → /data/reins): follow it.
+    const target = Deno.statSync(absRoot);
+    if (!target.isDirectory) throw notADirectory(absRoot);
+    tighten(absRoot, target, DIR_MODE, tightened);
+  } else if (!rootInfo.isDirectory) {
+    throw notADirectory(absRoot);
+  } else {
+    tighten(absRoot, rootInfo, DIR_MODE, tightened);
+  }
+  let current = absRoot;
+  for (const segment of absDir.slice(absRoot.length).split("/").filter(Boolean)) {
+    current = joinPath(current, segment);
+    const info = lstatOrNull(current);
+    if (info === null) {
+      try {
+        Deno.mkdirSync(current, { mode: DIR_MODE });
+      } catch (error) {
+        if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      }
+      Deno.chmodSync(current, DIR_MODE);
+      continue;
+    }
+    if (info.isSymlink) {
+      refuseLinkOut(absRoot, current);
+      continue;
+    }
+    if (!info.isDirectory) throw notADirectory(current);
+    tighten(current, info, DIR_MODE, tightened);
+  }
+  checkedDirs.add(absDir);
+  return tightened;
+}
+
+function notADirectory(path: string): DataRootError {
+  return new DataRootError(`Cannot use ${JSON.stringify(path)}: it is not a directory`, {
+    hint: "move the file away, or point REINS_HOME (or --home) at another directory",
+  });
+}
+
+/** Checks a file path inside the root: an existing link to outside it is refused. */
+function checkFile(root: string, path: string): Deno.FileInfo | null {
+  const info = lstatOrNull(path);
+  if (info?.isSymlink) refuseLinkOut(root, path);
+  return info;
+}
+
+function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
+  let written = 0;
+  while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
+}
+
+function tempPrefix(path: string): string {
+  return `.${basenameOf(path)}.`;
+}
+
+/**
+ * Removes temp files a killed writer of `path` left behind. A live writer holds a lock on its
+ * temp file, so a temp file whose lock can be taken belongs to nobody.
+ */
+export function removeStaleTemps(path: string): number {
+  const dir = dirnameOf(path);
+  const prefix = tempPrefix(path);
+  let removed = 0;
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(dir)];
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (!entry.isFile || !entry.name.startsWith(prefix) || !entry.name.endsWith(".tmp")) continue;
+    const tempPath = joinPath(dir, entry.name);
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(tempPath, { read: true });
+    } catch {
+      continue;
+    }
+    try {
+      if (file.tryLockSync(true)) {
+        Deno.removeSync(tempPath);
+        removed++;
+      }
+    } catch {
+      // gone already, or not ours to remove
+    } finally {
+      file.close();
+    }
+  }
+  return removed;
+}
+
+/**
+ * Replaces `path` with `data` atomically: a temp file in the same directory, fsync, rename, fsync
+ * of the directory. A reader sees the old or the new content, never a mix; the mode is 0600.
+ */
+export function writePrivateFileAtomic(
+  root: string,
+  path: string,
+  data: string | Uint8Array,
+): void {
+  const absPath = resolvePath(path, resolvePath(root));
+  const dir = dirnameOf(absPath);
+  ensurePrivateDir(root, dir);
+  checkFile(root, absPath);
+  removeStaleTemps(absPath);
+  const bytes = typeof data === "string" ? encoder.encode(data) : data;
+  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+  const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
+  const file = Deno.openSync(temp, { write: true, createNew: true, mode: FILE_MODE });
+  try {
+    file.lockSync(true);
+    writeAll(file, bytes);
+    file.syncSync();
+    Deno.chmodSync(temp, FILE_MODE);
+    Deno.renameSync(temp, absPath);
+  } catch (error) {
+    try {
+      Deno.removeSync(temp);
+    } catch { /* already renamed or gone */ }
+    throw error;
+  } finally {
+    file.close();
+  }
+  syncDir(dir);
+}
+
+function syncDir(dir: string): void {
+  try {
+    const handle = Deno.openSync(dir, { read: true });
+    try {
+      handle.syncSync();
+    } finally {
+      handle.close();
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+  }
+}
+
+/** Reads a file below the root as text, or null when it does not exist. Links out are refused. */
+export function readPrivateText(root: string, path: string): string | null {
+  const absPath = resolvePath(path, resolvePath(root));
+  if (checkFile(root, absPath) === null) return null;
+  try {
+    return Deno.readTextFileSync(absPath);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+}
+
+/** What an append callback sees of the file, under its lock. */
+export interface LockedTail {
+  /** The file's size now (after any torn tail was repaired). */
+  readonly size: number;
+  /** The size right after this handle's last append, or -1 before its first. */
+  readonly knownSize: number;
+  /** Reads bytes [start, end) of the file. */
+  read(start: number, end: number): Uint8Array;
+}
+
+/**
+ * An append-only private file kept open for many appends. Each append takes an advisory lock,
+ * repairs a torn tail (a last line with no newline, left by a writer that died mid-line: its bytes
+ * go to `<file>.torn`), writes one line with one write, and releases the lock.
+ */
+export class PrivateLog {
+  readonly path: string;
+  readonly #root: string;
+  #file: Deno.FsFile | null;
+  #knownSize = -1;
+
+  private constructor(root: string, path: string, file: Deno.FsFile) {
+    this.#root = root;
+    this.path = path;
+    this.#file = file;
+  }
+
+  static open(root: string, path: string): PrivateLog {
+    const absPath = resolvePath(path, resolvePath(root));
+    ensurePrivateDir(root, dirnameOf(absPath));
+    checkFile(root, absPath);
+    const file = Deno.openSync(absPath, {
+      read: true,
+      append: true,
+      create: true,
+      mode: FILE_MODE,
+    });
+    const info = file.statSync();
+    if (info.mode !== null && (info.mode & 0o777) !== FILE_MODE) Deno.chmodSync(absPath, FILE_MODE);
+    return new PrivateLog(root, absPath, file);
+  }
+
+  /** Appends `line` (no newline in it) as one line. */
+  append(line: string): void {
+    this.appendWith(() => line);
+  }
+
+  /**
+   * Appends the line `build` returns, calling it under the lock so that what it reads of the
+   * file (a last sequence number, say) cannot change before the line is written. Returning null
+   * writes nothing. Returns the offset the line was written at, or -1.
+   */
+  appendWith(build: (tail: LockedTail) => string | null): number {
+    const file = this.#handle();
+    file.lockSync(true);
+    try {
+      let size = file.statSync().size;
+      if (size !== this.#knownSize && size > 0) size = this.#repairTornTail(file, size);
+      const read = (start: number, end: number) => readRange(file, start, end);
+      const line = build({ size, knownSize: this.#knownSize, read });
+      if (line === null) {
+        this.#knownSize = size;
+        return -1;
+      }
+      const bytes = encoder.encode(`${line}\n`);
+      writeAll(file, bytes);
+      this.#knownSize = size + bytes.length;
+      return size;
+    } finally {
+      file.unlockSync();
+    }
+  }
+
+  /** Flushes the file's data to disk. */
+  sync(): void {
+    this.#handle().syncDataSync();
+  }
+
+  close(): void {
+    this.#file?.close();
+    this.#file = null;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #handle(): Deno.FsFile {
+    if (this.#file === null) throw new Error(`The log ${this.path} is closed`);
+    return this.#file;
+  }
+
+  #repairTornTail(file: Deno.FsFile, size: number): number {
+    const last = readRange(file, size - 1, size);
+    if (last[0] === 0x0a) return size;
+    // Walk back to the last newline; everything after it is the torn line.
+    let end = size;
+    let keep = 0;
+    while (end > 0) {
+      const start = Math.max(0, end - 65536);
+      const chunk = readRange(file, start, end);
+      const at = chunk.lastIndexOf(0x0a);
+      if (at >= 0) {
+        keep = start + at + 1;
+        break;
+      }
+      end = start;
+    }
+    const torn = readRange(file, keep, size);
+    // The torn bytes are kept verbatim, one record a line, as evidence of what was lost.
+    const tornPath = `${this.path}.torn`;
+    checkFile(this.#root, tornPath);
+    const evidence = Deno.openSync(tornPath, { append: true, create: true, mode: FILE_MODE });
+    try {
+      Deno.chmodSync(tornPath, FILE_MODE);
+      const record = new Uint8Array(torn.length + 1);
+      record.set(torn);
+      record[torn.length] = 0x0a;
+      writeAll(evidence, record);
+    } finally {
+      evidence.close();
+    }
+    file.truncateSync(keep);
+    return keep;
+  }
+}
+
+function readRange(file: Deno.FsFile, start: number, end: number): Uint8Array {
+  const out = new Uint8Array(Math.max(0, end - start));
+  file.seekSync(start, Deno.SeekMode.Start);
+  let got = 0;
+  while (got < out.length) {
+    const n = file.readSync(out.subarray(got));
+    if (n === null || n === 0) break;
+    got += n;
+  }
+  return out.subarray(0, got);
+}
+
+/** Appends one line to a private file: opens, locks, repairs a torn tail, writes, closes. */
+export function appendPrivateLine(root: string, path: string, line: string): void {
+  const log = PrivateLog.open(root, path);
+  try {
+    log.append(line);
+  } finally {
+    log.close();
+  }
+}

@@ -1,0 +1,77 @@
+// The driver interface: one prompt in, events out. A driver emits the events of the turn (never
+// the terminal `completed` / `failed`: the run command appends those from the result it returns)
+// and must stop promptly when its signal aborts. It does not touch the run store directly.
+import type { Settings } from "../core/config.ts";
+import type { EventInput } from "../store/contracts.ts";
+
+export type ApprovalPolicy = "auto" | "ask" | "deny";
+
+export interface Budget {
+  maxTurns?: number;
+  maxTokens?: number;
+  maxUsd?: number;
+}
+
+/** A decision on an approval a driver asked for (from the policy or from `reins approve`). */
+export interface Decision {
+  decision: "allow" | "deny";
+  by: string;
+  reason: string | null;
+}
+
+/** Answers to what a driver asks while it runs; the run command backs it with the run's log. */
+export interface Decisions {
+  /** Waits until `approval.resolved` for `approvalId` is in the run's log (or the signal aborts). */
+  waitForApproval(approvalId: string, signal: AbortSignal): Promise<Decision>;
+  /** Waits until `question.answered` for `questionId` is in the run's log. */
+  waitForAnswer(questionId: string, signal: AbortSignal): Promise<string>;
+}
+
+export interface DriverInput {
+  prompt: string;
+  /** Absolute working directory. */
+  cwd: string;
+  runId: string;
+  /** reins's session id for this conversation. */
+  sessionId: string;
+  contextId: string | null;
+  /** The harness session to continue, or null for a new conversation. */
+  resume: { sessionId: string; nativeSessionId: string | null } | null;
+  /** Events of earlier runs of this session, oldest first (the loop rebuilds its history from them). */
+  history: readonly EventInput[];
+  approval: ApprovalPolicy;
+  budget: Budget;
+  /** `--model` as given, for drivers that take one. */
+  model: string | null;
+  /** `--exec` for the command driver. */
+  exec: string | null;
+  /** Extra variables for a child process (added to the inherited environment). */
+  env: Record<string, string>;
+  settings: Settings;
+  decisions: Decisions;
+  /** Seconds of silence after which a harness counts as hung; null: the driver's default. */
+  idleTimeoutSeconds: number | null;
+}
+
+/** Receives a driver's events; each is validated and appended before emit returns. */
+export interface EventSink {
+  emit(event: EventInput): void;
+}
+
+export interface DriverResult {
+  status: "completed" | "failed" | "interrupted";
+  /** Why it ended, for people: null when it simply completed. */
+  reason: string | null;
+  /** The final answer, if any. */
+  result: string | null;
+  /** The child's exit code, when there was a child. */
+  exitCode: number | null;
+}
+
+export interface Driver {
+  /** The driver's name (`loop`, `claude`, `command`, …). */
+  readonly name: string;
+  /** What it drives: the harness name recorded on the run (`reins`, `claude-code`, …). */
+  readonly harness: string;
+  start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult>;
+}

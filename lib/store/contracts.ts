@@ -1,0 +1,269 @@
+// The contracts of everything reins records: run.json, the events.jsonl envelope with one payload
+// schema per event type, and harness-session.json. Types are inferred from the schemas; nothing
+// else defines these shapes. Payload objects are loose: fields a newer reins adds are kept.
+import { z } from "zod";
+
+export const RUN_STATUSES = [
+  "queued",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "interrupted",
+] as const;
+export const RunStatus = z.enum(RUN_STATUSES);
+export type RunStatus = z.infer<typeof RunStatus>;
+export const SettledStatus = z.enum(["completed", "failed", "interrupted"]);
+export type SettledStatus = z.infer<typeof SettledStatus>;
+
+export function isActiveStatus(status: RunStatus): boolean {
+  return status === "queued" || status === "running" || status === "waiting";
+}
+
+export const Trigger = z.enum(["cli", "api", "a2a", "suite", "replay"]);
+export type Trigger = z.infer<typeof Trigger>;
+
+const IsoTime = z.iso.datetime({ offset: true });
+
+/** run.json. The field order here is the order written to the file. */
+export const RunRecord = z.object({
+  id: z.string().min(1),
+  sessionId: z.string().min(1),
+  contextId: z.string().nullable(),
+  nativeSessionId: z.string().nullable(),
+  parentRunId: z.string().nullable(),
+  resumedFromRunId: z.string().nullable(),
+  relation: z.string().nullable(),
+  harness: z.string().min(1),
+  driver: z.string().min(1),
+  trigger: Trigger,
+  cwd: z.string(),
+  goal: z.string().nullable(),
+  startedAt: IsoTime,
+  endedAt: IsoTime.nullable(),
+  status: RunStatus,
+  exitCode: z.number().int().nullable(),
+  terminalReason: z.string().nullable(),
+});
+export type RunRecord = z.infer<typeof RunRecord>;
+export const RUN_RECORD_FIELDS = Object.keys(RunRecord.shape) as (keyof RunRecord)[];
+
+/** A record with its fields in the contract's order, so files diff cleanly. */
+export function orderedRecord(record: RunRecord): RunRecord {
+  const out: Record<string, unknown> = {};
+  for (const field of RUN_RECORD_FIELDS) out[field] = record[field];
+  return out as RunRecord;
+}
+
+export const Role = z.enum(["user", "assistant", "system"]);
+export type Role = z.infer<typeof Role>;
+
+export const ToolCall = z.looseObject({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  args: z.unknown(),
+});
+export type ToolCall = z.infer<typeof ToolCall>;
+
+const Count = z.number().int().nonnegative();
+
+export const Usage = z.looseObject({
+  inputTokens: Count.nullable(),
+  outputTokens: Count.nullable(),
+  cacheReadTokens: Count.nullable(),
+  cacheWriteTokens: Count.nullable(),
+  reasoningTokens: Count.nullable(),
+  costUsd: z.number().nonnegative().nullable(),
+  requests: Count.nullable(),
+  /** True when costUsd is reins's estimate from a price table, not the harness's own figure. */
+  costEstimated: z.boolean().optional(),
+});
+export type Usage = z.infer<typeof Usage>;
+export const USAGE_COUNTERS = [
+  "inputTokens",
+  "outputTokens",
+  "cacheReadTokens",
+  "cacheWriteTokens",
+  "reasoningTokens",
+  "costUsd",
+  "requests",
+] as const;
+
+/** The usage one model call reports (not running totals); every counter optional. */
+export const CallUsage = z.looseObject({
+  inputTokens: Count.optional(),
+  outputTokens: Count.optional(),
+  cacheReadTokens: Count.optional(),
+  cacheWriteTokens: Count.optional(),
+  reasoningTokens: Count.optional(),
+  costUsd: z.number().nonnegative().optional(),
+});
+export type CallUsage = z.infer<typeof CallUsage>;
+
+const Reason = z.string().nullable();
+
+export const PAYLOADS = {
+  "run.started": z.looseObject({
+    harness: z.string(),
+    driver: z.string(),
+    cwd: z.string(),
+    goal: z.string().nullable(),
+    contextId: z.string().nullable(),
+    resumeOf: z.string().nullable(),
+  }),
+  "session.linked": z.looseObject({ nativeSessionId: z.string().min(1) }),
+  "message.delta": z.looseObject({ role: Role, text: z.string() }),
+  "message.completed": z.looseObject({ role: Role, text: z.string() }),
+  "model.requested": z.looseObject({ historyLength: Count, toolCount: Count }),
+  "model.completed": z.looseObject({
+    text: z.string().nullable(),
+    toolCalls: z.array(ToolCall),
+    stopReason: z.string().nullable(),
+    usage: CallUsage.nullable(),
+    reasoning: z.string().nullable(),
+  }),
+  "tool.started": z.looseObject({ callId: z.string().min(1), tool: z.string(), args: z.unknown() }),
+  "tool.completed": z.looseObject({
+    callId: z.string().min(1),
+    ok: z.boolean(),
+    result: z.unknown().optional(),
+    error: z.string().optional(),
+    startedAt: IsoTime.nullable(),
+    finishedAt: IsoTime.nullable(),
+  }),
+  "approval.requested": z.looseObject({
+    approvalId: z.string().min(1),
+    tool: z.string(),
+    args: z.unknown(),
+  }),
+  "approval.resolved": z.looseObject({
+    approvalId: z.string().min(1),
+    decision: z.enum(["allow", "deny"]),
+    by: z.string(),
+    reason: z.string().nullable().optional(),
+  }),
+  "question.requested": z.looseObject({ questionId: z.string().min(1), text: z.string() }),
+  "question.answered": z.looseObject({ questionId: z.string().min(1), answer: z.string() }),
+  "usage.updated": Usage,
+  "compaction.started": z.looseObject({ stage: z.string() }),
+  "compaction.completed": z.looseObject({ stage: z.string(), before: Count, after: Count }),
+  "budget.warning": z.looseObject({
+    ratio: z.number().nonnegative(),
+    limit: z.string().optional(),
+  }),
+  "heartbeat": z.looseObject({ iteration: Count }),
+  "attachment.added": z.looseObject({
+    name: z.string().min(1),
+    path: z.string().min(1),
+    contentType: z.string(),
+    bytes: Count,
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  }),
+  "status.changed": z.looseObject({ status: RunStatus, reason: Reason }),
+  /** Something reins could not take as given (a bad protocol line, say): kept, never dropped. */
+  "problem": z.looseObject({ source: z.string(), reason: z.string(), text: z.string().optional() }),
+  "completed": z.looseObject({ reason: Reason, result: z.unknown() }),
+  "failed": z.looseObject({ reason: Reason, result: z.unknown() }),
+} as const;
+
+export type EventType = keyof typeof PAYLOADS;
+export const EVENT_TYPES = Object.keys(PAYLOADS) as EventType[];
+export type PayloadOf<T extends EventType> = z.infer<typeof PAYLOADS[T]>;
+
+const envelope = {
+  id: z.string().min(1),
+  runId: z.string().min(1),
+  sessionId: z.string().min(1),
+  sequence: z.number().int().nonnegative(),
+  timestamp: IsoTime,
+  native: z.unknown().optional(),
+  /** Set on an event that arrived after the run settled: kept as evidence, never applied. */
+  ignored: z.string().optional(),
+};
+
+function eventSchema<T extends EventType>(type: T) {
+  return z.object({ ...envelope, type: z.literal(type), payload: PAYLOADS[type] });
+}
+
+export const RunEvent = z.discriminatedUnion(
+  "type",
+  EVENT_TYPES.map((type) => eventSchema(type)) as unknown as [
+    ReturnType<typeof eventSchema<EventType>>,
+    ...ReturnType<typeof eventSchema<EventType>>[],
+  ],
+);
+
+/** One line of events.jsonl. */
+export type RunEvent = {
+  [T in EventType]: {
+    id: string;
+    runId: string;
+    sessionId: string;
+    sequence: number;
+    timestamp: string;
+    type: T;
+    payload: PayloadOf<T>;
+    native?: unknown;
+    ignored?: string;
+  };
+}[EventType];
+
+/** What a driver hands the recorder: an event without its envelope. */
+export type EventInput = {
+  [T in EventType]: { type: T; payload: PayloadOf<T>; native?: unknown };
+}[EventType];
+
+/** Checks an event body (type + payload) against its payload schema. */
+export function parseEventInput(value: unknown): { ok: true; event: EventInput } | {
+  ok: false;
+  reason: string;
+} {
+  if (typeof value !== "object" || value === null) return { ok: false, reason: "not an object" };
+  const { type, payload, native } = value as {
+    type?: unknown;
+    payload?: unknown;
+    native?: unknown;
+  };
+  if (typeof type !== "string" || !(type in PAYLOADS)) {
+    return { ok: false, reason: `unknown event type ${JSON.stringify(type)}` };
+  }
+  const parsed = PAYLOADS[type as EventType].safeParse(payload);
+  if (!parsed.success) return { ok: false, reason: formatIssue(parsed.error, "payload") };
+  const event = { type, payload: parsed.data } as EventInput;
+  if (native !== undefined) event.native = native;
+  return { ok: true, event };
+}
+
+/** A zod error as one line: `expected string, received number at payload.text`. */
+export function formatIssue(error: z.ZodError, prefix = ""): string {
+  const issue = error.issues[0];
+  const path = [prefix, ...issue.path.map(String)].filter(Boolean).join(".");
+  return path ? `${issue.message} at ${path}` : issue.message;
+}
+
+/** The status an event settles its run with, if it is terminal. */
+export function terminalStatusOf(event: Pick<RunEvent, "type" | "payload">): SettledStatus | null {
+  if (event.type === "completed") return "completed";
+  if (event.type === "failed") return "failed";
+  if (event.type === "status.changed") {
+    const status = (event.payload as { status: RunStatus }).status;
+    return status === "completed" || status === "failed" || status === "interrupted"
+      ? status
+      : null;
+  }
+  return null;
+}
+
+export const HARNESS_SESSION_TYPE = "reins.harness-session";
+
+/** contexts/<context id>/harness-session.json. */
+export const HarnessSession = z.object({
+  type: z.literal(HARNESS_SESSION_TYPE),
+  session_id: z.string().min(1),
+  native_session_id: z.string().min(1).nullable(),
+  harness: z.string().min(1),
+  driver: z.string().min(1),
+  created_ms: z.number().int().nonnegative(),
+  updated_ms: z.number().int().nonnegative(),
+});
+export type HarnessSession = z.infer<typeof HarnessSession>;

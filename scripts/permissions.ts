@@ -1,0 +1,81 @@
+// The sandbox: the one list of permission flags that `deno task compile` bakes into dist/reins
+// and that the end-to-end tests run main.ts under, so what the binary may touch is what is tested.
+// Read/write: the data root, the working directory and the temp dir. Net: loopback, the platform
+// host and the model hosts. Run: the harness programs. Env: the variables lib/core/env.ts reads.
+import { ENV_VARS } from "../lib/core/env.ts";
+
+export interface Sandbox {
+  /** The data root. */
+  home: string;
+  /** The working directory; "." in the binary means wherever it is started. */
+  cwd: string;
+  tempDir: string;
+  /** Hosts (host or host:port) besides loopback. */
+  netHosts: string[];
+  /** Programs the binary may start: names on PATH or absolute paths. */
+  programs: string[];
+}
+
+export const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
+export const HARNESS_PROGRAMS = ["claude", "codex", "gemini", "opencode"];
+
+function split(value: string | undefined): string[] {
+  return (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
+}
+
+function hostOf(url: string | undefined): string[] {
+  if (!url) return [];
+  try {
+    return [new URL(url).host];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The sandbox a build (or a `deno task reins` run) gets from its environment: REINS_HOME or
+ * ~/.reins; the platform and model hosts of HARNESS_PLATFORM_URL / FI_BASE_URL and
+ * OPENAI_BASE_URL; REINS_ALLOW_NET and REINS_ALLOW_RUN add hosts and programs.
+ */
+export function sandboxFromEnv(
+  env: Record<string, string | undefined>,
+  cwd = ".",
+): Sandbox {
+  const home = env.REINS_HOME || `${env.HOME ?? ""}/.reins`;
+  const programs = [
+    env.REINS_CLAUDE_BIN || "claude",
+    env.REINS_CODEX_BIN || "codex",
+    env.REINS_GEMINI_BIN || "gemini",
+    env.REINS_OPENCODE_BIN || "opencode",
+    ...split(env.REINS_ALLOW_RUN),
+  ];
+  return {
+    home,
+    cwd,
+    tempDir: env.TMPDIR || "/tmp",
+    netHosts: [
+      ...hostOf(env.HARNESS_PLATFORM_URL || env.FI_BASE_URL),
+      ...hostOf(env.OPENAI_BASE_URL || "https://api.openai.com/v1"),
+      ...split(env.REINS_ALLOW_NET),
+    ],
+    programs,
+  };
+}
+
+/** The permission flags for a sandbox, in a stable order. */
+export function permissionFlags(sandbox: Sandbox): string[] {
+  const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
+  const paths = unique([sandbox.home, sandbox.cwd, sandbox.tempDir]).join(",");
+  return [
+    `--allow-read=${paths}`,
+    `--allow-write=${paths}`,
+    `--allow-net=${unique([...LOOPBACK_HOSTS, ...sandbox.netHosts]).join(",")}`,
+    `--allow-run=${unique(sandbox.programs).join(",")}`,
+    `--allow-env=${ENV_VARS.join(",")}`,
+    "--no-prompt",
+  ];
+}
+
+if (import.meta.main) {
+  console.log(permissionFlags(sandboxFromEnv(Deno.env.toObject())).join("\n"));
+}

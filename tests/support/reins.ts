@@ -1,0 +1,96 @@
+// Runs main.ts as a subprocess under the binary's own sandbox (scripts/permissions.ts), with a
+// scratch HOME and only the environment a test gives it.
+import { permissionFlags } from "../../scripts/permissions.ts";
+
+const REPO = new URL("../../", import.meta.url).pathname;
+export const MAIN = `${REPO}main.ts`;
+export const CONFIG = `${REPO}deno.json`;
+
+export interface ReinsOptions {
+  home: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  /** Programs the sandbox may run (the harness programs are always listed). */
+  allowRun?: string[];
+  /** Hosts besides loopback. */
+  allowNet?: string[];
+  /** Extra paths to read and write, beyond home, cwd and the temp dir. */
+  allowPaths?: string[];
+}
+
+export interface ReinsResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function command(args: string[], options: ReinsOptions): Deno.Command {
+  const cwd = options.cwd ?? options.home;
+  const tempDir = Deno.env.get("TMPDIR") || "/tmp";
+  const flags = permissionFlags({
+    home: options.home,
+    cwd,
+    tempDir,
+    netHosts: options.allowNet ?? [],
+    programs: ["claude", "codex", "gemini", "opencode", ...(options.allowRun ?? [])],
+  });
+  const extra = options.allowPaths ?? [];
+  const withPaths = flags.map((flag) =>
+    extra.length && (flag.startsWith("--allow-read=") || flag.startsWith("--allow-write="))
+      ? `${flag},${extra.join(",")}`
+      : flag
+  );
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", "--config", CONFIG, ...withPaths, MAIN, ...args],
+    cwd,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: options.home,
+      REINS_HOME: options.home,
+      NO_COLOR: "1",
+      TMPDIR: tempDir,
+      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+      ...options.env,
+    },
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+/** Runs `reins ARGS` to completion. */
+export async function reins(args: string[], options: ReinsOptions): Promise<ReinsResult> {
+  const child = command(args, options).spawn();
+  if (options.stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.stdin));
+    await writer.close();
+  }
+  const output = await child.output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+/** Starts `reins ARGS` and returns the child, for tests that signal it mid-run. */
+export function spawnReins(args: string[], options: ReinsOptions): Deno.ChildProcess {
+  return command(args, options).spawn();
+}
+
+/** A fresh temp directory, removed when the returned handle is disposed. */
+export async function tempDir(prefix = "reins-test-"): Promise<
+  { path: string } & AsyncDisposable
+> {
+  const path = await Deno.makeTempDir({ prefix });
+  return {
+    path,
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(path, { recursive: true }).catch(() => {});
+    },
+  };
+}
