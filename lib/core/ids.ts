@@ -45,9 +45,12 @@ export function idTimeMs(id: string): number | null {
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-/** Whether `value` may be used as one path segment under the data root. */
+/**
+ * Whether `value` may be used as one path segment under the data root. Beyond the pattern, a
+ * trailing dot is refused: Windows drops it, so "a." and "a" would name the same file there.
+ */
 export function isSafeName(value: string): boolean {
-  return SAFE_NAME.test(value) && !value.includes("..");
+  return SAFE_NAME.test(value) && !value.includes("..") && !value.endsWith(".");
 }
 
 /**
@@ -63,6 +66,8 @@ export function safeName(value: string, what = "name"): string {
     ? `it is ${value.length} characters long (at most 128)`
     : value.includes("..")
     ? "it contains '..'"
+    : value.endsWith(".")
+    ? "it ends with '.'"
     : !/^[A-Za-z0-9]/.test(value)
     ? "it must start with a letter or digit"
     : "it may contain only letters, digits, '.', '_' and '-'";

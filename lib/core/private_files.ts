@@ -245,6 +245,7 @@ export class PrivateLog {
   readonly #root: string;
   #file: Deno.FsFile | null;
   #knownSize = -1;
+  #buffer = new Uint8Array(4096);
 
   private constructor(root: string, path: string, file: Deno.FsFile) {
     this.#root = root;
@@ -281,7 +282,9 @@ export class PrivateLog {
     const file = this.#handle();
     file.lockSync(true);
     try {
-      let size = file.statSync().size;
+      // The end offset (one lseek) is all we need to notice another writer's lines or a torn
+      // tail; fstat would cost twice as much on this hot path.
+      let size = file.seekSync(0, Deno.SeekMode.End);
       if (size !== this.#knownSize && size > 0) size = this.#repairTornTail(file, size);
       const read = (start: number, end: number) => readRange(file, start, end);
       const line = build({ size, knownSize: this.#knownSize, read });
@@ -289,7 +292,7 @@ export class PrivateLog {
         this.#knownSize = size;
         return -1;
       }
-      const bytes = encoder.encode(`${line}\n`);
+      const bytes = this.#encodeLine(line);
       writeAll(file, bytes);
       this.#knownSize = size + bytes.length;
       return size;
@@ -310,6 +313,16 @@ export class PrivateLog {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+
+  /** Encodes `line` + "\n" into a reused buffer: allocation is most of a line's encoding cost. */
+  #encodeLine(line: string): Uint8Array {
+    // UTF-8 needs at most 3 bytes per UTF-16 code unit.
+    const need = line.length * 3 + 1;
+    if (this.#buffer.length < need) this.#buffer = new Uint8Array(Math.max(need, 4096));
+    const { written } = encoder.encodeInto(line, this.#buffer);
+    this.#buffer[written] = 0x0a;
+    return this.#buffer.subarray(0, written + 1);
   }
 
   #handle(): Deno.FsFile {
@@ -364,12 +377,54 @@ function readRange(file: Deno.FsFile, start: number, end: number): Uint8Array {
   return out.subarray(0, got);
 }
 
-/** Appends one line to a private file: opens, locks, repairs a torn tail, writes, closes. */
-export function appendPrivateLine(root: string, path: string, line: string): void {
-  const log = PrivateLog.open(root, path);
+/**
+ * Open logs kept by appendPrivateLine, so a caller appending many lines does not pay an open and
+ * a close per line. A cached handle is checked against the path (same inode) at most every
+ * 250 ms, so a log that was removed or replaced is reopened rather than written into the void.
+ */
+const openLogs = new Map<string, { log: PrivateLog; ino: number | null; checkedMs: number }>();
+const MAX_OPEN_LOGS = 16;
+
+function inodeOf(path: string): number | null {
   try {
-    log.append(line);
-  } finally {
-    log.close();
+    return Deno.statSync(path).ino;
+  } catch {
+    return null;
   }
+}
+
+/**
+ * Appends one line to a private file under its advisory lock, repairing a torn tail first. The
+ * handle stays open for the next append to the same path (see openLogs).
+ */
+export function appendPrivateLine(root: string, path: string, line: string): void {
+  const key = resolvePath(path, resolvePath(root));
+  const now = Date.now();
+  let entry = openLogs.get(key);
+  if (entry && now - entry.checkedMs > 250) {
+    if (inodeOf(key) !== entry.ino || entry.ino === null) {
+      entry.log.close();
+      openLogs.delete(key);
+      entry = undefined;
+    } else {
+      entry.checkedMs = now;
+    }
+  }
+  if (!entry) {
+    if (openLogs.size >= MAX_OPEN_LOGS) {
+      const [oldest, value] = openLogs.entries().next().value!;
+      value.log.close();
+      openLogs.delete(oldest);
+    }
+    const log = PrivateLog.open(root, key);
+    entry = { log, ino: inodeOf(key), checkedMs: now };
+    openLogs.set(key, entry);
+  }
+  entry.log.append(line);
+}
+
+/** Closes the handles appendPrivateLine keeps open (tests that delete their temp dirs use it). */
+export function closeOpenLogs(): void {
+  for (const { log } of openLogs.values()) log.close();
+  openLogs.clear();
 }

@@ -5,6 +5,8 @@ import { permissionFlags } from "../../scripts/permissions.ts";
 const REPO = new URL("../../", import.meta.url).pathname;
 export const MAIN = `${REPO}main.ts`;
 export const CONFIG = `${REPO}deno.json`;
+const DENO_DIR = Deno.env.get("DENO_DIR") ||
+  `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`;
 
 export interface ReinsOptions {
   home: string;
@@ -51,7 +53,8 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
       REINS_HOME: options.home,
       NO_COLOR: "1",
       TMPDIR: tempDir,
-      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+      // The child's HOME is scratch; keep Deno's module cache where the test runner's is.
+      DENO_DIR: DENO_DIR,
       ...options.env,
     },
     stdin: options.stdin === undefined ? "null" : "piped",

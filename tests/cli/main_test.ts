@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { reins, tempDir } from "../support/reins.ts";
+import { VERSION } from "../../lib/cli/version.ts";
+
+Deno.test("reins --version prints the version of deno.json", async () => {
+  await using home = await tempDir();
+  const config = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
+  assert.equal(VERSION, config.version);
+  const result = await reins(["--version"], { home: home.path });
+  assert.equal(result.code, 0);
+  assert.equal(result.stdout, `reins ${VERSION}\n`);
+  const json = await reins(["--version", "--json"], { home: home.path });
+  assert.deepEqual(JSON.parse(json.stdout), { version: VERSION, deno: Deno.version.deno });
+});
+
+Deno.test("reins --help lists the commands and exits 0", async () => {
+  await using home = await tempDir();
+  const result = await reins(["--help"], { home: home.path });
+  assert.equal(result.code, 0);
+  assert.match(result.stdout, /^reins .* runs, records, resumes and reports agent sessions/);
+  assert.match(result.stdout, /\n {2}doctor +check the data root/);
+});
+
+Deno.test("reins with no command prints the help on stderr and exits 2", async () => {
+  await using home = await tempDir();
+  const result = await reins([], { home: home.path });
+  assert.equal(result.code, 2);
+  assert.equal(result.stdout, "");
+  assert.match(result.stderr, /Commands:/);
+});
+
+Deno.test("reins help doctor and reins doctor --help print the command's help", async () => {
+  await using home = await tempDir();
+  const a = await reins(["help", "doctor"], { home: home.path });
+  const b = await reins(["doctor", "--help"], { home: home.path });
+  assert.equal(a.code, 0);
+  assert.equal(a.stdout, b.stdout);
+  assert.match(a.stdout, /^Usage: reins doctor\n/);
+  assert.match(a.stdout, /--json +machine-readable output on stdout/);
+});
+
+Deno.test("reins dcotor exits 2 and suggests the nearest command", async () => {
+  await using home = await tempDir();
+  const result = await reins(["dcotor"], { home: home.path });
+  assert.equal(result.code, 2);
+  assert.equal(
+    result.stderr,
+    "reins: Unknown command 'dcotor'\nhint: did you mean 'reins doctor'? (see reins --help)\n",
+  );
+});
+
+Deno.test("reins doctor --jsn exits 2 and suggests --json", async () => {
+  await using home = await tempDir();
+  const result = await reins(["doctor", "--jsn"], { home: home.path });
+  assert.equal(result.code, 2);
+  assert.match(
+    result.stderr,
+    /^reins: Unknown flag --jsn for 'reins doctor'\nhint: did you mean --json\?/,
+  );
+});
+
+Deno.test("reins doctor --json --bogus prints only a JSON error on stdout", async () => {
+  await using home = await tempDir();
+  const result = await reins(["doctor", "--json", "--bogus"], { home: home.path });
+  assert.equal(result.code, 2);
+  const body = JSON.parse(result.stdout);
+  assert.deepEqual(Object.keys(body.error), ["code", "message", "hint"]);
+  assert.equal(body.error.code, "usage");
+  assert.equal(body.error.message, "Unknown flag --bogus for 'reins doctor'");
+});
+
+Deno.test("reins doctor under the sandbox exits 4 when it must read a file outside the allowed paths", async () => {
+  await using home = await tempDir();
+  await using elsewhere = await tempDir("reins-outside-");
+  // The config file is outside home, cwd and the temp dir only if TMPDIR differs; use /etc.
+  const result = await reins(["doctor"], {
+    home: home.path,
+    env: { REINS_CONFIG: "/etc/reins-test-config.json" },
+  });
+  assert.equal(result.code, 4, result.stderr);
+  assert.match(
+    result.stderr,
+    /^reins: The sandbox refused read access to "\/etc\/reins-test-config.json": it is outside the data root, the working directory and the temp dir\nhint: .*--allow-read=\/etc\/reins-test-config.json/,
+  );
+  assert.ok(elsewhere.path);
+});
+
+Deno.test("reins doctor --json reports the data root it created, its mode and no secrets", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/data`;
+  const result = await reins(["doctor", "--json"], {
+    home,
+    cwd: dir.path,
+    env: {
+      HARNESS_PLATFORM_URL: "https://platform.example",
+      HARNESS_PLATFORM_API_KEY: "key-123",
+      HARNESS_PLATFORM_SECRET_KEY: "secret-456",
+    },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(!result.stdout.includes("key-123") && !result.stdout.includes("secret-456"));
+  const report = JSON.parse(result.stdout);
+  assert.equal(report.dataRoot.path, home);
+  assert.equal(report.dataRoot.existed, false);
+  assert.equal(report.dataRoot.mode, "0700");
+  assert.equal(report.platform.apiKeySet, true);
+  assert.equal(report.permissions.readAnywhere, "denied");
+  assert.equal(report.permissions.writeDataRoot, "granted");
+  assert.deepEqual(report.programs.map((p: { driver: string }) => p.driver), [
+    "claude",
+    "codex",
+    "gemini",
+    "opencode",
+  ]);
+});
+
+Deno.test("reins doctor tightens a data root that was made 0755", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/data`;
+  Deno.mkdirSync(home);
+  Deno.chmodSync(home, 0o755);
+  const result = await reins(["doctor", "--json"], { home, cwd: dir.path });
+  const report = JSON.parse(result.stdout);
+  assert.deepEqual(report.dataRoot.tightened, [home]);
+  assert.equal(Deno.statSync(home).mode! & 0o777, 0o700);
+});

@@ -1,0 +1,186 @@
+import assert from "node:assert/strict";
+import {
+  appendPrivateLine,
+  ensurePrivateDir,
+  forgetCheckedDirs,
+  PrivateLog,
+  writePrivateFileAtomic,
+} from "../../lib/core/private_files.ts";
+import { DataRootError } from "../../lib/core/errors.ts";
+import { tempDir } from "../support/reins.ts";
+import { appendLine, versionContent } from "../fixtures/private_files_child.ts";
+
+const CHILD = new URL("../fixtures/private_files_child.ts", import.meta.url).pathname;
+
+function mode(path: string): number {
+  return Deno.statSync(path).mode! & 0o777;
+}
+
+async function child(args: string[], umask = "022"): Promise<void> {
+  const script = `umask ${umask}; exec "$0" run -A --quiet "$@"`;
+  const out = await new Deno.Command("sh", {
+    args: ["-c", script, Deno.execPath(), CHILD, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+}
+
+for (const umask of ["000", "022", "077"]) {
+  Deno.test(`ensurePrivateDir() and the writers make 0700 dirs and 0600 files under umask ${umask}`, async () => {
+    await using dir = await tempDir();
+    const root = `${dir.path}/home`;
+    await child(["make", root], umask);
+    for (const path of [root, `${root}/a`, `${root}/a/b`]) assert.equal(mode(path), 0o700, path);
+    for (const path of [`${root}/a/b/record.json`, `${root}/a/log.jsonl`]) {
+      assert.equal(mode(path), 0o600, path);
+    }
+  });
+}
+
+Deno.test("writePrivateFileAtomic() tightens a 0644 file and its 0755 dir inside the root on the first write", async () => {
+  await using dir = await tempDir();
+  const root = dir.path;
+  Deno.mkdirSync(`${root}/runs`, { mode: 0o755 });
+  Deno.chmodSync(`${root}/runs`, 0o755);
+  Deno.writeTextFileSync(`${root}/runs/run.json`, "old");
+  Deno.chmodSync(`${root}/runs/run.json`, 0o644);
+  forgetCheckedDirs();
+  writePrivateFileAtomic(root, `${root}/runs/run.json`, "new");
+  assert.equal(mode(`${root}/runs`), 0o700);
+  assert.equal(mode(`${root}/runs/run.json`), 0o600);
+  assert.equal(Deno.readTextFileSync(`${root}/runs/run.json`), "new");
+});
+
+Deno.test("PrivateLog.open() tightens an existing 0644 log", async () => {
+  await using dir = await tempDir();
+  Deno.writeTextFileSync(`${dir.path}/log.jsonl`, "a\n");
+  Deno.chmodSync(`${dir.path}/log.jsonl`, 0o644);
+  appendPrivateLine(dir.path, `${dir.path}/log.jsonl`, "b");
+  assert.equal(mode(`${dir.path}/log.jsonl`), 0o600);
+  assert.equal(Deno.readTextFileSync(`${dir.path}/log.jsonl`), "a\nb\n");
+});
+
+Deno.test("ensurePrivateDir() refuses a symlinked directory that points outside the root and writes nothing there", async () => {
+  await using dir = await tempDir();
+  await using outside = await tempDir();
+  const root = `${dir.path}/home`;
+  ensurePrivateDir(root, root);
+  Deno.symlinkSync(outside.path, `${root}/runs`);
+  forgetCheckedDirs();
+  assert.throws(
+    () => writePrivateFileAtomic(root, `${root}/runs/x/run.json`, "{}"),
+    (error: unknown) =>
+      error instanceof DataRootError && /points outside the data root/.test(error.message),
+  );
+  assert.throws(() => appendPrivateLine(root, `${root}/runs/events.jsonl`, "{}"), DataRootError);
+  assert.deepEqual([...Deno.readDirSync(outside.path)], []);
+});
+
+Deno.test("writePrivateFileAtomic() refuses a symlinked file that points outside the root", async () => {
+  await using dir = await tempDir();
+  await using outside = await tempDir();
+  Deno.writeTextFileSync(`${outside.path}/secret`, "keep");
+  Deno.symlinkSync(`${outside.path}/secret`, `${dir.path}/run.json`);
+  assert.throws(() => writePrivateFileAtomic(dir.path, `${dir.path}/run.json`, "x"), DataRootError);
+  assert.throws(() => appendPrivateLine(dir.path, `${dir.path}/run.json`, "x"), DataRootError);
+  assert.equal(Deno.readTextFileSync(`${outside.path}/secret`), "keep");
+});
+
+Deno.test("ensurePrivateDir() follows a link that stays inside the root", async () => {
+  await using dir = await tempDir();
+  Deno.mkdirSync(`${dir.path}/real`);
+  Deno.symlinkSync(`${dir.path}/real`, `${dir.path}/alias`);
+  writePrivateFileAtomic(dir.path, `${dir.path}/alias/f`, "ok");
+  assert.equal(Deno.readTextFileSync(`${dir.path}/real/f`), "ok");
+});
+
+Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 20 SIGKILLs during 1,000 rewrites", async () => {
+  await using dir = await tempDir();
+  const root = dir.path;
+  const file = `${root}/state/record.json`;
+  let next = 0;
+  let kills = 0;
+  while (next < 1000) {
+    const proc = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--quiet",
+        CHILD,
+        "rewrite",
+        root,
+        file,
+        String(next),
+        String(1000 - next),
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    if (kills < 20) {
+      await new Promise((r) => setTimeout(r, 60 + Math.random() * 120));
+      try {
+        proc.kill("SIGKILL");
+      } catch { /* already exited */ }
+      kills++;
+    }
+    const status = await proc.status;
+    const text = Deno.readTextFileSync(file);
+    const value = JSON.parse(text) as { version: number };
+    assert.equal(text, versionContent(value.version), "the file equals one committed version");
+    next = value.version + 1;
+    if (status.success) break;
+  }
+  assert.equal(kills, 20);
+  assert.equal(JSON.parse(Deno.readTextFileSync(file)).version, 999);
+  const leftovers = [...Deno.readDirSync(`${root}/state`)].map((e) => e.name).filter((n) =>
+    n.endsWith(".tmp")
+  );
+  assert.deepEqual(leftovers, []);
+});
+
+Deno.test("appendPrivateLine() from 8 processes × 2,000 lines up to 64 KiB gives 16,000 intact lines", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/log.jsonl`;
+  await Promise.all(
+    Array.from(
+      { length: 8 },
+      (_, worker) => child(["append", dir.path, file, String(worker), "2000"]),
+    ),
+  );
+  const lines = Deno.readTextFileSync(file).split("\n");
+  assert.equal(lines.pop(), "", "the file ends with a newline");
+  assert.equal(lines.length, 16_000);
+  const seen = new Set<string>();
+  for (const line of lines) {
+    const [worker, index] = line.split(":").map(Number);
+    assert.equal(line, appendLine(worker, index), "each line is intact");
+    seen.add(`${worker}:${index}`);
+  }
+  assert.equal(seen.size, 16_000);
+});
+
+Deno.test("PrivateLog.append() repairs a torn tail first and keeps its bytes in a .torn file", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/events.jsonl`;
+  Deno.writeTextFileSync(file, '{"a":1}\n{"b":');
+  appendPrivateLine(dir.path, file, '{"c":3}');
+  assert.equal(Deno.readTextFileSync(file), '{"a":1}\n{"c":3}\n');
+  assert.equal(Deno.readTextFileSync(`${file}.torn`), '{"b":\n');
+  assert.equal(mode(`${file}.torn`), 0o600);
+});
+
+Deno.test("PrivateLog.appendWith() sees lines other writers appended since its last append", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/events.jsonl`;
+  using ours = PrivateLog.open(dir.path, file);
+  ours.append("one");
+  appendPrivateLine(dir.path, file, "two");
+  let seen = "";
+  ours.appendWith((tail) => {
+    seen = new TextDecoder().decode(tail.read(tail.knownSize, tail.size));
+    return "three";
+  });
+  assert.equal(seen, "two\n");
+  assert.equal(Deno.readTextFileSync(file), "one\ntwo\nthree\n");
+});
