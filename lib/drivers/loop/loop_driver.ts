@@ -1,0 +1,253 @@
+// The built-in agent loop as a Driver: ask the model, run the tools it calls (after the approval
+// policy), feed the results back, until it answers without a tool call, the budget runs out or
+// the signal aborts. It emits the turn's events and returns its outcome; it never writes the
+// run store itself and never emits the terminal `completed` / `failed`.
+import { describeError, ReinsError } from "../../core/errors.ts";
+import type { ToolCall } from "../../store/contracts.ts";
+import type { Driver, DriverInput, DriverResult, EventSink } from "../driver.ts";
+import { readBudget, UsageTotals } from "./budget.ts";
+import { compactHistory, type CompactionOptions, DEFAULT_COMPACTION } from "./compaction.ts";
+import { historyFromEvents, toolResultText } from "./history.ts";
+import { combineHooks, type LoopHooks, type ModelCall, recordingHooks } from "./hooks.ts";
+import type { Message, Model, ModelOutput, ModelPurpose } from "./model.ts";
+import { resolveModel, type ResolveModelOptions } from "./resolve_model.ts";
+import { createToolbox, type Toolbox, type ToolboxOptions, type ToolResult } from "./tools.ts";
+
+export const LOOP_DRIVER_NAME = "loop";
+export const LOOP_HARNESS = "reins";
+
+export interface LoopDriverOptions {
+  /** The model to use; without it, `input.model` is resolved with resolveModel(). */
+  model?: Model;
+  /** Options for resolving `input.model` (settings come from the input). */
+  resolve?: Omit<ResolveModelOptions, "settings">;
+  /** Observers besides the recorder (a progress line, say). */
+  hooks?: readonly LoopHooks[];
+  tools?: ToolboxOptions;
+  /** Compaction settings, or false to never compact. */
+  compaction?: Partial<CompactionOptions> | false;
+  /** Replaces the default system prompt. */
+  systemPrompt?: string;
+}
+
+export function createLoopDriver(options: LoopDriverOptions = {}): Driver {
+  return {
+    name: LOOP_DRIVER_NAME,
+    harness: LOOP_HARNESS,
+    start: (input, sink, signal) => runLoop(input, sink, signal, options),
+  };
+}
+
+function defaultSystemPrompt(cwd: string): string {
+  return [
+    "You are the agent of reins's built-in loop.",
+    `You work in the directory ${cwd} through the tools list_files, read_file, write_file and ` +
+    "run_command; paths are relative to it and cannot leave it.",
+    "A tool may be refused by the user's approval policy: read its error and carry on.",
+    "When you are done, answer in plain text without calling a tool.",
+  ].join(" ");
+}
+
+async function runLoop(
+  input: DriverInput,
+  sink: EventSink,
+  signal: AbortSignal,
+  options: LoopDriverOptions,
+): Promise<DriverResult> {
+  const ended = (status: DriverResult["status"], reason: string | null, result: string | null) => ({
+    status,
+    reason,
+    result,
+    exitCode: null,
+  });
+  try {
+    // First, so that the conversation keeps the request even when the model cannot be had.
+    sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
+    const model = options.model ?? await resolveModel(input.model, {
+      ...options.resolve,
+      baseUrl: input.baseUrl ?? options.resolve?.baseUrl,
+      settings: input.settings,
+    });
+    const toolbox = await createToolbox(input.cwd, {
+      env: input.env,
+      kill: input.kill,
+      ...options.tools,
+    });
+    const loop = new Loop(input, sink, signal, model, toolbox, options);
+    const { answer, exhausted } = await loop.run();
+    if (answer !== null) {
+      sink.emit({ type: "message.completed", payload: { role: "assistant", text: answer } });
+    }
+    return ended("completed", exhausted ? "budget exhausted" : null, answer);
+  } catch (error) {
+    if (signal.aborted) return ended("interrupted", abortReason(signal), null);
+    const reason = error instanceof ReinsError && error.hint
+      ? `${describeError(error)} (${error.hint})`
+      : describeError(error);
+    return ended("failed", reason, null);
+  }
+}
+
+function abortReason(signal: AbortSignal): string {
+  const reason = signal.reason;
+  if (typeof reason === "string" && reason) return reason;
+  if (reason instanceof Error && reason.name !== "AbortError" && reason.message) {
+    return reason.message;
+  }
+  return "interrupted";
+}
+
+/** Rejects as soon as `signal` aborts, so a model or a wait that ignores it cannot hold us. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+class Loop {
+  readonly #hooks: Required<LoopHooks>;
+  readonly #usage = new UsageTotals();
+  readonly #compaction: CompactionOptions | null;
+  #history: Message[];
+  #iteration = 0;
+  #turns = 0;
+  #warned = false;
+  #approvals = 0;
+
+  constructor(
+    readonly input: DriverInput,
+    readonly sink: EventSink,
+    readonly signal: AbortSignal,
+    readonly model: Model,
+    readonly toolbox: Toolbox,
+    options: LoopDriverOptions,
+  ) {
+    this.#hooks = combineHooks([recordingHooks(sink), ...(options.hooks ?? [])]);
+    this.#compaction = options.compaction === false
+      ? null
+      : { ...DEFAULT_COMPACTION, ...options.compaction };
+    this.#history = [
+      { role: "system", text: options.systemPrompt ?? defaultSystemPrompt(input.cwd) },
+      ...historyFromEvents(input.history),
+      { role: "user", text: input.prompt },
+    ];
+  }
+
+  async run(): Promise<{ answer: string | null; exhausted: boolean }> {
+    for (;;) {
+      this.signal.throwIfAborted();
+      this.sink.emit({ type: "heartbeat", payload: { iteration: this.#iteration } });
+      if (this.#checkBudget()) {
+        await this.#compact();
+        const output = await this.#callModel("final", this.#history, []);
+        return { answer: output.text, exhausted: true };
+      }
+      await this.#compact();
+      const output = await this.#callModel("turn", this.#history, this.toolbox.specs);
+      this.#turns += 1;
+      this.#history.push({ role: "assistant", text: output.text, toolCalls: output.toolCalls });
+      if (output.toolCalls.length === 0) return { answer: output.text, exhausted: false };
+      for (const call of output.toolCalls) {
+        const outcome = await this.#runTool(call);
+        this.#history.push({
+          role: "tool",
+          callId: call.id,
+          name: call.name,
+          ok: outcome.ok,
+          content: toolResultText(
+            outcome.ok,
+            outcome.result,
+            outcome.ok ? undefined : outcome.error,
+          ),
+        });
+        this.signal.throwIfAborted();
+      }
+      this.#iteration += 1;
+    }
+  }
+
+  /** Warns once at 80 %; at 100 % warns again and says the budget is exhausted. */
+  #checkBudget(): boolean {
+    const { ratio, limit } = readBudget(this.input.budget, this.#turns, this.#usage);
+    if (limit === null) return false;
+    const rounded = Math.round(ratio * 1000) / 1000;
+    if (ratio >= 1) {
+      this.sink.emit({ type: "budget.warning", payload: { ratio: rounded, limit } });
+      return true;
+    }
+    if (ratio >= 0.8 && !this.#warned) {
+      this.#warned = true;
+      this.sink.emit({ type: "budget.warning", payload: { ratio: rounded, limit } });
+    }
+    return false;
+  }
+
+  async #compact(): Promise<void> {
+    if (this.#compaction === null) return;
+    this.#history = await compactHistory(this.#history, this.#compaction, {
+      sink: this.sink,
+      summarize: async (request) => (await this.#callModel("summary", request, [])).text,
+    });
+  }
+
+  async #callModel(
+    purpose: ModelPurpose,
+    history: readonly Message[],
+    tools: ModelCall["tools"],
+  ): Promise<ModelOutput> {
+    const call: ModelCall = { iteration: this.#iteration, purpose, history: [...history], tools };
+    await this.#hooks.beforeModel(call);
+    const output = await untilAborted(
+      this.model.complete({ history: call.history, tools, purpose, signal: this.signal }),
+      this.signal,
+    );
+    await this.#hooks.afterModel(call, output);
+    this.#usage.add(output.usage, priceOf(this.input.settings.prices, this.model.name));
+    this.sink.emit({ type: "usage.updated", payload: this.#usage.toPayload() });
+    return output;
+  }
+
+  async #runTool(call: ToolCall): Promise<ToolResult & { startedAt: string; finishedAt: string }> {
+    const refusal = await this.#approve(call);
+    await this.#hooks.beforeTool(call);
+    const startedAt = new Date().toISOString();
+    const result: ToolResult = refusal !== null
+      ? { ok: false, error: refusal }
+      : await this.toolbox.run(call, this.signal);
+    const outcome = { ...result, startedAt, finishedAt: new Date().toISOString() };
+    await this.#hooks.afterTool(call, outcome);
+    return outcome;
+  }
+
+  /** null when the tool may run, else the error the model will read. */
+  async #approve(call: ToolCall): Promise<string | null> {
+    switch (this.input.approval) {
+      case "auto":
+        return null;
+      case "deny":
+        return "denied by policy";
+      case "ask": {
+        this.#approvals += 1;
+        const approvalId = `approval-${this.#approvals}`;
+        this.sink.emit({
+          type: "approval.requested",
+          payload: { approvalId, tool: call.name, args: call.args },
+        });
+        const decision = await untilAborted(
+          this.input.decisions.waitForApproval(approvalId, this.signal),
+          this.signal,
+        );
+        if (decision.decision === "allow") return null;
+        return `denied by ${decision.by}${decision.reason ? `: ${decision.reason}` : ""}`;
+      }
+    }
+  }
+}
+
+/** The price of a model: by its spec (`openai:gpt-4o`) or its bare name (`gpt-4o`). */
+function priceOf(prices: DriverInput["settings"]["prices"], modelName: string) {
+  return prices[modelName] ?? prices[modelName.slice(modelName.indexOf(":") + 1)];
+}

@@ -1,0 +1,270 @@
+// The loop's tools: read_file, write_file, list_files and run_command, all confined to the
+// working directory. Every failure (bad arguments, a path outside, a missing file, a command
+// that exits non-zero) is an outcome the model reads; only a bug in reins throws from here.
+// Approval and recording are the loop's business, not the tools'.
+import { z } from "zod";
+import { formatIssue, type ToolCall } from "../../store/contracts.ts";
+import { ConfinementError, confinePath } from "./confine.ts";
+import type { ToolSpec } from "./model.ts";
+import { runShellCommand } from "./run_command.ts";
+
+export type ToolResult =
+  | { ok: true; result: unknown }
+  | { ok: false; error: string; result?: unknown };
+
+export interface ToolboxOptions {
+  /** Default and upper bound of run_command's timeout. */
+  commandTimeoutMs?: number;
+  maxCommandTimeoutMs?: number;
+  /** Bytes of stdout and of stderr kept from a command. */
+  maxCommandOutputBytes?: number;
+  /** Bytes of a file read_file returns. */
+  maxReadBytes?: number;
+  /** Entries list_files returns. */
+  maxListEntries?: number;
+  /** Extra environment for commands. */
+  env?: Record<string, string>;
+  /** Aborted when stopping must not wait: a running command is killed at once (SIGKILL). */
+  kill?: AbortSignal;
+}
+
+export interface Toolbox {
+  readonly specs: readonly ToolSpec[];
+  run(call: ToolCall, signal: AbortSignal): Promise<ToolResult>;
+}
+
+/** A failure the model should read, with an optional result (a command's output). */
+class ToolFailure extends Error {
+  constructor(message: string, readonly result?: unknown) {
+    super(message);
+  }
+}
+
+interface ToolContext {
+  root: string;
+  signal: AbortSignal;
+  options: Required<Omit<ToolboxOptions, "env" | "kill">> & { env: Record<string, string> };
+  kill: AbortSignal | undefined;
+}
+
+interface ToolDefinition<S extends z.ZodType> {
+  description: string;
+  args: S;
+  run(args: z.infer<S>, context: ToolContext): Promise<unknown>;
+}
+
+function defineTool<S extends z.ZodType>(definition: ToolDefinition<S>): ToolDefinition<S> {
+  return definition;
+}
+
+const TOOLS = {
+  list_files: defineTool({
+    description:
+      "List the files in a directory of the working directory (directories end in '/'). " +
+      "With recursive, list everything below it.",
+    args: z.object({
+      path: z.string().default(".").describe("directory, relative to the working directory"),
+      recursive: z.boolean().default(false),
+    }),
+    async run(args, context) {
+      const { path, relative } = await confinePath(context.root, args.path);
+      const entries: string[] = [];
+      const limit = context.options.maxListEntries;
+      let more = 0;
+      const walk = async (dir: string, prefix: string) => {
+        const names: Deno.DirEntry[] = [];
+        for await (const entry of Deno.readDir(dir)) names.push(entry);
+        names.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+        for (const entry of names) {
+          const shown = `${prefix}${entry.name}${
+            entry.isDirectory ? "/" : entry.isSymlink ? "@" : ""
+          }`;
+          if (entries.length >= limit) more++;
+          else entries.push(shown);
+          if (args.recursive && entry.isDirectory && entry.name !== ".git") {
+            await walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`);
+          }
+        }
+      };
+      try {
+        await walk(path, "");
+      } catch (error) {
+        throw new ToolFailure(`Cannot list ${JSON.stringify(relative)}: ${fsReason(error)}`);
+      }
+      if (entries.length === 0) return "(empty)";
+      return entries.join("\n") + (more > 0 ? `\n[… ${more} more entries not shown]` : "");
+    },
+  }),
+  read_file: defineTool({
+    description: "Read a text file of the working directory.",
+    args: z.object({
+      path: z.string().describe("file, relative to the working directory"),
+    }),
+    async run(args, context) {
+      const { path, relative } = await confinePath(context.root, args.path);
+      let bytes: Uint8Array;
+      try {
+        bytes = await Deno.readFile(path);
+      } catch (error) {
+        throw new ToolFailure(`Cannot read ${JSON.stringify(relative)}: ${fsReason(error)}`);
+      }
+      const limit = context.options.maxReadBytes;
+      const text = new TextDecoder().decode(bytes.subarray(0, limit));
+      if (bytes.length <= limit) return text;
+      return `${text}\n[… truncated: showing ${limit} of ${bytes.length} bytes]`;
+    },
+  }),
+  write_file: defineTool({
+    description:
+      "Write a text file in the working directory, replacing it if it exists and creating " +
+      "missing parent directories.",
+    args: z.object({
+      path: z.string().describe("file, relative to the working directory"),
+      content: z.string(),
+    }),
+    async run(args, context) {
+      const { path, relative } = await confinePath(context.root, args.path);
+      const bytes = new TextEncoder().encode(args.content);
+      try {
+        const parent = path.slice(0, path.lastIndexOf("/"));
+        if (parent) await Deno.mkdir(parent, { recursive: true });
+        await Deno.writeFile(path, bytes);
+      } catch (error) {
+        throw new ToolFailure(`Cannot write ${JSON.stringify(relative)}: ${fsReason(error)}`);
+      }
+      return `Wrote ${bytes.length} bytes to ${relative}`;
+    },
+  }),
+  run_command: defineTool({
+    description:
+      "Run a shell command (sh -c) in the working directory and return its exit code, stdout " +
+      "and stderr. Output is capped; the command is stopped after its timeout.",
+    args: z.object({
+      command: z.string().min(1),
+      timeoutSeconds: z.number().positive().optional(),
+    }),
+    async run(args, context) {
+      const { commandTimeoutMs, maxCommandTimeoutMs, maxCommandOutputBytes } = context.options;
+      const timeoutMs = Math.min(
+        args.timeoutSeconds === undefined ? commandTimeoutMs : args.timeoutSeconds * 1000,
+        maxCommandTimeoutMs,
+      );
+      let outcome;
+      try {
+        outcome = await runShellCommand(args.command, {
+          cwd: context.root,
+          timeoutMs,
+          maxOutputBytes: maxCommandOutputBytes,
+          env: context.options.env,
+          signal: context.signal,
+          kill: context.kill,
+        });
+      } catch (error) {
+        throw new ToolFailure(`Cannot run the command: ${fsReason(error)}`);
+      }
+      const result = {
+        exitCode: outcome.exitCode,
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+      };
+      if (outcome.timedOut) {
+        throw new ToolFailure(`The command timed out after ${timeoutMs / 1000} s`, result);
+      }
+      if (outcome.signal !== null) {
+        throw new ToolFailure(`The command was killed by ${outcome.signal}`, result);
+      }
+      if (outcome.exitCode !== 0) {
+        throw new ToolFailure(`The command exited with code ${outcome.exitCode}`, result);
+      }
+      return result;
+    },
+  }),
+} as const;
+
+export type ToolName = keyof typeof TOOLS;
+export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[];
+
+const DEFAULTS = {
+  commandTimeoutMs: 60_000,
+  maxCommandTimeoutMs: 600_000,
+  maxCommandOutputBytes: 32 * 1024,
+  maxReadBytes: 64 * 1024,
+  maxListEntries: 1_000,
+};
+
+/** The tools for one working directory (absolute; it must exist). */
+export async function createToolbox(cwd: string, options: ToolboxOptions = {}): Promise<Toolbox> {
+  const root = await Deno.realPath(cwd);
+  const { env, kill, ...limits } = options;
+  const settings = { ...DEFAULTS, ...withoutUndefined(limits), env: env ?? {} };
+  const specs: ToolSpec[] = TOOL_NAMES.map((name) => {
+    const { $schema: _, ...parameters } = z.toJSONSchema(TOOLS[name].args, { io: "input" });
+    return { name, description: TOOLS[name].description, parameters };
+  });
+  return {
+    specs,
+    async run(call, signal) {
+      if (!Object.hasOwn(TOOLS, call.name)) {
+        return {
+          ok: false,
+          error: `Unknown tool ${JSON.stringify(call.name)}: the tools are ${
+            TOOL_NAMES.join(", ")
+          }`,
+        };
+      }
+      const tool = TOOLS[call.name as ToolName] as ToolDefinition<z.ZodType>;
+      const args = parseArgs(call.args);
+      if (!args.ok) return { ok: false, error: args.error };
+      const parsed = tool.args.safeParse(args.value);
+      if (!parsed.success) {
+        return {
+          ok: false,
+          error: `Invalid arguments for ${call.name}: ${formatIssue(parsed.error, "args")}`,
+        };
+      }
+      try {
+        return {
+          ok: true,
+          result: await tool.run(parsed.data, { root, signal, kill, options: settings }),
+        };
+      } catch (error) {
+        if (error instanceof ToolFailure) {
+          return error.result === undefined
+            ? { ok: false, error: error.message }
+            : { ok: false, error: error.message, result: error.result };
+        }
+        if (error instanceof ConfinementError) return { ok: false, error: error.message };
+        throw error;
+      }
+    },
+  };
+}
+
+// Models sometimes send the arguments as the JSON text itself.
+function parseArgs(args: unknown): { ok: true; value: unknown } | { ok: false; error: string } {
+  if (args === undefined || args === null) return { ok: true, value: {} };
+  if (typeof args !== "string") return { ok: true, value: args };
+  try {
+    return { ok: true, value: JSON.parse(args) };
+  } catch (error) {
+    return { ok: false, error: `Invalid arguments: not JSON (${(error as Error).message})` };
+  }
+}
+
+function withoutUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<
+    T
+  >;
+}
+
+/** A file-system error in words the model can act on. */
+function fsReason(error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) return "no such file or directory";
+  if (error instanceof Deno.errors.IsADirectory) return "it is a directory";
+  if (error instanceof Deno.errors.NotADirectory) return "not a directory";
+  if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (error instanceof Deno.errors.NotCapable) {
+    return `refused by reins's sandbox (${error.message})`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}

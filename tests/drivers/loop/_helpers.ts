@@ -1,0 +1,90 @@
+// Shared pieces of the loop's tests: a sink that validates and keeps events (as the recorder
+// would), a DriverInput over a real temp directory, and a decisions object the test controls.
+import { loadSettings } from "../../../lib/core/config.ts";
+import type { Decision, Decisions, DriverInput, EventSink } from "../../../lib/drivers/driver.ts";
+import { type EventInput, parseEventInput } from "../../../lib/store/contracts.ts";
+
+/** Validates each event like the run store does and keeps it; a bad event throws, as there. */
+export class MemorySink implements EventSink {
+  readonly events: EventInput[] = [];
+  emit(event: EventInput): void {
+    const parsed = parseEventInput(event);
+    if (!parsed.ok) throw new Error(`invalid ${event.type} event: ${parsed.reason}`);
+    this.events.push(parsed.event);
+  }
+  types(): string[] {
+    return this.events.map((event) => event.type);
+  }
+  ofType<T extends EventInput["type"]>(type: T): Extract<EventInput, { type: T }>[] {
+    return this.events.filter((event): event is Extract<EventInput, { type: T }> =>
+      event.type === type
+    );
+  }
+}
+
+export const noDecisions: Decisions = {
+  waitForApproval() {
+    return Promise.reject(new Error("no approval expected"));
+  },
+  waitForAnswer() {
+    return Promise.reject(new Error("no question expected"));
+  },
+};
+
+/** Answers approvals with `decide(approvalId)`, recording the ids asked about. */
+export function fakeDecisions(decide: (approvalId: string) => Decision | Promise<Decision>) {
+  const asked: string[] = [];
+  const decisions: Decisions = {
+    async waitForApproval(approvalId) {
+      asked.push(approvalId);
+      return await decide(approvalId);
+    },
+    waitForAnswer() {
+      return Promise.reject(new Error("no question expected"));
+    },
+  };
+  return { decisions, asked };
+}
+
+export async function tempDir(prefix = "reins-loop-"): Promise<string> {
+  return await Deno.realPath(await Deno.makeTempDir({ prefix }));
+}
+
+export async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await tempDir();
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+export function driverInput(cwd: string, overrides: Partial<DriverInput> = {}): DriverInput {
+  return {
+    prompt: "do the thing",
+    cwd,
+    runId: "run-1",
+    sessionId: "session-1",
+    contextId: null,
+    resume: null,
+    history: [],
+    approval: "auto",
+    budget: {},
+    model: null,
+    baseUrl: null,
+    exec: null,
+    env: {},
+    settings: loadSettings({ REINS_HOME: `${cwd}/.home`, HOME: cwd }),
+    decisions: noDecisions,
+    idleTimeoutSeconds: null,
+    kill: new AbortController().signal,
+    ...overrides,
+  };
+}
+
+/** Writes a mock script and returns its path. */
+export async function writeScript(dir: string, responses: unknown): Promise<string> {
+  const path = `${dir}/script.json`;
+  await Deno.writeTextFile(path, JSON.stringify(responses, null, 2));
+  return path;
+}
