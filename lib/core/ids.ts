@@ -7,10 +7,21 @@ import { UsageError } from "./errors.ts";
 let lastMs = 0;
 let lastCounter = 0;
 
+// Formatting by table and drawing random bytes 4 KiB at a time (one getRandomValues call per 256
+// ids) make an id cost ~0.3 µs instead of ~3: the run store stamps one on every event it appends.
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+const pool = new Uint8Array(4096);
+let poolAt = pool.length;
+const bytes = new Uint8Array(16);
+
 /** A new uuid v7: sorts by creation time (and by creation order within this process). */
 export function newId(nowMs: number = Date.now()): string {
-  const bytes = new Uint8Array(16);
-  crypto.getRandomValues(bytes);
+  if (poolAt + 16 > pool.length) {
+    crypto.getRandomValues(pool);
+    poolAt = 0;
+  }
+  bytes.set(pool.subarray(poolAt, poolAt + 16));
+  poolAt += 16;
   // 12 bits after the version are a counter (method 1 of RFC 9562 §6.2), so ids made in the
   // same millisecond by one process still sort in creation order.
   let ms = Math.max(nowMs, lastMs);
@@ -29,10 +40,11 @@ export function newId(nowMs: number = Date.now()): string {
   bytes[6] = 0x70 | (counter >> 8);
   bytes[7] = counter & 0xff;
   bytes[8] = 0x80 | (bytes[8] & 0x3f);
-  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${
-    hex.slice(20)
-  }`;
+  const h = HEX;
+  const b = bytes;
+  return h[b[0]] + h[b[1]] + h[b[2]] + h[b[3]] + "-" + h[b[4]] + h[b[5]] + "-" + h[b[6]] +
+    h[b[7]] + "-" + h[b[8]] + h[b[9]] + "-" + h[b[10]] + h[b[11]] + h[b[12]] + h[b[13]] +
+    h[b[14]] + h[b[15]];
 }
 
 /** The creation time a uuid v7 carries, in epoch milliseconds, or null for anything else. */

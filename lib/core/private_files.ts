@@ -246,6 +246,8 @@ export class PrivateLog {
   #file: Deno.FsFile | null;
   #knownSize = -1;
   #buffer = new Uint8Array(4096);
+  /** Locked by hold(): 'fresh' until the first append under it has looked at the file's end. */
+  #hold: "none" | "fresh" | "checked" = "none";
 
   private constructor(root: string, path: string, file: Deno.FsFile) {
     this.#root = root;
@@ -276,16 +278,27 @@ export class PrivateLog {
   /**
    * Appends the line `build` returns, calling it under the lock so that what it reads of the
    * file (a last sequence number, say) cannot change before the line is written. Returning null
-   * writes nothing. Returns the offset the line was written at, or -1.
+   * writes nothing. Returns the offset the line was written at, or -1. `afterWrite`, if given, runs
+   * after the line is written and before the lock is released, with the file's new size: what
+   * must follow the line and not interleave with another writer (a record derived from the log).
    */
-  appendWith(build: (tail: LockedTail) => string | null): number {
+  appendWith(
+    build: (tail: LockedTail) => string | null,
+    afterWrite?: (size: number) => void,
+  ): number {
     const file = this.#handle();
-    file.lockSync(true);
+    const held = this.#hold !== "none";
+    if (!held) file.lockSync(true);
     try {
-      // The end offset (one lseek) is all we need to notice another writer's lines or a torn
-      // tail; fstat would cost twice as much on this hot path.
-      let size = file.seekSync(0, Deno.SeekMode.End);
-      if (size !== this.#knownSize && size > 0) size = this.#repairTornTail(file, size);
+      let size = this.#knownSize;
+      // Under a hold, once the end was looked at, nobody else can have written since.
+      if (this.#hold !== "checked") {
+        // The end offset (one lseek) is all we need to notice another writer's lines or a torn
+        // tail; fstat would cost twice as much on this hot path.
+        size = file.seekSync(0, Deno.SeekMode.End);
+        if (size !== this.#knownSize && size > 0) size = this.#repairTornTail(file, size);
+        if (held) this.#hold = "checked";
+      }
       const read = (start: number, end: number) => readRange(file, start, end);
       const line = build({ size, knownSize: this.#knownSize, read });
       if (line === null) {
@@ -295,10 +308,34 @@ export class PrivateLog {
       const bytes = this.#encodeLine(line);
       writeAll(file, bytes);
       this.#knownSize = size + bytes.length;
+      afterWrite?.(this.#knownSize);
       return size;
+    } catch (error) {
+      // A failed write may have left part of a line: the next append looks at the end again.
+      if (held) this.#hold = "fresh";
+      throw error;
     } finally {
-      file.unlockSync();
+      if (!held) file.unlockSync();
     }
+  }
+
+  /**
+   * Takes the lock and keeps it across appends until release(), for a writer with a burst of
+   * lines: each then costs no lock, unlock or end-offset check. Others wait meanwhile, so hold
+   * only for a burst (the run store releases at the end of the current task). Another handle on
+   * the same file, even in this process, blocks until release().
+   */
+  hold(): void {
+    if (this.#hold !== "none") return;
+    this.#handle().lockSync(true);
+    this.#hold = "fresh";
+  }
+
+  /** Releases what hold() took; nothing when not holding. */
+  release(): void {
+    if (this.#hold === "none") return;
+    this.#hold = "none";
+    this.#file?.unlockSync();
   }
 
   /** Flushes the file's data to disk. */
@@ -307,6 +344,7 @@ export class PrivateLog {
   }
 
   close(): void {
+    this.#hold = "none";
     this.#file?.close();
     this.#file = null;
   }

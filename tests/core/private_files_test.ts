@@ -95,6 +95,14 @@ Deno.test("ensurePrivateDir() follows a link that stays inside the root", async 
   assert.equal(Deno.readTextFileSync(`${dir.path}/real/f`), "ok");
 });
 
+function currentVersion(file: string): number {
+  try {
+    return (JSON.parse(Deno.readTextFileSync(file)) as { version: number }).version;
+  } catch {
+    return -1;
+  }
+}
+
 Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 20 SIGKILLs during 1,000 rewrites", async () => {
   await using dir = await tempDir();
   const root = dir.path;
@@ -118,7 +126,13 @@ Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 2
       stderr: "null",
     }).spawn();
     if (kills < 20) {
-      await new Promise((r) => setTimeout(r, 60 + Math.random() * 120));
+      // Kill once this child is busy rewriting (it has committed a version past `next`), at a
+      // random moment of its writing, so kills land mid-write rather than during start-up.
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && currentVersion(file) < next) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await new Promise((r) => setTimeout(r, Math.random() * 40));
       try {
         proc.kill("SIGKILL");
       } catch { /* already exited */ }

@@ -1,0 +1,48 @@
+// `reins recover [--reindex]`: reconciles every run (interrupts those whose process is gone,
+// corrects records that disagree with their events, rebuilds damaged ones) and, with --reindex,
+// rebuilds index.sqlite from the run files. Every command that reads runs does the cheap part.
+import type { CommandContext } from "./command.ts";
+import { UsageError } from "../core/errors.ts";
+import { reconcileInterruptedRuns } from "../store/reconcile.ts";
+
+export const usage = "reins recover [--reindex]";
+export const description =
+  "Marks interrupted every run whose process is gone before it settled (appending a " +
+  "status.changed event), corrects a run.json that disagrees with its events (keeping a copy as " +
+  "run.json.before-outcome-repair), rebuilds a damaged run.json from the events and reports " +
+  "damaged event lines. Runs whose process is alive are left alone. --reindex also rebuilds " +
+  "index.sqlite from the run files.";
+export const flags = {
+  reindex: { type: "boolean", description: "rebuild index.sqlite from runs/*/run.json" },
+} as const;
+
+export function run(ctx: CommandContext): Promise<number> {
+  if (ctx.positionals.length > 0) {
+    throw new UsageError(
+      `reins recover takes no arguments: got ${JSON.stringify(ctx.positionals[0])}`,
+      { hint: usage },
+    );
+  }
+  const report = reconcileInterruptedRuns(ctx.home, { reindex: ctx.flags.reindex === true });
+  if (ctx.io.jsonMode) {
+    ctx.io.json(report);
+    return Promise.resolve(0);
+  }
+  for (const problem of report.problems) ctx.io.warn(problem);
+  const lines = [
+    ...report.interrupted.map((id) => `interrupted       ${id}`),
+    ...report.outcomeRepaired.map((id) => `outcome corrected ${id}`),
+    ...report.recordRebuilt.map((id) => `record rebuilt    ${id}`),
+  ];
+  if (lines.length > 0) ctx.io.print(lines.join("\n"));
+  const summary = [
+    `checked ${report.checked} run${report.checked === 1 ? "" : "s"}`,
+    `${report.interrupted.length} interrupted`,
+    `${report.outcomeRepaired.length + report.recordRebuilt.length} repaired`,
+    `${report.live.length} still running`,
+  ];
+  if (report.removed > 0) summary.push(`${report.removed} empty removed`);
+  if (report.reindexed !== null) summary.push(`index rebuilt with ${report.reindexed} runs`);
+  ctx.io.note(summary.join(", "));
+  return Promise.resolve(0);
+}

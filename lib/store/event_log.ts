@@ -1,0 +1,340 @@
+// A run's events.jsonl: reading it (every line validated, damage reported, never thrown) and
+// appending to it with the sequence assigned under the file's lock, so that any number of
+// processes appending to one run get distinct, gap-free sequences. It knows nothing of run.json;
+// the caller applies an event to the record in the hook that runs under the same lock.
+import { ReinsError } from "../core/errors.ts";
+import { newId } from "../core/ids.ts";
+import { type LockedTail, PrivateLog, readPrivateText } from "../core/private_files.ts";
+import {
+  EVENT_TYPES,
+  type EventInput,
+  formatIssue,
+  parseEventInput,
+  RunEvent,
+  type SettledStatus,
+  terminalStatusOf,
+} from "./contracts.ts";
+import { compileSchema } from "./compiled_schema.ts";
+import { EVENTS_FILE, eventsPath, shownPath } from "./run_files.ts";
+
+/** A line of events.jsonl that was skipped, with its 1-based line number and why. */
+export interface LineProblem {
+  line: number;
+  reason: string;
+}
+
+export interface EventsRead {
+  events: RunEvent[];
+  /** Complete lines that were skipped: not JSON, not an event, or another run's. */
+  problems: LineProblem[];
+  /** The line number of a torn final line (no newline: a writer died mid-line), else null. */
+  tornLine: number | null;
+}
+
+const checkEvent = compileSchema(RunEvent);
+
+/** Validates one parsed line as a stored event. */
+export function validateStoredEvent(
+  value: unknown,
+): { ok: true; event: RunEvent } | { ok: false; reason: string } {
+  if (checkEvent !== null && checkEvent(value)) return { ok: true, event: value as RunEvent };
+  const type = (value as { type?: unknown } | null)?.type;
+  if (typeof value === "object" && value !== null && !(EVENT_TYPES as unknown[]).includes(type)) {
+    // zod would list all the types it expected: name the one it got instead.
+    return {
+      ok: false,
+      reason: type === undefined
+        ? "no event type at type"
+        : `unknown event type ${JSON.stringify(type)} at type`,
+    };
+  }
+  const parsed = RunEvent.safeParse(value);
+  if (parsed.success) return { ok: true, event: parsed.data as RunEvent };
+  return { ok: false, reason: formatIssue(parsed.error) };
+}
+
+/** Parses the text of an events.jsonl. Lines of another run are problems when `runId` is given. */
+export function parseEventLog(text: string, runId?: string): EventsRead {
+  const events: RunEvent[] = [];
+  const problems: LineProblem[] = [];
+  let tornLine: number | null = null;
+  let start = 0;
+  let line = 0;
+  while (start < text.length) {
+    line++;
+    const end = text.indexOf("\n", start);
+    if (end < 0) {
+      tornLine = line;
+      break;
+    }
+    const body = text.slice(start, end);
+    start = end + 1;
+    let value: unknown;
+    try {
+      value = JSON.parse(body);
+    } catch (error) {
+      const reason = body.trim() === "" ? "empty line" : `not JSON: ${(error as Error).message}`;
+      problems.push({ line, reason });
+      continue;
+    }
+    // The common case without an allocation: the compiled check passes and the run matches.
+    if (
+      checkEvent !== null && checkEvent(value) &&
+      (runId === undefined || (value as RunEvent).runId === runId)
+    ) {
+      events.push(value as RunEvent);
+      continue;
+    }
+    const checked = validateStoredEvent(value);
+    if (!checked.ok) {
+      problems.push({ line, reason: checked.reason });
+    } else if (runId !== undefined && checked.event.runId !== runId) {
+      problems.push({
+        line,
+        reason: `belongs to run ${JSON.stringify(checked.event.runId)}, not this one`,
+      });
+    } else {
+      events.push(checked.event);
+    }
+  }
+  return { events, problems, tornLine };
+}
+
+/** Reads and validates a run's events; a missing log reads as empty. */
+export function readEvents(home: string, runId: string): EventsRead {
+  const text = readPrivateText(home, eventsPath(home, runId));
+  if (text === null) return { events: [], problems: [], tornLine: null };
+  return parseEventLog(text, runId);
+}
+
+/** The problems of a read as one line each: `runs/<id>/events.jsonl:12: reason`. */
+export function describeProblems(runId: string, read: EventsRead): string[] {
+  const file = shownPath(runId, EVENTS_FILE);
+  return read.problems.map((problem) => `${file}:${problem.line}: skipped: ${problem.reason}`);
+}
+
+let isoMs = -1;
+let isoText = "";
+
+/** The time now as an ISO string; one Date per millisecond, however many events it stamps. */
+export function nowIso(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
+// Lines that may settle a run, found before paying for JSON.parse.
+const NOTABLE_LINE = /"type"\s*:\s*"(?:completed|failed|status\.changed)"/;
+const decoder = new TextDecoder();
+
+/** Why an input cannot be recorded, for the person who wrote the driver or the protocol line. */
+function invalidEvent(type: unknown, reason: string): ReinsError {
+  return new ReinsError(
+    "usage",
+    `Cannot record ${typeof type === "string" ? `a ${type} event` : "the event"}: ${reason}`,
+    { hint: "see docs/events.md for each event type's payload" },
+  );
+}
+
+/** The handle of this process that holds each log's lock across a burst (see EventLog.open). */
+const holders = new Map<string, EventLog>();
+
+/**
+ * The appending end of one run's log, kept open for many appends. Under the lock it catches up on
+ * what other processes appended since its last look (reading only those bytes), so it always
+ * knows the last sequence and whether the run has settled.
+ */
+export class EventLog {
+  readonly runId: string;
+  readonly sessionId: string;
+  readonly #log: PrivateLog;
+  readonly #syncEachEvent: boolean;
+  readonly #runIdJson: string;
+  readonly #sessionIdJson: string;
+  readonly #holdBursts: boolean;
+  #holding = false;
+  /** How much of the file this handle has taken into account. */
+  #seen = 0;
+  #lastSequence = -1;
+  #settled: SettledStatus | null = null;
+
+  private constructor(
+    runId: string,
+    sessionId: string,
+    log: PrivateLog,
+    options: { syncEachEvent?: boolean; holdBursts?: boolean },
+  ) {
+    this.runId = runId;
+    this.sessionId = sessionId;
+    this.#log = log;
+    this.#syncEachEvent = options.syncEachEvent ?? false;
+    this.#holdBursts = options.holdBursts ?? false;
+    this.#runIdJson = JSON.stringify(runId);
+    this.#sessionIdJson = JSON.stringify(sessionId);
+  }
+
+  /**
+   * `holdBursts` (for the run's owner): keep the lock from one append to the next until the
+   * current task ends, so a burst of events (a chunk of a harness's output) pays for one lock.
+   * Other processes wait for the burst; another handle of this process takes the lock over.
+   */
+  static open(
+    home: string,
+    runId: string,
+    sessionId: string,
+    options: { syncEachEvent?: boolean; holdBursts?: boolean } = {},
+  ): EventLog {
+    const log = PrivateLog.open(home, eventsPath(home, runId));
+    return new EventLog(runId, sessionId, log, options);
+  }
+
+  /** The outcome the log holds (its first terminal event), as of this handle's last look. */
+  get settled(): SettledStatus | null {
+    return this.#settled;
+  }
+
+  get lastSequence(): number {
+    return this.#lastSequence;
+  }
+
+  /**
+   * Validates `input`, stamps it (id, next sequence, time; `ignored` when the run has settled),
+   * writes it as one line and returns the stored event. `afterWrite` runs under the lock.
+   */
+  append(input: EventInput, afterWrite?: (event: RunEvent) => void): RunEvent {
+    const parsed = parseEventInput(input);
+    if (!parsed.ok) throw invalidEvent((input as { type?: unknown })?.type, parsed.reason);
+    const { type, payload, native } = parsed.event;
+    let event: RunEvent | undefined;
+    this.#enter();
+    this.#log.appendWith((tail) => {
+      this.#catchUp(tail);
+      const stamped: Record<string, unknown> = {
+        id: newId(),
+        runId: this.runId,
+        sessionId: this.sessionId,
+        sequence: this.#lastSequence + 1,
+        timestamp: nowIso(),
+        type,
+        payload,
+      };
+      if (native !== undefined) stamped.native = native;
+      if (this.#settled !== null) stamped.ignored = `run already ${this.#settled}`;
+      event = stamped as RunEvent;
+      // The envelope's fields are known to need no escaping but the ids: the line is built
+      // around JSON.stringify(payload) rather than stringifying the whole event again.
+      let line =
+        `{"id":"${stamped.id}","runId":${this.#runIdJson},"sessionId":${this.#sessionIdJson},` +
+        `"sequence":${stamped.sequence},"timestamp":"${stamped.timestamp}","type":"${type}","payload":`;
+      try {
+        line += JSON.stringify(payload);
+        if (native !== undefined) {
+          const nativeJson = JSON.stringify(native);
+          if (nativeJson === undefined) throw new TypeError("native has no JSON form");
+          line += `,"native":${nativeJson}`;
+        }
+      } catch (error) {
+        throw invalidEvent(type, `it is not JSON (${(error as Error).message})`);
+      }
+      if (stamped.ignored !== undefined) line += `,"ignored":${JSON.stringify(stamped.ignored)}`;
+      return `${line}}`;
+    }, (size) => {
+      const written = event!;
+      this.#seen = size;
+      this.#lastSequence = written.sequence;
+      if (written.ignored === undefined && this.#settled === null) {
+        this.#settled = terminalStatusOf(written);
+      }
+      if (this.#syncEachEvent) this.#log.sync();
+      afterWrite?.(written);
+    });
+    return event!;
+  }
+
+  /** Runs `fn` under the log's lock, after catching up: for changes that must not interleave. */
+  locked<T>(fn: () => T): T {
+    let result: T | undefined;
+    this.#enter();
+    this.#log.appendWith((tail) => {
+      this.#catchUp(tail);
+      result = fn();
+      return null;
+    });
+    return result as T;
+  }
+
+  /** Flushes the log to disk (fdatasync). */
+  sync(): void {
+    this.#log.sync();
+  }
+
+  close(): void {
+    this.#stopHolding();
+    this.#log.close();
+  }
+
+  /** Before taking the lock: another handle of this process holding it lets go (flock would
+   * otherwise block this thread on itself), and a bursting owner starts holding. */
+  #enter(): void {
+    const holder = holders.get(this.#log.path);
+    if (holder !== undefined && holder !== this) holder.#stopHolding();
+    if (this.#holdBursts && !this.#holding) {
+      this.#log.hold();
+      this.#holding = true;
+      holders.set(this.#log.path, this);
+      queueMicrotask(() => this.#stopHolding());
+    }
+  }
+
+  #stopHolding(): void {
+    if (!this.#holding) return;
+    this.#holding = false;
+    if (holders.get(this.#log.path) === this) holders.delete(this.#log.path);
+    this.#log.release();
+  }
+
+  #catchUp(tail: LockedTail): void {
+    if (tail.size === this.#seen) return;
+    let from = this.#seen;
+    if (tail.size < from) {
+      // Shorter than we saw: someone truncated the file. Start over from its start.
+      from = 0;
+      this.#lastSequence = -1;
+      this.#settled = null;
+    }
+    const text = decoder.decode(tail.read(from, tail.size));
+    this.#seen = tail.size;
+    const lines = text.split("\n");
+    for (const line of lines) {
+      if (!NOTABLE_LINE.test(line)) continue;
+      const event = parseLoosely(line);
+      if (event === null || event.ignored !== undefined) continue;
+      if (this.#settled === null) this.#settled = terminalStatusOf(event as RunEvent);
+    }
+    // The last line that carries a sequence carries the highest one (they only grow).
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const event = lines[i] === "" ? null : parseLoosely(lines[i]);
+      if (event !== null && Number.isSafeInteger(event.sequence)) {
+        this.#lastSequence = Math.max(this.#lastSequence, event.sequence as number);
+        break;
+      }
+    }
+  }
+}
+
+/** A line as an object with the envelope fields the appender needs, or null. */
+function parseLoosely(
+  line: string,
+): { type?: unknown; payload?: unknown; sequence?: unknown; ignored?: unknown } | null {
+  try {
+    const value = JSON.parse(line);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+    if (value.type === "status.changed" && typeof value.payload?.status !== "string") return null;
+    return value;
+  } catch {
+    return null;
+  }
+}

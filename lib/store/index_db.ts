@@ -1,0 +1,528 @@
+// index.sqlite: one row per run (the columns listing and lookup filter on, and the record's JSON),
+// so that listing 10,000 runs reads one file, not 10,000. The run files stay the truth: a missing,
+// corrupt or stale index is rebuilt from runs/*/run.json without being asked (see refreshIndex),
+// and a writer that cannot update it leaves `index.dirty`, which makes the next reader rebuild it.
+// Free of zod and of node:fs/path/util on purpose: `reins runs` must start about as fast as an
+// empty `deno run`, and those imports cost 20 to 50 ms each. node:sqlite costs about 10.
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { RunRecord } from "./contracts.ts";
+import { DataRootError } from "../core/errors.ts";
+import { isSafeName } from "../core/ids.ts";
+import { joinPath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_files.ts";
+import { exists, isActive, runsDir } from "./run_files.ts";
+
+export const INDEX_FILE = "index.sqlite";
+/** Left by a writer that could not update the index: the next reader rebuilds it whole. */
+export const DIRTY_FILE = "index.dirty";
+const SCHEMA_VERSION = 1;
+const BUSY_TIMEOUT_MS = 5000;
+
+const SCHEMA = `
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  context_id TEXT,
+  parent_run_id TEXT,
+  status TEXT NOT NULL,
+  active INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  record TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX runs_by_start ON runs (started_ms DESC, id DESC);
+CREATE INDEX runs_by_session ON runs (session_id, started_ms);
+CREATE INDEX runs_by_context ON runs (context_id, started_ms);
+CREATE INDEX runs_by_parent ON runs (parent_run_id);
+CREATE INDEX runs_active ON runs (active) WHERE active = 1;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = ${SCHEMA_VERSION};
+`;
+
+export interface ListQuery {
+  contextId?: string;
+  sessionId?: string;
+  statuses?: readonly string[];
+  active?: boolean;
+  limit: number;
+}
+
+/** Whether an error from SQLite says the database file is damaged or not a database at all. */
+export function isCorruption(error: unknown): boolean {
+  const errcode = (error as { errcode?: unknown })?.errcode;
+  if (errcode === 11 || errcode === 26) return true;
+  const message = error instanceof Error ? error.message : String(error);
+  return /not a database|malformed|corrupt/i.test(message);
+}
+
+/** One open connection to a data root's index. */
+export class RunIndex {
+  readonly home: string;
+  /** True when the file could not be used and this index lives in memory, rebuilt per process. */
+  readonly inMemory: boolean;
+  readonly #db: DatabaseSync;
+  readonly #inode: number | null;
+  readonly #statements = new Map<string, StatementSync>();
+
+  private constructor(home: string, db: DatabaseSync, inode: number | null) {
+    this.home = home;
+    this.#db = db;
+    this.#inode = inode;
+    this.inMemory = inode === null;
+  }
+
+  /** Opens (creating 0600, or recreating when damaged) the index file. */
+  static openFile(home: string): RunIndex {
+    const path = joinPath(home, INDEX_FILE);
+    ensurePrivateDir(home, home);
+    preparePrivateFile(path);
+    const db = new DatabaseSync(path);
+    try {
+      db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      db.exec("PRAGMA journal_mode = WAL");
+      // The index can always be rebuilt, so it need not survive a power cut: no fsync per commit.
+      db.exec("PRAGMA synchronous = NORMAL");
+      ensureSchema(db);
+      for (const suffix of ["-wal", "-shm"]) tightenIfPresent(`${path}${suffix}`);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return new RunIndex(home, db, Deno.statSync(path).ino);
+  }
+
+  /** An index in memory, for a data root whose index file cannot be used. */
+  static openMemory(home: string): RunIndex {
+    const db = new DatabaseSync(":memory:");
+    ensureSchema(db);
+    return new RunIndex(home, db, null);
+  }
+
+  /** Whether this connection still has the file at its path (not one removed and recreated). */
+  isCurrent(): boolean {
+    if (this.#inode === null) return true;
+    try {
+      return Deno.statSync(joinPath(this.home, INDEX_FILE)).ino === this.#inode;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    this.#statements.clear();
+    try {
+      this.#db.close();
+    } catch { /* already closed */ }
+  }
+
+  #statement(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Runs `fn` in one write transaction, holding SQLite's write lock throughout. */
+  transaction<T>(fn: () => T): T {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = fn();
+      this.#db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      try {
+        this.#db.exec("ROLLBACK");
+      } catch { /* the transaction is already gone */ }
+      throw error;
+    }
+  }
+
+  upsert(record: RunRecord): void {
+    const startedMs = Date.parse(record.startedAt);
+    this.#statement(
+      `INSERT OR REPLACE INTO runs (id, session_id, context_id, parent_run_id, status, active,
+         started_ms, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      record.id,
+      record.sessionId,
+      record.contextId,
+      record.parentRunId,
+      record.status,
+      isActive(record.status) ? 1 : 0,
+      Number.isFinite(startedMs) ? startedMs : 0,
+      JSON.stringify(record),
+    );
+  }
+
+  remove(id: string): void {
+    this.#statement("DELETE FROM runs WHERE id = ?").run(id);
+  }
+
+  clear(): void {
+    this.#db.exec("DELETE FROM runs; DELETE FROM meta;");
+  }
+
+  count(): number {
+    return (this.#statement("SELECT count(*) AS n FROM runs").get() as { n: number }).n;
+  }
+
+  ids(): string[] {
+    return this.#column("SELECT id FROM runs");
+  }
+
+  activeIds(): string[] {
+    return this.#column("SELECT id FROM runs WHERE active = 1");
+  }
+
+  /** The record JSON of one run, or null. */
+  get(id: string): string | null {
+    const row = this.#statement("SELECT record FROM runs WHERE id = ?").get(id) as
+      | { record: string }
+      | undefined;
+    return row?.record ?? null;
+  }
+
+  /** Record JSON texts, newest first. */
+  list(query: ListQuery): string[] {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (query.contextId !== undefined) {
+      where.push("context_id = ?");
+      params.push(query.contextId);
+    }
+    if (query.sessionId !== undefined) {
+      where.push("session_id = ?");
+      params.push(query.sessionId);
+    }
+    if (query.statuses !== undefined && query.statuses.length > 0) {
+      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
+      params.push(...query.statuses);
+    }
+    if (query.active) where.push("active = 1");
+    const sql = `SELECT record FROM runs${where.length ? ` WHERE ${where.join(" AND ")}` : ""}` +
+      " ORDER BY started_ms DESC, id DESC LIMIT ?";
+    params.push(query.limit);
+    return (this.#statement(sql).all(...params) as { record: string }[]).map((row) => row.record);
+  }
+
+  /** The id of the run that started last, or null with no runs. */
+  newestId(): string | null {
+    return this.#column("SELECT id FROM runs ORDER BY started_ms DESC, id DESC LIMIT 1")[0] ??
+      null;
+  }
+
+  /** Ids starting with `prefix` (a safe name, so it holds no GLOB wildcard), at most `limit`. */
+  idsWithPrefix(prefix: string, limit: number): string[] {
+    return this.#column("SELECT id FROM runs WHERE id GLOB ? ORDER BY id LIMIT ?", [
+      `${prefix}*`,
+      limit,
+    ]);
+  }
+
+  /** Every id, sorted. */
+  sortedIds(): string[] {
+    return this.#column("SELECT id FROM runs ORDER BY id");
+  }
+
+  /** The ids sorting just before and just after `id`: enough to find its shortest unique prefix. */
+  neighbours(id: string): [string | null, string | null] {
+    const before = this.#column("SELECT max(id) AS id FROM runs WHERE id < ?", [id])[0] ?? null;
+    const after = this.#column("SELECT min(id) AS id FROM runs WHERE id > ?", [id])[0] ?? null;
+    return [before, after];
+  }
+
+  /** Record JSON of the runs whose parent is `parentId`. */
+  children(parentId: string): string[] {
+    return (this.#statement("SELECT record FROM runs WHERE parent_run_id = ?").all(
+      parentId,
+    ) as { record: string }[]).map((row) => row.record);
+  }
+
+  /** Record JSON of a session's runs, oldest first. */
+  sessionRuns(sessionId: string): string[] {
+    return (this.#statement(
+      "SELECT record FROM runs WHERE session_id = ? ORDER BY started_ms, id",
+    ).all(sessionId) as { record: string }[]).map((row) => row.record);
+  }
+
+  getMeta(key: string): string | null {
+    const row = this.#statement("SELECT value FROM meta WHERE key = ?").get(key) as
+      | { value: string }
+      | undefined;
+    return row?.value ?? null;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.#statement("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(key, value);
+  }
+
+  #column(sql: string, params: (string | number)[] = []): string[] {
+    return (this.#statement(sql).all(...params) as Record<string, string | null>[])
+      .map((row) => Object.values(row)[0])
+      .filter((value): value is string => value !== null);
+  }
+}
+
+function ensureSchema(db: DatabaseSync): void {
+  const { user_version: version } = db.prepare("PRAGMA user_version").get() as {
+    user_version: number;
+  };
+  if (version === SCHEMA_VERSION) return;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    // Another process may have created it while we waited for the lock.
+    const again = db.prepare("PRAGMA user_version").get() as { user_version: number };
+    if (again.user_version !== SCHEMA_VERSION) {
+      db.exec("DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS meta;");
+      db.exec(SCHEMA);
+    }
+    db.exec("COMMIT");
+  } catch (error) {
+    try {
+      db.exec("ROLLBACK");
+    } catch { /* nothing to roll back */ }
+    throw error;
+  }
+}
+
+/**
+ * Creates the database file 0600 before SQLite does, because SQLite gives its -wal and -shm
+ * files the database file's mode: so all three stay private whatever the umask.
+ */
+function preparePrivateFile(path: string): void {
+  let info: Deno.FileInfo | null = null;
+  try {
+    info = Deno.lstatSync(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  if (info?.isSymlink) {
+    throw new DataRootError(`Refusing the link ${JSON.stringify(path)}: the index must be a file`, {
+      hint: "remove the link; reins rebuilds the index by itself",
+    });
+  }
+  if (info === null) {
+    Deno.openSync(path, { write: true, create: true, mode: 0o600 }).close();
+    Deno.chmodSync(path, 0o600);
+  } else {
+    tightenIfPresent(path);
+  }
+}
+
+function tightenIfPresent(path: string): void {
+  try {
+    const info = Deno.lstatSync(path);
+    if (info.isFile && info.mode !== null && (info.mode & 0o077) !== 0) Deno.chmodSync(path, 0o600);
+  } catch { /* absent */ }
+}
+
+/** Removes the index files, for a damaged index that is about to be rebuilt. */
+function removeIndexFiles(home: string): void {
+  for (const suffix of ["", "-wal", "-shm"]) {
+    try {
+      Deno.removeSync(joinPath(home, `${INDEX_FILE}${suffix}`));
+    } catch { /* absent */ }
+  }
+}
+
+const connections = new Map<string, RunIndex>();
+
+/**
+ * The data root's index, connected but not refreshed (writers only upsert). A damaged file is
+ * replaced; a file that cannot be used at all gives an index in memory.
+ */
+export function connectIndex(home: string): RunIndex {
+  const cached = connections.get(home);
+  if (cached !== undefined && cached.isCurrent()) return cached;
+  cached?.close();
+  let index: RunIndex;
+  try {
+    index = RunIndex.openFile(home);
+  } catch (error) {
+    // A data root that is not a directory, or a link out of it, is the user's to fix.
+    if (error instanceof DataRootError) throw error;
+    if (!isCorruption(error)) {
+      index = RunIndex.openMemory(home);
+    } else {
+      removeIndexFiles(home);
+      try {
+        index = RunIndex.openFile(home);
+      } catch {
+        index = RunIndex.openMemory(home);
+      }
+    }
+  }
+  connections.set(home, index);
+  return index;
+}
+
+/** Closes this process's connection to a data root's index (before removing the data root). */
+export function closeIndex(home: string): void {
+  connections.get(home)?.close();
+  connections.delete(home);
+}
+
+/** Closes the connections this process keeps (tests that remove their data roots use it). */
+export function closeIndexes(): void {
+  for (const index of connections.values()) index.close();
+  connections.clear();
+}
+
+/** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
+export function resetIndex(home: string): RunIndex {
+  connections.get(home)?.close();
+  connections.delete(home);
+  removeIndexFiles(home);
+  return connectIndex(home);
+}
+
+/** Reads the records of the given runs for the index (reindex.ts has the one that needs zod). */
+export type RecordReader = (home: string, runIds: readonly string[]) => RunRecord[];
+
+/**
+ * The index, refreshed (see refreshIndex), for code that has a record reader at hand: null when
+ * the data root does not exist (no runs, and nothing created).
+ */
+export function openIndexSync(home: string, reader: RecordReader): RunIndex | null {
+  if (!exists(home)) return null;
+  let index = connectIndex(home);
+  try {
+    refreshIndex(index, { reader });
+  } catch (error) {
+    if (!isCorruption(error)) throw error;
+    index = resetIndex(home);
+    refreshIndex(index, { reader });
+  }
+  return index;
+}
+
+/**
+ * The index, refreshed, for the zod-free paths (`reins runs`, the cheap reconciliation): the
+ * record reader is loaded only when the index lacks rows.
+ */
+export async function openIndex(home: string): Promise<RunIndex | null> {
+  if (!exists(home)) return null;
+  let index = connectIndex(home);
+  try {
+    if (!refreshIndex(index)) await refreshWithReader(index);
+  } catch (error) {
+    if (!isCorruption(error)) throw error;
+    index = resetIndex(home);
+    await refreshWithReader(index);
+  }
+  return index;
+}
+
+async function refreshWithReader(index: RunIndex): Promise<void> {
+  const { recordsForIndex } = await import("./reindex.ts");
+  refreshIndex(index, { reader: recordsForIndex });
+}
+
+/** Records a run's new state in the index; a failure marks the index for rebuilding instead. */
+export function noteRun(home: string, record: RunRecord): void {
+  try {
+    connectIndex(home).upsert(record);
+  } catch (error) {
+    if (isCorruption(error)) {
+      // A fresh index has no directory signature, so the next reader fills it from the files.
+      try {
+        resetIndex(home);
+        return;
+      } catch { /* fall through to the marker */ }
+    }
+    markIndexDirty(home);
+  }
+}
+
+export function markIndexDirty(home: string): void {
+  try {
+    Deno.openSync(joinPath(home, DIRTY_FILE), { write: true, create: true, mode: 0o600 }).close();
+  } catch { /* the data root refuses writes: the index cannot be updated either way */ }
+}
+
+/** Takes the dirty marker for this process (so a writer marking it anew is not lost). */
+function claimDirtyMarker(home: string): string | null {
+  const marker = joinPath(home, DIRTY_FILE);
+  const claimed = `${marker}.${Deno.pid}.${Date.now()}`;
+  try {
+    Deno.renameSync(marker, claimed);
+    return claimed;
+  } catch {
+    return null;
+  }
+}
+
+/** What changes when a run directory is added or removed: the runs/ directory's mtime and links. */
+function runsSignature(home: string): string {
+  try {
+    const info = Deno.statSync(runsDir(home));
+    return `${info.mtime?.getTime() ?? 0}:${info.nlink ?? 0}:${info.ino ?? 0}`;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return "absent";
+    throw error;
+  }
+}
+
+/** The run ids that have a directory under runs/ (ignoring runs being created and strays). */
+export function runDirectoryNames(home: string): string[] {
+  const names: string[] = [];
+  try {
+    for (const entry of Deno.readDirSync(runsDir(home))) {
+      if (entry.isDirectory && isSafeName(entry.name)) names.push(entry.name);
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names;
+}
+
+/**
+ * Brings the index in line with runs/: rows for directories it lacks, none for directories that
+ * are gone, all of it anew after a writer failed to update it (or with `full`). It costs one stat
+ * when nothing was added or removed. Returns false, having changed nothing, when rows must be
+ * read and no reader was given. A record rewritten behind reins's back is not noticed: that is
+ * what `reins recover --reindex` is for.
+ */
+export function refreshIndex(
+  index: RunIndex,
+  options: { full?: boolean; reader?: RecordReader } = {},
+): boolean {
+  const home = index.home;
+  const dirty = exists(joinPath(home, DIRTY_FILE));
+  const full = options.full === true || dirty;
+  const signature = runsSignature(home);
+  if (!full && index.getMeta("runs") === signature) return true;
+  const names = runDirectoryNames(home);
+  const known = full ? new Set<string>() : new Set(index.ids());
+  const missing = names.filter((name) => !known.has(name));
+  if (missing.length > 0 && options.reader === undefined) return false;
+  const claimed = dirty ? claimDirtyMarker(home) : null;
+  const present = new Set(names);
+  try {
+    index.transaction(() => {
+      if (full) index.clear();
+      for (const id of known) if (!present.has(id)) index.remove(id);
+      // Files are read while SQLite's write lock is held, so a writer's newer row cannot be
+      // overwritten by an older file read here: its upsert waits for this transaction.
+      if (missing.length > 0) {
+        for (const record of options.reader!(home, missing)) index.upsert(record);
+      }
+      index.setMeta("runs", signature);
+    });
+  } catch (error) {
+    // Not rebuilt after all: the marker goes back for the next reader.
+    if (claimed !== null) {
+      try {
+        Deno.renameSync(claimed, joinPath(home, DIRTY_FILE));
+      } catch { /* gone */ }
+    }
+    throw error;
+  }
+  if (claimed !== null) {
+    try {
+      Deno.removeSync(claimed);
+    } catch { /* gone */ }
+  }
+  return true;
+}

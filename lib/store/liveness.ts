@@ -1,0 +1,49 @@
+// Whether a run's owner is alive, and the cheap reconciliation every command that reads runs does
+// first: only the runs the index holds as active are looked at, and only their owner locks are
+// tried. The repair itself (which needs zod) is loaded only when an owner is found gone.
+import { exists, ownerLockPath, runDir } from "./run_files.ts";
+import { openIndex } from "./index_db.ts";
+
+/** `alive`: a process holds the run's owner lock; `gone`: nobody does; `no-run`: no such run. */
+export type OwnerState = "alive" | "gone" | "no-run";
+
+export function ownerState(home: string, runId: string): OwnerState {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(ownerLockPath(home, runId), { read: true });
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    return exists(runDir(home, runId)) ? "gone" : "no-run";
+  }
+  try {
+    // flock conflicts between open files, even in one process: a writer here counts as alive.
+    if (!file.tryLockSync(true)) return "alive";
+    file.unlockSync();
+    return "gone";
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * Marks interrupted the active runs whose owner is gone. Returns the ids it interrupted or
+ * repaired. Costs a query and one lock attempt per active run when there is nothing to do.
+ */
+export async function reconcileCheaply(home: string): Promise<string[]> {
+  const index = await openIndex(home);
+  if (index === null) return [];
+  const gone: string[] = [];
+  for (const id of index.activeIds()) {
+    const state = ownerState(home, id);
+    if (state === "no-run") index.remove(id);
+    else if (state === "gone") gone.push(id);
+  }
+  if (gone.length === 0) return [];
+  const { reconcileRun } = await import("./reconcile.ts");
+  const changed: string[] = [];
+  for (const id of gone) {
+    const result = reconcileRun(home, id);
+    if (result.interrupted || result.outcomeRepaired || result.recordRebuilt) changed.push(id);
+  }
+  return changed;
+}

@@ -1,0 +1,62 @@
+// Finding runs: the run a person named (a full id, a unique prefix of one, or `last`, the run that
+// started most recently), and the runs matching a filter, newest first, from the index.
+import { NotFoundError, UsageError } from "../core/errors.ts";
+import { safeName } from "../core/ids.ts";
+import type { RunRecord } from "./contracts.ts";
+import { runDirectoryNames } from "./index_db.ts";
+import { type RunFilter, runQuery } from "./list.ts";
+import { storeIndex } from "./reindex.ts";
+import { inspectRun } from "./run_record.ts";
+import { exists, runDir } from "./run_files.ts";
+
+const SHOWN_MATCHES = 5;
+
+/** The id of the run `ref` names. NotFoundError when none does, UsageError when several do. */
+export function resolveRunId(home: string, ref: string): string {
+  if (ref === "last") {
+    const newest = storeIndex(home)?.newestId() ?? null;
+    if (newest === null) {
+      throw new NotFoundError(`No runs yet in ${home}`, {
+        hint: "start one with: reins run PROMPT",
+      });
+    }
+    return newest;
+  }
+  safeName(ref, "run id");
+  if (exists(runDir(home, ref))) return ref;
+  let matches = storeIndex(home)?.idsWithPrefix(ref, SHOWN_MATCHES + 1) ?? [];
+  if (matches.length === 0) {
+    // The index may lag behind runs/ (a run made this instant): the names there decide.
+    matches = runDirectoryNames(home).filter((name) => name.startsWith(ref)).sort();
+  }
+  if (matches.length === 0) {
+    throw new NotFoundError(`No run matches ${JSON.stringify(ref)} in ${home}`, {
+      hint: "list runs with: reins runs",
+    });
+  }
+  if (matches.length > 1) {
+    const shown = matches.slice(0, SHOWN_MATCHES).join(", ");
+    const count = matches.length > SHOWN_MATCHES ? `more than ${SHOWN_MATCHES}` : matches.length;
+    throw new UsageError(
+      `Cannot tell which run ${
+        JSON.stringify(ref)
+      } means: ${count} run ids start with it (${shown}${
+        matches.length > SHOWN_MATCHES ? ", …" : ""
+      })`,
+      { hint: "give more characters of the run id" },
+    );
+  }
+  return matches[0];
+}
+
+/** The record of the run `ref` names (see resolveRunId; a damaged run.json reads as rebuilt). */
+export function resolveRun(home: string, ref: string): RunRecord {
+  return inspectRun(home, resolveRunId(home, ref)).record;
+}
+
+/** The runs matching `filter`, newest first (default 20, at most 10,000). */
+export function listRuns(home: string, filter: RunFilter = {}): RunRecord[] {
+  const query = runQuery(filter);
+  const index = storeIndex(home);
+  return index === null ? [] : index.list(query).map((text) => JSON.parse(text) as RunRecord);
+}

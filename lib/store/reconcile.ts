@@ -1,0 +1,247 @@
+// Reconciliation: a run whose owner is gone (its owner lock can be taken) and whose log holds no
+// outcome is marked interrupted, with a `status.changed` event at the next sequence; a run.json
+// that disagrees with its log is corrected to the log (a copy of it kept first); a damaged one is
+// rebuilt from the events. A run whose owner is alive is never touched.
+import { NotFoundError } from "../core/errors.ts";
+import { joinPath } from "../core/paths.ts";
+import {
+  readPrivateText,
+  removeStaleTemps,
+  writePrivateFileAtomic,
+} from "../core/private_files.ts";
+import type { RunRecord } from "./contracts.ts";
+import { describeProblems, readEvents } from "./event_log.ts";
+import { connectIndex, noteRun, refreshIndex, runDirectoryNames } from "./index_db.ts";
+import { recordsForIndex } from "./reindex.ts";
+import { agreesWithOutcome, outcomeEvent, recordFromEvents, withOutcome } from "./record_events.ts";
+import { readRecordFile, writeRecord } from "./run_record.ts";
+import {
+  CREATING_SUFFIX,
+  DAMAGED_RECORD_FILE,
+  exists,
+  OUTCOME_BACKUP_FILE,
+  OWNER_LOCK_FILE,
+  RECORD_FILE,
+  recordPath,
+  runDir,
+  runsDir,
+  shownPath,
+} from "./run_files.ts";
+import { RunAppender } from "./run_writer.ts";
+
+export const INTERRUPTED_REASON = "the process running it stopped before the run settled";
+
+export interface RunReconciliation {
+  runId: string;
+  /** `alive`: its owner holds the lock, and nothing was looked at or changed. */
+  owner: "alive" | "gone";
+  /** A `status.changed {interrupted}` was appended and the record says so. */
+  interrupted: boolean;
+  /** run.json said another outcome than its log; corrected, the old file kept beside it. */
+  outcomeRepaired: boolean;
+  /** run.json was missing or damaged and was rebuilt from the events. */
+  recordRebuilt: boolean;
+  /** A directory with nothing recorded in it (a creation cut short) was removed. */
+  removed: boolean;
+  /** What was found wrong, one line each (`runs/<id>/events.jsonl:12: skipped: …`). */
+  problems: string[];
+}
+
+/** Reconciles one run (see the module comment). Throws NotFoundError for no such run. */
+export function reconcileRun(
+  home: string,
+  runId: string,
+  options: { reason?: string } = {},
+): RunReconciliation {
+  const result: RunReconciliation = {
+    runId,
+    owner: "alive",
+    interrupted: false,
+    outcomeRepaired: false,
+    recordRebuilt: false,
+    removed: false,
+    problems: [],
+  };
+  const dir = runDir(home, runId);
+  if (!exists(dir)) throw new NotFoundError(`No run ${runId} in ${home}`);
+  const owner = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), {
+    read: true,
+    write: true,
+    create: true,
+    mode: 0o600,
+  });
+  try {
+    if (!owner.tryLockSync(true)) return result;
+    result.owner = "gone";
+    // Holding the owner lock from here on: a second reconciler sees the run as owned and waits.
+    repair(home, runId, options.reason ?? INTERRUPTED_REASON, result);
+  } finally {
+    owner.close();
+  }
+  return result;
+}
+
+function repair(home: string, runId: string, reason: string, result: RunReconciliation): void {
+  removeStaleTemps(recordPath(home, runId));
+  const read = readEvents(home, runId);
+  result.problems.push(...describeProblems(runId, read));
+  const outcome = outcomeEvent(read.events);
+  const file = readRecordFile(home, runId);
+  let record: RunRecord;
+  if (file.state === "ok") {
+    record = file.record;
+  } else {
+    const rebuilt = recordFromEvents(runId, read.events);
+    if (rebuilt === null) {
+      if (file.state === "missing" && read.events.length === 0 && removeIfEmpty(home, runId)) {
+        result.removed = true;
+        return;
+      }
+      result.problems.push(
+        `${shownPath(runId, RECORD_FILE)}: ${
+          file.state === "missing" ? "it is missing" : file.reason
+        }, and the events hold no run.started to rebuild it from`,
+      );
+      return;
+    }
+    if (file.state === "damaged") keepCopy(home, runId, DAMAGED_RECORD_FILE, file.text);
+    result.problems.push(
+      `${shownPath(runId, RECORD_FILE)}: ${
+        file.state === "missing" ? "it is missing" : file.reason
+      }; rebuilt from the events`,
+    );
+    record = rebuilt;
+    writeRecord(home, record);
+    result.recordRebuilt = true;
+  }
+  if (!agreesWithOutcome(record, outcome)) {
+    if (!result.recordRebuilt) {
+      keepCopy(home, runId, OUTCOME_BACKUP_FILE, readPrivateText(home, recordPath(home, runId)));
+      result.problems.push(
+        `${shownPath(runId, RECORD_FILE)}: says ${record.status}, its events say ${
+          outcome === null ? "it never settled" : outcome.type
+        }; corrected (copy kept as ${OUTCOME_BACKUP_FILE})`,
+      );
+      result.outcomeRepaired = true;
+    }
+    record = withOutcome(record, outcome);
+    writeRecord(home, record);
+  }
+  if (outcome !== null) {
+    noteRun(home, record);
+    return;
+  }
+  const appender = RunAppender.open(home, runId);
+  try {
+    appender.append({ type: "status.changed", payload: { status: "interrupted", reason } });
+    result.interrupted = appender.record.status === "interrupted";
+  } finally {
+    appender.close();
+  }
+}
+
+/** Writes `text` as `<run>/<name>` unless a copy is already there (the first is the evidence). */
+function keepCopy(home: string, runId: string, name: string, text: string | null): void {
+  if (text === null) return;
+  const path = joinPath(runDir(home, runId), name);
+  if (exists(path)) return;
+  writePrivateFileAtomic(home, path, text);
+}
+
+/** Removes a run directory that holds nothing but its owner lock. */
+function removeIfEmpty(home: string, runId: string): boolean {
+  const dir = runDir(home, runId);
+  for (const entry of Deno.readDirSync(dir)) {
+    if (entry.name !== OWNER_LOCK_FILE) return false;
+  }
+  Deno.removeSync(dir, { recursive: true });
+  return true;
+}
+
+/** Removes staging directories of run creations that died before renaming them into place. */
+function removeAbandonedCreations(home: string): number {
+  let removed = 0;
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(runsDir(home))];
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory || !entry.name.endsWith(CREATING_SUFFIX)) continue;
+    const dir = joinPath(runsDir(home), entry.name);
+    let lock: Deno.FsFile;
+    try {
+      lock = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), { read: true });
+    } catch {
+      continue;
+    }
+    try {
+      if (!lock.tryLockSync(true)) continue;
+      Deno.removeSync(dir, { recursive: true });
+      removed++;
+    } catch {
+      /* renamed into place meanwhile, or gone */
+    } finally {
+      lock.close();
+    }
+  }
+  return removed;
+}
+
+export interface RecoveryOptions {
+  /** Rebuild index.sqlite from the run files first. */
+  reindex?: boolean;
+  /** The reason recorded on interrupted runs. */
+  reason?: string;
+}
+
+export interface RecoveryReport {
+  /** How many run directories were looked at. */
+  checked: number;
+  /** Runs whose owner was alive: left alone. */
+  live: string[];
+  interrupted: string[];
+  outcomeRepaired: string[];
+  recordRebuilt: string[];
+  /** Run directories with nothing recorded, and abandoned creations, removed. */
+  removed: number;
+  problems: string[];
+  /** Runs in the index after rebuilding it, or null when it was not asked for. */
+  reindexed: number | null;
+}
+
+/** `reins recover`: reconciles every run of the data root (and rebuilds the index if asked). */
+export function reconcileInterruptedRuns(
+  home: string,
+  options: RecoveryOptions = {},
+): RecoveryReport {
+  const report: RecoveryReport = {
+    checked: 0,
+    live: [],
+    interrupted: [],
+    outcomeRepaired: [],
+    recordRebuilt: [],
+    removed: 0,
+    problems: [],
+    reindexed: null,
+  };
+  if (!exists(home)) return report;
+  // First, as it refuses a data root that is not a directory with a message that says so.
+  const index = connectIndex(home);
+  report.removed += removeAbandonedCreations(home);
+  const names = runDirectoryNames(home).sort();
+  for (const runId of names) {
+    report.checked++;
+    const result = reconcileRun(home, runId, { reason: options.reason });
+    if (result.owner === "alive") report.live.push(runId);
+    if (result.interrupted) report.interrupted.push(runId);
+    if (result.outcomeRepaired) report.outcomeRepaired.push(runId);
+    if (result.recordRebuilt) report.recordRebuilt.push(runId);
+    if (result.removed) report.removed++;
+    report.problems.push(...result.problems);
+  }
+  refreshIndex(index, { full: options.reindex === true, reader: recordsForIndex });
+  if (options.reindex) report.reindexed = index.count();
+  return report;
+}

@@ -1,0 +1,98 @@
+// run.json: reading it (validated; damage described, never thrown at a reader who can be given the
+// record its events rebuild) and writing it (atomic replace, field order of the contract, then the
+// index row). Reading never writes: repairing files is reconciliation's job.
+import { DataRootError, NotFoundError } from "../core/errors.ts";
+import { readPrivateText, writePrivateFileAtomic } from "../core/private_files.ts";
+import { formatIssue, orderedRecord, RunRecord } from "./contracts.ts";
+import { readEvents } from "./event_log.ts";
+import { noteRun } from "./index_db.ts";
+import { recordFromEvents } from "./record_events.ts";
+import { EVENTS_FILE, exists, RECORD_FILE, recordPath, runDir, shownPath } from "./run_files.ts";
+
+export type RecordFile =
+  | { state: "ok"; record: RunRecord }
+  | { state: "missing" }
+  | { state: "damaged"; reason: string; text: string };
+
+/** run.json as found: a valid record, missing, or damaged with a one-line reason. */
+export function readRecordFile(home: string, runId: string): RecordFile {
+  const text = readPrivateText(home, recordPath(home, runId));
+  if (text === null) return { state: "missing" };
+  if (text.trim() === "") {
+    return { state: "damaged", reason: `it is empty (${text.length} bytes)`, text };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { state: "damaged", reason: `not JSON: ${(error as Error).message}`, text };
+  }
+  const parsed = RunRecord.safeParse(value);
+  if (!parsed.success) return { state: "damaged", reason: formatIssue(parsed.error), text };
+  if (parsed.data.id !== runId) {
+    return {
+      state: "damaged",
+      reason: `it names run ${JSON.stringify(parsed.data.id)}, not this one`,
+      text,
+    };
+  }
+  return { state: "ok", record: orderedRecord(parsed.data) };
+}
+
+/** A record problem as the store reports it: the file and why. */
+export interface RecordProblem {
+  file: string;
+  reason: string;
+}
+
+export interface RunInspection {
+  record: RunRecord;
+  /** True when run.json was missing or damaged and `record` was rebuilt from the events. */
+  rebuilt: boolean;
+  problems: RecordProblem[];
+}
+
+/**
+ * The run's record: run.json when it is valid, else the record its events rebuild (reported in
+ * `problems`). Throws NotFoundError for no such run, DataRootError when neither file can give one.
+ */
+export function inspectRun(home: string, runId: string): RunInspection {
+  const file = readRecordFile(home, runId);
+  if (file.state === "ok") return { record: file.record, rebuilt: false, problems: [] };
+  const { events } = readEvents(home, runId);
+  const rebuilt = recordFromEvents(runId, events);
+  const where = shownPath(runId, RECORD_FILE);
+  const why = file.state === "missing" ? "it is missing" : file.reason;
+  if (rebuilt === null) {
+    if (file.state === "missing" && !exists(runDir(home, runId))) {
+      throw new NotFoundError(`No run ${runId} in ${home}`, {
+        hint: "list runs with: reins runs",
+      });
+    }
+    throw new DataRootError(
+      `Cannot read ${where}: ${why}, and ${EVENTS_FILE} has no run.started to rebuild it from`,
+      { hint: `restore ${where} from a backup, or move runs/${runId} out of the data root` },
+    );
+  }
+  return {
+    record: rebuilt,
+    rebuilt: true,
+    problems: [{ file: where, reason: `${why}; rebuilt from ${EVENTS_FILE}` }],
+  };
+}
+
+/** The run's record (rebuilt from its events if run.json is damaged). */
+export function loadRun(home: string, runId: string): RunRecord {
+  return inspectRun(home, runId).record;
+}
+
+/** Replaces run.json atomically, then updates the index row (best effort: see noteRun). */
+export function writeRecord(home: string, record: RunRecord): void {
+  const ordered = orderedRecord(record);
+  writePrivateFileAtomic(
+    home,
+    recordPath(home, record.id),
+    `${JSON.stringify(ordered, null, 2)}\n`,
+  );
+  noteRun(home, ordered);
+}

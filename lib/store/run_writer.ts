@@ -1,0 +1,333 @@
+// Owning and appending to runs: creating a run (and holding its ownership lock for its life),
+// appending its events and keeping run.json in step with them, from the owner or from any other
+// process (`reins approve` from another shell). Sequences are assigned and records rewritten
+// under the events file's lock, so concurrent appenders never collide; a settled run's outcome is
+// never changed.
+import { UsageError } from "../core/errors.ts";
+import { newId } from "../core/ids.ts";
+import { joinPath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_files.ts";
+import {
+  type EventInput,
+  formatIssue,
+  orderedRecord,
+  type RunEvent,
+  RunRecord,
+  type SettledStatus,
+  type Trigger,
+  type Usage,
+} from "./contracts.ts";
+import { EventLog, nowIso } from "./event_log.ts";
+import { applyEvent, mayChangeRecord } from "./record_events.ts";
+import { inspectRun, readRecordFile, writeRecord } from "./run_record.ts";
+import { CREATING_SUFFIX, isActive, OWNER_LOCK_FILE, runDir, runsDir } from "./run_files.ts";
+
+/** What a new run is made from; the rest of its record (id, times, status) the store sets. */
+export interface RunInit {
+  sessionId: string;
+  contextId: string | null;
+  harness: string;
+  driver: string;
+  trigger: Trigger;
+  cwd: string;
+  goal: string | null;
+  parentRunId?: string | null;
+  resumedFromRunId?: string | null;
+  relation?: string | null;
+  nativeSessionId?: string | null;
+  /** run.started's `resumeOf`: what this run resumes (default: resumedFromRunId). */
+  resumeOf?: string | null;
+}
+
+export interface RunOptions {
+  /** fdatasync the log after every event (default: only before run.json changes and on close). */
+  syncEachEvent?: boolean;
+}
+
+/**
+ * A change to a run's record. `status` is recorded as a `status.changed` event (the log stays the
+ * truth), so `endedAt` comes from that event's time; a settled run keeps its status, `endedAt` and
+ * `terminalReason` whatever the patch says.
+ */
+export type RunPatch = Partial<Omit<RunRecord, "id" | "sessionId" | "startedAt">>;
+
+/**
+ * One process's handle on a run's log and record, for appending events and updating the record.
+ * Any number may be open on one run, in any number of processes.
+ */
+export class RunAppender {
+  readonly home: string;
+  readonly runId: string;
+  readonly #log: EventLog;
+  #record: RunRecord;
+  #lastUsage: Usage | null = null;
+
+  protected constructor(home: string, log: EventLog, record: RunRecord) {
+    this.home = home;
+    this.runId = record.id;
+    this.#log = log;
+    this.#record = record;
+  }
+
+  /** Opens an existing run for appending. Throws NotFoundError when there is no such run. */
+  static open(home: string, runId: string, options: RunOptions = {}): RunAppender {
+    const { record } = inspectRun(home, runId);
+    return new RunAppender(home, EventLog.open(home, runId, record.sessionId, options), record);
+  }
+
+  /**
+   * The record as run.json has it now (another process may have changed it), or as this handle
+   * last saw it when run.json cannot be read.
+   */
+  get record(): RunRecord {
+    this.#record = this.#current();
+    return this.#record;
+  }
+
+  /** For createRun: the record once run.started has given it its start time. */
+  protected adopt(record: RunRecord): void {
+    this.#record = record;
+  }
+
+  /** The outcome the log holds, as of this handle's last append. */
+  get settled(): SettledStatus | null {
+    return this.#log.settled;
+  }
+
+  get lastSequence(): number {
+    return this.#log.lastSequence;
+  }
+
+  /** The last `usage.updated` appended through this handle (running totals), or null. */
+  lastUsage(): Usage | null {
+    return this.#lastUsage;
+  }
+
+  /**
+   * Validates and appends one event, applying it to run.json (rewritten only when it changes).
+   * After the run settled, the event is kept with `ignored` set and not applied. Returns it as
+   * stored.
+   */
+  append(event: EventInput): RunEvent {
+    return this.#log.append(event, (stored) => {
+      if (stored.ignored !== undefined) return;
+      if (stored.type === "usage.updated") this.#lastUsage = stored.payload;
+      if (!mayChangeRecord(stored.type)) return;
+      const current = this.#current();
+      const next = applyEvent(current, stored);
+      this.#record = current;
+      if (next === null) return;
+      // The log holds the event on disk before the record says it happened.
+      this.#log.sync();
+      writeRecord(this.home, next);
+      this.#record = next;
+    });
+  }
+
+  /** Applies `patch` (see RunPatch) and returns the record. */
+  update(patch: RunPatch): RunRecord {
+    const { status, endedAt: _endedAt, terminalReason, ...rest } = patch;
+    const fields = Object.fromEntries(
+      Object.entries(rest).filter(([, value]) => value !== undefined),
+    ) as Partial<RunRecord>;
+    const now = this.record;
+    const candidate = RunRecord.safeParse({ ...now, ...fields });
+    if (!candidate.success) {
+      throw new UsageError(
+        `Cannot update run ${this.runId}: ${formatIssue(candidate.error)}`,
+        { hint: "see the run record's fields in docs/events.md" },
+      );
+    }
+    if (status !== undefined && this.#log.settled === null && isActive(now.status)) {
+      if (status !== now.status || !isActive(status)) {
+        this.append({
+          type: "status.changed",
+          payload: { status, reason: terminalReason ?? null },
+        });
+      }
+    }
+    if (Object.keys(fields).length > 0) {
+      this.#log.locked(() => {
+        const current = this.#current();
+        const next = orderedRecord({
+          ...current,
+          ...fields,
+          id: current.id,
+          sessionId: current.sessionId,
+          startedAt: current.startedAt,
+          status: current.status,
+          endedAt: current.endedAt,
+          terminalReason: current.terminalReason,
+        });
+        if (JSON.stringify(next) !== JSON.stringify(current)) writeRecord(this.home, next);
+        this.#record = next;
+      });
+    }
+    return this.#record;
+  }
+
+  /** Flushes the log to disk. */
+  sync(): void {
+    this.#log.sync();
+  }
+
+  close(): void {
+    this.#log.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** run.json as it is now; when it is missing or damaged, this handle's last copy. */
+  #current(): RunRecord {
+    const file = readRecordFile(this.home, this.runId);
+    return file.state === "ok" ? file.record : this.#record;
+  }
+}
+
+/**
+ * The handle of the process that runs a run: a RunAppender that also holds the run's ownership
+ * lock (`owner.lock`, exclusive) until close(), which is how reconciliation knows it is alive.
+ */
+export class RunWriter extends RunAppender {
+  #owner: Deno.FsFile | null;
+  /** The run's `run.started` event, as stored (sequence 0). */
+  readonly started: RunEvent;
+
+  /** Use createRun: it makes the directory and takes the lock this writer holds. */
+  constructor(
+    home: string,
+    log: EventLog,
+    record: RunRecord,
+    owner: Deno.FsFile,
+    resumeOf: string | null,
+  ) {
+    super(home, log, record);
+    this.#owner = owner;
+    this.started = this.append({
+      type: "run.started",
+      payload: {
+        harness: record.harness,
+        driver: record.driver,
+        cwd: record.cwd,
+        goal: record.goal,
+        contextId: record.contextId,
+        resumeOf,
+        // Beyond the contract's fields, so that run.json can be rebuilt from the log alone.
+        trigger: record.trigger,
+        resumedFromRunId: record.resumedFromRunId,
+        parentRunId: record.parentRunId,
+        relation: record.relation,
+        nativeSessionId: record.nativeSessionId,
+      },
+    });
+    // The record starts when its first event says, so that a record rebuilt from the events is
+    // the same record.
+    this.adopt({ ...record, startedAt: this.started.timestamp });
+  }
+
+  /** Syncs and closes the log and releases ownership. A run left active is reconciled later. */
+  override close(): void {
+    if (this.#owner === null) return;
+    try {
+      this.sync();
+    } catch { /* already closed */ }
+    super.close();
+    this.#owner.close();
+    this.#owner = null;
+  }
+}
+
+/**
+ * Creates a run: `runs/<uuid v7>/` with its owner lock held, a `run.started` event (sequence 0)
+ * and run.json with status `running`. The returned writer owns the run until close().
+ */
+export function createRun(home: string, init: RunInit, options: RunOptions = {}): RunWriter {
+  const runId = newId();
+  const startedAt = nowIso();
+  const candidate = RunRecord.safeParse({
+    id: runId,
+    sessionId: init.sessionId,
+    contextId: init.contextId,
+    nativeSessionId: init.nativeSessionId ?? null,
+    parentRunId: init.parentRunId ?? null,
+    resumedFromRunId: init.resumedFromRunId ?? null,
+    relation: init.relation ?? null,
+    harness: init.harness,
+    driver: init.driver,
+    trigger: init.trigger,
+    cwd: init.cwd,
+    goal: init.goal,
+    startedAt,
+    endedAt: null,
+    status: "running",
+    exitCode: null,
+    terminalReason: null,
+  });
+  if (!candidate.success) {
+    throw new UsageError(`Cannot create a run: ${formatIssue(candidate.error)}`, {
+      hint: "see the run record's fields in docs/events.md",
+    });
+  }
+  const record = orderedRecord(candidate.data);
+  const owner = takeOwnership(home, runId);
+  try {
+    const log = EventLog.open(home, runId, record.sessionId, { ...options, holdBursts: true });
+    const writer = new RunWriter(
+      home,
+      log,
+      record,
+      owner,
+      init.resumeOf ?? record.resumedFromRunId,
+    );
+    log.sync();
+    writeRecord(home, { ...record, startedAt: writer.started.timestamp });
+    return writer;
+  } catch (error) {
+    owner.close();
+    throw error;
+  }
+}
+
+/**
+ * Makes the run's directory with its owner lock already held: the lock is taken in a staging
+ * directory that is then renamed into place, so no reconciler ever sees the run unowned.
+ */
+function takeOwnership(home: string, runId: string): Deno.FsFile {
+  ensurePrivateDir(home, runsDir(home));
+  const staging = joinPath(runsDir(home), `.${runId}${CREATING_SUFFIX}`);
+  ensurePrivateDir(home, staging);
+  const lockPath = joinPath(staging, OWNER_LOCK_FILE);
+  const owner = Deno.openSync(lockPath, { write: true, createNew: true, mode: 0o600 });
+  try {
+    owner.lockSync(true);
+    Deno.chmodSync(lockPath, 0o600);
+    owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
+    Deno.renameSync(staging, runDir(home, runId));
+    return owner;
+  } catch (error) {
+    owner.close();
+    throw error;
+  }
+}
+
+/** Appends one event to any run, from any process: the same sequence and settling rules. */
+export function appendToRun(home: string, runId: string, event: EventInput): RunEvent {
+  const appender = RunAppender.open(home, runId);
+  try {
+    return appender.append(event);
+  } finally {
+    appender.close();
+  }
+}
+
+/** Updates any run's record from any process (see RunPatch). */
+export function updateRun(home: string, runId: string, patch: RunPatch): RunRecord {
+  const appender = RunAppender.open(home, runId);
+  try {
+    return appender.update(patch);
+  } finally {
+    appender.close();
+  }
+}

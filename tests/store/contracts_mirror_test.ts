@@ -1,0 +1,24 @@
+// The zod-free mirrors the fast paths use must say what the contracts say, and docs/events.md
+// must show every event type with a line that is valid.
+import assert from "node:assert/strict";
+import { EVENT_TYPES, isActiveStatus, RUN_STATUSES, RunEvent } from "../../lib/store/contracts.ts";
+import { isActive, STATUS_NAMES } from "../../lib/store/run_files.ts";
+import { REPO } from "./_helpers.ts";
+
+Deno.test("isActive() and STATUS_NAMES mirror the contract's statuses", () => {
+  assert.deepEqual([...STATUS_NAMES], [...RUN_STATUSES]);
+  for (const status of RUN_STATUSES) assert.equal(isActive(status), isActiveStatus(status), status);
+});
+
+Deno.test("docs/events.md shows a valid example line of every event type", () => {
+  const text = Deno.readTextFileSync(`${REPO}docs/events.md`);
+  const blocks = [...text.matchAll(/```jsonl\n([\s\S]*?)```/g)].map((m) => m[1]);
+  const lines = blocks.flatMap((block) => block.split("\n").filter(Boolean));
+  const seen = new Set<string>();
+  for (const line of lines) {
+    const parsed = RunEvent.safeParse(JSON.parse(line));
+    assert.ok(parsed.success, `${line}\n${parsed.error?.message}`);
+    seen.add(parsed.data.type);
+  }
+  assert.deepEqual([...seen].sort(), [...EVENT_TYPES].sort());
+});

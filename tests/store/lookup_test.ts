@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { createRun, listRuns, resolveRun, resolveRunId } from "../../lib/store/runs.ts";
+import { listRunJson, uniquePrefix } from "../../lib/store/list.ts";
+import { runInit, storeHome } from "./_helpers.ts";
+
+/** Makes runs with the given inits, settling those with a status, oldest first. */
+function makeRuns(home: string, specs: { context?: string; session?: string; settle?: boolean }[]) {
+  return specs.map((spec) => {
+    const writer = createRun(
+      home,
+      runInit({ contextId: spec.context ?? null, sessionId: spec.session ?? "s" }),
+    );
+    if (spec.settle) writer.append({ type: "completed", payload: { reason: null, result: null } });
+    writer.close();
+    return writer.runId;
+  });
+}
+
+Deno.test("resolveRun() finds a run by its id, a unique prefix of it, or last", async () => {
+  await using home = await storeHome();
+  const [first, second] = makeRuns(home.path, [{}, {}]);
+  assert.equal(resolveRun(home.path, first).id, first);
+  assert.equal(resolveRun(home.path, "last").id, second);
+  const prefix = uniquePrefix(first, [second]);
+  assert.equal(resolveRunId(home.path, prefix), first);
+});
+
+Deno.test("resolveRun() throws UsageError naming the candidates when a prefix is ambiguous", async () => {
+  await using home = await storeHome();
+  const ids = makeRuns(home.path, [{}, {}, {}]);
+  const shared = ids[0].slice(0, 4);
+  assert.ok(ids.every((id) => id.startsWith(shared)));
+  assert.throws(() => resolveRun(home.path, shared), {
+    name: "UsageError",
+    message: `Cannot tell which run "${shared}" means: 3 run ids start with it (${ids.join(", ")})`,
+  });
+});
+
+Deno.test("resolveRun() throws NotFoundError for no match and for last with no runs", async () => {
+  await using home = await storeHome();
+  assert.throws(() => resolveRun(home.path, "last"), { name: "NotFoundError" });
+  makeRuns(home.path, [{}]);
+  assert.throws(() => resolveRun(home.path, "ffff"), {
+    name: "NotFoundError",
+    message: `No run matches "ffff" in ${home.path}`,
+  });
+});
+
+Deno.test("resolveRun() refuses a reference that cannot be a run id before touching files", async () => {
+  await using home = await storeHome();
+  for (const ref of ["../x", "a/b", "", ".hidden"]) {
+    assert.throws(() => resolveRun(home.path, ref), { name: "UsageError" }, ref);
+  }
+});
+
+Deno.test("resolveRun() finds a run whose directory the index does not know yet", async () => {
+  await using home = await storeHome();
+  const [id] = makeRuns(home.path, [{}]);
+  // A copy of the run under another id, made behind the index's back.
+  const copy = `0${id.slice(1, -4)}beef`;
+  Deno.mkdirSync(`${home.path}/runs/${copy}`);
+  for (const file of ["run.json", "events.jsonl"]) {
+    const text = Deno.readTextFileSync(`${home.path}/runs/${id}/${file}`).replaceAll(id, copy);
+    Deno.writeTextFileSync(`${home.path}/runs/${copy}/${file}`, text);
+  }
+  assert.equal(resolveRun(home.path, copy.slice(0, 33)).id, copy);
+});
+
+Deno.test("listRuns() lists newest first, filtered by context, session, status and activity", async () => {
+  await using home = await storeHome();
+  const ids = makeRuns(home.path, [
+    { context: "a", session: "s1", settle: true },
+    { context: "b", session: "s1" },
+    { context: "a", session: "s2" },
+    { context: "a", session: "s2", settle: true },
+  ]);
+  const list = (filter: Parameters<typeof listRuns>[1]) =>
+    listRuns(home.path, filter).map((r) => ids.indexOf(r.id));
+  assert.deepEqual(list({}), [3, 2, 1, 0]);
+  assert.deepEqual(list({ contextId: "a" }), [3, 2, 0]);
+  assert.deepEqual(list({ sessionId: "s1" }), [1, 0]);
+  assert.deepEqual(list({ status: "completed" }), [3, 0]);
+  assert.deepEqual(list({ status: ["running", "completed"], contextId: "a" }), [3, 2, 0]);
+  assert.deepEqual(list({ active: true }), [2, 1]);
+  assert.deepEqual(list({ limit: 2 }), [3, 2]);
+  assert.deepEqual(list({ contextId: "nope" }), []);
+});
+
+Deno.test("listRuns() takes 20 by default and refuses a limit outside 1 to 10000", async () => {
+  await using home = await storeHome();
+  makeRuns(home.path, Array.from({ length: 22 }, () => ({})));
+  assert.equal(listRuns(home.path).length, 20);
+  assert.equal(listRuns(home.path, { limit: 10_000 }).length, 22);
+  for (const limit of [0, 10_001, 1.5]) {
+    assert.throws(() => listRuns(home.path, { limit }), { name: "UsageError" });
+  }
+  assert.throws(() => listRuns(home.path, { status: "done" }), {
+    name: "UsageError",
+    message: 'Unknown run status "done"',
+  });
+});
+
+Deno.test("listRunJson() lists nothing and creates nothing when the data root does not exist", async () => {
+  await using home = await storeHome();
+  assert.deepEqual(await listRunJson(home.path), { records: [], prefixes: [] });
+  assert.deepEqual(listRuns(home.path), []);
+  assert.throws(() => Deno.statSync(home.path), Deno.errors.NotFound);
+});
+
+Deno.test("uniquePrefix() is the shortest prefix no neighbour shares, 8 characters at least", () => {
+  assert.equal(uniquePrefix("0190abcd-1234", ["0190abcd-1200", "0190abce-0000"]), "0190abcd-123");
+  assert.equal(uniquePrefix("0190abcd-1234", [null, "ffff"]), "0190abcd");
+  assert.equal(uniquePrefix("abc", ["abc"]), "abc");
+});
+
+Deno.test("listRunJson() gives the same id prefixes for a long listing as for a short one", async () => {
+  await using home = await storeHome();
+  makeRuns(home.path, Array.from({ length: 105 }, () => ({})));
+  const short = await listRunJson(home.path, { limit: 100 }, { prefixes: true });
+  const long = await listRunJson(home.path, { limit: 105 }, { prefixes: true });
+  assert.deepEqual(long.prefixes.slice(0, 100), short.prefixes);
+  assert.equal(new Set(long.prefixes).size, 105);
+  for (const [i, prefix] of long.prefixes.entries()) {
+    assert.equal(resolveRunId(home.path, prefix), JSON.parse(long.records[i]).id);
+  }
+  assert.deepEqual((await listRunJson(home.path, { limit: 3 })).prefixes, []);
+});

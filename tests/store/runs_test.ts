@@ -1,0 +1,353 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import type { EventInput, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
+import { RunRecord as RunRecordSchema } from "../../lib/store/contracts.ts";
+import {
+  appendToRun,
+  createRun,
+  inspectRun,
+  loadRun,
+  readEvents,
+  RunAppender,
+  RunStore,
+  updateRun,
+} from "../../lib/store/runs.ts";
+import { eventInput, runPatch } from "./_arbitraries.ts";
+import { logLines, modeOf, recordOnDisk, runInit, storeHome } from "./_helpers.ts";
+
+Deno.test("createRun() writes a running run.json and a run.started event, all private", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit({ parentRunId: "p-1", relation: "child" }));
+  const dir = `${home.path}/runs/${writer.runId}`;
+  assert.match(
+    writer.runId,
+    /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+  );
+  const record = recordOnDisk(home.path, writer.runId);
+  assert.deepEqual(record, {
+    id: writer.runId,
+    sessionId: "session-1",
+    contextId: "ctx-1",
+    nativeSessionId: null,
+    parentRunId: "p-1",
+    resumedFromRunId: null,
+    relation: "child",
+    harness: "reins",
+    driver: "loop",
+    trigger: "cli",
+    cwd: "/work/project",
+    goal: "fix the tests",
+    startedAt: writer.record.startedAt,
+    endedAt: null,
+    status: "running",
+    exitCode: null,
+    terminalReason: null,
+  });
+  // The fields are written in the contract's order.
+  assert.deepEqual(Object.keys(record), Object.keys(RunRecordSchema.shape));
+  const [started] = readEvents(home.path, writer.runId).events;
+  assert.equal(started.type, "run.started");
+  assert.equal(started.sequence, 0);
+  assert.deepEqual(writer.started, started);
+  for (const path of [home.path, `${home.path}/runs`, dir]) assert.equal(modeOf(path), 0o700);
+  for (const file of ["run.json", "events.jsonl", "owner.lock"]) {
+    assert.equal(modeOf(`${dir}/${file}`), 0o600, file);
+  }
+  assert.deepEqual([...Deno.readDirSync(`${home.path}/runs`)].map((e) => e.name), [writer.runId]);
+});
+
+Deno.test("createRun() refuses an invalid init before touching the data root", async () => {
+  await using home = await storeHome();
+  assert.throws(
+    // deno-lint-ignore no-explicit-any
+    () => createRun(home.path, runInit({ trigger: "cron" as any })),
+    { name: "UsageError", message: /^Cannot create a run: .* at trigger$/ },
+  );
+  assert.throws(() => Deno.statSync(home.path), Deno.errors.NotFound);
+});
+
+Deno.test("RunWriter.append() applies status, outcome, goal and native session to run.json", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit({ goal: null }));
+  writer.append({ type: "session.linked", payload: { nativeSessionId: "native-7" } });
+  writer.append({ type: "message.completed", payload: { role: "assistant", text: "hi" } });
+  assert.equal(writer.record.goal, null);
+  writer.append({ type: "message.completed", payload: { role: "user", text: "the goal" } });
+  writer.append({ type: "message.completed", payload: { role: "user", text: "not the goal" } });
+  writer.append({ type: "status.changed", payload: { status: "waiting", reason: "approval" } });
+  assert.equal(recordOnDisk(home.path, writer.runId).status, "waiting");
+  const done = writer.append({ type: "completed", payload: { reason: "done", result: "ok" } });
+  const record = recordOnDisk(home.path, writer.runId);
+  assert.equal(record.nativeSessionId, "native-7");
+  assert.equal(record.goal, "the goal");
+  assert.equal(record.status, "completed");
+  assert.equal(record.endedAt, done.timestamp);
+  assert.equal(record.terminalReason, "done");
+  assert.deepEqual(writer.record, record);
+});
+
+Deno.test("RunWriter.append() rewrites run.json only when the event changes it", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  const path = `${home.path}/runs/${writer.runId}/run.json`;
+  const inode = () => Deno.statSync(path).ino;
+  const first = inode();
+  writer.append({ type: "heartbeat", payload: { iteration: 1 } });
+  writer.append({ type: "message.delta", payload: { role: "assistant", text: "x" } });
+  writer.append({ type: "message.completed", payload: { role: "user", text: "goal is set" } });
+  writer.append({ type: "status.changed", payload: { status: "running", reason: null } });
+  assert.equal(inode(), first, "an atomic replace makes a new inode: none was made");
+  writer.append({ type: "status.changed", payload: { status: "waiting", reason: null } });
+  assert.notEqual(inode(), first);
+});
+
+Deno.test("RunWriter.append() keeps an event after the outcome as ignored evidence", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  writer.append({ type: "failed", payload: { reason: "boom", result: null } });
+  const before = recordOnDisk(home.path, writer.runId);
+  const late = [
+    writer.append({ type: "completed", payload: { reason: null, result: "late" } }),
+    writer.append({ type: "status.changed", payload: { status: "running", reason: null } }),
+    writer.append({ type: "session.linked", payload: { nativeSessionId: "late" } }),
+  ];
+  assert.deepEqual(late.map((e) => e.ignored), Array(3).fill("run already failed"));
+  assert.deepEqual(late.map((e) => e.sequence), [2, 3, 4]);
+  assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
+  assert.deepEqual(readEvents(home.path, writer.runId).events.slice(2), late);
+});
+
+Deno.test("RunWriter.update() keeps a settled run's status, endedAt and terminalReason", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  writer.append({ type: "completed", payload: { reason: "all good", result: null } });
+  const settled = writer.record;
+  const after = writer.update({
+    status: "failed",
+    endedAt: "2030-01-01T00:00:00.000Z",
+    terminalReason: "changed my mind",
+    exitCode: 3,
+    goal: "a new goal",
+  });
+  assert.deepEqual(after, { ...settled, exitCode: 3, goal: "a new goal" });
+  assert.deepEqual(recordOnDisk(home.path, writer.runId), after);
+  // No event was appended for the refused status change.
+  assert.equal(logLines(home.path, writer.runId).length, 2);
+});
+
+Deno.test("RunWriter.update() records a status change as a status.changed event", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  const record = writer.update({ status: "failed", terminalReason: "timed out", exitCode: 124 });
+  const last = readEvents(home.path, writer.runId).events.at(-1)!;
+  assert.equal(last.type, "status.changed");
+  assert.deepEqual(last.payload, { status: "failed", reason: "timed out" });
+  assert.equal(record.status, "failed");
+  assert.equal(record.endedAt, last.timestamp);
+  assert.equal(record.terminalReason, "timed out");
+  assert.equal(record.exitCode, 124);
+});
+
+Deno.test("RunWriter.update() refuses a field the contract refuses, changing nothing", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  const before = recordOnDisk(home.path, writer.runId);
+  assert.throws(() => writer.update({ exitCode: 1.5, status: "failed" }), {
+    name: "UsageError",
+    message: /^Cannot update run .*: .* at exitCode$/,
+  });
+  assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
+  assert.equal(logLines(home.path, writer.runId).length, 1);
+});
+
+Deno.test("appendToRun() appends from another handle at the next sequence and applies it", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  writer.append({ type: "approval.requested", payload: { approvalId: "a1", tool: "t", args: {} } });
+  const stored = appendToRun(home.path, writer.runId, {
+    type: "approval.resolved",
+    payload: { approvalId: "a1", decision: "allow", by: "cli" },
+  });
+  assert.equal(stored.sequence, 2);
+  appendToRun(home.path, writer.runId, {
+    type: "status.changed",
+    payload: { status: "waiting", reason: "from elsewhere" },
+  });
+  // The owner sees the other process's change, and its next append goes after it.
+  assert.equal(writer.record.status, "waiting");
+  assert.equal(writer.append({ type: "heartbeat", payload: { iteration: 1 } }).sequence, 4);
+});
+
+Deno.test("appendToRun() throws NotFoundError for a run that does not exist, creating nothing", async () => {
+  await using home = await storeHome();
+  assert.throws(
+    () =>
+      appendToRun(home.path, "01900000-0000-7000-8000-00000000abcd", {
+        type: "heartbeat",
+        payload: { iteration: 1 },
+      }),
+    { name: "NotFoundError" },
+  );
+  assert.throws(() => Deno.statSync(`${home.path}/runs`), Deno.errors.NotFound);
+  assert.throws(() =>
+    appendToRun(home.path, "../escape", {
+      type: "heartbeat",
+      payload: { iteration: 1 },
+    }), { name: "UsageError" });
+});
+
+Deno.test("updateRun() updates another process's run under the same rules", async () => {
+  await using home = await storeHome();
+  using writer = createRun(home.path, runInit());
+  updateRun(home.path, writer.runId, { exitCode: 7 });
+  assert.equal(loadRun(home.path, writer.runId).exitCode, 7);
+  assert.equal(writer.record.exitCode, 7, "the owner's next look reloads what changed");
+});
+
+for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]] as const) {
+  Deno.test(`inspectRun() rebuilds a run.json truncated to ${name} from its events, writing nothing`, async () => {
+    await using home = await storeHome();
+    const writer = createRun(home.path, runInit({ goal: null, parentRunId: "p-9" }));
+    writer.append({ type: "session.linked", payload: { nativeSessionId: "n-1" } });
+    writer.append({ type: "message.completed", payload: { role: "user", text: "the goal" } });
+    writer.append({ type: "completed", payload: { reason: null, result: "ok" } });
+    writer.update({ exitCode: 0 });
+    writer.close();
+    const expected = { ...loadRun(home.path, writer.runId), exitCode: null };
+    const path = `${home.path}/runs/${writer.runId}/run.json`;
+    const bytes = Deno.readFileSync(path);
+    Deno.writeFileSync(path, bytes.subarray(0, cut(bytes.length)));
+    const inspection = inspectRun(home.path, writer.runId);
+    assert.equal(inspection.rebuilt, true);
+    assert.deepEqual(inspection.record, expected);
+    assert.equal(inspection.problems.length, 1);
+    assert.match(
+      inspection.problems[0].reason,
+      name === "0 bytes"
+        ? /^it is empty \(0 bytes\); rebuilt/
+        : /^not JSON: .*; rebuilt from events\.jsonl$/,
+    );
+    assert.equal(inspection.problems[0].file, `runs/${writer.runId}/run.json`);
+    assert.equal(Deno.readFileSync(path).length, cut(bytes.length), "reading does not repair");
+  });
+}
+
+Deno.test("loadRun() throws NotFoundError for no such run and DataRootError when nothing rebuilds it", async () => {
+  await using home = await storeHome();
+  assert.throws(() => loadRun(home.path, "01900000-0000-7000-8000-000000000000"), {
+    name: "NotFoundError",
+  });
+  using writer = createRun(home.path, runInit());
+  Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/run.json`, "{");
+  Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/events.jsonl`, "");
+  assert.throws(() => loadRun(home.path, writer.runId), {
+    name: "DataRootError",
+    message: new RegExp(
+      `^Cannot read runs/${writer.runId}/run\\.json: not JSON: .*, and events\\.jsonl has no run\\.started`,
+    ),
+  });
+});
+
+/** The record the spec says a sequence of appends and updates gives (written independently). */
+function expectedRecord(start: RunRecord, steps: Step[], events: RunEvent[]): RunRecord {
+  let record = { ...start };
+  const settled = () => ["completed", "failed", "interrupted"].includes(record.status);
+  let next = 1;
+  for (const step of steps) {
+    if (step.kind === "update") {
+      const { status: _s, endedAt: _e, terminalReason: _t, ...rest } = step.patch;
+      if (
+        step.patch.status !== undefined && !settled() && (step.patch.status !== record.status ||
+          ["completed", "failed", "interrupted"].includes(step.patch.status))
+      ) {
+        record = apply(record, events[next++]);
+      }
+      record = { ...record, ...rest };
+    } else {
+      record = apply(record, events[next++]);
+    }
+  }
+  return record;
+
+  function apply(r: RunRecord, event: RunEvent): RunRecord {
+    if (["completed", "failed", "interrupted"].includes(r.status)) return r;
+    const p = event.payload as Record<string, unknown>;
+    const settle = (status: RunRecord["status"]) => ({
+      ...r,
+      status,
+      endedAt: event.timestamp,
+      terminalReason: typeof p.reason === "string" ? p.reason : null,
+    });
+    if (event.type === "completed" || event.type === "failed") return settle(event.type);
+    if (event.type === "status.changed") {
+      const status = p.status as RunRecord["status"];
+      return ["completed", "failed", "interrupted"].includes(status)
+        ? settle(status)
+        : { ...r, status };
+    }
+    if (event.type === "session.linked") {
+      return { ...r, nativeSessionId: p.nativeSessionId as string };
+    }
+    if (
+      event.type === "message.completed" && p.role === "user" && r.goal === null &&
+      (p.text as string).trim()
+    ) {
+      return { ...r, goal: p.text as string };
+    }
+    return r;
+  }
+}
+
+type Step = { kind: "append"; event: EventInput } | {
+  kind: "update";
+  patch: Parameters<RunAppender["update"]>[0];
+};
+
+Deno.test("RunWriter reads back any sequence of valid appends and updates as written", async () => {
+  await using home = await storeHome();
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 4, arbitrary: eventInput.map((event) => ({ kind: "append" as const, event })) },
+    { weight: 1, arbitrary: runPatch.map((patch) => ({ kind: "update" as const, patch })) },
+  );
+  fc.assert(
+    fc.property(fc.array(step, { maxLength: 25 }), fc.boolean(), (steps, viaOther) => {
+      const writer = createRun(home.path, runInit({ goal: null }));
+      const other = viaOther ? RunAppender.open(home.path, writer.runId) : writer;
+      try {
+        const start = writer.record;
+        const returned: RunEvent[] = [writer.started];
+        for (const [i, s] of steps.entries()) {
+          const handle = i % 2 === 0 ? writer : other;
+          if (s.kind === "append") returned.push(handle.append(s.event));
+          else handle.update(s.patch);
+        }
+        const read = readEvents(home.path, writer.runId);
+        assert.deepEqual(read.problems, []);
+        assert.deepEqual(read.events, JSON.parse(JSON.stringify(read.events)));
+        // Updates may append status.changed events too: what was returned is a subsequence.
+        for (const event of returned) {
+          assert.deepEqual(read.events[event.sequence], JSON.parse(JSON.stringify(event)));
+        }
+        assert.deepEqual(read.events.map((e) => e.sequence), read.events.map((_, i) => i));
+        const expected = expectedRecord(start, steps, read.events);
+        assert.deepEqual(loadRun(home.path, writer.runId), expected);
+        assert.deepEqual(writer.record, expected);
+      } finally {
+        if (other !== writer) other.close();
+        writer.close();
+      }
+    }),
+    { numRuns: 40 },
+  );
+});
+
+Deno.test("RunStore methods act on the data root it was made with", async () => {
+  await using home = await storeHome();
+  const store = new RunStore(home.path);
+  using writer = store.createRun(runInit());
+  store.appendToRun(writer.runId, { type: "heartbeat", payload: { iteration: 1 } });
+  assert.equal(store.readEvents(writer.runId).events.length, 2);
+  assert.equal(store.resolveRun("last").id, writer.runId);
+  assert.deepEqual(store.listRuns().map((r) => r.id), [writer.runId]);
+  assert.equal(store.loadRun(writer.runId).status, "running");
+});
