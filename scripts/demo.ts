@@ -1,22 +1,43 @@
-// `deno task demo`: the main job on the built-in model. Until `reins run` lands it shows the
-// command line and the doctor's report of a scratch data root, and says what is coming.
+// `deno task demo`: the main job on the built-in model, with no key and no network. Two turns
+// on one context in a temp copy of examples/demo/ (the second resumes the first), then the
+// recording of the last run and where the data root is.
 import { permissionFlags, sandboxFromEnv } from "./permissions.ts";
 
-const main = new URL("../main.ts", import.meta.url).pathname;
-const home = await Deno.makeTempDir({ prefix: "reins-demo-" });
+const repo = new URL("..", import.meta.url).pathname;
+const main = `${repo}main.ts`;
+const scratch = await Deno.makeTempDir({ prefix: "reins-demo-" });
+const work = `${scratch}/project`;
+const home = `${scratch}/home`;
+await Deno.mkdir(work);
+for (const entry of Deno.readDirSync(`${repo}examples/demo`)) {
+  if (entry.isFile) {
+    await Deno.copyFile(`${repo}examples/demo/${entry.name}`, `${work}/${entry.name}`);
+  }
+}
+
 const env = { ...Deno.env.toObject(), REINS_HOME: home };
-const flags = permissionFlags(sandboxFromEnv(env, Deno.cwd()));
-async function reins(...args: string[]): Promise<number> {
-  console.log(`\n$ reins ${args.join(" ")}`);
+const flags = permissionFlags(sandboxFromEnv(env, work));
+
+async function reins(...args: string[]): Promise<void> {
+  console.log(
+    `\n\x1b[1m$ reins ${args.map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(" ")}\x1b[0m`,
+  );
   const status = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", ...flags, main, ...args],
+    args: ["run", "--quiet", "--config", `${repo}deno.json`, ...flags, main, ...args],
+    cwd: work,
     env,
   }).spawn().status;
-  return status.code;
+  if (!status.success) {
+    console.error(`demo: reins ${args[0]} exited with code ${status.code}`);
+    Deno.exit(status.code);
+  }
 }
-await reins("--help");
-await reins("doctor");
-console.log(`\nData root of this demo: ${home}`);
-console.log(
-  "Running a turn on the built-in model comes with `reins run` (issue: running sessions).",
-);
+
+const started = performance.now();
+await reins("run", "--context", "demo", "Look around this project and write down what you find.");
+await reins("run", "--context", "demo", "What did I ask you last time, and what did you write?");
+await reins("contexts");
+await reins("show", "last");
+console.log(`\nThe project the agent worked in: ${work}`);
+console.log(`The data root (runs, events, contexts): ${home}`);
+console.log(`Done in ${((performance.now() - started) / 1000).toFixed(1)} s.`);

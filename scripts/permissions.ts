@@ -18,6 +18,8 @@ export interface Sandbox {
 
 export const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
 export const HARNESS_PROGRAMS = ["claude", "codex", "gemini", "opencode"];
+/** The built-in loop's run_command tool runs `sh -c`, confined to the working directory. */
+export const LOOP_SHELL = "sh";
 
 function split(value: string | undefined): string[] {
   return (value ?? "").split(",").map((part) => part.trim()).filter(Boolean);
@@ -47,6 +49,7 @@ export function sandboxFromEnv(
     env.REINS_CODEX_BIN || "codex",
     env.REINS_GEMINI_BIN || "gemini",
     env.REINS_OPENCODE_BIN || "opencode",
+    LOOP_SHELL,
     ...split(env.REINS_ALLOW_RUN),
   ];
   return {
@@ -66,11 +69,13 @@ export function sandboxFromEnv(
 export function permissionFlags(sandbox: Sandbox): string[] {
   const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
   const paths = unique([sandbox.home, sandbox.cwd, sandbox.tempDir]).join(",");
+  const programs = unique(sandbox.programs);
   return [
     `--allow-read=${paths}`,
     `--allow-write=${paths}`,
     `--allow-net=${unique([...LOOPBACK_HOSTS, ...sandbox.netHosts]).join(",")}`,
-    `--allow-run=${unique(sandbox.programs).join(",")}`,
+    // Deno refuses an empty --allow-run=; no programs means no flag, so running is denied.
+    ...(programs.length ? [`--allow-run=${programs.join(",")}`] : []),
     `--allow-env=${ENV_VARS.join(",")}`,
     "--no-prompt",
   ];

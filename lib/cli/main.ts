@@ -135,6 +135,8 @@ export function commandHelp(name: string, module: CommandModule): string {
 }
 
 function reportError(error: unknown, io: Output): number {
+  // `reins show RUN | head`: the reader went away, which is how pipelines end, not an error.
+  if (error instanceof Deno.errors.BrokenPipe) return ExitCode.ok;
   let failure: ReinsError;
   if (error instanceof ReinsError) failure = error;
   else if (error instanceof Deno.errors.NotCapable) failure = sandboxError(error);

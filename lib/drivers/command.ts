@@ -6,6 +6,7 @@ import { ReinsError } from "../core/errors.ts";
 import { type EventInput, parseEventInput } from "../store/contracts.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import { splitCommandLine } from "./command_line.ts";
+import { resolvePath } from "../core/paths.ts";
 
 const STDERR_KEEP = 64 * 1024;
 const STOP_GRACE_MS = 5_000;
@@ -16,6 +17,8 @@ interface Declared {
   reason: string | null;
   result: string | null;
   lastAssistant: string | null;
+  /** Files declared with `{"type":"attachment.added","payload":{"path":…}}`, as given. */
+  attachments: string[];
 }
 
 function takeLine(line: string, sink: EventSink, declared: Declared, text: string[]): void {
@@ -28,6 +31,10 @@ function takeLine(line: string, sink: EventSink, declared: Declared, text: strin
       value = undefined;
     }
     if (value !== null && typeof value === "object" && "type" in value) {
+      if (isAttachmentDeclaration(value)) {
+        declared.attachments.push(value.payload.path);
+        return;
+      }
       const parsed = parseEventInput(value);
       if (!parsed.ok) {
         sink.emit({
@@ -46,6 +53,13 @@ function takeLine(line: string, sink: EventSink, declared: Declared, text: strin
   }
   text.push(line);
   sink.emit({ type: "message.delta", payload: { role: "assistant", text: `${line}\n` } });
+}
+
+/** `attachment.added` with only a path: the program declares a file; reins copies and hashes it. */
+function isAttachmentDeclaration(value: object): value is { payload: { path: string } } {
+  const { type, payload } = value as { type?: unknown; payload?: Record<string, unknown> };
+  return type === "attachment.added" && typeof payload === "object" && payload !== null &&
+    typeof payload.path === "string" && payload.path !== "" && payload.sha256 === undefined;
 }
 
 function takeEvent(event: EventInput, sink: EventSink, declared: Declared): void {
@@ -202,7 +216,13 @@ export function createCommandDriver(): Driver {
         for await (const chunk of child.stderr) stderr = keepTail(stderr, chunk);
       })();
 
-      const declared: Declared = { status: null, reason: null, result: null, lastAssistant: null };
+      const declared: Declared = {
+        status: null,
+        reason: null,
+        result: null,
+        lastAssistant: null,
+        attachments: [],
+      };
       const text: string[] = [];
       const decoder = new TextDecoder();
       let pending = "";
@@ -238,12 +258,14 @@ export function createCommandDriver(): Driver {
         sink.emit({ type: "message.completed", payload: { role: "assistant", text: plain } });
       }
       const result = declared.result ?? declared.lastAssistant ?? plain;
+      const attachments = declared.attachments.map((path) => resolvePath(path, input.cwd));
       if (stopping) {
         return {
           status: "interrupted",
           reason: `stopped by a signal; ${program} ${describeExit(status)}`,
           result,
           exitCode: status.code,
+          attachments,
         };
       }
       if (!status.success) {
@@ -253,6 +275,7 @@ export function createCommandDriver(): Driver {
           reason: `${program} ${describeExit(status)}${tail ? `: ${tail}` : ""}`,
           result,
           exitCode: status.code,
+          attachments,
         };
       }
       if (declared.status === "failed") {
@@ -261,9 +284,10 @@ export function createCommandDriver(): Driver {
           reason: declared.reason ?? `${program} reported a failure`,
           result,
           exitCode: 0,
+          attachments,
         };
       }
-      return { status: "completed", reason: declared.reason, result, exitCode: 0 };
+      return { status: "completed", reason: declared.reason, result, exitCode: 0, attachments };
     },
   };
 }

@@ -43,6 +43,8 @@ export interface DriverInput {
   budget: Budget;
   /** `--model` as given, for drivers that take one. */
   model: string | null;
+  /** `--base-url` for models that call an endpoint (the loop's openai:MODEL). */
+  baseUrl: string | null;
   /** `--exec` for the command driver. */
   exec: string | null;
   /** Extra variables for a child process (added to the inherited environment). */
@@ -51,6 +53,11 @@ export interface DriverInput {
   decisions: Decisions;
   /** Seconds of silence after which a harness counts as hung; null: the driver's default. */
   idleTimeoutSeconds: number | null;
+  /**
+   * Aborted when stopping must not wait (a second SIGINT): kill the child at once. The `signal`
+   * passed to start() is always aborted first.
+   */
+  kill: AbortSignal;
 }
 
 /** Receives a driver's events; each is validated and appended before emit returns. */
@@ -66,6 +73,8 @@ export interface DriverResult {
   result: string | null;
   /** The child's exit code, when there was a child. */
   exitCode: number | null;
+  /** Files the agent declared as the run's products (absolute paths), copied in by the caller. */
+  attachments?: string[];
 }
 
 export interface Driver {

@@ -35,14 +35,16 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
     cwd,
     tempDir,
     netHosts: options.allowNet ?? [],
-    programs: ["claude", "codex", "gemini", "opencode", ...(options.allowRun ?? [])],
+    programs: ["claude", "codex", "gemini", "opencode", "sh", ...(options.allowRun ?? [])],
   });
   const extra = options.allowPaths ?? [];
-  const withPaths = flags.map((flag) =>
-    extra.length && (flag.startsWith("--allow-read=") || flag.startsWith("--allow-write="))
-      ? `${flag},${extra.join(",")}`
-      : flag
-  );
+  const withPaths = flags.map((flag) => {
+    // Source runs may need to read their own modules (a compiled binary embeds them): seen once
+    // in ~150 runs as "Requires read access to …/lib/core/ids.ts" while lazy imports loaded.
+    if (flag.startsWith("--allow-read=")) return [flag, ...extra, `${REPO}lib`].join(",");
+    if (flag.startsWith("--allow-write=") && extra.length) return [flag, ...extra].join(",");
+    return flag;
+  });
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "--quiet", "--config", CONFIG, ...withPaths, MAIN, ...args],
     cwd,

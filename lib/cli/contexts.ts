@@ -1,0 +1,38 @@
+// `reins contexts`: every context with its session, harness and last use.
+import type { CommandContext } from "./command.ts";
+import { ContextMap } from "../store/contexts.ts";
+
+export const usage = "reins contexts";
+export const description =
+  "Lists the contexts reins remembers: each one's session id, the harness's own session id, " +
+  "the driver and when it was last used. `reins forget CONTEXT` drops one.";
+export const flags = {} as const;
+
+// Synchronous work; the dispatcher takes any command as a promise.
+export function run(ctx: CommandContext): Promise<number> {
+  return Promise.resolve(execute(ctx));
+}
+
+function execute(ctx: CommandContext): number {
+  const entries = new ContextMap(ctx.home).list();
+  if (ctx.io.jsonMode) {
+    ctx.io.json(entries);
+    return 0;
+  }
+  if (entries.length === 0) {
+    ctx.io.note("no contexts yet: reins run --context ID 'PROMPT' starts one");
+    return 0;
+  }
+  const rows = entries.map((e) => [
+    e.contextId,
+    e.session_id,
+    e.native_session_id ?? "-",
+    e.driver,
+    new Date(e.updated_ms).toISOString().replace("T", " ").slice(0, 19),
+  ]);
+  const head = ["CONTEXT", "SESSION", "NATIVE SESSION", "DRIVER", "LAST USED (UTC)"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  ctx.io.print([line(head), ...rows.map(line)].join("\n"));
+  return 0;
+}

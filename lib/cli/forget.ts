@@ -1,0 +1,31 @@
+// `reins forget CONTEXT`: drops a context's session, so its next turn starts a new conversation.
+import type { CommandContext } from "./command.ts";
+import { UsageError } from "../core/errors.ts";
+import { safeName } from "../core/ids.ts";
+import { ContextMap } from "../store/contexts.ts";
+
+export const usage = "reins forget CONTEXT";
+export const description =
+  "Forgets the harness session of CONTEXT. Its runs stay recorded; the next `reins run " +
+  "--context CONTEXT` starts a fresh session. Forgetting a context reins does not know is not an error.";
+export const flags = {} as const;
+
+// Synchronous work; the dispatcher takes any command as a promise.
+export function run(ctx: CommandContext): Promise<number> {
+  return Promise.resolve(execute(ctx));
+}
+
+function execute(ctx: CommandContext): number {
+  const [contextId, ...extra] = ctx.positionals;
+  if (contextId === undefined || extra.length > 0) {
+    throw new UsageError("reins forget takes one context id", { hint: usage });
+  }
+  safeName(contextId, "context id");
+  let failure: string | null = null;
+  const dropped = new ContextMap(ctx.home, (message) => failure = message).forget(contextId);
+  if (failure) throw new UsageError(failure);
+  if (ctx.io.jsonMode) ctx.io.json({ contextId, dropped });
+  else if (dropped) ctx.io.note(`forgot context '${contextId}' (session ${dropped})`);
+  else ctx.io.note(`context '${contextId}' had no session; nothing to forget`);
+  return 0;
+}

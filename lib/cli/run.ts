@@ -1,0 +1,218 @@
+// `reins run`: one turn of an agent, recorded. Resolves the context's session, creates the run,
+// drives the driver with a recording sink, settles the run from the driver's result (or the
+// signal, or the timeout) and prints the answer, the JSON summary or the event stream.
+import type { CommandContext } from "./command.ts";
+import { intFlag, numberFlag, stringFlag } from "./args.ts";
+import { DRIVER_NAMES, type DriverName } from "../core/config.ts";
+import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import { safeName } from "../core/ids.ts";
+import { resolvePath } from "../core/paths.ts";
+import type { RunEvent } from "../store/contracts.ts";
+import { resolveRun } from "../store/runs.ts";
+import type { ApprovalPolicy } from "../drivers/driver.ts";
+import { type Progress, startProgress } from "./progress.ts";
+import { executeRun } from "./run_turn.ts";
+
+export const usage = "reins run [PROMPT | -] [--driver NAME] [--context ID] [flags]";
+export const description =
+  "Runs one turn of an agent and records it. The prompt comes from the argument, or from stdin " +
+  "with '-'. With --context, turns on the same context continue the same harness session. " +
+  "Prints the final answer (--json: a summary; --events: every event as a JSON line as it " +
+  "happens). Exit 0 when the run completed, 1 when it failed or was interrupted.";
+
+export const flags = {
+  driver: {
+    type: "string",
+    value: "NAME",
+    description: `loop (default), ${DRIVER_NAMES.slice(1).join(", ")}`,
+  },
+  context: { type: "string", value: "ID", description: "thread turns into one conversation" },
+  model: {
+    type: "string",
+    value: "SPEC",
+    description: "loop model: mock:FILE, replay:RUN, openai:MODEL (default: the demo model)",
+  },
+  "base-url": {
+    type: "string",
+    value: "URL",
+    description: "OpenAI-compatible endpoint for openai:MODEL",
+  },
+  exec: {
+    type: "string",
+    value: "'PROGRAM ARGS'",
+    description: "the program for --driver command",
+  },
+  cwd: {
+    type: "string",
+    value: "DIR",
+    description: "working directory (default: the current one)",
+  },
+  parent: { type: "string", value: "RUN", description: "record this run as a child of RUN" },
+  timeout: { type: "string", value: "SECONDS", description: "fail the run after this long" },
+  approve: {
+    type: "string",
+    value: "auto|ask|deny",
+    description: "tool use: run it, wait for reins approve, or refuse",
+  },
+  "max-turns": { type: "string", value: "N", description: "budget: model calls" },
+  "max-tokens": { type: "string", value: "N", description: "budget: input + output tokens" },
+  "max-usd": { type: "string", value: "X", description: "budget: dollars" },
+  "idle-timeout": {
+    type: "string",
+    value: "SECONDS",
+    description: "fail a harness that says nothing this long",
+  },
+  attach: {
+    type: "string",
+    multiple: true,
+    value: "FILE",
+    description: "copy FILE into the run as an attachment",
+  },
+  events: { type: "boolean", description: "stream events as JSON lines on stdout" },
+} as const;
+
+async function readPrompt(ctx: CommandContext): Promise<string> {
+  if (ctx.positionals.length > 1) {
+    throw new UsageError(`reins run takes one prompt: got ${ctx.positionals.length} arguments`, {
+      hint: "quote the prompt: reins run 'list the files and summarise them'",
+    });
+  }
+  const given = ctx.positionals[0];
+  if (given === undefined) {
+    throw new UsageError("reins run needs a prompt", {
+      hint: "reins run 'PROMPT', or pipe it in with reins run -",
+    });
+  }
+  if (given !== "-") return given;
+  const text = await new Response(Deno.stdin.readable).text();
+  if (text.trim() === "") throw new UsageError("The prompt on stdin is empty");
+  return text.replace(/\n$/, "");
+}
+
+function driverFlag(value: string | undefined): DriverName {
+  const name = value ?? "loop";
+  if ((DRIVER_NAMES as readonly string[]).includes(name)) return name as DriverName;
+  throw new UsageError(`Unknown driver ${JSON.stringify(name)} for --driver`, {
+    hint: `use one of ${DRIVER_NAMES.join(", ")}`,
+  });
+}
+
+function approvalFlag(value: string | undefined): ApprovalPolicy {
+  const policy = value ?? "auto";
+  if (policy === "auto" || policy === "ask" || policy === "deny") return policy;
+  throw new UsageError(`--approve takes auto, ask or deny: got ${JSON.stringify(policy)}`);
+}
+
+function checkCwd(path: string): string {
+  const absolute = resolvePath(path);
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(absolute);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new NotFoundError(`The working directory ${absolute} does not exist`, {
+        hint: "create it, or give another with --cwd",
+      });
+    }
+    throw error;
+  }
+  if (!info.isDirectory) throw new UsageError(`--cwd ${absolute} is not a directory`);
+  return absolute;
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const { flags: f, io } = ctx;
+  const driverName = driverFlag(stringFlag(f, "driver"));
+  const contextId = f.context === undefined ? null : safeName(String(f.context), "context id");
+  const approval = approvalFlag(stringFlag(f, "approve"));
+  const timeoutSeconds = numberFlag(f, "timeout");
+  if (timeoutSeconds === 0) throw new UsageError("--timeout must be more than 0 seconds");
+  const budget = {
+    maxTurns: intFlag(f, "max-turns"),
+    maxTokens: intFlag(f, "max-tokens"),
+    maxUsd: numberFlag(f, "max-usd"),
+  };
+  const idleTimeout = numberFlag(f, "idle-timeout");
+  const exec = stringFlag(f, "exec") ?? null;
+  if (exec !== null && driverName !== "command") {
+    throw new UsageError("--exec goes with --driver command", { hint: "add --driver command" });
+  }
+  if (driverName === "command" && exec === null) {
+    throw new UsageError("--driver command needs --exec 'PROGRAM ARGS'");
+  }
+  const model = stringFlag(f, "model") ?? null;
+  if (model !== null && driverName !== "loop") {
+    throw new UsageError(`--model goes with --driver loop, not ${driverName}`, {
+      hint:
+        `configure ${driverName}'s model in its own settings, or pass it with the driver's args`,
+    });
+  }
+  const cwd = checkCwd(stringFlag(f, "cwd") ?? Deno.cwd());
+  const prompt = await readPrompt(ctx);
+  const settings = await ctx.settings();
+  const home = settings.home;
+  const parentRunId = f.parent === undefined ? null : resolveRun(home, String(f.parent)).id;
+  const attachments = ((f.attach as string[] | undefined) ?? []).map((file) => {
+    const path = resolvePath(file);
+    // Checked before the run exists, so a typo does not leave a failed run behind.
+    let isFile = false;
+    try {
+      isFile = Deno.statSync(path).isFile;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      throw new NotFoundError(`Cannot attach ${JSON.stringify(file)}: no such file`, {
+        hint: "give the path of an existing file to --attach",
+      });
+    }
+    if (!isFile) throw new UsageError(`Cannot attach ${JSON.stringify(file)}: it is not a file`);
+    return path;
+  });
+
+  let progress: Progress | null = null;
+  const printEvent = f.events ? (event: RunEvent) => io.json(event) : null;
+  const { summary, problems, error } = await executeRun({
+    home,
+    settings,
+    driverName,
+    prompt,
+    cwd,
+    contextId,
+    approval,
+    budget,
+    timeoutSeconds: timeoutSeconds ?? null,
+    model,
+    baseUrl: stringFlag(f, "base-url") ?? null,
+    exec,
+    idleTimeoutSeconds: idleTimeout ?? null,
+    parentRunId,
+    trigger: "cli",
+    attachments,
+    warn: (message) => io.warn(message),
+    onEvent: (event) => {
+      printEvent?.(event);
+      progress?.update(event);
+    },
+    onCreated: async (runId) => {
+      if (io.stderrIsTerminal && !io.quiet && !io.jsonMode && !f.events) {
+        progress = await startProgress(runId);
+      }
+    },
+  });
+  (progress as Progress | null)?.stop();
+
+  if (error instanceof ReinsError && error.exitCode !== ExitCode.runFailed) throw error;
+  if (problems > 0) {
+    io.warn(
+      `${problems} protocol line${
+        problems === 1 ? " was" : "s were"
+      } refused and kept as problems: reins show ${summary.runId}`,
+    );
+  }
+  if (io.jsonMode && !f.events) io.json(summary);
+  else if (!f.events && summary.result !== null && summary.result !== "") io.print(summary.result);
+  if (summary.status !== "completed") {
+    io.warn(`run ${summary.runId} ${summary.status}${summary.reason ? `: ${summary.reason}` : ""}`);
+    return ExitCode.runFailed;
+  }
+  return ExitCode.ok;
+}

@@ -1,0 +1,96 @@
+// Running sessions: the command driver's recording rate (a program printing 100,000 protocol
+// lines as fast as it can, against the same program piped to `wc -l`), and what --context adds
+// to a run.
+import { compare, figure, medianMs, run } from "./_lib.ts";
+import { permissionFlags } from "../permissions.ts";
+import { ContextMap } from "../../lib/store/contexts.ts";
+
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+const FLOOD = new URL("../../tests/fixtures/agents/flood.sh", import.meta.url).pathname;
+const PROTOCOL = new URL("../../tests/fixtures/agents/protocol.sh", import.meta.url).pathname;
+
+export default async function (): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "reins-bench-run-" });
+  try {
+    const home = `${dir}/home`;
+    const flags = permissionFlags({
+      home,
+      cwd: dir,
+      tempDir: "/tmp",
+      netHosts: [],
+      programs: ["sh"],
+    });
+    const reins = (...args: string[]) =>
+      run(Deno.execPath(), ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, ...args], {
+        cwd: dir,
+        env: { REINS_HOME: home },
+      });
+    const lines = 100_000;
+    await reins("run", "--driver", "command", "--exec", `sh ${FLOOD} 1000`, "warm up");
+
+    const rawStart = performance.now();
+    await run("sh", ["-c", `sh ${FLOOD} ${lines} | wc -l`]);
+    const rawRate = lines / ((performance.now() - rawStart) / 1000);
+
+    const start = performance.now();
+    await reins("run", "--driver", "command", "--exec", `sh ${FLOOD} ${lines}`, "--quiet", "flood");
+    const seconds = (performance.now() - start) / 1000;
+    const rate = lines / seconds;
+    compare({
+      name: "command driver recording (validated, sequenced, appended; whole reins run)",
+      ours: rate,
+      baseline: rawRate,
+      unit: "events/s",
+      better: "higher",
+      goal: ">= 0",
+      baselineName: "the same program | wc -l",
+    });
+    figure(
+      "recording rate against its absolute goal (>= 50,000 events/s)",
+      `${rate.toFixed(0)} events/s ${rate >= 50_000 ? "ok" : "MISS"}`,
+    );
+
+    // In process: what resolving and remembering a context costs a run.
+    const contexts = new ContextMap(home);
+    const session = {
+      sessionId: "s",
+      nativeSessionId: null,
+      harness: "command",
+      driver: "command",
+    };
+    contexts.put("bench-in-process", session);
+    const perTurn = await medianMs(200, () => {
+      const map = new ContextMap(home);
+      map.get("bench-in-process");
+      map.put("bench-in-process", session);
+    });
+    figure(
+      "context lookup + harness-session.json rewrite, in process (goal <= 5 ms)",
+      `${perTurn.toFixed(2)} ms`,
+    );
+
+    const exec = ["--driver", "command", "--exec", `sh ${PROTOCOL}`, "--quiet"];
+    await reins("run", ...exec, "--context", "bench", "warm");
+    const plain = await medianMs(9, () => reins("run", ...exec, "a turn"));
+    const withContext = await medianMs(
+      9,
+      () => reins("run", ...exec, "--context", "bench", "a turn"),
+    );
+    compare({
+      name: "a run with --context (resume lookup + harness-session.json rewrite)",
+      ours: withContext,
+      baseline: plain,
+      unit: "ms",
+      better: "lower",
+      goal: "<= 1.1",
+      baselineName: "the same run without --context",
+    });
+    figure(
+      "time --context adds to a whole reins run (goal <= 5 ms)",
+      `${(withContext - plain).toFixed(1)} ms`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
