@@ -5,6 +5,7 @@ import { ensurePrivateDir } from "../core/private_files.ts";
 import { HARNESS_DRIVERS, harnessProgram } from "../core/config.ts";
 import { describeError } from "../core/errors.ts";
 import { VERSION } from "./version.ts";
+import { pendingReports } from "../platform/pending.ts";
 
 export const usage = "reins doctor";
 export const description =
@@ -88,6 +89,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const programs = await Promise.all(
     HARNESS_DRIVERS.map((driver) => checkProgram(driver, harnessProgram(settings, driver))),
   );
+  const outbox = rootError ? null : pendingReports(settings.home);
   const report = {
     version: VERSION,
     deno: Deno.version.deno,
@@ -108,6 +110,9 @@ export async function run(ctx: CommandContext): Promise<number> {
       secretKeySet: settings.platform.secretKey !== null,
       workspaceId: settings.platform.workspaceId,
       jobId: settings.platform.jobId,
+      pendingReports: outbox?.pending.length ?? null,
+      refusedReports: outbox?.refused.length ?? null,
+      unreadableReports: outbox?.unreadable ?? [],
     },
   };
   if (ctx.io.jsonMode) {
@@ -133,6 +138,18 @@ export async function run(ctx: CommandContext): Promise<number> {
     `platform     ${settings.platform.url ?? "not set (HARNESS_PLATFORM_URL)"}; api key set: ${
       yes(report.platform.apiKeySet)
     }; secret key set: ${yes(report.platform.secretKeySet)}`,
+    ...(outbox && outbox.pending.length
+      ? [
+        `outbox       ${outbox.pending.length} report(s) pending: reins report --pending sends them`,
+      ]
+      : []),
+    ...(outbox?.pending ?? []).map((r) =>
+      `             ${r.id}${r.name ? ` (${r.name})` : ""}: ${r.reason ?? "not sent yet"}`
+    ),
+    ...(outbox && outbox.refused.length
+      ? [`outbox       ${outbox.refused.length} report(s) refused by the platform (see outbox/)`]
+      : []),
+    ...(outbox?.unreadable ?? []).map((line) => `outbox       unreadable: ${line}`),
   ];
   ctx.io.print(lines.join("\n"));
   return rootError ? 6 : 0;

@@ -24,6 +24,16 @@ export const ENV_VARS = [
   "ALK_HARNESS_JOB_ID",
   "OPENAI_BASE_URL",
   "OPENAI_API_KEY",
+  // Proxy settings: Deno's fetch applies them itself; the platform client reads them only to
+  // know whether an upload can go straight to the host (lib/platform/client.ts).
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "all_proxy",
+  "no_proxy",
 ] as const;
 
 export type EnvName = typeof ENV_VARS[number];

@@ -1,0 +1,453 @@
+// The ingestion API as the few calls a report makes: provision, start, batch, ongoing, result and
+// recording. One attempt per call: retrying is deliver.ts's business, and the errors here say
+// whether a retry can help (`transient`). Loopback hosts are reached directly whatever proxy the
+// environment sets; other hosts keep Deno's proxy handling.
+import { PlatformError, UsageError } from "../core/errors.ts";
+import type { Settings } from "../core/config.ts";
+import type { Env } from "../core/env.ts";
+import { VERSION } from "../cli/version.ts";
+import { type PlainResponse, sendStreamed, TransportError } from "./http1.ts";
+import {
+  multipartBody,
+  multipartLayout,
+  RecordingChangedError,
+  type RecordingFile,
+} from "./multipart.ts";
+import {
+  BatchAnswer,
+  INGESTION_PREFIX,
+  ProvisionAnswer,
+  type ProvisionBody,
+  type ResultBody,
+  StartAnswer,
+  type StartBody,
+} from "./wire.ts";
+import type { z } from "zod";
+
+export type PlatformSettings = Settings["platform"];
+
+/** Where reports go and with which keys: settings checked for use. */
+export interface PlatformTarget {
+  /** The base URL, without a trailing slash. */
+  url: string;
+  apiKey: string;
+  secretKey: string;
+  workspaceId: string | null;
+  jobId: string | null;
+}
+
+/** Why reports cannot be sent with these settings, or null when they can. */
+export function notConfiguredReason(settings: PlatformSettings): string | null {
+  const missing = [
+    settings.url ? null : "HARNESS_PLATFORM_URL",
+    settings.apiKey ? null : "HARNESS_PLATFORM_API_KEY",
+    settings.secretKey ? null : "HARNESS_PLATFORM_SECRET_KEY",
+  ].filter((name): name is string => name !== null);
+  return missing.length ? `${missing.join(", ")} not set` : null;
+}
+
+/** Hosts that never go through a proxy: 127.0.0.0/8, ::1 and localhost. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  return host === "localhost" || host.endsWith(".localhost") || host === "::1" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** Checks the settings and returns the target, or throws a UsageError that says what to set. */
+export function platformTarget(settings: PlatformSettings): PlatformTarget {
+  const missing = notConfiguredReason(settings);
+  if (missing) {
+    throw new UsageError(`Cannot report to the platform: ${missing}`, {
+      hint: "set HARNESS_PLATFORM_URL, HARNESS_PLATFORM_API_KEY and HARNESS_PLATFORM_SECRET_KEY " +
+        "(or FI_BASE_URL, FI_API_KEY and FI_SECRET_KEY)",
+    });
+  }
+  const url = new URL(settings.url!);
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname) && !settings.allowHttp) {
+    throw new UsageError(
+      `Refusing to send the platform keys in clear text to ${url.host}: HARNESS_PLATFORM_URL is http://`,
+      { hint: "use https://, or set HARNESS_PLATFORM_ALLOW_HTTP=1 if this network is trusted" },
+    );
+  }
+  for (
+    const [name, value] of [["API key", settings.apiKey!], ["secret key", settings.secretKey!]]
+  ) {
+    if (/[\r\n\0]/.test(value)) {
+      throw new UsageError(`Cannot use the platform ${name}: it contains a line break`, {
+        hint: "set it again without the trailing newline",
+      });
+    }
+  }
+  return {
+    url: settings.url!.replace(/\/+$/, ""),
+    apiKey: settings.apiKey!,
+    secretKey: settings.secretKey!,
+    workspaceId: settings.workspaceId,
+    jobId: settings.jobId,
+  };
+}
+
+/**
+ * Whether the environment sends requests to `url` through a proxy (Deno's fetch honours
+ * HTTP(S)_PROXY, ALL_PROXY and NO_PROXY). Deliberately coarse: any NO_PROXY entry that matches
+ * the host exactly or as a domain suffix, or `*`, counts as a bypass.
+ */
+export function proxyApplies(url: URL, env: Env): boolean {
+  if (isLoopbackHost(url.hostname)) return false;
+  const secure = url.protocol === "https:";
+  const proxy = secure
+    ? env.HTTPS_PROXY || env.https_proxy || env.ALL_PROXY || env.all_proxy
+    : env.HTTP_PROXY || env.http_proxy || env.ALL_PROXY || env.all_proxy;
+  if (!proxy) return false;
+  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  const bypass = (env.NO_PROXY ?? env.no_proxy ?? "").split(",").map((entry) =>
+    entry.trim().toLowerCase().replace(/:\d+$/, "")
+  ).filter(Boolean);
+  return !bypass.some((entry) =>
+    entry === "*" || host === entry.replace(/^\./, "") ||
+    host.endsWith(entry.startsWith(".") ? entry : `.${entry}`)
+  );
+}
+
+/** A request the platform refused or that could not be sent: says the call and the reason. */
+export class PlatformRequestError extends PlatformError {
+  readonly method: string;
+  readonly path: string;
+  /** The first 400 characters of the answer's body. */
+  readonly detail: string;
+  /** What the answer's Retry-After asked for, in ms. */
+  readonly retryAfterMs: number | null;
+  constructor(
+    message: string,
+    fields: {
+      method: string;
+      path: string;
+      status?: number;
+      detail?: string;
+      transient: boolean;
+      retryAfterMs?: number | null;
+      hint?: string;
+      cause?: unknown;
+    },
+  ) {
+    super(message, {
+      status: fields.status,
+      transient: fields.transient,
+      hint: fields.hint,
+      cause: fields.cause,
+    });
+    this.name = "PlatformRequestError";
+    this.method = fields.method;
+    this.path = fields.path;
+    this.detail = fields.detail ?? "";
+    this.retryAfterMs = fields.retryAfterMs ?? null;
+  }
+}
+
+/** Whether retrying a request that got `status` can help: 408, 429 and 5xx. */
+export function isTransientStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/** A Retry-After header (seconds or an HTTP date) in ms from `nowMs`, or null. */
+export function retryAfterMs(value: string | null, nowMs = Date.now()): number | null {
+  if (value === null || value.trim() === "") return null;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+}
+
+function hintFor(status: number): string | undefined {
+  if (status === 401 || status === 403) {
+    return "check HARNESS_PLATFORM_API_KEY, HARNESS_PLATFORM_SECRET_KEY and " +
+      "HARNESS_PLATFORM_WORKSPACE_ID (or FI_API_KEY and FI_SECRET_KEY)";
+  }
+  if (status === 404 || status === 405) {
+    return "check HARNESS_PLATFORM_URL: it should be the platform's base URL, without /simulate/api";
+  }
+  if (status >= 300 && status < 400) {
+    return "point HARNESS_PLATFORM_URL at the address the platform redirects to";
+  }
+  if (isTransientStatus(status)) return "reins report --pending sends it again later";
+  return undefined;
+}
+
+export interface ClientOptions {
+  /** Per JSON request; the seed's 120 s by default. */
+  timeoutMs?: number;
+  /** An upload gives up after this long without progress. */
+  uploadIdleTimeoutMs?: number;
+  /**
+   * How recordings travel: "direct" is a socket of our own with a Content-Length; "fetch" is a
+   * chunked stream through fetch (and so through a proxy). "auto": direct unless `env` puts a
+   * proxy in the way.
+   */
+  uploadTransport?: "auto" | "direct" | "fetch";
+  /** The proxy variables, for "auto". */
+  env?: Env;
+}
+
+type Method = "POST" | "PATCH";
+
+/** The ingestion API. Close it when done (it may hold a connection pool). */
+export class PlatformClient {
+  readonly target: PlatformTarget;
+  readonly #base: URL;
+  readonly #http: Deno.HttpClient | undefined;
+  readonly #timeoutMs: number;
+  readonly #uploadIdleMs: number;
+  readonly #directUploads: boolean;
+
+  constructor(target: PlatformTarget, options: ClientOptions = {}) {
+    this.target = target;
+    this.#base = new URL(target.url);
+    this.#timeoutMs = options.timeoutMs ?? 120_000;
+    this.#uploadIdleMs = options.uploadIdleTimeoutMs ?? 120_000;
+    const loopback = isLoopbackHost(this.#base.hostname);
+    // A "tcp" transport connects straight to the host: the only way Deno 2.9 offers to keep a
+    // loopback request away from HTTP(S)_PROXY (a client's own proxy is added to the env's).
+    this.#http = loopback
+      ? Deno.createHttpClient({
+        proxy: {
+          transport: "tcp",
+          hostname: this.#base.hostname.replace(/^\[|\]$/g, ""),
+          port: Number(this.#base.port) || (this.#base.protocol === "https:" ? 443 : 80),
+        },
+      })
+      : undefined;
+    const transport = options.uploadTransport ?? "auto";
+    this.#directUploads = transport === "direct" ||
+      (transport === "auto" && !proxyApplies(this.#base, options.env ?? {}));
+  }
+
+  close(): void {
+    this.#http?.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #headers(idempotencyKey: string | undefined): Record<string, string> {
+    const headers: Record<string, string> = {
+      "Accept": "application/json",
+      "User-Agent": `reins/${VERSION}`,
+      "X-Api-Key": this.target.apiKey,
+      "X-Secret-Key": this.target.secretKey,
+    };
+    if (this.target.workspaceId) headers["X-Workspace-Id"] = this.target.workspaceId;
+    if (idempotencyKey) headers["Idempotency-Key"] = idempotencyKey;
+    return headers;
+  }
+
+  #url(path: string): URL {
+    return new URL(`${this.target.url}${INGESTION_PREFIX}${path}`);
+  }
+
+  /** Turns a response into its unwrapped JSON, or a PlatformRequestError. */
+  #answer(method: string, path: string, response: PlainResponse): unknown {
+    const { status, text } = response;
+    if (status < 200 || status >= 300) {
+      const detail = text.slice(0, 400);
+      const location = response.headers.get("location");
+      const shown = status >= 300 && status < 400 && location
+        ? `redirected to ${location}`
+        : detail;
+      throw new PlatformRequestError(`${method} ${path} failed (${status}): ${shown}`.trimEnd(), {
+        method,
+        path,
+        status,
+        detail,
+        transient: isTransientStatus(status),
+        retryAfterMs: retryAfterMs(response.headers.get("retry-after")),
+        hint: hintFor(status),
+      });
+    }
+    let body: unknown = {};
+    if (text.trim() !== "") {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new PlatformRequestError(
+          `${method} ${path} answered ${status} with a body that is not JSON: ${
+            text.slice(0, 400)
+          }`,
+          { method, path, status, detail: text.slice(0, 400), transient: false },
+        );
+      }
+    }
+    // The platform wraps its answers in {"result": …}; callers read the payload itself.
+    if (body !== null && typeof body === "object" && !Array.isArray(body)) {
+      return "result" in body ? (body as { result: unknown }).result : body;
+    }
+    return {};
+  }
+
+  #unreachable(method: string, path: string, error: unknown): PlatformRequestError {
+    const reason = error instanceof DOMException && error.name === "TimeoutError"
+      ? `no answer within ${Math.round(this.#timeoutMs / 1000)} s`
+      : (error as Error)?.message ?? String(error);
+    return new PlatformRequestError(`${method} ${path} could not be sent: ${reason}`, {
+      method,
+      path,
+      transient: true,
+      hint: "check that the platform is up and HARNESS_PLATFORM_URL is right; " +
+        "reins report --pending sends it again later",
+      cause: error,
+    });
+  }
+
+  /** One JSON call; the answer unwrapped from `result`. */
+  async call(
+    method: Method,
+    path: string,
+    payload: unknown,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(this.#url(path), {
+        method,
+        headers: { ...this.#headers(options.idempotencyKey), "Content-Type": "application/json" },
+        body: JSON.stringify(payload),
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        client: this.#http,
+      });
+    } catch (error) {
+      if (error instanceof Deno.errors.NotCapable) throw error;
+      throw this.#unreachable(method, path, error);
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      throw this.#unreachable(method, path, error);
+    }
+    return this.#answer(method, path, { status: response.status, headers: response.headers, text });
+  }
+
+  #parse<T extends z.ZodType>(schema: T, method: string, path: string, value: unknown): z.infer<T> {
+    const parsed = schema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    throw new PlatformRequestError(
+      `${method} ${path} answered without ${issue.path.join(".") || "a usable body"}: ${
+        JSON.stringify(value).slice(0, 400)
+      }`,
+      { method, path, transient: false },
+    );
+  }
+
+  async provision(body: ProvisionBody, idempotencyKey?: string): Promise<ProvisionAnswer> {
+    const path = "/run-tests/provision/";
+    return this.#parse(
+      ProvisionAnswer,
+      "POST",
+      path,
+      await this.call("POST", path, body, { idempotencyKey }),
+    );
+  }
+
+  async start(
+    runTestId: string,
+    body: StartBody,
+    idempotencyKey?: string,
+  ): Promise<{ test_execution_id: string }> {
+    const path = `/run-tests/${encodeURIComponent(runTestId)}/test-executions/`;
+    return this.#parse(
+      StartAnswer,
+      "POST",
+      path,
+      await this.call("POST", path, body, { idempotencyKey }),
+    );
+  }
+
+  async batch(
+    testExecutionId: string,
+    count: number,
+    idempotencyKey?: string,
+  ): Promise<{ call_execution_ids: string[] }> {
+    const path = `/test-executions/${encodeURIComponent(testExecutionId)}/batch/`;
+    return this.#parse(
+      BatchAnswer,
+      "POST",
+      path,
+      await this.call("POST", path, { count }, { idempotencyKey }),
+    );
+  }
+
+  ongoing(callExecutionId: string, idempotencyKey?: string): Promise<unknown> {
+    const path = `/call-executions/${encodeURIComponent(callExecutionId)}/status/`;
+    return this.call("PATCH", path, { status: "ongoing" }, { idempotencyKey });
+  }
+
+  result(callExecutionId: string, payload: ResultBody): Promise<unknown> {
+    const path = `/call-executions/${encodeURIComponent(callExecutionId)}/result/`;
+    return this.call("PATCH", path, payload, { idempotencyKey: payload.result_digest });
+  }
+
+  /**
+   * Uploads one recording as `multipart/form-data` (`file` + `sha256`), streamed from disk. The
+   * file must still be the one attached: a size or digest that differs is a RecordingChangedError,
+   * found before the upload for the size and as the bytes go out for the digest.
+   */
+  async recording(
+    callExecutionId: string,
+    file: RecordingFile,
+    idempotencyKey?: string,
+  ): Promise<unknown> {
+    const path = `/call-executions/${encodeURIComponent(callExecutionId)}/recording/`;
+    const method = "POST";
+    const size = (await Deno.stat(file.path)).size;
+    if (size !== file.bytes) {
+      throw new RecordingChangedError(
+        `Cannot send the recording ${
+          JSON.stringify(file.name)
+        }: it has ${size} bytes, not the ${file.bytes} it was attached with`,
+      );
+    }
+    const layout = multipartLayout(file);
+    const headers = { ...this.#headers(idempotencyKey), "Content-Type": layout.contentType };
+    // What the body itself threw (a changed file) is the reason, whatever the transport made of it.
+    let bodyError: unknown = null;
+    const body = async function* (fresh: boolean) {
+      try {
+        yield* multipartBody(file, layout, { freshChunks: fresh });
+      } catch (error) {
+        bodyError = error;
+        throw error;
+      }
+    };
+    let response: PlainResponse;
+    try {
+      if (this.#directUploads) {
+        response = await sendStreamed({
+          url: this.#url(path),
+          method,
+          headers,
+          contentLength: layout.length,
+          body: body(false),
+          idleTimeoutMs: this.#uploadIdleMs,
+        });
+      } else {
+        const answer = await fetch(this.#url(path), {
+          method,
+          headers,
+          body: ReadableStream.from(body(true)),
+          redirect: "manual",
+          client: this.#http,
+        });
+        response = { status: answer.status, headers: answer.headers, text: await answer.text() };
+      }
+    } catch (error) {
+      if (bodyError !== null) throw bodyError;
+      if (error instanceof Deno.errors.NotCapable) throw error;
+      if (error instanceof TransportError || error instanceof TypeError) {
+        throw this.#unreachable(method, path, error);
+      }
+      throw error;
+    }
+    return this.#answer(method, path, response);
+  }
+}

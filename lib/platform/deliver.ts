@@ -1,0 +1,408 @@
+// Reports, from the outbox to the platform: createReport() writes every step a report needs before
+// anything is sent; deliverEntry() walks the steps (provision, start, batch, then per run: ongoing,
+// result, recordings), saving each acknowledgement before the next request, retrying what may
+// pass and stopping on what will not. Nothing here fails a run or touches its files: the outcome
+// says what was reported, what is pending and why.
+import { newId } from "../core/ids.ts";
+import { describeError, PlatformError } from "../core/errors.ts";
+import type { PlatformClient, PlatformTarget } from "./client.ts";
+import { RecordingChangedError } from "./multipart.ts";
+import {
+  listEntryIds,
+  lockEntry,
+  OUTBOX_ENTRY_TYPE,
+  type OutboxEntry,
+  readEntry,
+  removeEntry,
+  writeEntry,
+} from "./outbox.ts";
+import { agentNameOf, personaOf, resultOf, selectorOf } from "./payloads.ts";
+import { forgetTest, rememberedTest, rememberReport } from "./reported.ts";
+import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.ts";
+import type { RunReport } from "./run_outcome.ts";
+import { dashboardPath, type StartBody } from "./wire.ts";
+
+export interface NewReport {
+  /** The test's name on the platform (`--name`, or displayRunName). */
+  name: string;
+  runs: readonly RunReport[];
+  target: PlatformTarget;
+  /** How the platform renders the calls; the seed's default. */
+  modality?: string;
+}
+
+/** Makes each scenario key unique within one report (two runs of the same task). */
+function uniqueKeys(runs: readonly RunReport[]): RunReport[] {
+  const seen = new Map<string, number>();
+  return runs.map((run) => {
+    const count = (seen.get(run.scenario.name) ?? 0) + 1;
+    seen.set(run.scenario.name, count);
+    if (count === 1) return run;
+    const key = `${run.scenario.name}-${count}`;
+    return {
+      ...run,
+      scenario: { ...run.scenario, name: key, scenarioKey: key },
+      outcome: { ...run.outcome, scenario: key },
+    };
+  });
+}
+
+/**
+ * Writes a new report to the outbox and returns it. It joins the test remembered for this
+ * platform and name when that test has every scenario of this report; otherwise it will
+ * provision a new one.
+ */
+export function createReport(home: string, report: NewReport): OutboxEntry {
+  if (report.runs.length === 0) throw new RangeError("Cannot make a report of no runs");
+  const runs = uniqueKeys(report.runs);
+  const keys = runs.map((run) => run.scenario.name);
+  const remembered = rememberedTest(home, report.target.url, report.name);
+  const joins = remembered !== null && keys.every((key) => remembered.scenario_keys.includes(key));
+  const now = new Date().toISOString();
+  const entry: OutboxEntry = {
+    type: OUTBOX_ENTRY_TYPE,
+    version: 1,
+    id: newId(),
+    createdAt: now,
+    updatedAt: now,
+    baseUrl: report.target.url,
+    workspaceId: report.target.workspaceId,
+    jobId: report.target.jobId,
+    name: report.name,
+    provision: {
+      name: report.name,
+      agent_name: agentNameOf(report.name),
+      personas: runs.map((run) => personaOf(run.scenario)),
+      modality: report.modality ?? "text",
+    },
+    selectors: runs.map((run) => selectorOf(run.scenario)),
+    runTestId: joins ? remembered.run_test_id : null,
+    runTestSource: joins ? "remembered" : null,
+    provisions: 0,
+    scenarioIds: [],
+    testExecutionId: null,
+    allocated: false,
+    calls: runs.map((run) => ({
+      runId: run.runId,
+      scenarioKey: run.scenario.name,
+      callExecutionId: null,
+      ongoing: "pending",
+      resultSent: false,
+      result: resultOf(run.outcome),
+      recordings: run.recordings.map((recording) => ({
+        ...recording,
+        state: "pending",
+        reason: null,
+      })),
+    })),
+    state: "pending",
+    attempts: 0,
+    lastError: null,
+    problems: [],
+  };
+  writeEntry(home, entry);
+  return entry;
+}
+
+export type ReportState = "reported" | "pending" | "refused" | "busy" | "unreadable";
+
+export interface ReportOutcome {
+  /** The outbox id. */
+  id: string;
+  name: string | null;
+  state: ReportState;
+  runIds: string[];
+  runTestId: string | null;
+  testExecutionId: string | null;
+  /** The dashboard path of the execution. */
+  url: string | null;
+  /** Run id → call execution id, for every run whose result the platform acknowledged. */
+  calls: Record<string, string>;
+  /** What did not go through in a report that otherwise did (a recording, say). */
+  problems: string[];
+  /** Why it is pending, refused, busy or unreadable. */
+  reason: string | null;
+  /** What to do about it, when the platform's answer suggests something. */
+  hint: string | null;
+}
+
+export interface DeliverOptions {
+  retry?: RetryPolicy;
+  /** Told before each retry wait, for a progress line. */
+  onRetry?: (message: string, waitMs: number) => void;
+  /** Also try reports the platform refused before. */
+  retryRefused?: boolean;
+}
+
+function outcomeOf(
+  entry: OutboxEntry,
+  state: ReportState,
+  reason: string | null,
+  hint: string | null = null,
+): ReportOutcome {
+  const calls: Record<string, string> = {};
+  for (const call of entry.calls) {
+    if (call.resultSent && call.callExecutionId) calls[call.runId] = call.callExecutionId;
+  }
+  return {
+    id: entry.id,
+    name: entry.name,
+    state,
+    runIds: entry.calls.map((call) => call.runId),
+    runTestId: entry.runTestId,
+    testExecutionId: entry.testExecutionId,
+    url: entry.runTestId ? dashboardPath(entry.runTestId, entry.testExecutionId) : null,
+    calls,
+    problems: [...entry.problems],
+    reason,
+    hint,
+  };
+}
+
+function startBody(entry: OutboxEntry): StartBody {
+  const body: StartBody = {};
+  if (entry.scenarioIds.length) body.scenario_ids = entry.scenarioIds;
+  if (entry.jobId) body.harness_job_id = entry.jobId;
+  if (entry.selectors.length) body.scenario_selectors = entry.selectors;
+  return body;
+}
+
+interface Steps {
+  home: string;
+  entry: OutboxEntry;
+  client: PlatformClient;
+  save: () => void;
+  retry: <T>(fn: () => Promise<T>) => Promise<T>;
+}
+
+/** An idempotency key per step: the same on every resume of the same report. */
+function stepKey(entry: OutboxEntry, step: string): string {
+  return `reins-${entry.id}-${step}`;
+}
+
+async function provisionAndStart(steps: Steps): Promise<void> {
+  const { home, entry, client, save, retry } = steps;
+  if (entry.runTestId === null) {
+    const key = stepKey(entry, `provision-${entry.provisions + 1}`);
+    const provisioned = await retry(() => client.provision(entry.provision, key));
+    entry.provisions++;
+    entry.runTestId = provisioned.run_test_id;
+    entry.runTestSource = "provisioned";
+    entry.scenarioIds = provisioned.scenario_ids;
+    save();
+  }
+  if (entry.testExecutionId !== null) return;
+  const runTestId = entry.runTestId;
+  let started: { test_execution_id: string };
+  try {
+    started = await retry(() =>
+      client.start(runTestId, startBody(entry), stepKey(entry, `start-${runTestId}`))
+    );
+  } catch (error) {
+    // A remembered test the platform no longer has: forget it and provision a new one.
+    if (
+      error instanceof PlatformError && error.status === 404 && entry.runTestSource === "remembered"
+    ) {
+      forgetTest(home, entry.baseUrl, entry.name, runTestId);
+      entry.runTestId = null;
+      entry.runTestSource = null;
+      entry.scenarioIds = [];
+      save();
+      return provisionAndStart(steps);
+    }
+    throw error;
+  }
+  entry.testExecutionId = started.test_execution_id;
+  save();
+}
+
+async function runSteps(steps: Steps): Promise<void> {
+  const { entry, client, save, retry } = steps;
+  await provisionAndStart(steps);
+  if (!entry.allocated) {
+    const executionId = entry.testExecutionId!;
+    const claimed = await retry(() =>
+      client.batch(executionId, Math.max(1, entry.calls.length), stepKey(entry, "batch"))
+    );
+    const ids = claimed.call_execution_ids;
+    entry.calls.forEach((call, i) => call.callExecutionId = ids[i] ?? null);
+    if (ids.length < entry.calls.length) {
+      entry.problems.push(
+        `the platform allocated ${ids.length} calls for ${entry.calls.length} runs, ` +
+          `so ${entry.calls.slice(ids.length).map((c) => c.runId).join(", ")} were not reported`,
+      );
+    }
+    entry.allocated = true;
+    save();
+  }
+  for (const call of entry.calls) {
+    const callId = call.callExecutionId;
+    if (callId === null) continue;
+    if (call.ongoing === "pending") {
+      // Presentation state, not evidence: one try, and a refusal is not worth stopping for.
+      try {
+        await client.ongoing(callId, stepKey(entry, `ongoing-${callId}`));
+        call.ongoing = "sent";
+      } catch (error) {
+        if (!(error instanceof PlatformError)) throw error;
+        call.ongoing = "skipped";
+      }
+      // Not saved on its own: sent again after a crash, the ping is replayed or ignored (the
+      // platform applies it only to a pending call), so it rides on the result's save.
+    }
+    if (!call.resultSent) {
+      await retry(() => client.result(callId, call.result));
+      call.resultSent = true;
+      save();
+    }
+    for (const [index, recording] of call.recordings.entries()) {
+      if (recording.state !== "pending") continue;
+      try {
+        await retry(() =>
+          client.recording(callId, recording, stepKey(entry, `recording-${callId}-${index}`))
+        );
+        recording.state = "sent";
+      } catch (error) {
+        const permanent = error instanceof RecordingChangedError ||
+          error instanceof Deno.errors.NotFound ||
+          error instanceof Deno.errors.NotCapable ||
+          (error instanceof PlatformError && !error.transient);
+        if (!permanent) throw error;
+        const why = error instanceof Deno.errors.NotFound
+          ? `the file ${recording.path} is gone`
+          : error instanceof Deno.errors.NotCapable
+          ? `the sandbox may not read ${recording.path} (attach files with reins run --attach)`
+          : describeError(error);
+        recording.state = "failed";
+        recording.reason = why;
+        entry.problems.push(`recording ${recording.name} of run ${call.runId} not sent: ${why}`);
+      }
+      save();
+    }
+  }
+}
+
+/**
+ * Delivers one report from the outbox, resuming after its last acknowledged step. Returns its
+ * outcome; throws only for what is not the platform's doing (a refused sandbox permission, a bug).
+ */
+export async function deliverEntry(
+  home: string,
+  id: string,
+  client: PlatformClient,
+  options: DeliverOptions = {},
+): Promise<ReportOutcome> {
+  const blank = (state: ReportState, reason: string): ReportOutcome => ({
+    id,
+    name: null,
+    state,
+    runIds: [],
+    runTestId: null,
+    testExecutionId: null,
+    url: null,
+    calls: {},
+    problems: [],
+    reason,
+    hint: null,
+  });
+  using lock = lockEntry(home, id);
+  if (lock === null) {
+    const read = readEntry(home, id);
+    const busy = "another reins process is sending it now";
+    return read?.ok ? outcomeOf(read.entry, "busy", busy) : blank("busy", busy);
+  }
+  const read = readEntry(home, id);
+  if (read === null) return blank("reported", "another reins process sent it");
+  if (!read.ok) return blank("unreadable", `outbox/${id}.json cannot be used: ${read.reason}`);
+  const entry = read.entry;
+  if (entry.state === "refused" && !options.retryRefused) {
+    return outcomeOf(entry, "refused", entry.lastError);
+  }
+  const target = client.target;
+  if (entry.baseUrl !== target.url || entry.workspaceId !== target.workspaceId) {
+    const where = (url: string, workspace: string | null) =>
+      `${url}${workspace ? ` (workspace ${workspace})` : ""}`;
+    return outcomeOf(
+      entry,
+      "pending",
+      `it is for ${where(entry.baseUrl, entry.workspaceId)}, and the settings now point at ${
+        where(target.url, target.workspaceId)
+      }`,
+    );
+  }
+  entry.state = "pending";
+  const save = () => writeEntry(home, entry);
+  const policy = options.retry ?? DEFAULT_RETRY;
+  const retry = <T>(fn: () => Promise<T>) =>
+    withRetry(fn, policy, {
+      onRetry: (error, waitMs) => options.onRetry?.(error.message, waitMs),
+    });
+  try {
+    await runSteps({ home, entry, client, save, retry });
+  } catch (error) {
+    if (error instanceof PlatformError) {
+      entry.attempts++;
+      entry.lastError = error.message;
+      if (!error.transient) entry.state = "refused";
+      save();
+      return outcomeOf(entry, entry.state, error.message, error.hint ?? null);
+    }
+    entry.lastError = describeError(error);
+    save();
+    throw error;
+  }
+  const reportedMs = Date.now();
+  const calls = outcomeOf(entry, "reported", null);
+  rememberReport(home, {
+    test: {
+      base_url: entry.baseUrl,
+      name: entry.name,
+      run_test_id: entry.runTestId!,
+      scenario_keys: entry.calls.map((call) => call.scenarioKey),
+      test_execution_id: entry.testExecutionId,
+      url: calls.url!,
+    },
+    runs: Object.fromEntries(
+      Object.entries(calls.calls).map(([runId, callId]) => [runId, {
+        base_url: entry.baseUrl,
+        name: entry.name,
+        run_test_id: entry.runTestId!,
+        test_execution_id: entry.testExecutionId!,
+        call_execution_id: callId,
+        url: calls.url!,
+        reported_ms: reportedMs,
+      }]),
+    ),
+  });
+  removeEntry(home, id);
+  return calls;
+}
+
+/** The outbox reports (pending or refused) that include any of `runIds`, oldest first. */
+export function entriesFor(
+  home: string,
+  runIds: readonly string[],
+): { id: string; runIds: string[] }[] {
+  const wanted = new Set(runIds);
+  const found: { id: string; runIds: string[] }[] = [];
+  for (const id of listEntryIds(home)) {
+    const read = readEntry(home, id);
+    if (!read?.ok || !read.entry.calls.some((call) => wanted.has(call.runId))) continue;
+    found.push({ id, runIds: read.entry.calls.map((call) => call.runId) });
+  }
+  return found;
+}
+
+/** Delivers every report in the outbox (refused ones only with `retryRefused`), oldest first. */
+export async function deliverPending(
+  home: string,
+  client: PlatformClient,
+  options: DeliverOptions & { skip?: ReadonlySet<string> } = {},
+): Promise<ReportOutcome[]> {
+  const outcomes: ReportOutcome[] = [];
+  for (const id of listEntryIds(home)) {
+    if (options.skip?.has(id)) continue;
+    outcomes.push(await deliverEntry(home, id, client, options));
+  }
+  return outcomes;
+}

@@ -1,0 +1,155 @@
+// The outbox: one file per report (outbox/<id>.json, 0600), written before the first request and
+// rewritten (atomically) after each step the platform acknowledged, so a report cut short by a
+// crash or an outage resumes where it stopped and never repeats an acknowledged step. A report
+// being delivered is held by a lock on outbox/<id>.lock, which the OS releases if the process dies.
+import { z } from "zod";
+import { joinPath } from "../core/paths.ts";
+import { isSafeName } from "../core/ids.ts";
+import {
+  ensurePrivateDir,
+  readPrivateText,
+  writePrivateFileAtomic,
+} from "../core/private_files.ts";
+import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
+
+export const OUTBOX_ENTRY_TYPE = "reins.platform-report";
+
+const IsoTime = z.iso.datetime({ offset: true });
+
+export const RecordingStep = z.object({
+  name: z.string().min(1),
+  /** Absolute. */
+  path: z.string().min(1),
+  contentType: z.string(),
+  bytes: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  state: z.enum(["pending", "sent", "failed"]),
+  reason: z.string().nullable(),
+});
+export type RecordingStep = z.infer<typeof RecordingStep>;
+
+export const CallStep = z.object({
+  runId: z.string().min(1),
+  scenarioKey: z.string(),
+  /** The platform's row for this run, once allocated. */
+  callExecutionId: z.string().nullable(),
+  /** The status ping is best effort: "skipped" when the platform refused it. */
+  ongoing: z.enum(["pending", "sent", "skipped"]),
+  resultSent: z.boolean(),
+  /** The result body, digest included, exactly as it is (re)sent. */
+  result: ResultBody,
+  recordings: z.array(RecordingStep),
+});
+export type CallStep = z.infer<typeof CallStep>;
+
+export const OutboxEntry = z.object({
+  type: z.literal(OUTBOX_ENTRY_TYPE),
+  version: z.literal(1),
+  id: z.string().min(1),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+  /** The platform it is for: a report is never moved to another one half way. */
+  baseUrl: z.string(),
+  workspaceId: z.string().nullable(),
+  jobId: z.string().nullable(),
+  name: z.string().min(1),
+  provision: ProvisionBody,
+  selectors: z.array(ScenarioSelector),
+  runTestId: z.string().nullable(),
+  /** "remembered": taken from platform.json; "provisioned": made by this report. */
+  runTestSource: z.enum(["remembered", "provisioned"]).nullable(),
+  /** How many times this report provisioned (part of the idempotency key). */
+  provisions: z.number().int().nonnegative(),
+  scenarioIds: z.array(z.string()),
+  testExecutionId: z.string().nullable(),
+  /** Whether the batch of calls was allocated. */
+  allocated: z.boolean(),
+  calls: z.array(CallStep).min(1),
+  /** "pending": to be (re)tried; "refused": the platform said no, and retrying will not help. */
+  state: z.enum(["pending", "refused"]),
+  attempts: z.number().int().nonnegative(),
+  lastError: z.string().nullable(),
+  problems: z.array(z.string()),
+});
+export type OutboxEntry = z.infer<typeof OutboxEntry>;
+
+export function outboxDir(home: string): string {
+  return joinPath(home, "outbox");
+}
+
+function entryPath(home: string, id: string): string {
+  if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
+  return joinPath(outboxDir(home), `${id}.json`);
+}
+
+/** Writes the entry (atomic replace, 0600), stamping updatedAt. */
+export function writeEntry(home: string, entry: OutboxEntry): void {
+  entry.updatedAt = new Date().toISOString();
+  ensurePrivateDir(home, outboxDir(home));
+  writePrivateFileAtomic(home, entryPath(home, entry.id), `${JSON.stringify(entry, null, 2)}\n`);
+}
+
+export type ReadEntry =
+  | { ok: true; entry: OutboxEntry }
+  | { ok: false; reason: string };
+
+/** The entry, null when it is gone (delivered meanwhile), or why it cannot be read. */
+export function readEntry(home: string, id: string): ReadEntry | null {
+  const text = readPrivateText(home, entryPath(home, id));
+  if (text === null) return null;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, reason: `it is not JSON: ${(error as Error).message}` };
+  }
+  const parsed = OutboxEntry.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, reason: `${issue.message} at ${issue.path.join(".") || "(top)"}` };
+  }
+  return { ok: true, entry: parsed.data };
+}
+
+/** Ids of the entries in the outbox, oldest first (ids are uuid v7). */
+export function listEntryIds(home: string): string[] {
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(outboxDir(home))].filter((e) => e.isFile).map((e) => e.name);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+  return names.filter((name) => name.endsWith(".json") && !name.startsWith("."))
+    .map((name) => name.slice(0, -".json".length)).filter(isSafeName).sort();
+}
+
+/** Takes the entry's delivery lock without waiting, or returns null when another holds it. */
+export function lockEntry(home: string, id: string): Disposable | null {
+  ensurePrivateDir(home, outboxDir(home));
+  const path = joinPath(outboxDir(home), `${id}.lock`);
+  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  let locked = false;
+  try {
+    locked = file.tryLockSync(true);
+  } finally {
+    if (!locked) file.close();
+  }
+  if (!locked) return null;
+  return {
+    [Symbol.dispose]() {
+      file.close();
+    },
+  };
+}
+
+/** Removes a delivered entry (the entry first: its lock file alone means nothing). */
+export function removeEntry(home: string, id: string): void {
+  for (const path of [entryPath(home, id), joinPath(outboxDir(home), `${id}.lock`)]) {
+    try {
+      Deno.removeSync(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+}

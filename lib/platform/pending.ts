@@ -1,0 +1,68 @@
+// What the outbox holds, for `reins doctor` and other quick looks: reports not yet acknowledged
+// and reports the platform refused. Cheap on purpose (no zod, no network, no lock): it reads each
+// entry's few fields and never changes anything. outbox.ts owns the format.
+import { joinPath } from "../core/paths.ts";
+
+export interface PendingReport {
+  /** The outbox id; the file is `outbox/<id>.json`. */
+  id: string;
+  path: string;
+  name: string | null;
+  runIds: string[];
+  /** When it was written or last tried. */
+  updatedAt: string | null;
+  /** Why it is still there: the last error, if any. */
+  reason: string | null;
+}
+
+export interface PendingReports {
+  /** To be sent by `reins report --pending`. */
+  pending: PendingReport[];
+  /** Refused by the platform (a 4xx other than 408/429): not retried. */
+  refused: PendingReport[];
+  /** Entries that cannot be read, as `outbox/<file>: why`. */
+  unreadable: string[];
+}
+
+/** The reports in `<home>/outbox`, oldest first. A missing outbox is an empty one. */
+export function pendingReports(home: string): PendingReports {
+  const dir = joinPath(home, "outbox");
+  const out: PendingReports = { pending: [], refused: [], unreadable: [] };
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(dir)].filter((e) => e.isFile && e.name.endsWith(".json"))
+      .map((e) => e.name).filter((name) => !name.startsWith(".")).sort();
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return out;
+    throw error;
+  }
+  for (const name of names) {
+    const path = joinPath(dir, name);
+    let raw: Record<string, unknown>;
+    try {
+      const value = JSON.parse(Deno.readTextFileSync(path));
+      if (value === null || typeof value !== "object" || value.type !== "reins.platform-report") {
+        out.unreadable.push(`outbox/${name}: not a reins report`);
+        continue;
+      }
+      raw = value;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) continue;
+      out.unreadable.push(`outbox/${name}: ${(error as Error).message.split("\n")[0]}`);
+      continue;
+    }
+    const calls = Array.isArray(raw.calls) ? raw.calls : [];
+    const report: PendingReport = {
+      id: name.slice(0, -".json".length),
+      path,
+      name: typeof raw.name === "string" ? raw.name : null,
+      runIds: calls.map((c) => (c as { runId?: unknown })?.runId).filter(
+        (id): id is string => typeof id === "string",
+      ),
+      updatedAt: typeof raw.updatedAt === "string" ? raw.updatedAt : null,
+      reason: typeof raw.lastError === "string" ? raw.lastError : null,
+    };
+    (raw.state === "refused" ? out.refused : out.pending).push(report);
+  }
+  return out;
+}

@@ -1,0 +1,146 @@
+// platform.json (0600, at the data root): where reports went. Per platform and test name, the
+// run test and the scenarios it has, so reporting under the same name again joins that test with
+// a new execution; per run, every call it was reported as. Read rather than held in memory: the
+// next report may come from another process. Updates take a lock, so two reporters cannot lose
+// each other's entries.
+import { z } from "zod";
+import { joinPath } from "../core/paths.ts";
+import { readPrivateText, writePrivateFileAtomic } from "../core/private_files.ts";
+
+export const PLATFORM_FILE_TYPE = "reins.platform";
+
+const RememberedTest = z.object({
+  base_url: z.string(),
+  name: z.string(),
+  run_test_id: z.string(),
+  scenario_keys: z.array(z.string()),
+  test_execution_id: z.string().nullable(),
+  url: z.string(),
+  updated_ms: z.number().int(),
+});
+export type RememberedTest = z.infer<typeof RememberedTest>;
+
+const RememberedCall = z.object({
+  base_url: z.string(),
+  name: z.string(),
+  run_test_id: z.string(),
+  test_execution_id: z.string(),
+  call_execution_id: z.string(),
+  url: z.string(),
+  reported_ms: z.number().int(),
+});
+export type RememberedCall = z.infer<typeof RememberedCall>;
+
+export const PlatformFile = z.object({
+  type: z.literal(PLATFORM_FILE_TYPE),
+  tests: z.array(RememberedTest),
+  runs: z.record(z.string(), z.array(RememberedCall)),
+});
+export type PlatformFile = z.infer<typeof PlatformFile>;
+
+export function platformFilePath(home: string): string {
+  return joinPath(home, "platform.json");
+}
+
+function empty(): PlatformFile {
+  return { type: PLATFORM_FILE_TYPE, tests: [], runs: {} };
+}
+
+function parse(text: string): PlatformFile | null {
+  try {
+    const parsed = PlatformFile.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** platform.json, or an empty record when it is missing, unreadable or not ours. */
+export function readReported(home: string): PlatformFile {
+  const text = readPrivateText(home, platformFilePath(home));
+  return (text === null ? null : parse(text)) ?? empty();
+}
+
+/** Runs `fn` holding platform.json's lock (a sibling lock file; the OS drops it if we die). */
+export function withPlatformLock<T>(home: string, fn: () => T): T {
+  const lockPath = joinPath(home, ".platform.json.lock");
+  const lock = Deno.openSync(lockPath, { read: true, write: true, create: true, mode: 0o600 });
+  try {
+    lock.lockSync(true);
+    return fn();
+  } finally {
+    lock.close();
+  }
+}
+
+function update(home: string, change: (file: PlatformFile) => void): void {
+  withPlatformLock(home, () => {
+    const path = platformFilePath(home);
+    const text = readPrivateText(home, path);
+    let file = text === null ? empty() : parse(text);
+    if (file === null) {
+      // A damaged or foreign file is kept aside for a person to look at, not overwritten.
+      writePrivateFileAtomic(home, `${path}.unreadable`, text!);
+      file = empty();
+    }
+    change(file);
+    writePrivateFileAtomic(home, path, `${JSON.stringify(file, null, 2)}\n`);
+  });
+}
+
+/** The test remembered for this platform and name, if any. */
+export function rememberedTest(home: string, baseUrl: string, name: string): RememberedTest | null {
+  return readReported(home).tests.find((t) => t.base_url === baseUrl && t.name === name) ?? null;
+}
+
+export interface TestToRemember {
+  base_url: string;
+  name: string;
+  run_test_id: string;
+  scenario_keys: string[];
+  test_execution_id: string | null;
+  url: string;
+}
+
+function putTest(file: PlatformFile, test: TestToRemember): void {
+  const at = file.tests.findIndex((t) => t.base_url === test.base_url && t.name === test.name);
+  const previous = at >= 0 ? file.tests[at] : null;
+  const next: RememberedTest = {
+    ...test,
+    scenario_keys: previous?.run_test_id === test.run_test_id
+      ? [...new Set([...previous.scenario_keys, ...test.scenario_keys])]
+      : test.scenario_keys,
+    test_execution_id: test.test_execution_id ?? previous?.test_execution_id ?? null,
+    updated_ms: Date.now(),
+  };
+  if (at >= 0) file.tests[at] = next;
+  else file.tests.push(next);
+}
+
+function putCalls(file: PlatformFile, runs: Record<string, RememberedCall>): void {
+  for (const [runId, call] of Object.entries(runs)) {
+    const list = file.runs[runId] ?? [];
+    if (!list.some((c) => c.call_execution_id === call.call_execution_id)) list.push(call);
+    file.runs[runId] = list;
+  }
+}
+
+/** Remembers a finished report in one write: its test, and where each run went. */
+export function rememberReport(
+  home: string,
+  report: { test: TestToRemember; runs: Record<string, RememberedCall> },
+): void {
+  update(home, (file) => {
+    putTest(file, report.test);
+    putCalls(file, report.runs);
+  });
+}
+
+/** Forgets a test the platform no longer knows (it answered 404 for it). */
+export function forgetTest(home: string, baseUrl: string, name: string, runTestId: string): void {
+  update(home, (file) => {
+    file.tests = file.tests.filter((t) =>
+      !(t.base_url === baseUrl && t.name === name && t.run_test_id === runTestId)
+    );
+  });
+}
