@@ -1,0 +1,235 @@
+// `reins replay RUN [--cwd DIR]`: re-runs a recorded loop run with the `replay:RUN` model (its
+// recorded model outputs, served in order) and real tools, in a fresh copy of the run's working
+// directory, answering its approvals as the recording did; then says whether the replay diverged
+// (a tool result that differs, the script running out) and where. The replay is a run of its
+// own: trigger `replay`, relation `replay`, resumedFromRunId RUN.
+import type { CommandContext } from "./command.ts";
+import { numberFlag, stringFlag } from "./args.ts";
+import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import { resolvePath } from "../core/paths.ts";
+import type { RunEvent } from "../store/contracts.ts";
+import { appendToRun, readEvents, reconcileCheaply, resolveRun } from "../store/runs.ts";
+import { describeProblems } from "../store/event_log.ts";
+import {
+  compareReplay,
+  copyWorkingDirectory,
+  type Divergence,
+  recordingLoader,
+  replayPlan,
+  type ReplayVerdict,
+} from "../session/replay.ts";
+import { previewValue } from "../session/text.ts";
+import { type Progress, startProgress } from "./progress.ts";
+import { executeRun } from "./run_turn.ts";
+
+export const usage = "reins replay RUN [--cwd DIR] [--timeout SECONDS]";
+export const description =
+  "Re-runs a recorded loop run: its recorded model outputs are served in order as the model " +
+  "(replay:RUN) and the tools really run, in a fresh temp copy of the run's working directory " +
+  "(kept afterwards, to look at) unless --cwd is given. Approvals are answered as the recording " +
+  "answered them. Prints whether the replay reproduced the recording or diverged — a tool " +
+  "result that differs, or the script running out — and where. Exit 0 when it reproduced, 1 " +
+  "when it diverged. --json prints {runId, replayOf, cwd, status, reason, diverged, divergences, " +
+  "modelOutputs, toolResults}.";
+export const flags = {
+  cwd: {
+    type: "string",
+    value: "DIR",
+    description: "replay in DIR instead of a fresh copy of the recorded working directory",
+  },
+  timeout: { type: "string", value: "SECONDS", description: "fail the replay after this long" },
+} as const;
+
+const SHOWN_VALUE = 160;
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const { io } = ctx;
+  const [ref, ...extra] = ctx.positionals;
+  if (ref === undefined || extra.length > 0) {
+    throw new UsageError("reins replay takes one run: an id, a unique prefix of one, or last", {
+      hint: usage,
+    });
+  }
+  const timeoutSeconds = numberFlag(ctx.flags, "timeout");
+  if (timeoutSeconds === 0) throw new UsageError("--timeout must be more than 0 seconds");
+  const settings = await ctx.settings();
+  const home = settings.home;
+  await reconcileCheaply(home);
+  const original = resolveRun(home, ref);
+  const recorded = readEvents(home, original.id);
+  for (const problem of describeProblems(original.id, recorded)) io.warn(problem);
+  const plan = replayPlan(original, recorded.events);
+  const given = stringFlag(ctx.flags, "cwd");
+  const cwd = given === undefined ? await copyWorkingDirectory(original.cwd) : checkCwd(given);
+  io.note(
+    `reins: replaying run ${original.id} (${plan.outputs.length} model outputs) in ${cwd}${
+      given === undefined ? `, a copy of ${original.cwd}` : ""
+    }`,
+  );
+
+  const { createLoopDriver } = await import("../drivers/loop/mod.ts");
+  const driver = createLoopDriver({ resolve: { loadRecording: recordingLoader(home) } });
+  let progress: Progress | null = null;
+  const { summary, error } = await executeRun({
+    home,
+    settings,
+    driverName: "loop",
+    driver,
+    prompt: plan.prompt,
+    cwd,
+    contextId: null,
+    approval: plan.approval,
+    budget: {},
+    timeoutSeconds: timeoutSeconds ?? null,
+    model: `replay:${original.id}`,
+    baseUrl: null,
+    exec: null,
+    idleTimeoutSeconds: null,
+    parentRunId: null,
+    trigger: "replay",
+    relation: "replay",
+    resumedFromRunId: original.id,
+    attachments: [],
+    warn: (message) => io.warn(message),
+    onEvent: (event) => {
+      progress?.update(event);
+      if (event.type === "approval.requested") {
+        answerAsRecorded(home, event, plan.decisions, (message) => io.warn(message));
+      }
+    },
+    onCreated: async (runId) => {
+      if (io.stderrIsTerminal && !io.quiet && !io.jsonMode) progress = await startProgress(runId);
+    },
+  });
+  (progress as Progress | null)?.stop();
+  if (error instanceof ReinsError && error.exitCode !== ExitCode.runFailed) throw error;
+
+  const verdict = compareReplay(recorded.events, readEvents(home, summary.runId).events);
+  if (io.jsonMode) {
+    io.json({
+      runId: summary.runId,
+      replayOf: original.id,
+      cwd,
+      status: summary.status,
+      reason: summary.reason,
+      ...verdict,
+    });
+  } else {
+    io.print(formatVerdict(summary.runId, original.id, summary.status, verdict));
+  }
+  return verdict.diverged ? ExitCode.runFailed : ExitCode.ok;
+}
+
+/** Appends the recorded decision for an approval the replay asks for (after this append). */
+function answerAsRecorded(
+  home: string,
+  event: Extract<RunEvent, { type: "approval.requested" }>,
+  decisions: ReturnType<typeof replayPlan>["decisions"],
+  warn: (message: string) => void,
+): void {
+  const { approvalId } = event.payload;
+  const recorded = decisions.get(approvalId);
+  // Outside the append that reported it: the run's log is locked until that returns.
+  setTimeout(() => {
+    try {
+      appendToRun(home, event.runId, {
+        type: "approval.resolved",
+        payload: recorded === undefined
+          ? {
+            approvalId,
+            decision: "deny",
+            by: "replay",
+            reason: "the recording has no decision for this approval",
+          }
+          // Who decided is part of what the tool reports ("denied by cli: …"): kept as recorded.
+          : {
+            approvalId,
+            decision: recorded.decision,
+            by: recorded.by,
+            reason: recorded.reason,
+            replayed: true,
+          },
+      });
+    } catch (error) {
+      warn(`Cannot answer ${approvalId} as recorded: ${(error as Error).message}`);
+    }
+  }, 0);
+}
+
+function checkCwd(path: string): string {
+  const absolute = resolvePath(path);
+  try {
+    if (!Deno.statSync(absolute).isDirectory) {
+      throw new UsageError(`--cwd ${absolute} is not a directory`);
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new NotFoundError(`The working directory ${absolute} does not exist`, {
+        hint: "create it, or leave out --cwd to replay in a copy of the recorded one",
+      });
+    }
+    throw error;
+  }
+  return absolute;
+}
+
+/** The verdict for people: the outcome, then either `reproduced` or where it diverged. */
+export function formatVerdict(
+  runId: string,
+  replayOf: string,
+  status: string,
+  verdict: ReplayVerdict,
+): string {
+  const { modelOutputs, toolResults } = verdict;
+  const counts = `${modelOutputs.served} of ${modelOutputs.recorded} model outputs served, ` +
+    `${toolResults.replayed - toolResults.differing} of ${toolResults.recorded} tool results ` +
+    "matching";
+  const lines = [`replay ${runId} of ${replayOf}: ${status}`];
+  if (!verdict.diverged) {
+    lines.push(`reproduced the recording: ${counts}`);
+    return lines.join("\n");
+  }
+  const [first] = verdict.divergences;
+  lines.push(`diverged at event ${first.sequence}: ${describeDivergence(first)}`);
+  if (first.kind === "tool-result") {
+    lines.push(`  recorded: ${describeOutcome(first.recorded)}`);
+    lines.push(`  replayed: ${describeOutcome(first.replayed)}`);
+  }
+  const more = verdict.divergences.length - 1;
+  lines.push(`${counts}${more > 0 ? `; ${more} more difference${more === 1 ? "" : "s"}` : ""}`);
+  lines.push(`see: reins show ${runId} --verbose`);
+  return lines.join("\n");
+}
+
+function describeDivergence(divergence: Divergence): string {
+  switch (divergence.kind) {
+    case "tool-result":
+      return `tool call ${divergence.callId} (${divergence.tool}) returned another result than ` +
+        `the recording's (event ${divergence.recordedSequence})`;
+    case "extra-tool-call":
+      return `tool call ${divergence.callId} (${divergence.tool}) is not in the recording`;
+    case "script-ran-out":
+      return `the script ran out: model call ${divergence.modelCall} has no recorded output ` +
+        `(the recording has ${divergence.recordedOutputs})`;
+    case "unused-outputs":
+      return `the replay ended after ${divergence.served} of ${divergence.recordedOutputs} ` +
+        "recorded model outputs";
+    case "outcome":
+      return `the replay ${divergence.replayed} where the recording ${divergence.recorded}`;
+    default:
+      return assertNever(divergence);
+  }
+}
+
+function describeOutcome(outcome: { ok: boolean; result?: unknown; error?: string }): string {
+  const result = outcome.result === undefined
+    ? ""
+    : ` ${previewValue(outcome.result, SHOWN_VALUE)}`;
+  return outcome.ok
+    ? `ok${result}`
+    : `failed: ${previewValue(outcome.error ?? "", SHOWN_VALUE)}${result}`;
+}
+
+function assertNever(value: never): never {
+  throw new Error(`Unhandled divergence ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,169 @@
+// `reins stats [RUN ...] [--family]`: what runs did and cost — events, model and tool calls,
+// iterations, tokens, cost, duration — per run and in total. Without RUN, every run of the data
+// root (newest first, up to 10,000). --family widens each RUN to its family (the root it descends
+// from through parentRunId, and every run below that root) and sums each family.
+import type { CommandContext } from "./command.ts";
+import type { RunRecord } from "../store/contracts.ts";
+import { readEvents } from "../store/event_log.ts";
+import { MAX_LIMIT } from "../store/list.ts";
+import { reconcileCheaply } from "../store/liveness.ts";
+import { listRuns, resolveRun } from "../store/lookup.ts";
+import { runFamily } from "../store/family.ts";
+import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
+import {
+  formatStatsTable,
+  type RunStats,
+  runStats,
+  type StatsRow,
+  type StatsTotal,
+  sumStats,
+} from "../session/stats.ts";
+
+export const usage = "reins stats [RUN ...] [--family]";
+export const description =
+  "Sums what runs did: events, model calls, tool calls, iterations, input/output/cache tokens, " +
+  "cost and duration, per run and in total. RUN is an id, a unique prefix of one, or `last`; " +
+  "without RUN, every run (newest first, at most 10000). --family takes each run's whole family " +
+  "(its root parent and every run below it) and sums each family. --json prints {runs, total} " +
+  "(and families with --family). Tokens and cost are null where no run reported them.";
+export const flags = {
+  family: { type: "boolean", description: "each run's parent and children too, summed per family" },
+} as const;
+
+export interface FamilyStats {
+  rootRunId: string;
+  runIds: string[];
+  total: StatsTotal;
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  try {
+    return await printStats(ctx);
+  } catch (error) {
+    // `reins stats | head`: the reader has what it wanted.
+    if (error instanceof Deno.errors.BrokenPipe) return 0;
+    throw error;
+  }
+}
+
+async function printStats(ctx: CommandContext): Promise<number> {
+  const { io, home } = ctx;
+  await reconcileCheaply(home);
+  const stats = new Map<string, RunStats>();
+  const statsOf = (record: RunRecord): RunStats => {
+    let found = stats.get(record.id);
+    if (found === undefined) {
+      const read = readEvents(home, record.id);
+      const skipped = read.problems.length + (read.tornLine === null ? 0 : 1);
+      if (skipped > 0) {
+        io.warn(
+          `${shownPath(record.id, EVENTS_FILE)}: ${skipped} damaged line${
+            skipped === 1 ? "" : "s"
+          } not counted (see reins show ${record.id})`,
+        );
+      }
+      found = runStats(record, read.events);
+      stats.set(record.id, found);
+    }
+    return found;
+  };
+
+  const refs = ctx.positionals;
+  if (ctx.flags.family) {
+    const families: { family: FamilyStats; runs: RunStats[] }[] = [];
+    const refsOrLast = refs.length > 0 ? refs : ["last"];
+    for (const ref of refsOrLast) {
+      const family = runFamily(home, resolveRun(home, ref).id);
+      if (families.some(({ family: seen }) => seen.rootRunId === family.rootRunId)) continue;
+      const runs = family.runs.map(({ record }) => statsOf(record));
+      families.push({
+        family: {
+          rootRunId: family.rootRunId,
+          runIds: runs.map((s) => s.runId),
+          total: sumStats(runs),
+        },
+        runs,
+      });
+    }
+    const all = families.flatMap(({ runs }) => runs);
+    const total = sumStats(all);
+    if (io.jsonMode) {
+      io.json({ runs: all, total, families: families.map(({ family }) => family) });
+      return 0;
+    }
+    const rows: (StatsRow & { rule?: boolean })[] = [];
+    for (const { family, runs } of families) {
+      const depth = depths(runs);
+      for (const run of runs) {
+        rows.push({
+          label: `${"  ".repeat(depth.get(run.runId) ?? 0)}${run.runId}`,
+          status: run.status,
+          stats: run,
+        });
+      }
+      rows.push({
+        label: `family of ${family.rootRunId} (${family.runIds.length} ${
+          family.runIds.length === 1 ? "run" : "runs"
+        })`,
+        status: "",
+        stats: family.total,
+        rule: true,
+      });
+    }
+    if (families.length > 1) {
+      rows.push({ label: `total (${total.runs} runs)`, status: "", stats: total, rule: true });
+    }
+    io.print(formatStatsTable(rows));
+    return 0;
+  }
+
+  const records = refs.length > 0
+    ? unique(refs.map((ref) => resolveRun(home, ref)))
+    : listRuns(home, { limit: MAX_LIMIT });
+  if (refs.length === 0 && records.length === MAX_LIMIT) {
+    io.warn(`only the newest ${MAX_LIMIT} runs are counted: name runs to count others`);
+  }
+  const runs = records.map(statsOf);
+  const total = sumStats(runs);
+  if (io.jsonMode) {
+    io.json({ runs, total });
+    return 0;
+  }
+  if (runs.length === 0) {
+    io.note("No runs yet: start one with reins run PROMPT");
+    return 0;
+  }
+  const rows: (StatsRow & { rule?: boolean })[] = runs.map((run) => ({
+    label: run.runId,
+    status: run.status,
+    stats: run,
+  }));
+  if (runs.length > 1) {
+    rows.push({ label: `total (${runs.length} runs)`, status: "", stats: total, rule: true });
+  }
+  io.print(formatStatsTable(rows));
+  return 0;
+}
+
+function unique(records: RunRecord[]): RunRecord[] {
+  const seen = new Set<string>();
+  return records.filter((record) => !seen.has(record.id) && seen.add(record.id) !== undefined);
+}
+
+/** How deep each run sits below its family's root, for indenting the table. */
+function depths(runs: readonly RunStats[]): Map<string, number> {
+  const parentOf = new Map(runs.map((run) => [run.runId, run.parentRunId]));
+  const depth = new Map<string, number>();
+  for (const run of runs) {
+    let d = 0;
+    let parent = run.parentRunId;
+    const seen = new Set([run.runId]);
+    while (parent !== null && parentOf.has(parent) && !seen.has(parent)) {
+      seen.add(parent);
+      d++;
+      parent = parentOf.get(parent) ?? null;
+    }
+    depth.set(run.runId, d);
+  }
+  return depth;
+}

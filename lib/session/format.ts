@@ -1,0 +1,418 @@
+// A recording as text for people: `short` (one line per event) and `verbose` (the same line, then
+// previews of texts, reasoning, tool arguments and results, errors with hints, and timings), a
+// header from the run's record, and what the run waits for with the command that answers it.
+// Pure: events in, lines out; reading files and following runs are the callers' business.
+import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import type { PendingDecision } from "../store/decisions.ts";
+import { RunTally, statsSummary } from "./stats.ts";
+import {
+  countChars,
+  formatBytes,
+  formatCost,
+  formatDuration,
+  formatOffset,
+  groupDigits,
+  isoMs,
+  oneLine,
+  plural,
+  preview,
+  previewValue,
+  quoted,
+} from "./text.ts";
+
+export type ShowMode = "short" | "verbose";
+
+/** How much of each thing a line shows, in characters. */
+export const LIMITS = {
+  short: { text: 60, args: 60, result: 40, error: 80 },
+  verbose: { text: 400, reasoning: 200, args: 240, result: 240, error: 400 },
+} as const;
+
+// sequence (5) + 2 + offset (9) + 2: where an event's text starts, and its detail lines.
+const MARGIN = " ".repeat(18);
+
+function assertNever(value: never): never {
+  throw new Error(`Unhandled event type ${JSON.stringify((value as { type?: unknown }).type)}`);
+}
+
+/** Loose payload fields (ones a driver adds beyond the contract) by name. */
+function extra(payload: unknown, field: string): unknown {
+  return (payload as Record<string, unknown>)[field];
+}
+
+function extraString(payload: unknown, field: string): string | null {
+  const value = extra(payload, field);
+  return typeof value === "string" && value !== "" ? value : null;
+}
+
+function msBetween(from: string | null | undefined, to: string | null | undefined): number | null {
+  if (!from || !to) return null;
+  const ms = isoMs(to) - isoMs(from);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Hints for errors the loop's tools report, for the person reading the transcript. */
+function hintFor(error: string): string | null {
+  if (error.startsWith("denied by policy")) {
+    return "the run had --approve deny; run with --approve ask or auto to let tools run";
+  }
+  if (/^The command timed out after/.test(error)) {
+    return "the model may pass run_command a larger timeoutSeconds (at most 600)";
+  }
+  return null;
+}
+
+/**
+ * Formats a run's events one at a time, keeping what later lines need: the run's start (for the
+ * time offsets), when the model was last asked (for call durations) and the names of tools in
+ * flight (for results that do not repeat them).
+ */
+export class EventFormatter {
+  readonly mode: ShowMode;
+  readonly #startMs: number;
+  #modelRequestedAt: string | null = null;
+  readonly #tools = new Map<string, string>();
+
+  constructor(mode: ShowMode, startedAt: string) {
+    this.mode = mode;
+    this.#startMs = isoMs(startedAt);
+  }
+
+  /** The event's line (short), or its line and detail lines (verbose), joined by newlines. */
+  format(event: RunEvent): string {
+    const offset = formatOffset(isoMs(event.timestamp) - this.#startMs);
+    const details: string[] = [];
+    let line = `${String(event.sequence).padStart(5)}  ${offset.padStart(9)}  ${
+      this.#body(event, details)
+    }`;
+    if (event.ignored !== undefined) line += `  [ignored: ${event.ignored}]`;
+    // Names and ids come from harnesses too: nothing of theirs reaches the terminal raw.
+    line = oneLine(line);
+    if (this.mode === "short" || details.length === 0) return line;
+    return `${line}\n${details.map((detail) => `${MARGIN}  ${oneLine(detail)}`).join("\n")}`;
+  }
+
+  #body(event: RunEvent, details: string[]): string {
+    const verbose = this.mode === "verbose";
+    const limit = LIMITS[this.mode];
+    switch (event.type) {
+      case "run.started": {
+        const p = event.payload;
+        if (verbose) {
+          details.push(`cwd: ${p.cwd}`);
+          if (p.goal !== null) details.push(`goal: ${quoted(p.goal, LIMITS.verbose.text)}`);
+          if (p.contextId !== null) details.push(`context: ${p.contextId}`);
+          if (p.resumeOf !== null) details.push(`resumes: ${p.resumeOf}`);
+          return `start ${p.harness} (driver ${p.driver})`;
+        }
+        return `start ${p.harness} (driver ${p.driver})${
+          p.goal === null ? "" : `: ${quoted(p.goal, limit.text)}`
+        }`;
+      }
+      case "session.linked":
+        return `session linked: native id ${event.payload.nativeSessionId}`;
+      case "message.delta":
+      case "message.completed": {
+        const { role, text } = event.payload;
+        const what = event.type === "message.delta" ? `${role} (part)` : role;
+        if (verbose) {
+          details.push(quoted(text, LIMITS.verbose.text));
+          return `${what}: ${plural(countChars(text), "char")}`;
+        }
+        return `${what}: ${quoted(text, limit.text)}`;
+      }
+      case "model.requested": {
+        const p = event.payload;
+        this.#modelRequestedAt = event.timestamp;
+        const purpose = extraString(p, "purpose");
+        return `→ model${purpose && purpose !== "turn" ? ` (${purpose})` : ""}: history ${
+          groupDigits(p.historyLength)
+        }, ${plural(p.toolCount, "tool")}`;
+      }
+      case "model.completed": {
+        const p = event.payload;
+        const took = msBetween(this.#modelRequestedAt, event.timestamp);
+        this.#modelRequestedAt = null;
+        const usage = p.usage;
+        const tokens =
+          usage && (usage.inputTokens !== undefined || usage.outputTokens !== undefined)
+            ? ` [${groupDigits(usage.inputTokens ?? 0)} in / ${
+              groupDigits(usage.outputTokens ?? 0)
+            } out]`
+            : "";
+        const what = p.toolCalls.length > 0
+          ? `${plural(p.toolCalls.length, "tool call")}: ${
+            p.toolCalls.map((call) => call.name).join(", ")
+          }`
+          : p.text === null
+          ? "no text"
+          : quoted(p.text, limit.text);
+        if (!verbose) return `← model: ${what}${tokens}`;
+        if (p.stopReason !== null) details.push(`stop: ${p.stopReason}`);
+        if (p.reasoning) {
+          details.push(`reasoning: ${quoted(p.reasoning, LIMITS.verbose.reasoning)}`);
+        }
+        if (p.text !== null && p.text !== "") {
+          details.push(`text: ${quoted(p.text, LIMITS.verbose.text)}`);
+        }
+        for (const call of p.toolCalls) {
+          details.push(
+            `call ${call.id} ${call.name} ${previewValue(call.args, LIMITS.verbose.args)}`,
+          );
+        }
+        if (usage) {
+          const more = [
+            usage.cacheReadTokens ? `${groupDigits(usage.cacheReadTokens)} cache read` : "",
+            usage.cacheWriteTokens ? `${groupDigits(usage.cacheWriteTokens)} cache write` : "",
+            usage.reasoningTokens ? `${groupDigits(usage.reasoningTokens)} reasoning` : "",
+            usage.costUsd !== undefined ? formatCost(usage.costUsd) : "",
+          ].filter(Boolean);
+          if (more.length > 0) details.push(`usage: ${more.join(", ")}`);
+        }
+        return `← model: ${
+          p.toolCalls.length > 0 ? plural(p.toolCalls.length, "tool call") : "answer"
+        }${tokens}${took === null ? "" : `, ${formatDuration(took)}`}`;
+      }
+      case "tool.started": {
+        const p = event.payload;
+        this.#tools.set(p.callId, p.tool);
+        if (verbose) {
+          details.push(`args: ${previewValue(p.args, LIMITS.verbose.args)}`);
+          return `  → ${p.tool} (${p.callId})`;
+        }
+        return `  → ${p.tool} ${previewValue(p.args, limit.args)}`;
+      }
+      case "tool.completed":
+        return this.#toolCompleted(event.payload, details);
+      case "approval.requested": {
+        const p = event.payload;
+        return `? approval ${p.approvalId} asked: ${p.tool} ${previewValue(p.args, limit.args)}`;
+      }
+      case "approval.resolved": {
+        const p = event.payload;
+        const reason = p.reason ? `: ${quoted(p.reason, limit.text)}` : "";
+        return `${p.decision === "allow" ? "✓" : "✗"} approval ${p.approvalId} ${
+          p.decision === "allow" ? "allowed" : "denied"
+        } by ${p.by}${reason}`;
+      }
+      case "question.requested":
+        return `? question ${event.payload.questionId}: ${quoted(event.payload.text, limit.text)}`;
+      case "question.answered":
+        return `✓ question ${event.payload.questionId} answered: ${
+          quoted(event.payload.answer, limit.text)
+        }`;
+      case "usage.updated": {
+        const p = event.payload;
+        const parts = [
+          `${p.inputTokens === null ? "-" : groupDigits(p.inputTokens)} in / ${
+            p.outputTokens === null ? "-" : groupDigits(p.outputTokens)
+          } out tokens`,
+        ];
+        if (p.cacheReadTokens || p.cacheWriteTokens) {
+          parts.push(
+            `cache ${groupDigits(p.cacheReadTokens ?? 0)} read / ${
+              groupDigits(p.cacheWriteTokens ?? 0)
+            } write`,
+          );
+        }
+        if (p.costUsd !== null) {
+          parts.push(`${formatCost(p.costUsd)}${p.costEstimated ? " (estimated)" : ""}`);
+        }
+        if (p.requests !== null) parts.push(plural(p.requests, "request"));
+        return `usage so far: ${parts.join(", ")}`;
+      }
+      case "compaction.started":
+        return `⇩ compaction ${event.payload.stage}`;
+      case "compaction.completed": {
+        const p = event.payload;
+        return `⇧ compaction ${p.stage}: ${groupDigits(p.before)} → ${
+          groupDigits(p.after)
+        } tokens (estimated)`;
+      }
+      case "budget.warning": {
+        const p = event.payload;
+        const of = p.limit ? ` of ${p.limit}` : "";
+        return p.ratio >= 1
+          ? `≫ budget exhausted${
+            of ? ` (${p.limit})` : ""
+          }: asking for a final answer without tools`
+          : `≫ budget warning: ${Math.round(p.ratio * 100)}%${of} used`;
+      }
+      case "heartbeat":
+        return `iteration ${event.payload.iteration}`;
+      case "attachment.added": {
+        const p = event.payload;
+        if (verbose) details.push(`path: ${p.path}`, `sha256: ${p.sha256}`);
+        return `+ attachment ${p.name} (${formatBytes(p.bytes)}, ${p.contentType})`;
+      }
+      case "status.changed": {
+        const p = event.payload;
+        return `status ${p.status}${p.reason ? `: ${preview(p.reason, limit.error)}` : ""}`;
+      }
+      case "problem": {
+        const p = event.payload;
+        if (verbose && p.text !== undefined) {
+          details.push(`line: ${preview(p.text, LIMITS.verbose.result)}`);
+        }
+        return `! problem from ${p.source}: ${preview(p.reason, limit.error)}`;
+      }
+      case "completed":
+      case "failed": {
+        const p = event.payload;
+        const hint = extraString(p, "hint");
+        if (verbose) {
+          if (p.reason !== null) details.push(`reason: ${preview(p.reason, LIMITS.verbose.error)}`);
+          if (hint !== null) details.push(`hint: ${hint}`);
+          if (p.result !== null && p.result !== undefined) {
+            details.push(`result: ${previewValue(p.result, LIMITS.verbose.text)}`);
+          }
+          return `■ ${event.type}`;
+        }
+        const why = p.reason === null ? "" : ` (${preview(p.reason, limit.error)})`;
+        const result = p.result === null || p.result === undefined
+          ? ""
+          : `: ${previewValue(p.result, limit.text)}`;
+        return `■ ${event.type}${why}${result}`;
+      }
+      default:
+        return assertNever(event);
+    }
+  }
+
+  #toolCompleted(p: Extract<RunEvent, { type: "tool.completed" }>["payload"], details: string[]) {
+    const tool = extraString(p, "tool") ?? this.#tools.get(p.callId) ?? p.callId;
+    this.#tools.delete(p.callId);
+    const took = msBetween(p.startedAt, p.finishedAt);
+    const timing = took === null ? "" : `, ${formatDuration(took)}`;
+    const limit = LIMITS[this.mode];
+    const result = p.result as Record<string, unknown> | undefined;
+    const isCommand = typeof result === "object" && result !== null && "exitCode" in result &&
+      ("stdout" in result || "stderr" in result);
+    if (this.mode === "short") {
+      if (!p.ok) {
+        return `  ✗ ${tool} failed${timing}: ${preview(p.error ?? "no error given", limit.error)}`;
+      }
+      if (isCommand) {
+        const stdout = typeof result.stdout === "string" && result.stdout !== ""
+          ? `, stdout ${quoted(result.stdout, limit.result)}`
+          : "";
+        return `  ← ${tool} ok${timing}: exit code ${String(result.exitCode)}${stdout}`;
+      }
+      const shown = p.result === undefined ? "" : `: ${previewValue(p.result, limit.result)}`;
+      return `  ← ${tool} ok${timing}${shown}`;
+    }
+    if (!p.ok) {
+      const error = p.error ?? "no error given";
+      details.push(`error: ${preview(error, LIMITS.verbose.error)}`);
+      const hint = extraString(p, "hint") ??
+        (typeof result?.hint === "string" ? result.hint : null) ?? hintFor(error);
+      if (hint !== null) details.push(`hint: ${hint}`);
+    }
+    if (isCommand) {
+      details.push(`exit code: ${String(result.exitCode)}`);
+      for (const stream of ["stdout", "stderr"] as const) {
+        const text = result[stream];
+        if (typeof text === "string" && text !== "") {
+          details.push(`${stream}: ${quoted(text, LIMITS.verbose.result)}`);
+        }
+      }
+    } else if (p.result !== undefined) {
+      details.push(`result: ${previewValue(p.result, LIMITS.verbose.result)}`);
+    }
+    return `  ${p.ok ? "←" : "✗"} ${tool} (${p.callId}) ${p.ok ? "ok" : "failed"}${timing}`;
+  }
+}
+
+/** The lines above the events: the run, its status and where it ran (verbose: every field). */
+export function formatHeader(record: RunRecord, mode: ShowMode): string[] {
+  const reason = record.terminalReason ? ` (${preview(record.terminalReason, 120)})` : "";
+  const lines = [
+    `run ${record.id} · ${record.status}${reason} · ${record.harness} (driver ${record.driver}) · ${record.trigger}`,
+  ];
+  if (record.relation !== null && record.resumedFromRunId !== null) {
+    lines.push(`  ${record.relation} of ${record.resumedFromRunId}`);
+  } else if (record.resumedFromRunId !== null) {
+    lines.push(`  resumes ${record.resumedFromRunId}`);
+  }
+  if (record.parentRunId !== null) lines.push(`  child of ${record.parentRunId}`);
+  if (mode === "verbose") {
+    lines.push(
+      `  session ${record.sessionId}${
+        record.nativeSessionId ? ` (native ${record.nativeSessionId})` : ""
+      }${record.contextId ? `, context ${record.contextId}` : ""}`,
+    );
+    lines.push(`  cwd ${record.cwd}`);
+    if (record.goal !== null) lines.push(`  goal ${quoted(record.goal, LIMITS.verbose.text)}`);
+  }
+  const ended = record.endedAt === null
+    ? ""
+    : `, ended ${record.endedAt} (${
+      formatDuration(msBetween(record.startedAt, record.endedAt) ?? 0)
+    })`;
+  const exit = record.exitCode === null ? "" : `, exit code ${record.exitCode}`;
+  lines.push(`  started ${record.startedAt}${ended}${exit}`);
+  return lines.map(oneLine);
+}
+
+/**
+ * What the run waits for, each with the command that answers it. A settled run can wait for
+ * nothing: its unanswered requests are listed as such, without a command.
+ */
+export function formatPending(record: RunRecord, pending: readonly PendingDecision[]): string[] {
+  const active = record.status === "queued" || record.status === "running" ||
+    record.status === "waiting";
+  const lines: string[] = [];
+  for (const decision of pending) {
+    const p = decision.payload as Record<string, unknown>;
+    if (decision.kind === "approval") {
+      const what = `${String(p.tool)} ${previewValue(p.args, LIMITS.short.args)}`;
+      lines.push(
+        active
+          ? `waiting for approval ${decision.id} (${what}): reins approve ${record.id} ${decision.id} [--deny]`
+          : `approval ${decision.id} (${what}) was never answered: the run ${record.status} first`,
+      );
+    } else {
+      const what = quoted(String(p.text), LIMITS.short.text);
+      lines.push(
+        active
+          ? `waiting for an answer to ${decision.id} (${what}): reins answer ${record.id} ${decision.id} TEXT`
+          : `question ${decision.id} (${what}) was never answered: the run ${record.status} first`,
+      );
+    }
+  }
+  return lines.map(oneLine);
+}
+
+/** The last line: how the run ended (or that it is still going) and what it took. */
+export function formatFooter(record: RunRecord, tally: RunTally): string {
+  const stats = tally.stats(record);
+  const active = record.status === "queued" || record.status === "running" ||
+    record.status === "waiting";
+  const state = active
+    ? `${record.status} for ${
+      formatDuration(stats.durationMs)
+    } so far (follow it: reins show ${record.id} --follow)`
+    : `${record.status} after ${formatDuration(stats.durationMs)}`;
+  return `${state} · ${plural(stats.events, "event")} · ${statsSummary(stats)}`;
+}
+
+/** A whole transcript: header, one entry per event, what the run waits for, the footer. */
+export function formatTranscript(
+  record: RunRecord,
+  events: readonly RunEvent[],
+  pending: readonly PendingDecision[],
+  mode: ShowMode,
+): string {
+  const formatter = new EventFormatter(mode, record.startedAt);
+  const tally = new RunTally();
+  const lines = formatHeader(record, mode);
+  lines.push("");
+  for (const event of events) {
+    lines.push(formatter.format(event));
+    tally.add(event);
+  }
+  lines.push("");
+  lines.push(...formatPending(record, pending));
+  lines.push(formatFooter(record, tally));
+  return lines.join("\n");
+}

@@ -1,0 +1,333 @@
+// Replaying a recorded loop run: its `model.completed` payloads served in order as the model
+// (`replay:RUN`), the decisions it recorded for its approvals, a fresh copy of its working
+// directory, and the verdict — whether the replay did what the recording did, and where it first
+// did not. Running the replay is the CLI's job (lib/cli/replay.ts); this module reads and compares.
+import { UsageError } from "../core/errors.ts";
+import { joinPath } from "../core/paths.ts";
+import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
+import { readEvents } from "../store/event_log.ts";
+import { resolveRun } from "../store/lookup.ts";
+
+/** One recorded model answer: what `replay:RUN` serves, in order. */
+export type RecordedOutput = PayloadOf<"model.completed">;
+
+/** The model answers a run recorded, oldest first, leaving out what arrived after it settled. */
+export function recordedOutputs(events: readonly RunEvent[]): RecordedOutput[] {
+  const outputs: RecordedOutput[] = [];
+  for (const event of events) {
+    if (event.type === "model.completed" && event.ignored === undefined) {
+      outputs.push(event.payload);
+    }
+  }
+  return outputs;
+}
+
+/**
+ * The `loadRecording` of `--model replay:RUN`: RUN (an id, a unique prefix or `last`) resolved in
+ * `home`, its recorded model outputs in order. A run that recorded none cannot be replayed.
+ */
+export function recordingLoader(home: string): (run: string) => Promise<RecordedOutput[]> {
+  return (run) => {
+    try {
+      const record = resolveRun(home, run);
+      const outputs = recordedOutputs(readEvents(home, record.id).events);
+      if (outputs.length === 0) throw nothingToReplay(record);
+      return Promise.resolve(outputs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
+
+function nothingToReplay(record: RunRecord): UsageError {
+  return new UsageError(`Cannot replay run ${record.id}: it recorded no model outputs`, {
+    hint: record.driver === "loop"
+      ? "its model never answered; nothing can be served again"
+      : `it ran the ${record.driver} driver; only runs of the built-in loop (--driver loop) replay`,
+  });
+}
+
+/** What a replay of `record` needs: the prompt, the approval policy and recorded decisions. */
+export interface ReplayPlan {
+  prompt: string;
+  outputs: RecordedOutput[];
+  /**
+   * The policy the recording's tool outcomes imply: `ask` when it asked for approvals, `deny` when
+   * its tools were refused by policy, else `auto`.
+   */
+  approval: "auto" | "ask" | "deny";
+  /** Each recorded approval's decision, by approvalId. */
+  decisions: Map<string, { decision: "allow" | "deny"; by: string; reason: string | null }>;
+}
+
+export function replayPlan(record: RunRecord, events: readonly RunEvent[]): ReplayPlan {
+  if (record.driver !== "loop") {
+    throw new UsageError(
+      `Cannot replay run ${record.id}: it ran the ${record.driver} driver, not the built-in loop`,
+      { hint: "only loop runs record the model outputs a replay serves" },
+    );
+  }
+  const outputs = recordedOutputs(events);
+  if (outputs.length === 0) throw nothingToReplay(record);
+  let prompt = record.goal;
+  const decisions: ReplayPlan["decisions"] = new Map();
+  let asked = false;
+  let deniedByPolicy = false;
+  for (const event of events) {
+    if (event.ignored !== undefined) continue;
+    if (prompt === null && event.type === "message.completed" && event.payload.role === "user") {
+      prompt = event.payload.text;
+    }
+    if (event.type === "approval.requested") asked = true;
+    if (event.type === "approval.resolved") {
+      decisions.set(event.payload.approvalId, {
+        decision: event.payload.decision,
+        by: event.payload.by,
+        reason: event.payload.reason ?? null,
+      });
+    }
+    if (event.type === "tool.completed" && event.payload.error === "denied by policy") {
+      deniedByPolicy = true;
+    }
+  }
+  if (prompt === null) {
+    throw new UsageError(`Cannot replay run ${record.id}: it recorded no prompt`);
+  }
+  return {
+    prompt,
+    outputs,
+    approval: asked ? "ask" : deniedByPolicy ? "deny" : "auto",
+    decisions,
+  };
+}
+
+/**
+ * Copies the directory `from` into a new temp directory (files with their modes, directories,
+ * symbolic links as links) and returns the copy's real path. Other kinds of file are left out.
+ */
+export async function copyWorkingDirectory(from: string): Promise<string> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(from);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new UsageError(`Cannot copy the recorded working directory ${from}: it is gone`, {
+        hint: "give the directory to replay in with --cwd DIR",
+      });
+    }
+    throw error;
+  }
+  if (!info.isDirectory) {
+    throw new UsageError(`Cannot copy the recorded working directory ${from}: not a directory`, {
+      hint: "give the directory to replay in with --cwd DIR",
+    });
+  }
+  const to = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-replay-" }));
+  await copyTree(from, to);
+  return to;
+}
+
+async function copyTree(from: string, to: string): Promise<void> {
+  for await (const entry of Deno.readDir(from)) {
+    const source = joinPath(from, entry.name);
+    const target = joinPath(to, entry.name);
+    if (entry.isSymlink) {
+      await Deno.symlink(await Deno.readLink(source), target);
+    } else if (entry.isDirectory) {
+      const { mode } = await Deno.stat(source);
+      await Deno.mkdir(target, { mode: mode === null ? 0o755 : mode & 0o777 });
+      await copyTree(source, target);
+    } else if (entry.isFile) {
+      await Deno.copyFile(source, target);
+    }
+  }
+}
+
+/** Where and how a replay first parted from its recording. */
+export type Divergence =
+  | {
+    kind: "tool-result";
+    /** The replay's tool.completed, and the recording's it was compared with. */
+    sequence: number;
+    recordedSequence: number;
+    callId: string;
+    tool: string;
+    recorded: ToolOutcome;
+    replayed: ToolOutcome;
+  }
+  | {
+    kind: "extra-tool-call";
+    sequence: number;
+    callId: string;
+    tool: string;
+  }
+  | {
+    /** The replay asked the model once more than the recording has answers for. */
+    kind: "script-ran-out";
+    sequence: number;
+    modelCall: number;
+    recordedOutputs: number;
+  }
+  | {
+    /** The replay settled before it used every recorded answer. */
+    kind: "unused-outputs";
+    sequence: number;
+    served: number;
+    recordedOutputs: number;
+  }
+  | {
+    kind: "outcome";
+    sequence: number;
+    recorded: string;
+    replayed: string;
+  };
+
+export interface ToolOutcome {
+  ok: boolean;
+  result?: unknown;
+  error?: string;
+}
+
+export interface ReplayVerdict {
+  diverged: boolean;
+  /** Every difference found, in the replay's order; the first is where it diverged. */
+  divergences: Divergence[];
+  modelOutputs: { recorded: number; served: number };
+  toolResults: { recorded: number; replayed: number; differing: number };
+}
+
+type ToolCompleted = Extract<RunEvent, { type: "tool.completed" }>;
+
+function live(events: readonly RunEvent[]): RunEvent[] {
+  return events.filter((event) => event.ignored === undefined);
+}
+
+function outcomeOf(payload: ToolCompleted["payload"]): ToolOutcome {
+  const outcome: ToolOutcome = { ok: payload.ok };
+  if (payload.result !== undefined) outcome.result = payload.result;
+  if (payload.error !== undefined) outcome.error = payload.error;
+  return outcome;
+}
+
+/** JSON with object keys sorted, so that equal values compare equal whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner) => {
+    if (inner === null || typeof inner !== "object" || Array.isArray(inner)) return inner;
+    return Object.fromEntries(
+      Object.keys(inner).sort().map((key) => [key, (inner as Record<string, unknown>)[key]]),
+    );
+  });
+}
+
+function toolName(events: readonly RunEvent[], completed: ToolCompleted): string {
+  const named = (completed.payload as Record<string, unknown>).tool;
+  if (typeof named === "string") return named;
+  const started = events.find((event) =>
+    event.type === "tool.started" && event.payload.callId === completed.payload.callId
+  );
+  return started?.type === "tool.started" ? started.payload.tool : "?";
+}
+
+function terminal(events: readonly RunEvent[]): RunEvent | undefined {
+  return events.findLast((event) =>
+    event.type === "completed" || event.type === "failed" ||
+    (event.type === "status.changed" &&
+      ["completed", "failed", "interrupted"].includes(event.payload.status))
+  );
+}
+
+function describeOutcome(event: RunEvent | undefined): string {
+  if (event === undefined) return "not settled";
+  if (event.type === "status.changed") return event.payload.status;
+  return event.type;
+}
+
+/**
+ * Compares a replay with its recording: each tool result in order (ok, result, error — not the
+ * times), whether the replay asked the model more often than the recording answered (the script
+ * ran out) or settled before using every answer, and how each run ended.
+ */
+export function compareReplay(
+  recordedEvents: readonly RunEvent[],
+  replayedEvents: readonly RunEvent[],
+): ReplayVerdict {
+  const recorded = live(recordedEvents);
+  const replayed = live(replayedEvents);
+  const recordedTools = recorded.filter((e): e is ToolCompleted => e.type === "tool.completed");
+  const replayedTools = replayed.filter((e): e is ToolCompleted => e.type === "tool.completed");
+  const divergences: Divergence[] = [];
+  let differing = 0;
+  replayedTools.forEach((mine, i) => {
+    const theirs = recordedTools[i];
+    if (theirs === undefined) {
+      differing++;
+      divergences.push({
+        kind: "extra-tool-call",
+        sequence: mine.sequence,
+        callId: mine.payload.callId,
+        tool: toolName(replayed, mine),
+      });
+      return;
+    }
+    const a = outcomeOf(theirs.payload);
+    const b = outcomeOf(mine.payload);
+    if (theirs.payload.callId === mine.payload.callId && canonicalJson(a) === canonicalJson(b)) {
+      return;
+    }
+    differing++;
+    divergences.push({
+      kind: "tool-result",
+      sequence: mine.sequence,
+      recordedSequence: theirs.sequence,
+      callId: mine.payload.callId,
+      tool: toolName(replayed, mine),
+      recorded: a,
+      replayed: b,
+    });
+  });
+
+  const recordEnd = terminal(recorded);
+  const outputs = recordedOutputs(recorded).length;
+  const served = recordedOutputs(replayed).length;
+  const requests = replayed.filter((event) => event.type === "model.requested");
+  const replayEnd = terminal(replayed);
+  // The recording's own model failed on the call after its last answer (the run failed with a
+  // request unanswered): running out there is what the recording did, not a divergence.
+  const recordingRanOut = recordEnd?.type === "failed" &&
+    recorded.findLastIndex((e) => e.type === "model.requested") >
+      recorded.findLastIndex((e) => e.type === "model.completed");
+  if (requests.length > served && served >= outputs) {
+    if (!recordingRanOut) {
+      divergences.push({
+        kind: "script-ran-out",
+        sequence: requests[served].sequence,
+        modelCall: served + 1,
+        recordedOutputs: outputs,
+      });
+    }
+  } else if (served < outputs && replayEnd !== undefined) {
+    divergences.push({
+      kind: "unused-outputs",
+      sequence: replayEnd.sequence,
+      served,
+      recordedOutputs: outputs,
+    });
+  }
+  const recordedOutcome = describeOutcome(recordEnd);
+  const replayedOutcome = describeOutcome(replayEnd);
+  if (recordedOutcome !== replayedOutcome && replayEnd !== undefined) {
+    divergences.push({
+      kind: "outcome",
+      sequence: replayEnd.sequence,
+      recorded: recordedOutcome,
+      replayed: replayedOutcome,
+    });
+  }
+  divergences.sort((x, y) => x.sequence - y.sequence);
+  return {
+    diverged: divergences.length > 0,
+    divergences,
+    modelOutputs: { recorded: outputs, served },
+    toolResults: { recorded: recordedTools.length, replayed: replayedTools.length, differing },
+  };
+}

@@ -1,0 +1,245 @@
+// Stats of recorded runs: events, model and tool calls, iterations, tokens, cost and duration per
+// run, and their sums. Counted in one pass that can be fed events as they arrive (`show --follow`
+// keeps no list). Tokens and cost come from the run's last `usage.updated` (running totals); a
+// run that reported none falls back to the sum of its model calls' own usage.
+import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import { formatCost, formatDuration, groupDigits, plural } from "./text.ts";
+
+/** The counters stats sums; null means no run reported that counter. */
+export interface StatsCounters {
+  events: number;
+  modelCalls: number;
+  toolCalls: number;
+  failedToolCalls: number;
+  iterations: number;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  reasoningTokens: number | null;
+  costUsd: number | null;
+  /** Run time: endedAt − startedAt, or up to the last event while a run is still active. */
+  durationMs: number;
+}
+
+export interface RunStats extends StatsCounters {
+  runId: string;
+  parentRunId: string | null;
+  status: RunRecord["status"];
+  harness: string;
+  driver: string;
+  startedAt: string;
+  endedAt: string | null;
+}
+
+export interface StatsTotal extends StatsCounters {
+  runs: number;
+}
+
+const TOKEN_COUNTERS = [
+  "inputTokens",
+  "outputTokens",
+  "cacheReadTokens",
+  "cacheWriteTokens",
+  "reasoningTokens",
+  "costUsd",
+] as const;
+type TokenCounter = typeof TOKEN_COUNTERS[number];
+
+/** Counts one run's events, fed in order, one at a time. */
+export class RunTally {
+  events = 0;
+  modelCalls = 0;
+  toolCalls = 0;
+  failedToolCalls = 0;
+  iterations = 0;
+  /** The last `usage.updated` (running totals), if any. */
+  #reported: Record<string, unknown> | null = null;
+  /** Sums of the model calls' own usage, for runs that report no running totals. */
+  #calls: Record<TokenCounter, number | null> = {
+    inputTokens: null,
+    outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    costUsd: null,
+  };
+  #requests: number | null = null;
+  lastTimestamp: string | null = null;
+
+  add(event: RunEvent): void {
+    this.events++;
+    this.lastTimestamp = event.timestamp;
+    // What arrived after the run settled is evidence, not part of the run.
+    if (event.ignored !== undefined) return;
+    switch (event.type) {
+      case "model.completed": {
+        this.modelCalls++;
+        const usage = event.payload.usage as Record<string, unknown> | null;
+        if (usage !== null) {
+          for (const counter of TOKEN_COUNTERS) {
+            const value = usage[counter];
+            if (typeof value === "number") {
+              this.#calls[counter] = (this.#calls[counter] ?? 0) + value;
+            }
+          }
+        }
+        break;
+      }
+      case "tool.started":
+        this.toolCalls++;
+        break;
+      case "tool.completed":
+        if (!event.payload.ok) this.failedToolCalls++;
+        break;
+      case "heartbeat":
+        this.iterations = Math.max(this.iterations, event.payload.iteration + 1);
+        break;
+      case "usage.updated":
+        this.#reported = event.payload;
+        this.#requests = event.payload.requests;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** The run's stats; `record` gives its identity and times. */
+  stats(record: RunRecord): RunStats {
+    const tokens = {} as Record<TokenCounter, number | null>;
+    for (const counter of TOKEN_COUNTERS) {
+      const reported = this.#reported?.[counter];
+      tokens[counter] = this.#reported !== null
+        ? (typeof reported === "number" ? reported : null)
+        : this.#calls[counter];
+    }
+    return {
+      runId: record.id,
+      parentRunId: record.parentRunId,
+      status: record.status,
+      harness: record.harness,
+      driver: record.driver,
+      startedAt: record.startedAt,
+      endedAt: record.endedAt,
+      events: this.events,
+      // Harnesses that record no model.completed may still count their requests.
+      modelCalls: this.modelCalls > 0 ? this.modelCalls : this.#requests ?? 0,
+      toolCalls: this.toolCalls,
+      failedToolCalls: this.failedToolCalls,
+      iterations: this.iterations,
+      ...tokens,
+      durationMs: durationOf(record, this.lastTimestamp),
+    };
+  }
+}
+
+function durationOf(record: RunRecord, lastTimestamp: string | null): number {
+  const start = Date.parse(record.startedAt);
+  const end = Date.parse(record.endedAt ?? lastTimestamp ?? record.startedAt);
+  return Number.isFinite(start) && Number.isFinite(end) ? Math.max(0, end - start) : 0;
+}
+
+/** The stats of one run from its record and all its events. */
+export function runStats(record: RunRecord, events: readonly RunEvent[]): RunStats {
+  const tally = new RunTally();
+  for (const event of events) tally.add(event);
+  return tally.stats(record);
+}
+
+/** Sums `runs`: counts add up; a token or cost counter is null only when no run reported it. */
+export function sumStats(runs: readonly StatsCounters[]): StatsTotal {
+  const total: StatsTotal = {
+    runs: runs.length,
+    events: 0,
+    modelCalls: 0,
+    toolCalls: 0,
+    failedToolCalls: 0,
+    iterations: 0,
+    inputTokens: null,
+    outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    costUsd: null,
+    durationMs: 0,
+  };
+  for (const run of runs) {
+    total.events += run.events;
+    total.modelCalls += run.modelCalls;
+    total.toolCalls += run.toolCalls;
+    total.failedToolCalls += run.failedToolCalls;
+    total.iterations += run.iterations;
+    total.durationMs += run.durationMs;
+    for (const counter of TOKEN_COUNTERS) {
+      const value = run[counter];
+      if (value !== null) total[counter] = (total[counter] ?? 0) + value;
+    }
+  }
+  // Sums of float dollars drift (0.1 + 0.2); no model bills below a millionth of a cent.
+  if (total.costUsd !== null) total.costUsd = Math.round(total.costUsd * 1e8) / 1e8;
+  return total;
+}
+
+/** One line for the end of a transcript: `4 model calls · 3 tool calls · 538 in / 138 out …`. */
+export function statsSummary(stats: StatsCounters): string {
+  const parts = [
+    plural(stats.modelCalls, "model call"),
+    `${plural(stats.toolCalls, "tool call")}${
+      stats.failedToolCalls > 0 ? ` (${groupDigits(stats.failedToolCalls)} failed)` : ""
+    }`,
+  ];
+  if (stats.inputTokens !== null || stats.outputTokens !== null) {
+    parts.push(`${tokens(stats.inputTokens)} in / ${tokens(stats.outputTokens)} out tokens`);
+  }
+  if (stats.costUsd !== null) parts.push(formatCost(stats.costUsd));
+  return parts.join(" · ");
+}
+
+const tokens = (n: number | null) => n === null ? "-" : groupDigits(n);
+
+const COLUMNS: { title: string; align: "left" | "right"; cell: (row: StatsRow) => string }[] = [
+  { title: "run", align: "left", cell: (row) => row.label },
+  { title: "status", align: "left", cell: (row) => row.status },
+  { title: "events", align: "right", cell: (row) => groupDigits(row.stats.events) },
+  { title: "model", align: "right", cell: (row) => groupDigits(row.stats.modelCalls) },
+  { title: "tools", align: "right", cell: (row) => groupDigits(row.stats.toolCalls) },
+  { title: "iter", align: "right", cell: (row) => groupDigits(row.stats.iterations) },
+  { title: "input", align: "right", cell: (row) => tokens(row.stats.inputTokens) },
+  { title: "output", align: "right", cell: (row) => tokens(row.stats.outputTokens) },
+  { title: "cache r", align: "right", cell: (row) => tokens(row.stats.cacheReadTokens) },
+  { title: "cache w", align: "right", cell: (row) => tokens(row.stats.cacheWriteTokens) },
+  {
+    title: "cost",
+    align: "right",
+    cell: (row) => row.stats.costUsd === null ? "-" : formatCost(row.stats.costUsd),
+  },
+  { title: "duration", align: "right", cell: (row) => formatDuration(row.stats.durationMs) },
+];
+
+/** A line of the stats table: a run, or a total (status empty). */
+export interface StatsRow {
+  label: string;
+  status: string;
+  stats: StatsCounters;
+}
+
+/** The rows as an aligned table with a title line; `rule` rows get a line drawn above them. */
+export function formatStatsTable(rows: readonly (StatsRow & { rule?: boolean })[]): string {
+  const cells = [
+    COLUMNS.map((column) => column.title),
+    ...rows.map((row) => COLUMNS.map((column) => column.cell(row))),
+  ];
+  const widths = COLUMNS.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
+  const render = (line: string[]) =>
+    line.map((cell, i) =>
+      COLUMNS[i].align === "left" ? cell.padEnd(widths[i]) : cell.padStart(widths[i])
+    ).join("  ").trimEnd();
+  const rendered = cells.map(render);
+  const ruleWidth = Math.max(...rendered.map((line) => line.length));
+  const out = [rendered[0]];
+  rows.forEach((row, i) => {
+    if (row.rule) out.push("─".repeat(ruleWidth));
+    out.push(rendered[i + 1]);
+  });
+  return out.join("\n");
+}

@@ -1,0 +1,205 @@
+// Text for people in one-line forms: previews that say how long the original was, newlines as ⏎
+// and other control characters as visible symbols (so a recording cannot move the cursor or
+// change the terminal's colours), and numbers, sizes, costs and durations written out.
+// It knows nothing of events; format.ts and stats.ts build on it.
+
+const NEWLINE = "⏎";
+
+/** Control characters (C0, DEL and C1), and CRLF so that it becomes one ⏎. */
+const CONTROLS = /\r\n|\p{Cc}/gu;
+const HAS_CONTROL = /\p{Cc}/u;
+
+/**
+ * `text` on one line: CRLF and LF become ⏎, a tab a space, every other C0 control character its
+ * Unicode control picture (ESC → ␛, DEL → ␡), and a C1 control its escape (`\x9b`): a recording
+ * shown in a terminal must not be able to move the cursor or recolour it.
+ */
+export function oneLine(text: string): string {
+  if (!HAS_CONTROL.test(text)) return text;
+  return text.replace(CONTROLS, (c) => {
+    if (c === "\n" || c === "\r\n") return NEWLINE;
+    if (c === "\t") return " ";
+    const code = c.charCodeAt(0);
+    if (code === 0x7f) return "␡";
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    return `\\x${code.toString(16)}`;
+  });
+}
+
+/** The number of Unicode code points in `text` (an emoji counts once, as people count it). */
+export function countChars(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // A low surrogate after a high one completes a code point counted already.
+    if (code >= 0xdc00 && code <= 0xdfff && i > 0) {
+      const previous = text.charCodeAt(i - 1);
+      if (previous >= 0xd800 && previous <= 0xdbff) continue;
+    }
+    count++;
+  }
+  return count;
+}
+
+/** The first `max` code points of `text`, never splitting a surrogate pair. */
+function headChars(text: string, max: number): string {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    const pairTail = code >= 0xdc00 && code <= 0xdfff && i > 0 &&
+      text.charCodeAt(i - 1) >= 0xd800 && text.charCodeAt(i - 1) <= 0xdbff;
+    if (pairTail) continue;
+    if (count === max) return text.slice(0, i);
+    count++;
+  }
+  return text;
+}
+
+const SURROGATE = /[\ud800-\udfff]/;
+
+/** `text` cut to `max` characters: the head and, when cut, the original's length. */
+function cut(text: string, max: number): { head: string; total: number | null } {
+  // Code points never outnumber UTF-16 units: a short string needs no counting.
+  if (text.length <= max) return { head: text, total: null };
+  // Without surrogates, units are code points: no counting either.
+  if (!SURROGATE.test(text)) return { head: text.slice(0, max), total: text.length };
+  const total = countChars(text);
+  if (total <= max) return { head: text, total: null };
+  return { head: headChars(text, max), total };
+}
+
+/**
+ * `text` on one line, cut to `max` characters: `first words… (1,234 chars)`. The count is of the
+ * original, so a reader knows how much was left out.
+ */
+export function preview(text: string, max: number): string {
+  const { head, total } = cut(text, max);
+  return total === null ? oneLine(head) : `${oneLine(head)}… (${groupDigits(total)} chars)`;
+}
+
+/** A quoted preview, for texts (JSON brings its own quotes): `"first words…" (1,234 chars)`. */
+export function quoted(text: string, max: number): string {
+  const { head, total } = cut(text, max);
+  return total === null
+    ? `"${oneLine(head)}"`
+    : `"${oneLine(head)}…" (${groupDigits(total)} chars)`;
+}
+
+/** Any value as a one-line preview: strings as they are, the rest as JSON. */
+export function previewValue(value: unknown, max: number): string {
+  if (typeof value === "string") return quoted(value, max);
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    json = String(value);
+  }
+  return preview(json ?? "undefined", max);
+}
+
+/** 1234567 → "1,234,567". Locale-free, so golden files do not depend on the machine. */
+export function groupDigits(n: number): string {
+  if (n < 1000 && n > -1000) return String(n);
+  if (!Number.isFinite(n)) return String(n);
+  const text = String(Math.abs(n));
+  const point = text.indexOf(".");
+  const whole = point < 0 ? text : text.slice(0, point);
+  // Exponent forms (1e+21) are left as they are: no count gets there.
+  if (whole.includes("e")) return String(n);
+  let grouped = whole.slice(0, ((whole.length - 1) % 3) + 1);
+  for (let i = grouped.length; i < whole.length; i += 3) grouped += `,${whole.slice(i, i + 3)}`;
+  return `${n < 0 ? "-" : ""}${grouped}${point < 0 ? "" : text.slice(point)}`;
+}
+
+/** Dollars: four decimals below one dollar (model calls cost fractions of a cent), else two. */
+export function formatCost(usd: number): string {
+  if (usd < 1) return `$${usd.toFixed(4)}`;
+  const [whole, cents] = usd.toFixed(2).split(".");
+  return `$${groupDigits(Number(whole))}.${cents}`;
+}
+
+/** Bytes as people read them: 512 B, 1.2 kB, 3.4 MB. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  const units = ["kB", "MB", "GB", "TB"];
+  let value = bytes;
+  let unit = -1;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** A duration: 850 ms, 4.2 s, 3m 05s, 2h 07m. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "?";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < 3600) {
+    return `${Math.floor(seconds / 60)}m ${String(seconds % 60).padStart(2, "0")}s`;
+  }
+  const minutes = Math.floor(seconds / 60);
+  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m`;
+}
+
+/** Time since the run started, for the left margin: +0.012s, +12.345s, +2m03.4s, +1h02m03s. */
+export function formatOffset(ms: number): string {
+  if (!Number.isFinite(ms)) return "?";
+  const sign = ms < 0 ? "-" : "+";
+  const abs = Math.abs(ms);
+  if (abs < 60_000) return `${sign}${(abs / 1000).toFixed(3)}s`;
+  const totalSeconds = abs / 1000;
+  if (abs < 3_600_000) {
+    const minutes = Math.floor(totalSeconds / 60);
+    return `${sign}${minutes}m${(totalSeconds - minutes * 60).toFixed(1).padStart(4, "0")}s`;
+  }
+  const whole = Math.floor(totalSeconds);
+  const hours = Math.floor(whole / 3600);
+  const minutes = Math.floor((whole % 3600) / 60);
+  return `${sign}${hours}h${String(minutes).padStart(2, "0")}m${
+    String(whole % 60).padStart(2, "0")
+  }s`;
+}
+
+/** "1 tool call", "3 tool calls". */
+export function plural(n: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${groupDigits(n)} ${n === 1 ? singular : pluralForm}`;
+}
+
+let minutePrefix = "";
+let minuteMs = 0;
+
+/**
+ * Epoch milliseconds of an ISO time. The store's `2026-01-02T03:04:05.678Z` form is read by hand
+ * (a run's events share their minute, so one Date.parse serves thousands); anything else by
+ * Date.parse. NaN when it is not a time.
+ */
+export function isoMs(text: string): number {
+  if (text.length !== 24 || text.charCodeAt(23) !== 90 || text.charCodeAt(19) !== 46) {
+    return Date.parse(text);
+  }
+  const prefix = text.slice(0, 17);
+  if (prefix !== minutePrefix) {
+    const ms = Date.parse(`${prefix}00.000Z`);
+    if (!Number.isFinite(ms)) return Date.parse(text);
+    minutePrefix = prefix;
+    minuteMs = ms;
+  }
+  const s1 = text.charCodeAt(17) - 48;
+  const s2 = text.charCodeAt(18) - 48;
+  const m1 = text.charCodeAt(20) - 48;
+  const m2 = text.charCodeAt(21) - 48;
+  const m3 = text.charCodeAt(22) - 48;
+  if (!(isDigit(s1) && isDigit(s2) && isDigit(m1) && isDigit(m2) && isDigit(m3))) {
+    return Date.parse(text);
+  }
+  const rest = ((s1 * 10 + s2) * 1000) + m1 * 100 + m2 * 10 + m3;
+  if (rest >= 60_000) return Date.parse(text);
+  return minuteMs + rest;
+}
+
+function isDigit(n: number): boolean {
+  return n >= 0 && n <= 9;
+}

@@ -1,0 +1,100 @@
+// The transcript formats against recorded runs (tests/fixtures/session/, made by
+// record_fixtures.ts), compared whole with golden files. After a deliberate change of format:
+//   deno test -A tests/session/format_test.ts -- --update
+import assert from "node:assert/strict";
+import type { RunRecord } from "../../lib/store/contracts.ts";
+import { pendingDecisions } from "../../lib/store/decisions.ts";
+import { parseEventLog } from "../../lib/store/event_log.ts";
+import {
+  EventFormatter,
+  formatPending,
+  formatTranscript,
+  type ShowMode,
+} from "../../lib/session/format.ts";
+
+const FIXTURES = new URL("../fixtures/session/", import.meta.url).pathname;
+const GOLDEN = new URL("./golden/", import.meta.url).pathname;
+const UPDATE = Deno.args.includes("--update");
+
+function loadFixture(name: string) {
+  const record = JSON.parse(Deno.readTextFileSync(`${FIXTURES}${name}/run.json`)) as RunRecord;
+  const read = parseEventLog(Deno.readTextFileSync(`${FIXTURES}${name}/events.jsonl`), record.id);
+  assert.deepEqual(read.problems, [], `fixture ${name} has bad lines`);
+  return { record, events: read.events };
+}
+
+function assertGolden(file: string, actual: string): void {
+  const path = `${GOLDEN}${file}`;
+  if (UPDATE) {
+    Deno.writeTextFileSync(path, `${actual}\n`);
+    return;
+  }
+  let expected: string;
+  try {
+    expected = Deno.readTextFileSync(path);
+  } catch {
+    throw new Error(`No golden file ${file}: run with -- --update to write it`);
+  }
+  assert.equal(`${actual}\n`, expected);
+}
+
+const FIXTURE_NAMES = ["loop_tools", "approval_waiting", "approval_denied", "command_agent"];
+const MODES: ShowMode[] = ["short", "verbose"];
+
+for (const name of FIXTURE_NAMES) {
+  for (const mode of MODES) {
+    Deno.test(`formatTranscript() renders the recorded ${name} run as its ${mode} golden file`, () => {
+      const { record, events } = loadFixture(name);
+      assertGolden(
+        `${name}.${mode}.txt`,
+        formatTranscript(record, events, pendingDecisions(events), mode),
+      );
+    });
+  }
+}
+
+Deno.test("EventFormatter.format() gives exactly one line per event in short mode", () => {
+  for (const name of FIXTURE_NAMES) {
+    const { record, events } = loadFixture(name);
+    const formatter = new EventFormatter("short", record.startedAt);
+    for (const event of events) {
+      const line = formatter.format(event);
+      assert.ok(!line.includes("\n"), `${name} #${event.sequence}: ${line}`);
+      assert.ok(!/\p{Cc}/u.test(line), `${name} #${event.sequence} has a control`);
+    }
+  }
+});
+
+Deno.test("EventFormatter.format() shows newlines as ⏎ and escapes as ␛ in the one-line forms", () => {
+  const { record, events } = loadFixture("loop_tools");
+  const formatter = new EventFormatter("verbose", record.startedAt);
+  const text = events.map((event) => formatter.format(event)).join("\n");
+  assert.match(text, /Here is what I found in the working directory\.⏎⏎- notes\.txt/);
+  assert.match(text, /said ␛\[31moops␛\[0m on stderr/);
+});
+
+Deno.test("EventFormatter.format() says how long a cut text was", () => {
+  const { record, events } = loadFixture("loop_tools");
+  const answer = events.find((event) =>
+    event.type === "message.completed" &&
+    event.payload.role === "assistant"
+  )!;
+  const full = (answer.payload as { text: string }).text;
+  const line = new EventFormatter("short", record.startedAt).format(answer);
+  assert.ok(line.endsWith(`…" (${full.length} chars)`), line);
+});
+
+Deno.test("formatPending() gives the command that answers each pending decision of an active run", () => {
+  const { record, events } = loadFixture("approval_waiting");
+  assert.deepEqual(formatPending(record, pendingDecisions(events)), [
+    `waiting for approval approval-1 (write_file {"path":"report.md","content":"# Report\\n"}): ` +
+    `reins approve ${record.id} approval-1 [--deny]`,
+  ]);
+});
+
+Deno.test("formatPending() gives no command for a question a settled run left unanswered", () => {
+  const { record, events } = loadFixture("command_agent");
+  assert.deepEqual(formatPending(record, pendingDecisions(events)), [
+    `question q1 ("Which directory⏎should I search?") was never answered: the run failed first`,
+  ]);
+});

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import {
+  countChars,
+  formatBytes,
+  formatCost,
+  formatDuration,
+  formatOffset,
+  groupDigits,
+  isoMs,
+  oneLine,
+  preview,
+  previewValue,
+  quoted,
+} from "../../lib/session/text.ts";
+
+Deno.test("oneLine() shows newlines as ⏎ and other control characters as their pictures", () => {
+  assert.equal(oneLine("a\nb\r\nc"), "a⏎b⏎c");
+  assert.equal(oneLine("tab\there"), "tab here");
+  assert.equal(oneLine("\u001b[31mred\u001b[0m"), "␛[31mred␛[0m");
+  assert.equal(oneLine("bell\u0007 del\u007f nul\u0000 cr\r"), "bell␇ del␡ nul␀ cr␍");
+  assert.equal(oneLine("c1 \u009b2J"), "c1 \\x9b2J");
+  assert.equal(oneLine("plain"), "plain");
+});
+
+Deno.test("preview() keeps a text that fits and says how long a cut one was", () => {
+  assert.equal(preview("short", 10), "short");
+  assert.equal(preview("0123456789", 10), "0123456789");
+  assert.equal(preview("0123456789abc", 10), "0123456789… (13 chars)");
+  assert.equal(preview("line one\nline two\nline three", 12), "line one⏎lin… (28 chars)");
+  assert.equal(preview("x".repeat(12_345), 3), "xxx… (12,345 chars)");
+});
+
+Deno.test("preview() counts and cuts by code point, never splitting an emoji", () => {
+  const text = "😀".repeat(5); // 10 UTF-16 units, 5 characters
+  assert.equal(countChars(text), 5);
+  assert.equal(preview(text, 5), text);
+  assert.equal(preview(text, 2), "😀😀… (5 chars)");
+});
+
+Deno.test("quoted() puts the count outside the quotes", () => {
+  assert.equal(quoted("hello", 10), `"hello"`);
+  assert.equal(quoted("hello world", 5), `"hello…" (11 chars)`);
+});
+
+Deno.test("previewValue() quotes strings and writes anything else as JSON", () => {
+  assert.equal(previewValue("a\nb", 10), `"a⏎b"`);
+  assert.equal(previewValue({ path: "a.txt" }, 40), `{"path":"a.txt"}`);
+  assert.equal(previewValue({ content: "x\ny" }, 40), `{"content":"x\\ny"}`);
+  assert.equal(previewValue(42, 10), "42");
+  assert.equal(previewValue([1, 2, 3, 4, 5], 5), "[1,2,… (11 chars)");
+});
+
+Deno.test("groupDigits() groups thousands whatever the machine's locale", () => {
+  assert.equal(groupDigits(0), "0");
+  assert.equal(groupDigits(999), "999");
+  assert.equal(groupDigits(1000), "1,000");
+  assert.equal(groupDigits(1234567), "1,234,567");
+  assert.equal(groupDigits(-12345), "-12,345");
+  assert.equal(groupDigits(1234.5), "1,234.5");
+});
+
+Deno.test("formatCost() shows fractions of a cent below a dollar and cents above", () => {
+  assert.equal(formatCost(0), "$0.0000");
+  assert.equal(formatCost(0.0031), "$0.0031");
+  assert.equal(formatCost(4), "$4.00");
+  assert.equal(formatCost(1234.567), "$1,234.57");
+});
+
+Deno.test("formatDuration() and formatOffset() pick a unit people read at a glance", () => {
+  assert.equal(formatDuration(0), "0 ms");
+  assert.equal(formatDuration(999), "999 ms");
+  assert.equal(formatDuration(1250), "1.3 s");
+  assert.equal(formatDuration(185_000), "3m 05s");
+  assert.equal(formatDuration(7_620_000), "2h 07m");
+  assert.equal(formatOffset(12), "+0.012s");
+  assert.equal(formatOffset(12_345), "+12.345s");
+  assert.equal(formatOffset(123_400), "+2m03.4s");
+  assert.equal(formatOffset(3_723_000), "+1h02m03s");
+  assert.equal(formatOffset(-5), "-0.005s");
+});
+
+Deno.test("formatBytes() writes sizes in decimal units", () => {
+  assert.equal(formatBytes(9), "9 B");
+  assert.equal(formatBytes(1_234), "1.2 kB");
+  assert.equal(formatBytes(5_600_000), "5.6 MB");
+});
+
+Deno.test("isoMs() reads the store's timestamps as Date.parse does, and anything else by it", () => {
+  for (
+    const text of [
+      "2026-11-29T14:55:36.810Z",
+      "2026-11-29T14:55:59.999Z",
+      "2026-11-29T14:56:00.000Z",
+      "2026-12-31T23:59:59.001Z",
+      "2026-11-29T16:55:36.810+02:00",
+      "2026-11-29T14:55:36Z",
+    ]
+  ) {
+    assert.equal(isoMs(text), Date.parse(text), text);
+  }
+  assert.ok(Number.isNaN(isoMs("not a time at all, really")));
+  assert.ok(Number.isNaN(isoMs("2026-11-29T14:55:3x.810Z")));
+});
