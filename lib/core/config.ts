@@ -16,6 +16,8 @@ const DriverSettings = z.object({
   program: z.string().min(1).optional(),
   args: z.array(z.string()).default([]),
   idleTimeoutSeconds: z.number().positive().optional(),
+  /** The model the harness is told to use (its own flag); also what a cost estimate prices. */
+  model: z.string().min(1).optional(),
 }).strict();
 
 const ModelPrice = z.object({

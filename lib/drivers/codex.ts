@@ -1,0 +1,312 @@
+// The codex driver: Codex CLI as `codex exec --json` (a new thread) or `codex exec resume --json
+// THREAD` (a later turn), the prompt on stdin. The thread id of `thread.started` is the context's
+// native session. Codex reports tokens but no cost, and its totals cover the whole thread: this
+// driver takes the earlier runs' totals off (from the history it is given) and prices the rest
+// from prices.ts, marking the cost as estimated. It never asks for approvals: --approve picks
+// its sandbox (docs/harnesses.md).
+import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
+import {
+  driveHarness,
+  driverSettings,
+  exitFailure,
+  type Line,
+  nowIso,
+  num,
+  obj,
+  str,
+  type TurnMapping,
+  UsageTotals,
+} from "./harness.ts";
+import type { HarnessExit, HarnessProcess } from "./process.ts";
+import { estimateCostUsd, priceOf } from "./prices.ts";
+
+const CLI = "Codex";
+
+/** --approve → Codex's sandbox: auto may write inside the working directory; else read-only. */
+export function codexSandbox(approval: DriverInput["approval"]): string {
+  return approval === "auto" ? "workspace-write" : "read-only";
+}
+
+/** The arguments of one turn; the prompt is read from stdin (`-`). */
+export function codexArgs(input: DriverInput): string[] {
+  const { extraArgs, model } = driverSettings(input, "codex");
+  const thread = input.resume?.nativeSessionId ?? null;
+  const args = thread === null ? ["exec"] : ["exec", "resume"];
+  args.push(
+    "--json",
+    "--skip-git-repo-check",
+    // `exec resume` has no --sandbox flag; the config key works for both.
+    "-c",
+    `sandbox_mode="${codexSandbox(input.approval)}"`,
+    "-c",
+    `approval_policy="never"`,
+  );
+  if (model !== null) args.push("-m", model);
+  args.push(...extraArgs);
+  if (thread !== null) args.push(thread);
+  args.push("-");
+  return args;
+}
+
+/** The model a turn runs: the configured one, else one named in the extra arguments. */
+export function codexModel(input: DriverInput): string | null {
+  const { extraArgs, model } = driverSettings(input, "codex");
+  if (model !== null) return model;
+  let found: string | null = null;
+  for (let i = 0; i < extraArgs.length; i++) {
+    const arg = extraArgs[i];
+    const next = extraArgs[i + 1];
+    if ((arg === "-m" || arg === "--model") && next !== undefined) found = next;
+    else if (arg.startsWith("--model=")) found = arg.slice("--model=".length);
+    else if ((arg === "-c" || arg === "--config") && next?.startsWith("model=")) {
+      found = next.slice("model=".length).replace(/^["']|["']$/g, "");
+    }
+  }
+  return found;
+}
+
+/** Codex's thread totals as `turn.completed` reports them. */
+interface ThreadTotals {
+  input: number;
+  cached: number;
+  output: number;
+  reasoning: number;
+}
+
+function threadTotalsOf(usage: Line): ThreadTotals {
+  return {
+    input: num(usage.input_tokens) ?? 0,
+    cached: num(usage.cached_input_tokens) ?? 0,
+    output: num(usage.output_tokens) ?? 0,
+    reasoning: num(usage.reasoning_output_tokens) ?? 0,
+  };
+}
+
+/** The thread totals the last earlier run of this session ended with, if it recorded any. */
+export function earlierThreadTotals(history: DriverInput["history"]): ThreadTotals | null {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const event = history[i];
+    if (event.type !== "usage.updated") continue;
+    const totals = obj((event.payload as Line).threadTotals);
+    if (typeof totals.input === "number") return totals as unknown as ThreadTotals;
+  }
+  return null;
+}
+
+class CodexTurn implements TurnMapping {
+  #answer: string | null = null;
+  #completed = false;
+  #failure: string | null = null;
+  #lastError: string | null = null;
+  readonly #started = new Map<string, string>();
+  readonly #usage = new UsageTotals();
+
+  constructor(
+    readonly input: DriverInput,
+    readonly sink: EventSink,
+    readonly model: string | null,
+  ) {}
+
+  async begin(child: HarnessProcess): Promise<void> {
+    await child.write(this.input.prompt);
+    await child.closeStdin();
+  }
+
+  answer(): string | null {
+    return this.#answer;
+  }
+
+  line(value: Line): void {
+    const native = value;
+    switch (value.type) {
+      case "thread.started": {
+        const thread = str(value.thread_id);
+        if (thread) {
+          this.sink.emit({ type: "session.linked", payload: { nativeSessionId: thread }, native });
+        }
+        return;
+      }
+      case "item.started":
+        return this.#itemStarted(obj(value.item), native);
+      case "item.completed":
+        return this.#itemCompleted(obj(value.item), native);
+      case "turn.completed":
+        this.#completed = true;
+        this.#turnUsage(obj(value.usage), native);
+        return;
+      case "turn.failed":
+        this.#failure = str(obj(value.error).message) ?? this.#lastError ?? "the turn failed";
+        return;
+      case "error":
+        // Also sent for recoverable trouble (a reconnect); the turn's outcome decides.
+        this.#lastError = str(value.message) ?? null;
+        this.sink.emit({
+          type: "problem",
+          payload: { source: "codex", reason: `${CLI} reports: ${this.#lastError ?? "an error"}` },
+          native,
+        });
+        return;
+      default:
+        // turn.started, item.updated (todo lists): nothing reins records.
+        return;
+    }
+  }
+
+  #tool(item: Line): { tool: string; args: unknown } | null {
+    switch (item.type) {
+      case "command_execution":
+        return { tool: "command_execution", args: { command: item.command } };
+      case "file_change":
+        return { tool: "file_change", args: { changes: item.changes ?? [] } };
+      case "mcp_tool_call":
+        return {
+          tool: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}`,
+          args: item.arguments ?? null,
+        };
+      case "web_search":
+        return { tool: "web_search", args: { query: item.query } };
+      default:
+        return null;
+    }
+  }
+
+  #itemStarted(item: Line, native: Line): void {
+    const tool = this.#tool(item);
+    const callId = str(item.id);
+    if (tool === null || !callId) return;
+    this.#started.set(callId, nowIso());
+    this.sink.emit({ type: "tool.started", payload: { callId, ...tool }, native });
+  }
+
+  #itemCompleted(item: Line, native: Line): void {
+    switch (item.type) {
+      case "agent_message": {
+        const text = str(item.text) ?? "";
+        this.#answer = text;
+        this.sink.emit({
+          type: "message.completed",
+          payload: { role: "assistant", text },
+          native,
+        });
+        return;
+      }
+      case "error":
+        this.sink.emit({
+          type: "problem",
+          payload: {
+            source: "codex",
+            reason: `${CLI} reports: ${str(item.message) ?? "an error"}`,
+          },
+          native,
+        });
+        return;
+      default:
+        break;
+    }
+    const tool = this.#tool(item);
+    const callId = str(item.id);
+    if (tool === null || !callId) return; // reasoning, todo_list
+    if (!this.#started.has(callId)) this.#itemStarted(item, native);
+    const ok = item.status === "completed" &&
+      (item.type !== "command_execution" || item.exit_code === 0);
+    const output = item.type === "command_execution"
+      ? str(item.aggregated_output) ?? ""
+      : item.type === "mcp_tool_call"
+      ? item.result ?? null
+      : null;
+    const error = str(obj(item.error).message) ??
+      (item.type === "command_execution"
+        ? `exit code ${item.exit_code ?? "none"}: ${output}`
+        : `status ${String(item.status)}`);
+    this.sink.emit({
+      type: "tool.completed",
+      payload: {
+        callId,
+        ok,
+        ...(ok ? { result: output } : { error }),
+        startedAt: this.#started.get(callId) ?? null,
+        finishedAt: nowIso(),
+      },
+      native,
+    });
+  }
+
+  #turnUsage(usage: Line, native: Line): void {
+    const totals = threadTotalsOf(usage);
+    const earlier = earlierThreadTotals(this.input.history);
+    if (this.input.resume?.nativeSessionId && earlier === null) {
+      this.sink.emit({
+        type: "problem",
+        payload: {
+          source: "codex",
+          reason: `${CLI} reports the whole thread's usage and the earlier runs' usage is not ` +
+            "known here: this run's tokens include the earlier turns'",
+        },
+      });
+    }
+    const base = earlier ?? { input: 0, cached: 0, output: 0, reasoning: 0 };
+    const run = {
+      inputTokens: Math.max(0, totals.input - base.input),
+      cacheReadTokens: Math.max(0, totals.cached - base.cached),
+      outputTokens: Math.max(0, totals.output - base.output),
+      reasoningTokens: Math.max(0, totals.reasoning - base.reasoning),
+    };
+    const price = priceOf(this.model, this.input.settings.prices);
+    const cost = price === null ? null : estimateCostUsd(price, {
+      inputTokens: run.inputTokens,
+      cachedInputTokens: run.cacheReadTokens,
+      outputTokens: run.outputTokens,
+    });
+    this.#usage.set({
+      ...run,
+      cacheWriteTokens: num(usage.cache_write_input_tokens) ?? null,
+      costUsd: cost,
+      ...(cost === null ? {} : { costEstimated: true }),
+    });
+    this.sink.emit({
+      type: "usage.updated",
+      payload: { ...this.#usage.current, model: this.model, threadTotals: totals },
+      native,
+    });
+  }
+
+  settle(exit: HarnessExit): DriverResult {
+    if (this.#failure !== null) {
+      return {
+        status: "failed",
+        reason: `${CLI} failed: ${this.#failure}`,
+        result: this.#answer,
+        exitCode: exit.code,
+      };
+    }
+    if (this.#completed && exit.code === 0) {
+      return { status: "completed", reason: null, result: this.#answer, exitCode: 0 };
+    }
+    return exitFailure(
+      CLI,
+      exit,
+      this.#lastError ?? (exit.code === 0 ? "it ended without turn.completed" : null),
+      this.#answer,
+    );
+  }
+}
+
+export function createCodexDriver(): Driver {
+  return {
+    name: "codex",
+    harness: "codex",
+    start(input, sink, signal) {
+      return driveHarness(
+        {
+          driver: "codex",
+          cli: CLI,
+          args: codexArgs(input),
+          stdin: "piped",
+          askFallback: "runs it in the read-only sandbox, as --approve deny does",
+        },
+        new CodexTurn(input, sink, codexModel(input)),
+        { input, sink, signal },
+      );
+    },
+  };
+}

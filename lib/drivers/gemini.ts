@@ -1,0 +1,239 @@
+// The gemini driver: Gemini CLI as `gemini --prompt=… --output-format stream-json`, resumed with
+// --resume and the session id its `init` line reported. Its exit code is not an outcome (the
+// HTTP status modulo 256 after an API error, 0 after a signal): the `result` line is. It cannot
+// ask us before a tool runs: --approve picks its approval mode (docs/harnesses.md).
+import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
+import {
+  driveHarness,
+  driverSettings,
+  exitFailure,
+  type Line,
+  nowIso,
+  num,
+  obj,
+  str,
+  textOf,
+  type TurnMapping,
+  UsageTotals,
+} from "./harness.ts";
+import type { HarnessExit } from "./process.ts";
+import { estimateCostUsd, priceOf } from "./prices.ts";
+
+const CLI = "Gemini CLI";
+
+/** --approve → Gemini CLI's approval mode. In headless mode "default" leaves out every tool that
+ * would need a confirmation, so deny (and ask, which it cannot forward) maps there. */
+export function geminiApprovalMode(approval: DriverInput["approval"]): string {
+  return approval === "auto" ? "yolo" : "default";
+}
+
+/** Exit codes Gemini CLI ends with before any `result` line, and what they mean. */
+const EXIT_MEANINGS: Record<number, string> = {
+  41: "authentication is not set up (security.auth.selectedType in ~/.gemini/settings.json)",
+  42: "the input was refused",
+  44: "the sandbox could not start",
+  52: "its configuration could not be read",
+  53: "the turn limit was reached",
+  55:
+    "the working directory is not a trusted folder (GEMINI_CLI_TRUST_WORKSPACE=true or --skip-trust)",
+};
+
+export function geminiArgs(input: DriverInput): string[] {
+  const { extraArgs, model } = driverSettings(input, "gemini");
+  // --prompt=… keeps a prompt that starts with "-" from being read as a flag.
+  const args = [`--prompt=${input.prompt}`, "--output-format", "stream-json"];
+  args.push("--approval-mode", geminiApprovalMode(input.approval));
+  if (model !== null) args.push("--model", model);
+  if (input.resume?.nativeSessionId) args.push("--resume", input.resume.nativeSessionId);
+  return [...args, ...extraArgs];
+}
+
+class GeminiTurn implements TurnMapping {
+  #answer: string | null = null;
+  #text = "";
+  #textNative: Line | null = null;
+  #result: Line | null = null;
+  #model: string | null;
+  #linked: string | null = null;
+  readonly #started = new Map<string, string>();
+  readonly #usage = new UsageTotals();
+
+  constructor(readonly input: DriverInput, readonly sink: EventSink) {
+    this.#model = driverSettings(input, "gemini").model;
+  }
+
+  answer(): string | null {
+    return this.#text !== "" ? this.#text : this.#answer;
+  }
+
+  /** Ends the assistant message being streamed, if any. */
+  #flush(): void {
+    if (this.#text === "") return;
+    this.#answer = this.#text;
+    this.sink.emit({
+      type: "message.completed",
+      payload: { role: "assistant", text: this.#text },
+      native: this.#textNative ?? undefined,
+    });
+    this.#text = "";
+    this.#textNative = null;
+  }
+
+  line(value: Line): void {
+    const native = value;
+    if (value.type !== "message") this.#flush();
+    switch (value.type) {
+      case "init": {
+        this.#model = str(value.model) ?? this.#model;
+        const id = str(value.session_id);
+        if (id && id !== this.#linked) {
+          this.#linked = id;
+          this.sink.emit({ type: "session.linked", payload: { nativeSessionId: id }, native });
+        }
+        return;
+      }
+      case "message": {
+        // The user's message is echoed back: reins recorded it already.
+        if (value.role !== "assistant") return;
+        const text = str(value.content) ?? "";
+        if (value.delta === true) {
+          this.#text += text;
+          this.#textNative = native;
+          this.sink.emit({ type: "message.delta", payload: { role: "assistant", text }, native });
+        } else {
+          this.#flush();
+          this.#text = text;
+          this.#textNative = native;
+          this.#flush();
+        }
+        return;
+      }
+      case "tool_use": {
+        const callId = str(value.tool_id) ?? `tool-${this.#started.size + 1}`;
+        this.#started.set(callId, nowIso());
+        this.sink.emit({
+          type: "tool.started",
+          payload: {
+            callId,
+            tool: str(value.tool_name) ?? "unknown",
+            args: value.parameters ?? null,
+          },
+          native,
+        });
+        return;
+      }
+      case "tool_result": {
+        const callId = str(value.tool_id) ?? "unknown";
+        const ok = value.status === "success";
+        const output = textOf(value.output);
+        this.sink.emit({
+          type: "tool.completed",
+          payload: {
+            callId,
+            ok,
+            ...(ok
+              ? { result: output }
+              : { error: str(obj(value.error).message) ?? (output || "the tool failed") }),
+            startedAt: this.#started.get(callId) ?? null,
+            finishedAt: nowIso(),
+          },
+          native,
+        });
+        return;
+      }
+      case "error":
+        this.sink.emit({
+          type: "problem",
+          payload: {
+            source: "gemini",
+            reason: `${CLI} reports: ${str(value.message) ?? "an error"}`,
+          },
+          native,
+        });
+        return;
+      case "result":
+        this.#result = value;
+        this.#finalUsage(obj(value.stats), native);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #finalUsage(stats: Line, native: Line): void {
+    if (Object.keys(stats).length === 0) return;
+    const input = num(stats.input_tokens) ?? 0;
+    const cached = num(stats.cached) ?? 0;
+    const output = num(stats.output_tokens) ?? 0;
+    // Priced per model when the stats break it down (a turn may use more than one).
+    const perModel = Object.entries(obj(stats.models));
+    let cost: number | null = 0;
+    const priced = perModel.length > 0
+      ? perModel.map(([model, counts]) => ({ model, counts: obj(counts) }))
+      : [{ model: this.#model ?? "", counts: stats }];
+    for (const { model, counts } of priced) {
+      const price = priceOf(model, this.input.settings.prices);
+      if (price === null) {
+        cost = null;
+        break;
+      }
+      cost += estimateCostUsd(price, {
+        inputTokens: num(counts.input_tokens) ?? 0,
+        cachedInputTokens: num(counts.cached) ?? 0,
+        outputTokens: num(counts.output_tokens) ?? 0,
+      });
+    }
+    this.#usage.set({
+      inputTokens: input,
+      outputTokens: output,
+      cacheReadTokens: cached,
+      reasoningTokens: num(stats.thoughts) ?? null,
+      costUsd: cost === null ? null : Math.round(cost * 1e8) / 1e8,
+      ...(cost === null ? {} : { costEstimated: true }),
+    });
+    this.#usage.emit(this.sink, native);
+  }
+
+  settle(exit: HarnessExit): DriverResult {
+    const result = this.#result;
+    if (result !== null) {
+      if (result.status === "success") {
+        return { status: "completed", reason: null, result: this.answer(), exitCode: exit.code };
+      }
+      const error = obj(result.error);
+      return {
+        status: "failed",
+        reason: `${CLI} failed: ${str(error.message) ?? str(result.status) ?? "error"}`,
+        result: this.answer(),
+        exitCode: exit.code,
+      };
+    }
+    const meaning = exit.code !== null ? EXIT_MEANINGS[exit.code] : undefined;
+    return exitFailure(
+      CLI,
+      exit,
+      meaning ?? (exit.code === 0 ? "it ended without a result line" : null),
+      this.answer(),
+    );
+  }
+}
+
+export function createGeminiDriver(): Driver {
+  return {
+    name: "gemini",
+    harness: "gemini-cli",
+    start(input, sink, signal) {
+      return driveHarness(
+        {
+          driver: "gemini",
+          cli: CLI,
+          args: geminiArgs(input),
+          stdin: "null",
+          askFallback: "leaves out the tools that need a confirmation, as --approve deny does",
+        },
+        new GeminiTurn(input, sink),
+        { input, sink, signal },
+      );
+    },
+  };
+}

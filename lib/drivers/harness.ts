@@ -1,0 +1,263 @@
+// What the four harness drivers (claude, codex, gemini, opencode) share: the turn's frame — the
+// user's message, the child started through process.ts, each stdout line parsed as JSON and
+// handed to the driver's mapping, the outcome when reins had to stop the CLI — and the running
+// usage totals. Each driver still reads its own CLI's lines and exit codes.
+import { type HarnessDriver, harnessProgram } from "../core/config.ts";
+import type { Usage } from "../store/contracts.ts";
+import type { DriverInput, DriverResult, EventSink } from "./driver.ts";
+import {
+  describeExit,
+  type HarnessExit,
+  HarnessProcess,
+  type HarnessSpawn,
+  HarnessStartError,
+  stderrSummary,
+} from "./process.ts";
+
+/** Seconds of silence before a CLI counts as hung, unless the config or --idle-timeout says. */
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 600;
+
+/** A JSON object line from a CLI. */
+export type Line = Record<string, unknown>;
+
+/** One turn of one CLI, as a driver maps it. */
+export interface TurnMapping {
+  /** Called once the child runs, before its first line (claude writes the prompt here). */
+  begin?(child: HarnessProcess): Promise<void>;
+  /** One JSON line; `raw` is kept as the events' `native`. May wait (for an approval). */
+  line(value: Line, raw: string, child: HarnessProcess): void | Promise<void>;
+  /** The outcome once the CLI exited on its own (reins did not stop it). */
+  settle(exit: HarnessExit): DriverResult;
+  /** The final answer so far (kept when the turn is stopped). */
+  answer(): string | null;
+}
+
+export interface HarnessCall {
+  driver: HarnessDriver;
+  /** The CLI's name for people: "Claude Code". */
+  cli: string;
+  args: string[];
+  stdin: "null" | "piped";
+  /** Extra variables for this CLI, under the caller's `input.env`. */
+  env?: Record<string, string>;
+  /** For a CLI that cannot ask reins before a tool runs: what --approve ask does instead. */
+  askFallback?: string;
+}
+
+/** The program, its configured extra arguments and the idle timeout of a harness driver. */
+export function driverSettings(input: DriverInput, driver: HarnessDriver) {
+  const configured = input.settings.drivers[driver];
+  return {
+    program: harnessProgram(input.settings, driver),
+    extraArgs: configured.args,
+    model: configured.model ?? null,
+    idleTimeoutSeconds: input.idleTimeoutSeconds ?? configured.idleTimeoutSeconds ??
+      DEFAULT_IDLE_TIMEOUT_SECONDS,
+  };
+}
+
+/** Runs one turn of a harness CLI: starts it, feeds its lines to `mapping`, settles the run. */
+export async function driveHarness(
+  call: HarnessCall,
+  mapping: TurnMapping,
+  context: { input: DriverInput; sink: EventSink; signal: AbortSignal },
+): Promise<DriverResult> {
+  const { input, sink, signal } = context;
+  const settings = driverSettings(input, call.driver);
+  sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
+  if (input.approval === "ask" && call.askFallback) {
+    sink.emit({
+      type: "problem",
+      payload: {
+        source: call.driver,
+        reason:
+          `${call.cli} cannot ask reins before a tool runs: --approve ask ${call.askFallback}`,
+      },
+    });
+  }
+  const spawn: HarnessSpawn = {
+    cli: call.cli,
+    program: settings.program,
+    args: call.args,
+    cwd: input.cwd,
+    // PWD too: some CLIs (opencode) take their directory from it, not from getcwd().
+    env: { ...call.env, ...input.env, PWD: input.cwd },
+    stdin: call.stdin,
+    idleTimeoutSeconds: settings.idleTimeoutSeconds,
+    signal,
+    kill: input.kill,
+  };
+  let child: HarnessProcess;
+  try {
+    child = HarnessProcess.start(spawn);
+  } catch (error) {
+    if (!(error instanceof HarnessStartError)) throw error;
+    return {
+      status: "failed",
+      reason: `${error.message}: set drivers.${call.driver}.program in the config file or ` +
+        `REINS_${call.driver.toUpperCase()}_BIN`,
+      result: null,
+      exitCode: null,
+    };
+  }
+
+  // A sink that throws (the run's log is unwritable) stops the CLI: a turn nobody records must
+  // not go on acting. The lines are still drained so the child is never blocked on a full pipe.
+  let mappingError: unknown = null;
+  const guard = async (work: () => void | Promise<void>) => {
+    if (mappingError !== null) return;
+    try {
+      await work();
+    } catch (error) {
+      mappingError = error;
+      child.stop("kill");
+    }
+  };
+  if (mapping.begin) await guard(() => mapping.begin!(child));
+  for await (const raw of child.lines()) {
+    await guard(() => {
+      const value = parseLine(raw);
+      if (value === null) {
+        sink.emit({
+          type: "problem",
+          payload: {
+            source: call.driver,
+            reason: `${call.cli} wrote a line that is not a JSON object`,
+            text: raw.slice(0, 4096),
+          },
+        });
+        return;
+      }
+      return mapping.line(value, raw, child);
+    });
+  }
+  const exit = await child.finished();
+  if (mappingError !== null) throw mappingError;
+  return stoppedOutcome(call.cli, exit, settings.idleTimeoutSeconds, mapping.answer()) ??
+    mapping.settle(exit);
+}
+
+function parseLine(raw: string): Line | null {
+  try {
+    const value = JSON.parse(raw);
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The outcome of a turn reins stopped: hung → failed; stopped by a signal → interrupted. */
+export function stoppedOutcome(
+  cli: string,
+  exit: HarnessExit,
+  idleTimeoutSeconds: number,
+  answer: string | null,
+): DriverResult | null {
+  const lastSaid = exit.lastSaid === null
+    ? "it had said nothing"
+    : `the last thing it said: ${exit.lastSaid}`;
+  switch (exit.stoppedBy) {
+    case null:
+      return null;
+    case "idle":
+      return {
+        status: "failed",
+        reason: `${cli} said nothing for ${idleTimeoutSeconds} s and was stopped (it ${
+          describeExit(exit)
+        }); ${lastSaid}`,
+        result: answer,
+        exitCode: exit.code,
+      };
+    case "signal":
+    case "kill":
+      return {
+        status: "interrupted",
+        reason: `${cli} was stopped (it ${describeExit(exit)}); ${lastSaid}`,
+        result: answer,
+        exitCode: exit.code,
+      };
+  }
+}
+
+/** A failed outcome that says how the CLI exited and the tail of its stderr. */
+export function exitFailure(
+  cli: string,
+  exit: HarnessExit,
+  what: string | null,
+  answer: string | null,
+): DriverResult {
+  const said = what ?? (stderrSummary(exit.stderr) || exit.lastSaid);
+  return {
+    status: "failed",
+    reason: `${cli} ${describeExit(exit)}${said ? `: ${said}` : ""}`,
+    result: answer,
+    exitCode: exit.code,
+  };
+}
+
+/** Running usage totals for the run, emitted as `usage.updated` whenever they change. */
+export class UsageTotals {
+  #usage: Usage = {
+    inputTokens: null,
+    outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    costUsd: null,
+    requests: null,
+  };
+
+  /** Adds one call's (or step's) counters; a counter not given stays as it was. */
+  add(counters: Partial<Record<Exclude<keyof Usage, "costEstimated">, number>>): void {
+    for (const [key, value] of Object.entries(counters)) {
+      if (typeof value !== "number") continue;
+      const name = key as Exclude<keyof Usage, "costEstimated">;
+      const sum = ((this.#usage[name] as number | null) ?? 0) + value;
+      (this.#usage as Record<string, unknown>)[name] = name === "costUsd"
+        ? Math.round(sum * 1e8) / 1e8
+        : sum;
+    }
+  }
+
+  /** Replaces the totals with what the CLI reports as its own totals for the run. */
+  set(usage: Partial<Usage>): void {
+    this.#usage = { ...this.#usage, ...usage };
+  }
+
+  get current(): Usage {
+    return { ...this.#usage };
+  }
+
+  emit(sink: EventSink, native?: unknown): void {
+    sink.emit({ type: "usage.updated", payload: this.current, native });
+  }
+}
+
+/** A number field of a line, or undefined. */
+export function num(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+/** A string field of a line, or undefined. */
+export function str(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** An object field of a line, or an empty object. */
+export function obj(value: unknown): Line {
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? value as Line : {};
+}
+
+/** Tool output as the `result` of tool.completed: text as is, anything else as given. */
+export function textOf(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) {
+    return value.map((part) => typeof part === "string" ? part : str(obj(part).text) ?? "")
+      .join("");
+  }
+  return value === undefined || value === null ? "" : JSON.stringify(value);
+}
+
+export function nowIso(): string {
+  return new Date().toISOString();
+}

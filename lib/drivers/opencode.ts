@@ -1,0 +1,166 @@
+// The opencode driver: `opencode run --format json … -- PROMPT`, resumed with -s and the
+// session id of its `step_start` lines. Cost is opencode's own (`step_finish` part.cost, from the
+// model prices in its config). It cannot ask us before a tool runs: --approve auto maps to
+// --auto; deny (and ask) to an OPENCODE_PERMISSION that denies edits, shell and web fetches.
+import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
+import {
+  driveHarness,
+  driverSettings,
+  exitFailure,
+  type Line,
+  num,
+  obj,
+  str,
+  textOf,
+  type TurnMapping,
+  UsageTotals,
+} from "./harness.ts";
+import type { HarnessExit } from "./process.ts";
+
+const CLI = "opencode";
+
+/** What --approve deny (and ask) sets: the permissions opencode would otherwise grant or ask. */
+export const OPENCODE_DENY_PERMISSION = { edit: "deny", bash: "deny", webfetch: "deny" };
+
+export function opencodeArgs(input: DriverInput): string[] {
+  const { extraArgs, model } = driverSettings(input, "opencode");
+  const args = ["run", "--format", "json"];
+  if (model !== null) args.push("--model", model);
+  if (input.resume?.nativeSessionId) args.push("--session", input.resume.nativeSessionId);
+  if (input.approval === "auto") args.push("--auto");
+  // "--" keeps a prompt that starts with "-" from being read as a flag.
+  return [...args, ...extraArgs, "--", input.prompt];
+}
+
+export function opencodeEnv(input: DriverInput): Record<string, string> {
+  return input.approval === "auto"
+    ? {}
+    : { OPENCODE_PERMISSION: JSON.stringify(OPENCODE_DENY_PERMISSION) };
+}
+
+function isoOf(ms: unknown): string | null {
+  const value = num(ms);
+  return value === undefined ? null : new Date(value).toISOString();
+}
+
+class OpencodeTurn implements TurnMapping {
+  #answer: string | null = null;
+  #error: string | null = null;
+  #linked: string | null = null;
+  readonly #usage = new UsageTotals();
+
+  constructor(readonly sink: EventSink) {}
+
+  answer(): string | null {
+    return this.#answer;
+  }
+
+  line(value: Line): void {
+    const native = value;
+    const session = str(value.sessionID);
+    if (session && session !== this.#linked) {
+      this.#linked = session;
+      this.sink.emit({ type: "session.linked", payload: { nativeSessionId: session }, native });
+    }
+    const part = obj(value.part);
+    switch (value.type) {
+      case "text": {
+        const text = str(part.text) ?? "";
+        if (text === "") return;
+        this.#answer = text;
+        this.sink.emit({ type: "message.completed", payload: { role: "assistant", text }, native });
+        return;
+      }
+      case "tool_use":
+        return this.#tool(part, native);
+      case "step_finish": {
+        const tokens = obj(part.tokens);
+        const cache = obj(tokens.cache);
+        this.#usage.add({
+          inputTokens: num(tokens.input),
+          outputTokens: num(tokens.output),
+          reasoningTokens: num(tokens.reasoning),
+          cacheReadTokens: num(cache.read),
+          cacheWriteTokens: num(cache.write),
+          costUsd: num(part.cost),
+          requests: 1,
+        });
+        this.#usage.emit(this.sink, native);
+        return;
+      }
+      case "error": {
+        const error = obj(value.error);
+        const data = obj(error.data);
+        this.#error = str(data.message) ?? str(error.message) ?? str(error.name) ?? "an error";
+        const status = num(data.statusCode);
+        if (status !== undefined) this.#error = `${this.#error} (HTTP ${status})`;
+        return;
+      }
+      default:
+        // step_start (its session id is taken above), reasoning: nothing else to record.
+        return;
+    }
+  }
+
+  /** opencode writes a tool call once, when it has finished: both events come from that line. */
+  #tool(part: Line, native: Line): void {
+    const state = obj(part.state);
+    const callId = str(part.callID) ?? str(part.id) ?? "unknown";
+    const time = obj(state.time);
+    this.sink.emit({
+      type: "tool.started",
+      payload: { callId, tool: str(part.tool) ?? "unknown", args: state.input ?? null },
+      native,
+    });
+    if (state.status !== "completed" && state.status !== "error") return;
+    const ok = state.status === "completed";
+    this.sink.emit({
+      type: "tool.completed",
+      payload: {
+        callId,
+        ok,
+        ...(ok
+          ? { result: textOf(state.output) }
+          : { error: str(state.error) ?? "the tool failed" }),
+        startedAt: isoOf(time.start),
+        finishedAt: isoOf(time.end),
+      },
+    });
+  }
+
+  settle(exit: HarnessExit): DriverResult {
+    if (this.#error !== null) {
+      return {
+        status: "failed",
+        reason: `${CLI} failed: ${this.#error}`,
+        result: this.#answer,
+        exitCode: exit.code,
+      };
+    }
+    if (exit.code === 0) {
+      return { status: "completed", reason: null, result: this.#answer, exitCode: 0 };
+    }
+    return exitFailure(CLI, exit, null, this.#answer);
+  }
+}
+
+export function createOpencodeDriver(): Driver {
+  return {
+    name: "opencode",
+    harness: "opencode",
+    start(input, sink, signal) {
+      return driveHarness(
+        {
+          driver: "opencode",
+          cli: CLI,
+          args: opencodeArgs(input),
+          stdin: "null",
+          env: opencodeEnv(input),
+          askFallback: "denies edits, shell commands and web fetches, as --approve deny does",
+        },
+        new OpencodeTurn(sink),
+        { input, sink, signal },
+      );
+    },
+  };
+}

@@ -1,0 +1,282 @@
+// The child process under a harness driver: spawned with Deno.Command, stdout read as lines, the
+// last 64 KiB of stderr kept, an idle timeout (no output for N s → stop it), and stopping on
+// reins's signals (SIGINT, then SIGKILL after a grace period, or SIGKILL at once). It knows
+// nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
+
+const STDERR_KEEP = 64 * 1024;
+const DEFAULT_GRACE_MS = 5_000;
+const LAST_SAID_CHARS = 300;
+
+export interface HarnessSpawn {
+  /** The CLI's name for people: "Claude Code". */
+  cli: string;
+  program: string;
+  args: string[];
+  cwd: string;
+  /** Added to the inherited environment. */
+  env: Record<string, string>;
+  /** "piped" for CLIs spoken to over stdin; otherwise stdin is /dev/null. */
+  stdin: "null" | "piped";
+  /** Seconds without a byte on stdout or stderr after which the CLI counts as hung. */
+  idleTimeoutSeconds: number;
+  /** Aborted: SIGINT, then SIGKILL once `graceMs` has passed. */
+  signal: AbortSignal;
+  /** Aborted: SIGKILL at once. */
+  kill?: AbortSignal;
+  graceMs?: number;
+}
+
+/** Why reins ended the child, when it did. */
+export type StopCause = "signal" | "kill" | "idle";
+
+export interface HarnessExit {
+  code: number | null;
+  signal: Deno.Signal | null;
+  /** Set when reins stopped the child (the exit code then says little). */
+  stoppedBy: StopCause | null;
+  /** The last 64 KiB of stderr, decoded. */
+  stderr: string;
+  /** The last non-empty line the child wrote on stdout or stderr, shortened. */
+  lastSaid: string | null;
+}
+
+/** The program could not be started: not found, or not executable. */
+export class HarnessStartError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "HarnessStartError";
+  }
+}
+
+function shorten(line: string): string {
+  const flat = line.trim();
+  return flat.length > LAST_SAID_CHARS ? `${flat.slice(0, LAST_SAID_CHARS)}…` : flat;
+}
+
+function lastLineOf(text: string): string | null {
+  const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
+  return lines.length ? lines[lines.length - 1] : null;
+}
+
+/** A running harness CLI. Read `lines()` to the end, then await `finished()`. */
+export class HarnessProcess {
+  readonly spec: HarnessSpawn;
+  readonly #child: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array> | null;
+  readonly #stderrDone: Promise<void>;
+  #stderr: Uint8Array = new Uint8Array(0);
+  /** The last stdout line, and whether stderr spoke after it. */
+  #lastLine: string | null = null;
+  #stderrSpokeLast = false;
+  #stoppedBy: StopCause | null = null;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  #graceTimer: ReturnType<typeof setTimeout> | undefined;
+  #holds = 0;
+  #exited = false;
+  readonly #status: Promise<Deno.CommandStatus>;
+  readonly #onAbort = () => this.stop("signal");
+  readonly #onKill = () => this.#signal("SIGKILL", "kill");
+
+  private constructor(spec: HarnessSpawn, child: Deno.ChildProcess) {
+    this.spec = spec;
+    this.#child = child;
+    this.#writer = spec.stdin === "piped" ? child.stdin.getWriter() : null;
+    this.#status = child.status.then((status) => {
+      this.#exited = true;
+      clearTimeout(this.#idleTimer);
+      clearTimeout(this.#graceTimer);
+      return status;
+    });
+    this.#stderrDone = this.#readStderr();
+    this.#armIdle();
+    if (spec.signal.aborted) this.#onAbort();
+    else spec.signal.addEventListener("abort", this.#onAbort, { once: true });
+    if (spec.kill?.aborted) this.#onKill();
+    else spec.kill?.addEventListener("abort", this.#onKill, { once: true });
+  }
+
+  /** Starts the CLI; throws HarnessStartError when the program cannot be run. */
+  static start(spec: HarnessSpawn): HarnessProcess {
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(spec.program, {
+        args: spec.args,
+        cwd: spec.cwd,
+        env: spec.env,
+        stdin: spec.stdin,
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) {
+        throw new HarnessStartError(
+          `Cannot start ${spec.cli}: no program ${JSON.stringify(spec.program)} on PATH`,
+          { cause: error },
+        );
+      }
+      if (error instanceof Deno.errors.PermissionDenied) {
+        throw new HarnessStartError(
+          `Cannot start ${spec.cli}: ${JSON.stringify(spec.program)} is not executable`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    return new HarnessProcess(spec, child);
+  }
+
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  /** stdout, one line at a time (without the newline; empty lines skipped). */
+  async *lines(): AsyncGenerator<string> {
+    const decoder = new TextDecoder();
+    let pending = "";
+    for await (const chunk of this.#child.stdout) {
+      this.#armIdle();
+      pending += decoder.decode(chunk, { stream: true });
+      let at: number;
+      while ((at = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, at).replace(/\r$/, "");
+        pending = pending.slice(at + 1);
+        if (line.trim() === "") continue;
+        this.#lastLine = line;
+        this.#stderrSpokeLast = false;
+        yield line;
+      }
+    }
+    pending += decoder.decode();
+    if (pending.trim() !== "") {
+      this.#lastLine = pending;
+      this.#stderrSpokeLast = false;
+      yield pending;
+    }
+  }
+
+  /** Writes `value` as one JSON line on stdin; false when the CLI no longer reads it. */
+  send(value: unknown): Promise<boolean> {
+    return this.write(`${JSON.stringify(value)}\n`);
+  }
+
+  /** Writes `text` on stdin as is; false when the CLI no longer reads it. */
+  async write(text: string): Promise<boolean> {
+    if (!this.#writer || this.#exited) return false;
+    try {
+      await this.#writer.write(new TextEncoder().encode(text));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Closes stdin (some CLIs end their session when it closes). */
+  async closeStdin(): Promise<void> {
+    if (!this.#writer) return;
+    try {
+      await this.#writer.close();
+    } catch {
+      // already closed, or the child is gone
+    }
+  }
+
+  /**
+   * Waits for `work` with the idle timer paused: silence while reins itself is waiting (for a
+   * person's approval, say) is not a hung CLI.
+   */
+  async hold<T>(work: Promise<T>): Promise<T> {
+    this.#holds++;
+    clearTimeout(this.#idleTimer);
+    try {
+      return await work;
+    } finally {
+      this.#holds--;
+      this.#armIdle();
+    }
+  }
+
+  /**
+   * Stops the child: SIGINT (SIGTERM for a hung one), then SIGKILL once the grace period has
+   * passed. The first cause is the one reported.
+   */
+  stop(cause: StopCause): void {
+    if (this.#exited) return;
+    const first = this.#stoppedBy === null;
+    this.#stoppedBy ??= cause;
+    if (cause === "kill") {
+      this.#signal("SIGKILL", cause);
+      return;
+    }
+    if (!first) return;
+    // A hung CLI gets SIGTERM: SIGINT is what a person sends, and several CLIs treat it as
+    // "cancel the current step" rather than "exit".
+    this.#signal(cause === "idle" ? "SIGTERM" : "SIGINT", cause);
+    this.#graceTimer = setTimeout(
+      () => this.#signal("SIGKILL", cause),
+      this.spec.graceMs ?? DEFAULT_GRACE_MS,
+    );
+  }
+
+  /** Resolves once the child has exited and its stderr is read. */
+  async finished(): Promise<HarnessExit> {
+    const status = await this.#status;
+    await this.#stderrDone;
+    await this.closeStdin();
+    this.spec.signal.removeEventListener("abort", this.#onAbort);
+    this.spec.kill?.removeEventListener("abort", this.#onKill);
+    const stderr = new TextDecoder().decode(this.#stderr);
+    const said = this.#stderrSpokeLast ? lastLineOf(stderr) : this.#lastLine ?? lastLineOf(stderr);
+    return {
+      code: status.signal ? null : status.code,
+      signal: status.signal,
+      stoppedBy: this.#stoppedBy,
+      stderr,
+      lastSaid: said === null ? null : shorten(said),
+    };
+  }
+
+  #signal(signal: Deno.Signal, cause: StopCause): void {
+    this.#stoppedBy ??= cause;
+    if (this.#exited) return;
+    try {
+      this.#child.kill(signal);
+    } catch {
+      // exited between the check and the kill
+    }
+  }
+
+  #armIdle(): void {
+    clearTimeout(this.#idleTimer);
+    if (this.#exited || this.#holds > 0 || this.#stoppedBy !== null) return;
+    this.#idleTimer = setTimeout(() => this.stop("idle"), this.spec.idleTimeoutSeconds * 1000);
+  }
+
+  async #readStderr(): Promise<void> {
+    for await (const chunk of this.#child.stderr) {
+      this.#armIdle();
+      this.#stderr = keepTail(this.#stderr, chunk);
+      if (chunk.some((byte) => byte > 32)) this.#stderrSpokeLast = true;
+    }
+  }
+}
+
+function keepTail(tail: Uint8Array, chunk: Uint8Array): Uint8Array {
+  if (chunk.length >= STDERR_KEEP) return chunk.slice(chunk.length - STDERR_KEEP);
+  const keep = Math.min(tail.length, STDERR_KEEP - chunk.length);
+  const out = new Uint8Array(keep + chunk.length);
+  out.set(tail.subarray(tail.length - keep));
+  out.set(chunk, keep);
+  return out;
+}
+
+/** "exited with code 1" / "was ended by SIGKILL". */
+export function describeExit(exit: Pick<HarnessExit, "code" | "signal">): string {
+  return exit.signal ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+/** The last few lines of stderr on one line, for a failure reason ("" when there are none). */
+export function stderrSummary(stderr: string, lines = 3, chars = 600): string {
+  const kept = stderr.split("\n").map((line) => line.trim()).filter(Boolean).slice(-lines);
+  const joined = kept.join(" ⏎ ");
+  return joined.length > chars ? `…${joined.slice(-chars)}` : joined;
+}

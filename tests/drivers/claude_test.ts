@@ -1,0 +1,424 @@
+// The claude driver against a scripted stand-in that prints lines recorded from Claude Code
+// 2.1.328 and speaks its stdin protocol; the real CLI is driven in tests/interop/claude_test.ts.
+import assert from "node:assert/strict";
+import { claudeArgs, createClaudeDriver } from "../../lib/drivers/claude.ts";
+import type { Decision } from "../../lib/drivers/driver.ts";
+import { type Step, writeFakeCli } from "./_fake_cli.ts";
+import { driverInput, fakeDecisions, MemorySink, scratchDir, testSettings } from "./_helpers.ts";
+
+const SESSION = "0190a0b0-0000-7000-8000-00000000abcd";
+
+const init = {
+  type: "system",
+  subtype: "init",
+  cwd: "/work",
+  session_id: SESSION,
+  tools: ["Bash", "Read"],
+  model: "claude-sonnet-4-5",
+  permissionMode: "default",
+};
+const assistant = (content: unknown[], id = "msg_1") => ({
+  type: "assistant",
+  message: { id, type: "message", role: "assistant", model: "claude-sonnet-4-5", content },
+  parent_tool_use_id: null,
+  session_id: SESSION,
+});
+const toolUse = assistant([{
+  type: "tool_use",
+  id: "toolu_1",
+  name: "Bash",
+  input: { command: "echo done", description: "say done" },
+}]);
+const toolResult = (content: string, isError = false) => ({
+  type: "user",
+  message: {
+    role: "user",
+    content: [{ tool_use_id: "toolu_1", type: "tool_result", content, is_error: isError }],
+  },
+  session_id: SESSION,
+});
+const resultLine = (fields: Record<string, unknown> = {}) => ({
+  type: "result",
+  subtype: "success",
+  is_error: false,
+  result: "All done.",
+  session_id: SESSION,
+  num_turns: 2,
+  total_cost_usd: 0.000376,
+  usage: {
+    input_tokens: 24,
+    cache_creation_input_tokens: 5,
+    cache_read_input_tokens: 100,
+    output_tokens: 14,
+    output_tokens_details: { thinking_tokens: 0 },
+  },
+  permission_denials: [],
+  terminal_reason: "completed",
+  ...fields,
+});
+const canUseTool = {
+  type: "control_request",
+  request_id: "req-1",
+  request: {
+    subtype: "can_use_tool",
+    tool_name: "Bash",
+    input: { command: "echo done", description: "say done" },
+    tool_use_id: "toolu_1",
+  },
+};
+
+async function runFake(
+  dir: string,
+  steps: Step[],
+  fields: Partial<Parameters<typeof driverInput>[0]> = {},
+  options: { onSigint?: "ignore" | Step[] } = {},
+) {
+  const fake = await writeFakeCli(dir, { steps, ...options });
+  const settings = testSettings(dir, { claude: { program: fake.program } });
+  const sink = new MemorySink();
+  const input = driverInput({ settings, cwd: dir, env: fake.env, sessionId: SESSION, ...fields });
+  const result = await createClaudeDriver().start(input, sink, new AbortController().signal);
+  return { result, sink, recorded: await fake.recorded() };
+}
+
+Deno.test("claudeArgs() passes a new session's id with --session-id and later ones with --resume", async () => {
+  await using dir = await scratchDir();
+  const settings = testSettings(dir.path, {
+    claude: { args: ["--max-turns", "3"], model: "opus" },
+  });
+  const base = driverInput({ settings, cwd: dir.path, sessionId: SESSION });
+  const common = [
+    "-p",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--input-format",
+    "stream-json",
+  ];
+  assert.deepEqual(claudeArgs(base), [
+    ...common,
+    "--session-id",
+    SESSION,
+    "--permission-mode",
+    "acceptEdits",
+    "--model",
+    "opus",
+    "--max-turns",
+    "3",
+  ]);
+  assert.deepEqual(
+    claudeArgs({
+      ...base,
+      approval: "ask",
+      resume: { sessionId: SESSION, nativeSessionId: "n-1" },
+    }),
+    [
+      ...common,
+      "--resume",
+      "n-1",
+      "--permission-prompt-tool",
+      "stdio",
+      "--model",
+      "opus",
+      "--max-turns",
+      "3",
+    ],
+  );
+  // Never confirmed by Claude Code: started again under the same id.
+  assert.deepEqual(
+    claudeArgs({ ...base, approval: "deny", resume: { sessionId: "s-0", nativeSessionId: null } })
+      .slice(6, 10),
+    ["--session-id", "s-0", "--permission-prompt-tool", "stdio"],
+  );
+});
+
+Deno.test("claude driver start() maps a turn with a tool call to events", async () => {
+  await using dir = await scratchDir();
+  const { result, sink, recorded } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    { out: toolUse },
+    { out: toolResult("done") },
+    { out: assistant([{ type: "text", text: "All done." }], "msg_2") },
+    { out: resultLine() },
+    { readAll: true },
+  ], { prompt: "run it" });
+  assert.deepEqual(result, { status: "completed", reason: null, result: "All done.", exitCode: 0 });
+  assert.deepEqual(sink.plain(), [
+    { type: "message.completed", payload: { role: "user", text: "run it" } },
+    { type: "session.linked", payload: { nativeSessionId: SESSION } },
+    {
+      type: "tool.started",
+      payload: {
+        callId: "toolu_1",
+        tool: "Bash",
+        args: { command: "echo done", description: "say done" },
+      },
+    },
+    {
+      type: "tool.completed",
+      payload: {
+        callId: "toolu_1",
+        ok: true,
+        result: "done",
+        startedAt: "<time>",
+        finishedAt: "<time>",
+      },
+    },
+    { type: "message.completed", payload: { role: "assistant", text: "All done." } },
+    {
+      type: "usage.updated",
+      payload: {
+        inputTokens: 24,
+        outputTokens: 14,
+        cacheReadTokens: 100,
+        cacheWriteTokens: 5,
+        reasoningTokens: 0,
+        costUsd: 0.000376,
+        requests: 2,
+      },
+    },
+  ]);
+  // The prompt went in as a stream-json user message, and stdin was closed after the result.
+  assert.deepEqual(recorded.stdin, [
+    JSON.stringify({ type: "user", message: { role: "user", content: "run it" } }),
+    "",
+  ]);
+  assert.deepEqual(sink.events[1].native, init);
+});
+
+Deno.test("claude driver start() denies a tool under --approve deny and records the decision", async () => {
+  await using dir = await scratchDir();
+  const { result, sink, recorded } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    { out: toolUse },
+    { out: canUseTool },
+    { readLine: true },
+    {
+      ifRead: '"behavior":"deny"',
+      then: [{ out: toolResult("Denied by policy: --approve deny", true) }],
+      else: [{ out: toolResult("done") }],
+    },
+    { out: resultLine({ result: "I could not." }) },
+    { readAll: true },
+  ], { approval: "deny" });
+  assert.equal(result.status, "completed");
+  assert.deepEqual(
+    sink.plain().filter((event) =>
+      event.type.startsWith("approval") || event.type === "tool.completed"
+    ),
+    [
+      {
+        type: "approval.requested",
+        payload: {
+          approvalId: "approval-1",
+          tool: "Bash",
+          args: { command: "echo done", description: "say done" },
+          callId: "toolu_1",
+        },
+      },
+      {
+        type: "approval.resolved",
+        payload: {
+          approvalId: "approval-1",
+          decision: "deny",
+          by: "policy",
+          reason: "--approve deny",
+        },
+      },
+      {
+        type: "tool.completed",
+        payload: {
+          callId: "toolu_1",
+          ok: false,
+          error: "Denied by policy: --approve deny",
+          startedAt: "<time>",
+          finishedAt: "<time>",
+        },
+      },
+    ],
+  );
+  assert.deepEqual(JSON.parse(recorded.stdin[1]), {
+    type: "control_response",
+    response: {
+      subtype: "success",
+      request_id: "req-1",
+      response: { behavior: "deny", message: "Denied by policy: --approve deny" },
+    },
+  });
+});
+
+Deno.test("claude driver start() waits for the decision under --approve ask, without an idle timeout", async () => {
+  await using dir = await scratchDir();
+  const { decisions, asked } = fakeDecisions(async (): Promise<Decision> => {
+    // Longer than the idle timeout: waiting for a person is not a hung CLI.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    return { decision: "allow", by: "cli", reason: null };
+  });
+  const { result, sink, recorded } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    { out: toolUse },
+    { out: canUseTool },
+    { readLine: true },
+    {
+      ifRead: '"behavior":"allow"',
+      then: [{ out: toolResult("done") }],
+      else: [{ out: toolResult("denied", true) }],
+    },
+    { out: resultLine() },
+    { readAll: true },
+  ], { approval: "ask", decisions, idleTimeoutSeconds: 1 });
+  assert.equal(result.status, "completed");
+  assert.deepEqual(asked, ["approval-1"]);
+  // Resolved by `reins approve` in the run's log, so the driver writes no approval.resolved.
+  assert.deepEqual(sink.ofType("approval.resolved"), []);
+  assert.deepEqual(sink.ofType("tool.completed")[0].payload.ok, true);
+  assert.deepEqual(JSON.parse(recorded.stdin[1]).response.response, {
+    behavior: "allow",
+    updatedInput: { command: "echo done", description: "say done" },
+  });
+});
+
+Deno.test("claude driver start() records a tool Claude Code's own permission mode denied", async () => {
+  await using dir = await scratchDir();
+  const { sink } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    { out: toolUse },
+    {
+      out: {
+        type: "system",
+        subtype: "permission_denied",
+        tool_name: "Bash",
+        tool_use_id: "toolu_1",
+        message: "Output redirection to '/etc/x' needs approval.",
+      },
+    },
+    { out: toolResult("Output redirection to '/etc/x' needs approval.", true) },
+    { out: resultLine() },
+    { readAll: true },
+  ]);
+  assert.deepEqual(
+    sink.plain().filter((event) => event.type.startsWith("approval")),
+    [
+      {
+        type: "approval.requested",
+        payload: { approvalId: "approval-1", tool: "Bash", args: null, callId: "toolu_1" },
+      },
+      {
+        type: "approval.resolved",
+        payload: {
+          approvalId: "approval-1",
+          decision: "deny",
+          by: "claude-code",
+          reason: "Output redirection to '/etc/x' needs approval.",
+        },
+      },
+    ],
+  );
+});
+
+Deno.test("claude driver start() fails with the result's text when Claude Code reports an API error", async () => {
+  await using dir = await scratchDir();
+  const { result, sink } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    {
+      out: {
+        ...assistant([{ type: "text", text: "Failed to authenticate. API Error: 401 bad key" }]),
+        is_api_error_message: true,
+      },
+    },
+    {
+      out: resultLine({
+        is_error: true,
+        result: "Failed to authenticate. API Error: 401 bad key",
+        terminal_reason: "api_error",
+        total_cost_usd: 0,
+      }),
+    },
+    { readAll: true },
+    { exit: 1 },
+  ]);
+  assert.deepEqual(result, {
+    status: "failed",
+    reason: "Claude Code failed (api_error): Failed to authenticate. API Error: 401 bad key",
+    result: "Failed to authenticate. API Error: 401 bad key",
+    exitCode: 1,
+  });
+  assert.deepEqual(sink.ofType("problem").map((event) => event.payload), [{
+    source: "claude",
+    reason: "Claude Code reports: Failed to authenticate. API Error: 401 bad key",
+  }]);
+  assert.deepEqual(sink.ofType("message.completed").map((event) => event.payload.role), ["user"]);
+});
+
+Deno.test("claude driver start() fails with the exit code and stderr when no result line came", async () => {
+  await using dir = await scratchDir();
+  const { result } = await runFake(dir.path, [
+    { err: "Error: Session ID 0190 is already in use." },
+    { exit: 1 },
+  ]);
+  assert.deepEqual(result, {
+    status: "failed",
+    reason: "Claude Code exited with code 1: Error: Session ID 0190 is already in use.",
+    result: null,
+    exitCode: 1,
+  });
+});
+
+Deno.test("claude driver start() returns interrupted when its signal aborts, although it exits 0", async () => {
+  await using dir = await scratchDir();
+  const fake = await writeFakeCli(dir.path, {
+    steps: [{ out: init }, { readLine: true }, { hang: true }],
+    // What Claude Code does on SIGINT: a user line, then exit 0.
+    onSigint: [{
+      out: {
+        type: "user",
+        message: {
+          role: "user",
+          content: [{ type: "text", text: "[Request interrupted by user]" }],
+        },
+      },
+    }, { exit: 0 }],
+  });
+  const settings = testSettings(dir.path, { claude: { program: fake.program } });
+  const controller = new AbortController();
+  const sink = new MemorySink();
+  const pending = createClaudeDriver().start(
+    driverInput({ settings, cwd: dir.path, env: fake.env }),
+    sink,
+    controller.signal,
+  );
+  // Abort once Claude Code has said it is up.
+  while (sink.ofType("session.linked").length === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  controller.abort();
+  const result = await pending;
+  assert.equal(result.status, "interrupted");
+  assert.equal(result.exitCode, 0);
+  assert.match(
+    result.reason ?? "",
+    /^Claude Code was stopped \(it exited with code 0\); the last thing it said: /,
+  );
+});
+
+Deno.test("claude driver start() fails naming Claude Code when the program is missing", async () => {
+  await using dir = await scratchDir();
+  const settings = testSettings(dir.path, { claude: { program: `${dir.path}/no-such-claude` } });
+  const result = await createClaudeDriver().start(
+    driverInput({ settings, cwd: dir.path }),
+    new MemorySink(),
+    new AbortController().signal,
+  );
+  assert.deepEqual(result, {
+    status: "failed",
+    reason: `Cannot start Claude Code: no program "${dir.path}/no-such-claude" on PATH: set ` +
+      "drivers.claude.program in the config file or REINS_CLAUDE_BIN",
+    result: null,
+    exitCode: null,
+  });
+});
