@@ -18,10 +18,13 @@ for (const entry of Deno.readDirSync(`${repo}examples/demo`)) {
 const env = { ...Deno.env.toObject(), REINS_HOME: home };
 const flags = permissionFlags(sandboxFromEnv(env, work));
 
+const bold = Deno.stdout.isTerminal() && !Deno.env.get("NO_COLOR")
+  ? (text: string) => `\x1b[1m${text}\x1b[0m`
+  : (text: string) => text;
+
 async function reins(...args: string[]): Promise<void> {
-  console.log(
-    `\n\x1b[1m$ reins ${args.map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(" ")}\x1b[0m`,
-  );
+  const shown = args.map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(" ");
+  console.log(`\n${bold(`$ reins ${shown}`)}`);
   const status = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--quiet", "--config", `${repo}deno.json`, ...flags, main, ...args],
     cwd: work,

@@ -86,12 +86,10 @@ interopTest(
       const stop = new AbortController();
       // Nobody answers, and this source of decisions never gives up: the driver must stop
       // waiting by itself when the run is stopped.
-      const { decisions } = fakeDecisions((_id, signal) =>
-        new Promise(() => {
-          stop.abort();
-          void signal;
-        })
-      );
+      const { decisions } = fakeDecisions(() => {
+        stop.abort();
+        return new Promise(() => {});
+      });
       const { result, sink } = await driveTurn(claudeSpec, program, scratch, {
         approval: "ask",
         decisions,
