@@ -9,7 +9,7 @@ import { joinPath } from "../core/paths.ts";
 import { appendPrivateLine } from "../core/private_files.ts";
 import { ContextMap } from "../store/contexts.ts";
 import type { EventInput, RunEvent, Trigger, Usage } from "../store/contracts.ts";
-import { createRun, sessionEvents } from "../store/runs.ts";
+import { createRun, resolveRunId, sessionEvents } from "../store/runs.ts";
 import type {
   ApprovalPolicy,
   Budget,
@@ -84,6 +84,10 @@ export async function executeRun(request: TurnRequest): Promise<TurnOutcome> {
     // The loop serves `--model replay:RUN` from this data root's recordings; a bad --model fails
     // here, before a run is recorded.
     const loop = await import("../drivers/loop/mod.ts");
+    if (request.model?.startsWith("replay:") && request.model.length > 7) {
+      // Pin `replay:last` (or a prefix) to its run now: once this run exists, "last" is itself.
+      request = { ...request, model: `replay:${resolveRunId(home, request.model.slice(7))}` };
+    }
     const loadRecording = (await import("../session/replay.ts")).recordingLoader(home);
     await loop.checkModelSpec(request.model, settings, { baseUrl: request.baseUrl, loadRecording });
     driver = loop.createLoopDriver({ resolve: { loadRecording } });

@@ -194,3 +194,15 @@ Deno.test("reins run --model mock:FILE with a bad script exits 2 before recordin
   assert.match(result.stderr, /bad\.json/);
   assert.equal(await Deno.stat(`${dir.path}/runs`).catch(() => null), null);
 });
+
+// regression: "last" was resolved after the new run existed, so it named the new run itself.
+Deno.test("reins run --model replay:last serves the previous run's model outputs", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/a.txt`, "alpha");
+  const first = JSON.parse((await reins(["run", "--json", "look"], { home: dir.path })).stdout);
+  const again = await reins(["run", "--model", "replay:last", "--json", "look"], {
+    home: dir.path,
+  });
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(JSON.parse(again.stdout).result, first.result);
+});
