@@ -68,20 +68,19 @@ class ClaudeTurn implements TurnMapping {
     return this.#answer;
   }
 
-  async line(value: Line, _raw: string, child: HarnessProcess): Promise<void> {
-    const native = value;
+  async line(value: Line, child: HarnessProcess): Promise<void> {
     switch (value.type) {
       case "system":
-        return this.#system(value, native);
+        return this.#system(value);
       case "assistant":
-        return this.#assistant(value, native);
+        return this.#assistant(value);
       case "user":
-        return this.#user(value, native);
+        return this.#user(value);
       case "control_request":
-        return await this.#controlRequest(value, native, child);
+        return await this.#controlRequest(value, child);
       case "result":
         this.#result = value;
-        this.#finalUsage(value, native);
+        this.#finalUsage(value);
         // One turn per process: closing stdin lets Claude Code exit once the turn is over.
         await child.closeStdin();
         return;
@@ -97,10 +96,10 @@ class ClaudeTurn implements TurnMapping {
     this.sink.emit({ type: "session.linked", payload: { nativeSessionId: sessionId }, native });
   }
 
-  #system(value: Line, native: Line): void {
+  #system(value: Line): void {
     switch (value.subtype) {
       case "init":
-        this.#link(value.session_id, native);
+        this.#link(value.session_id, value);
         return;
       case "permission_denied": {
         // Denied by Claude Code's own permission mode, without asking us: recorded as an
@@ -110,7 +109,7 @@ class ClaudeTurn implements TurnMapping {
         this.sink.emit({
           type: "approval.requested",
           payload: { approvalId, tool, args: null, callId: str(value.tool_use_id) },
-          native,
+          native: value,
         });
         this.sink.emit({
           type: "approval.resolved",
@@ -132,7 +131,7 @@ class ClaudeTurn implements TurnMapping {
               num(value.attempt) !== undefined ? ` (attempt ${value.attempt})` : ""
             }: ${str(value.error) ?? str(obj(value.error).message) ?? "no reason given"}`,
           },
-          native,
+          native: value,
         });
         return;
       default:
@@ -140,8 +139,8 @@ class ClaudeTurn implements TurnMapping {
     }
   }
 
-  #assistant(value: Line, native: Line): void {
-    this.#link(value.session_id, native);
+  #assistant(value: Line): void {
+    this.#link(value.session_id, value);
     const message = obj(value.message);
     const blocks = Array.isArray(message.content) ? message.content as Line[] : [];
     if (value.is_api_error_message === true || message.model === "<synthetic>") {
@@ -149,7 +148,7 @@ class ClaudeTurn implements TurnMapping {
       this.sink.emit({
         type: "problem",
         payload: { source: "claude", reason: `${CLI} reports: ${text || "an API error"}` },
-        native,
+        native: value,
       });
       return;
     }
@@ -164,7 +163,7 @@ class ClaudeTurn implements TurnMapping {
           this.sink.emit({
             type: "message.completed",
             payload: { role: "assistant", text },
-            native,
+            native: value,
           });
           break;
         }
@@ -174,7 +173,7 @@ class ClaudeTurn implements TurnMapping {
           this.sink.emit({
             type: "tool.started",
             payload: { callId, tool: str(block.name) ?? "unknown", args: block.input ?? null },
-            native,
+            native: value,
           });
           break;
         }
@@ -185,7 +184,7 @@ class ClaudeTurn implements TurnMapping {
     }
   }
 
-  #user(value: Line, native: Line): void {
+  #user(value: Line): void {
     const message = obj(value.message);
     const blocks = Array.isArray(message.content) ? message.content as Line[] : [];
     for (const block of blocks) {
@@ -202,12 +201,12 @@ class ClaudeTurn implements TurnMapping {
           startedAt: this.#toolStarts.get(callId) ?? null,
           finishedAt: nowIso(),
         },
-        native,
+        native: value,
       });
     }
   }
 
-  async #controlRequest(value: Line, native: Line, child: HarnessProcess): Promise<void> {
+  async #controlRequest(value: Line, child: HarnessProcess): Promise<void> {
     const requestId = str(value.request_id) ?? "";
     const request = obj(value.request);
     if (request.subtype !== "can_use_tool") {
@@ -219,7 +218,7 @@ class ClaudeTurn implements TurnMapping {
             JSON.stringify(request.subtype)
           }, which reins does not answer`,
         },
-        native,
+        native: value,
       });
       await child.send({
         type: "control_response",
@@ -237,7 +236,7 @@ class ClaudeTurn implements TurnMapping {
     this.sink.emit({
       type: "approval.requested",
       payload: { approvalId, tool, args, callId: str(request.tool_use_id) },
-      native,
+      native: value,
     });
     let decision: Decision;
     if (this.input.approval === "ask") {
@@ -279,7 +278,7 @@ class ClaudeTurn implements TurnMapping {
     });
   }
 
-  #finalUsage(value: Line, native: Line): void {
+  #finalUsage(value: Line): void {
     const usage = obj(value.usage);
     this.#usage.set({
       inputTokens: num(usage.input_tokens) ?? null,
@@ -290,18 +289,17 @@ class ClaudeTurn implements TurnMapping {
       costUsd: num(value.total_cost_usd) ?? null,
       requests: this.#messageIds.size,
     });
-    this.#usage.emit(this.sink, native);
+    this.#usage.emit(this.sink, value);
   }
 
   settle(exit: HarnessExit): DriverResult {
     const result = this.#result;
     if (result === null) {
-      return exitFailure(
-        CLI,
-        exit,
-        exit.code === 0 ? "it ended without a result line" : null,
-        this.#answer,
-      );
+      return exitFailure(CLI, exit, {
+        what: exit.code === 0 ? "it ended without a result line" : null,
+        withStderr: true,
+        answer: this.#answer,
+      });
     }
     const text = str(result.result) ?? this.#answer;
     if (result.is_error === true || (str(result.subtype) ?? "success") !== "success") {

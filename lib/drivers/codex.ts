@@ -82,13 +82,16 @@ function threadTotalsOf(usage: Line): ThreadTotals {
   };
 }
 
-/** The thread totals the last earlier run of this session ended with, if it recorded any. */
+/**
+ * The thread totals the last earlier run of this session ended with: the `turn.completed` line
+ * kept as the `native` of its `usage.updated`. Null when no earlier run recorded one.
+ */
 export function earlierThreadTotals(history: DriverInput["history"]): ThreadTotals | null {
   for (let i = history.length - 1; i >= 0; i--) {
     const event = history[i];
     if (event.type !== "usage.updated") continue;
-    const totals = obj((event.payload as Line).threadTotals);
-    if (typeof totals.input === "number") return totals as unknown as ThreadTotals;
+    const native = obj(event.native);
+    if (native.type === "turn.completed") return threadTotalsOf(obj(native.usage));
   }
   return null;
 }
@@ -263,11 +266,8 @@ class CodexTurn implements TurnMapping {
       costUsd: cost,
       ...(cost === null ? {} : { costEstimated: true }),
     });
-    this.sink.emit({
-      type: "usage.updated",
-      payload: { ...this.#usage.current, model: this.model, threadTotals: totals },
-      native,
-    });
+    // `native` keeps the thread totals: the next run of the thread subtracts them.
+    this.#usage.emit(this.sink, native);
   }
 
   settle(exit: HarnessExit): DriverResult {
@@ -282,12 +282,12 @@ class CodexTurn implements TurnMapping {
     if (this.#completed && exit.code === 0) {
       return { status: "completed", reason: null, result: this.#answer, exitCode: 0 };
     }
-    return exitFailure(
-      CLI,
-      exit,
-      this.#lastError ?? (exit.code === 0 ? "it ended without turn.completed" : null),
-      this.#answer,
-    );
+    // Codex's stderr is mostly its own chatter ("Reading additional input from stdin..."):
+    // the last error line it printed says more.
+    return exitFailure(CLI, exit, {
+      what: this.#lastError ?? (exit.code === 0 ? "it ended without turn.completed" : null),
+      answer: this.#answer,
+    });
   }
 }
 

@@ -30,7 +30,7 @@ export function geminiApprovalMode(approval: DriverInput["approval"]): string {
 /** Exit codes Gemini CLI ends with before any `result` line, and what they mean. */
 const EXIT_MEANINGS: Record<number, string> = {
   41: "authentication is not set up (security.auth.selectedType in ~/.gemini/settings.json)",
-  42: "the input was refused",
+  42: "it refused the input (a --resume of a session it cannot find in this directory, say)",
   44: "the sandbox could not start",
   52: "its configuration could not be read",
   53: "the turn limit was reached",
@@ -187,7 +187,7 @@ class GeminiTurn implements TurnMapping {
       inputTokens: input,
       outputTokens: output,
       cacheReadTokens: cached,
-      reasoningTokens: num(stats.thoughts) ?? null,
+      reasoningTokens: null,
       costUsd: cost === null ? null : Math.round(cost * 1e8) / 1e8,
       ...(cost === null ? {} : { costEstimated: true }),
     });
@@ -209,12 +209,11 @@ class GeminiTurn implements TurnMapping {
       };
     }
     const meaning = exit.code !== null ? EXIT_MEANINGS[exit.code] : undefined;
-    return exitFailure(
-      CLI,
-      exit,
-      meaning ?? (exit.code === 0 ? "it ended without a result line" : null),
-      this.answer(),
-    );
+    return exitFailure(CLI, exit, {
+      what: meaning ?? (exit.code === 0 ? "it ended without a result line" : null),
+      withStderr: true,
+      answer: this.answer(),
+    });
   }
 }
 

@@ -24,8 +24,8 @@ export type Line = Record<string, unknown>;
 export interface TurnMapping {
   /** Called once the child runs, before its first line (claude writes the prompt here). */
   begin?(child: HarnessProcess): Promise<void>;
-  /** One JSON line; `raw` is kept as the events' `native`. May wait (for an approval). */
-  line(value: Line, raw: string, child: HarnessProcess): void | Promise<void>;
+  /** One JSON line (kept as its events' `native`). May wait (for an approval). */
+  line(value: Line, child: HarnessProcess): void | Promise<void>;
   /** The outcome once the CLI exited on its own (reins did not stop it). */
   settle(exit: HarnessExit): DriverResult;
   /** The final answer so far (kept when the turn is stopped). */
@@ -128,13 +128,16 @@ export async function driveHarness(
         });
         return;
       }
-      return mapping.line(value, raw, child);
+      return mapping.line(value, child);
     });
   }
   const exit = await child.finished();
   if (mappingError !== null) throw mappingError;
-  return stoppedOutcome(call.cli, exit, settings.idleTimeoutSeconds, mapping.answer()) ??
-    mapping.settle(exit);
+  return stoppedOutcome(exit, {
+    cli: call.cli,
+    idleTimeoutSeconds: settings.idleTimeoutSeconds,
+    answer: mapping.answer(),
+  }) ?? mapping.settle(exit);
 }
 
 function parseLine(raw: string): Line | null {
@@ -147,12 +150,11 @@ function parseLine(raw: string): Line | null {
 }
 
 /** The outcome of a turn reins stopped: hung → failed; stopped by a signal → interrupted. */
-export function stoppedOutcome(
-  cli: string,
+function stoppedOutcome(
   exit: HarnessExit,
-  idleTimeoutSeconds: number,
-  answer: string | null,
+  context: { cli: string; idleTimeoutSeconds: number; answer: string | null },
 ): DriverResult | null {
+  const { cli, answer } = context;
   const lastSaid = exit.lastSaid === null
     ? "it had said nothing"
     : `the last thing it said: ${exit.lastSaid}`;
@@ -162,7 +164,7 @@ export function stoppedOutcome(
     case "idle":
       return {
         status: "failed",
-        reason: `${cli} said nothing for ${idleTimeoutSeconds} s and was stopped (it ${
+        reason: `${cli} said nothing for ${context.idleTimeoutSeconds} s and was stopped (it ${
           describeExit(exit)
         }); ${lastSaid}`,
         result: answer,
@@ -179,18 +181,26 @@ export function stoppedOutcome(
   }
 }
 
-/** A failed outcome that says how the CLI exited and the tail of its stderr. */
-export function exitFailure(
-  cli: string,
-  exit: HarnessExit,
-  what: string | null,
-  answer: string | null,
-): DriverResult {
-  const said = what ?? (stderrSummary(exit.stderr) || exit.lastSaid);
+export interface ExitFailure {
+  /** What went wrong, as the CLI's lines or exit code tell it; null: let stderr tell. */
+  what: string | null;
+  /** Add the last lines of stderr after `what` (they are always given when `what` is null). */
+  withStderr?: boolean;
+  answer: string | null;
+}
+
+/** A failed outcome that says how the CLI exited, why, and (or) the tail of its stderr. */
+export function exitFailure(cli: string, exit: HarnessExit, failure: ExitFailure): DriverResult {
+  const tail = stderrSummary(exit.stderr) || exit.lastSaid;
+  const said = failure.what === null
+    ? tail
+    : failure.withStderr && tail
+    ? `${failure.what}; it said: ${tail}`
+    : failure.what;
   return {
     status: "failed",
     reason: `${cli} ${describeExit(exit)}${said ? `: ${said}` : ""}`,
-    result: answer,
+    result: failure.answer,
     exitCode: exit.code,
   };
 }

@@ -140,7 +140,7 @@ class OpencodeTurn implements TurnMapping {
     if (exit.code === 0) {
       return { status: "completed", reason: null, result: this.#answer, exitCode: 0 };
     }
-    return exitFailure(CLI, exit, null, this.#answer);
+    return exitFailure(CLI, exit, { what: null, answer: this.#answer });
   }
 }
 

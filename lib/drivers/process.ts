@@ -6,6 +6,8 @@
 const STDERR_KEEP = 64 * 1024;
 const DEFAULT_GRACE_MS = 5_000;
 const LAST_SAID_CHARS = 300;
+/** How long reins still reads a pipe after the CLI exited, before giving up on it. */
+const PIPE_GRACE_MS = 2_000;
 
 export interface HarnessSpawn {
   /** The CLI's name for people: "Claude Code". */
@@ -133,7 +135,7 @@ export class HarnessProcess {
   async *lines(): AsyncGenerator<string> {
     const decoder = new TextDecoder();
     let pending = "";
-    for await (const chunk of this.#child.stdout) {
+    for await (const chunk of this.#chunks(this.#child.stdout)) {
       this.#armIdle();
       pending += decoder.decode(chunk, { stream: true });
       let at: number;
@@ -235,6 +237,32 @@ export class HarnessProcess {
     };
   }
 
+  /**
+   * The chunks of one of the child's pipes until it closes — or, once the child has exited,
+   * until PIPE_GRACE_MS have passed: something the CLI left running in the background (a
+   * server its agent started, say) may hold the pipe open for ever, and the turn is over.
+   */
+  async *#chunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+    const reader = stream.getReader();
+    let done = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    this.#status.then(() => {
+      if (done) return;
+      timer = setTimeout(() => reader.cancel().catch(() => {}), PIPE_GRACE_MS);
+    });
+    try {
+      while (true) {
+        const read = await reader.read();
+        if (read.done) return;
+        yield read.value;
+      }
+    } finally {
+      done = true;
+      clearTimeout(timer);
+      reader.releaseLock();
+    }
+  }
+
   #signal(signal: Deno.Signal, cause: StopCause): void {
     this.#stoppedBy ??= cause;
     if (this.#exited) return;
@@ -252,7 +280,7 @@ export class HarnessProcess {
   }
 
   async #readStderr(): Promise<void> {
-    for await (const chunk of this.#child.stderr) {
+    for await (const chunk of this.#chunks(this.#child.stderr)) {
       this.#armIdle();
       this.#stderr = keepTail(this.#stderr, chunk);
       if (chunk.some((byte) => byte > 32)) this.#stderrSpokeLast = true;

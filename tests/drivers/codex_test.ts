@@ -145,8 +145,6 @@ Deno.test("codex driver start() maps a turn with a command to events and estimat
         costUsd: cost,
         requests: null,
         costEstimated: true,
-        model: "gpt-test",
-        threadTotals: { input: 2000, cached: 400, output: 100, reasoning: 0 },
       },
     },
   ]);
@@ -167,8 +165,8 @@ Deno.test("codex driver start() counts only this run's share of the thread's usa
       reasoningTokens: 0,
       costUsd: 0.0044,
       requests: null,
-      threadTotals: { input: 2000, cached: 400, output: 100, reasoning: 0 },
     },
+    native: turnCompleted(2000, 400, 100),
   }];
   assert.deepEqual(earlierThreadTotals(history), {
     input: 2000,

@@ -152,7 +152,8 @@ Deno.test("gemini driver start() explains a known exit code when no result line 
   assert.equal(
     result.reason,
     "Gemini CLI exited with code 55: the working directory is not a trusted folder " +
-      "(GEMINI_CLI_TRUST_WORKSPACE=true or --skip-trust)",
+      "(GEMINI_CLI_TRUST_WORKSPACE=true or --skip-trust); it said: " +
+      "Gemini CLI is not running in a trusted directory.",
   );
 });
 

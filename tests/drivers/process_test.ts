@@ -156,3 +156,14 @@ Deno.test("stderrSummary() joins the last lines of stderr and shortens long ones
   assert.equal(stderrSummary("a\n\nb\nc\nd\n"), "b ⏎ c ⏎ d");
   assert.equal(stderrSummary("x".repeat(1000), 3, 10), `…${"x".repeat(10)}`);
 });
+
+Deno.test("HarnessProcess stops reading soon after the child exits when a background job holds its pipes", async () => {
+  // regression: a job the agent left running kept stdout open and the turn never ended
+  const started = performance.now();
+  const child = spawn("(sleep 8 &) ; echo done");
+  assert.deepEqual(await drain(child), ["done"]);
+  const exit = await child.finished();
+  assert.equal(exit.code, 0);
+  // Within the 2 s grace, not when the job ends 8 s later.
+  assert.ok(performance.now() - started < 6_000, `took ${performance.now() - started} ms`);
+});

@@ -91,6 +91,9 @@ async function npm(args: string[], timeoutMs: number): Promise<{ ok: boolean; ou
       signal: AbortSignal.timeout(timeoutMs),
     }).output();
     const text = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
+    if (output.signal) {
+      return { ok: false, output: `no answer within ${timeoutMs / 1000} s (${text.trim()})` };
+    }
     return { ok: output.success, output: text.trim() };
   } catch (error) {
     return { ok: false, output: (error as Error).message };
@@ -103,7 +106,11 @@ let registryCheck: Promise<string | null> | null = null;
 export function registryUnreachable(): Promise<string | null> {
   registryCheck ??= (async () => {
     const ping = await npm(["ping"], PING_TIMEOUT_MS);
-    return ping.ok ? null : `npm ping failed: ${ping.output.split("\n").slice(-2).join(" ")}`;
+    if (ping.ok) return null;
+    const lines = ping.output.split("\n").filter(Boolean);
+    const why = lines.find((line) => /FetchError|ENOTFOUND|ETIMEDOUT|no answer/.test(line)) ??
+      lines.find((line) => /error code/.test(line)) ?? lines.at(-1) ?? "no output";
+    return `npm ping failed: ${why}`;
   })();
   return registryCheck;
 }

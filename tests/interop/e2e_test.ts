@@ -182,3 +182,27 @@ interopTest(
     });
   },
 );
+
+interopTest(
+  installed.codex,
+  "reins run --driver codex --timeout fails a Codex that hangs on a dead model server (real Codex)",
+  async (program) => {
+    await withDeadline(120, async () => {
+      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const port = (listener.addr as Deno.NetAddr).port;
+      listener.close();
+      await using scratch = await makeScratch("codex", `http://127.0.0.1:${port}`);
+      const options = await reinsFor("codex", program, scratch);
+      const started = performance.now();
+      const result = await reins(
+        ["run", "--driver", "codex", "--timeout", "3", "--json", "hello?"],
+        options,
+      );
+      assert.equal(result.code, 1, result.stderr);
+      const summary = JSON.parse(result.stdout);
+      assert.equal(summary.status, "failed");
+      assert.match(summary.reason, /timed out after 3 s/);
+      assert.ok(performance.now() - started < 30_000);
+    });
+  },
+);
