@@ -203,9 +203,9 @@ export async function run(ctx: CommandContext): Promise<number> {
   if (error instanceof ReinsError && error.exitCode !== ExitCode.runFailed) throw error;
   if (problems > 0) {
     io.warn(
-      `${problems} protocol line${
+      `${problems} problem${
         problems === 1 ? " was" : "s were"
-      } refused and kept as problems: reins show ${summary.runId}`,
+      } kept with the run (a refused protocol line, an error the harness reported): reins show ${summary.runId}`,
     );
   }
   if (io.jsonMode && !f.events) io.json(summary);

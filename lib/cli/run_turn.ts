@@ -117,8 +117,11 @@ export async function executeRun(request: TurnRequest): Promise<TurnOutcome> {
     );
   }
   const sessionId = resume?.sessionId ?? newId();
-  // Only the built-in loop rebuilds its history; harnesses keep their own.
-  const history = resume && driver.name === "loop" ? sessionEvents(home, sessionId) : [];
+  // The built-in loop rebuilds its history from the session's earlier runs; codex needs them
+  // to turn its thread-wide usage totals into this turn's. Other harnesses keep their own.
+  const history = resume && (driver.name === "loop" || driver.name === "codex")
+    ? sessionEvents(home, sessionId)
+    : [];
 
   const writer = createRun(home, {
     sessionId,
@@ -224,7 +227,13 @@ export async function executeRun(request: TurnRequest): Promise<TurnOutcome> {
     for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
   }
   if (timedOut) {
-    result = { ...result, status: "failed", reason: `timed out after ${request.timeoutSeconds} s` };
+    // Keep what the driver said of how it stopped (the CLI's name, its last words).
+    const how = result.reason ? `: ${result.reason}` : "";
+    result = {
+      ...result,
+      status: "failed",
+      reason: `timed out after ${request.timeoutSeconds} s${how}`,
+    };
   } else if (stopReason !== null && result.status !== "failed") {
     result = { ...result, status: "interrupted", reason: result.reason ?? stopReason };
   }
