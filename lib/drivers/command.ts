@@ -6,10 +6,8 @@ import { ReinsError } from "../core/errors.ts";
 import { type EventInput, parseEventInput } from "../store/contracts.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import { splitCommandLine } from "./command_line.ts";
+import { describeExit, HarnessProcess, HarnessStartError, stderrSummary } from "./process.ts";
 import { resolvePath } from "../core/paths.ts";
-
-const STDERR_KEEP = 64 * 1024;
-const STOP_GRACE_MS = 5_000;
 
 /** What the program said about its own outcome through protocol lines. */
 interface Declared {
@@ -120,22 +118,6 @@ function assertNever(value: never): never {
   throw new Error(`Unhandled event ${JSON.stringify(value)}`);
 }
 
-function keepTail(tail: Uint8Array, chunk: Uint8Array): Uint8Array {
-  if (chunk.length >= STDERR_KEEP) return chunk.slice(chunk.length - STDERR_KEEP);
-  const keep = Math.min(tail.length, STDERR_KEEP - chunk.length);
-  const out = new Uint8Array(keep + chunk.length);
-  out.set(tail.subarray(tail.length - keep));
-  out.set(chunk, keep);
-  return out;
-}
-
-/** The last few lines of stderr, for a failure reason. */
-export function stderrTail(bytes: Uint8Array, lines = 5, chars = 800): string {
-  const text = new TextDecoder().decode(bytes).trimEnd();
-  const tail = text.split("\n").slice(-lines).join(" ⏎ ");
-  return tail.length > chars ? `…${tail.slice(-chars)}` : tail;
-}
-
 export function createCommandDriver(): Driver {
   return {
     name: "command",
@@ -155,66 +137,28 @@ export function createCommandDriver(): Driver {
         REINS_CONTEXT_ID: input.contextId ?? "",
       };
       if (input.resume?.nativeSessionId) env.REINS_NATIVE_SESSION_ID = input.resume.nativeSessionId;
-      let child: Deno.ChildProcess;
+      let child: HarnessProcess;
       try {
-        child = new Deno.Command(program, {
+        child = HarnessProcess.start({
+          cli: program,
+          program,
           args,
           cwd: input.cwd,
           env,
           stdin: "piped",
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
+          // Any program may think for as long as it likes, unless --idle-timeout says otherwise.
+          idleTimeoutSeconds: input.idleTimeoutSeconds ?? 0,
+          signal,
+          kill: input.kill,
+        });
       } catch (error) {
-        if (error instanceof Deno.errors.NotFound) {
-          return {
-            status: "failed",
-            reason: `Cannot start ${
-              JSON.stringify(program)
-            }: no such program (in ${input.cwd} or on PATH)`,
-            result: null,
-            exitCode: null,
-          };
+        if (error instanceof HarnessStartError) {
+          return { status: "failed", reason: error.message, result: null, exitCode: null };
         }
         throw error;
       }
-
-      let stopping = false;
-      let killTimer: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => {
-        stopping = true;
-        try {
-          child.kill("SIGINT");
-        } catch { /* exited already */ }
-        killTimer = setTimeout(() => {
-          try {
-            child.kill("SIGKILL");
-          } catch { /* exited already */ }
-        }, STOP_GRACE_MS);
-      };
-      const onKill = () => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* exited already */ }
-      };
-      if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort, { once: true });
-      input.kill.addEventListener("abort", onKill, { once: true });
-
-      const writePrompt = (async () => {
-        const writer = child.stdin.getWriter();
-        try {
-          await writer.write(new TextEncoder().encode(input.prompt));
-          await writer.close();
-        } catch {
-          // The program did not read its stdin: fine, the prompt is in REINS_PROMPT too.
-        }
-      })();
-
-      let stderr: Uint8Array = new Uint8Array(0);
-      const readStderr = (async () => {
-        for await (const chunk of child.stderr) stderr = keepTail(stderr, chunk);
-      })();
+      // The program may not read its stdin: fine, the prompt is in REINS_PROMPT too.
+      const writePrompt = child.write(input.prompt).then(() => child.closeStdin());
 
       const declared: Declared = {
         status: null,
@@ -224,33 +168,18 @@ export function createCommandDriver(): Driver {
         attachments: [],
       };
       const text: string[] = [];
-      const decoder = new TextDecoder();
-      let pending = "";
       let sinkError: unknown = null;
-      for await (const chunk of child.stdout) {
+      for await (const batch of child.lineBatches()) {
         if (sinkError) continue; // drain so the child is never blocked on a full pipe
-        pending += decoder.decode(chunk, { stream: true });
-        let at: number;
-        let from = 0;
         try {
-          while ((at = pending.indexOf("\n", from)) >= 0) {
-            const line = pending.slice(from, at).replace(/\r$/, "");
-            from = at + 1;
-            if (line.length > 0) takeLine(line, sink, declared, text);
-          }
+          for (const line of batch) takeLine(line, sink, declared, text);
         } catch (error) {
           sinkError = error;
-          onAbort();
+          child.stop("signal");
         }
-        pending = pending.slice(from);
       }
-      pending += decoder.decode();
-      if (pending.length > 0 && !sinkError) takeLine(pending, sink, declared, text);
-      const status = await child.status;
-      clearTimeout(killTimer);
-      signal.removeEventListener("abort", onAbort);
-      input.kill.removeEventListener("abort", onKill);
-      await Promise.all([writePrompt, readStderr]);
+      const exit = await child.finished();
+      await writePrompt;
       if (sinkError) throw sinkError;
 
       const plain = text.length > 0 ? text.join("\n") : null;
@@ -259,22 +188,35 @@ export function createCommandDriver(): Driver {
       }
       const result = declared.result ?? declared.lastAssistant ?? plain;
       const attachments = declared.attachments.map((path) => resolvePath(path, input.cwd));
-      if (stopping) {
+      const exitCode = exit.code;
+      if (exit.stoppedBy === "signal" || exit.stoppedBy === "kill") {
         return {
           status: "interrupted",
-          reason: `stopped by a signal; ${program} ${describeExit(status)}`,
+          reason: `stopped by a signal; ${program} ${describeExit(exit)}`,
           result,
-          exitCode: status.code,
+          exitCode,
           attachments,
         };
       }
-      if (!status.success) {
-        const tail = stderrTail(stderr);
+      if (exit.stoppedBy === "idle") {
         return {
           status: "failed",
-          reason: `${program} ${describeExit(status)}${tail ? `: ${tail}` : ""}`,
+          reason:
+            `${program} said nothing for ${input.idleTimeoutSeconds} s and was stopped; the last thing it said: ${
+              exit.lastSaid ?? "nothing"
+            }`,
           result,
-          exitCode: status.code,
+          exitCode,
+          attachments,
+        };
+      }
+      if (exit.code !== 0) {
+        const tail = stderrSummary(exit.stderr, 5, 800);
+        return {
+          status: "failed",
+          reason: `${program} ${describeExit(exit)}${tail ? `: ${tail}` : ""}`,
+          result,
+          exitCode,
           attachments,
         };
       }
@@ -290,8 +232,4 @@ export function createCommandDriver(): Driver {
       return { status: "completed", reason: declared.reason, result, exitCode: 0, attachments };
     },
   };
-}
-
-function describeExit(status: Deno.CommandStatus): string {
-  return status.signal ? `was ended by ${status.signal}` : `exited with code ${status.code}`;
 }

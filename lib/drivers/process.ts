@@ -19,7 +19,7 @@ export interface HarnessSpawn {
   env: Record<string, string>;
   /** "piped" for CLIs spoken to over stdin; otherwise stdin is /dev/null. */
   stdin: "null" | "piped";
-  /** Seconds without a byte on stdout or stderr after which the CLI counts as hung. */
+  /** Seconds without a byte on stdout or stderr after which the CLI counts as hung (0: never). */
   idleTimeoutSeconds: number;
   /** Aborted: SIGINT, then SIGKILL once `graceMs` has passed. */
   signal: AbortSignal;
@@ -133,26 +133,40 @@ export class HarnessProcess {
 
   /** stdout, one line at a time (without the newline; empty lines skipped). */
   async *lines(): AsyncGenerator<string> {
+    for await (const batch of this.lineBatches()) yield* batch;
+  }
+
+  /**
+   * stdout as the lines of each chunk read: a caller that handles a batch without awaiting keeps
+   * the run store's lock for the whole batch (the store holds it until the microtask ends), which
+   * is most of a fast recording's speed.
+   */
+  async *lineBatches(): AsyncGenerator<string[]> {
     const decoder = new TextDecoder();
     let pending = "";
     for await (const chunk of this.#chunks(this.#child.stdout)) {
       this.#armIdle();
       pending += decoder.decode(chunk, { stream: true });
+      const batch: string[] = [];
+      let from = 0;
       let at: number;
-      while ((at = pending.indexOf("\n")) >= 0) {
-        const line = pending.slice(0, at).replace(/\r$/, "");
-        pending = pending.slice(at + 1);
-        if (line.trim() === "") continue;
-        this.#lastLine = line;
+      while ((at = pending.indexOf("\n", from)) >= 0) {
+        const line = pending.slice(from, at).replace(/\r$/, "");
+        from = at + 1;
+        if (line.trim() !== "") batch.push(line);
+      }
+      pending = pending.slice(from);
+      if (batch.length > 0) {
+        this.#lastLine = batch[batch.length - 1];
         this.#stderrSpokeLast = false;
-        yield line;
+        yield batch;
       }
     }
     pending += decoder.decode();
     if (pending.trim() !== "") {
       this.#lastLine = pending;
       this.#stderrSpokeLast = false;
-      yield pending;
+      yield [pending];
     }
   }
 
@@ -276,6 +290,10 @@ export class HarnessProcess {
   #armIdle(): void {
     clearTimeout(this.#idleTimer);
     if (this.#exited || this.#holds > 0 || this.#stoppedBy !== null) return;
+    // No idle timeout (0 or Infinity): setTimeout would fire at once on Infinity.
+    if (!(this.spec.idleTimeoutSeconds > 0 && Number.isFinite(this.spec.idleTimeoutSeconds))) {
+      return;
+    }
     this.#idleTimer = setTimeout(() => this.stop("idle"), this.spec.idleTimeoutSeconds * 1000);
   }
 
