@@ -140,7 +140,16 @@ function reportError(error: unknown, io: Output): number {
   let failure: ReinsError;
   if (error instanceof ReinsError) failure = error;
   else if (error instanceof Deno.errors.NotCapable) failure = sandboxError(error);
-  else if (error instanceof Deno.errors.PermissionDenied) {
+  else if (
+    error instanceof Deno.errors.NotADirectory || error instanceof Deno.errors.IsADirectory ||
+    error instanceof Deno.errors.NotFound
+  ) {
+    // A path reins was given (or its data root) is not what it must be: not a bug in reins.
+    failure = new ReinsError("data_root", (error as Error).message.split("\n")[0], {
+      hint: "check the path named above: reins could not use it as it is",
+      cause: error,
+    });
+  } else if (error instanceof Deno.errors.PermissionDenied) {
     failure = new ReinsError("data_root", (error as Error).message, {
       hint: "check the owner and mode of the path; reins runs as the user who owns its data root",
       cause: error,

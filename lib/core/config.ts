@@ -86,7 +86,10 @@ export function readConfigFile(path: string): ConfigFile {
   try {
     text = Deno.readTextFileSync(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return ConfigFile.parse({});
+    // No file, or a data root that is not a directory (which the store then reports, exit 6).
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return ConfigFile.parse({});
+    }
     throw error;
   }
   let raw: unknown;

@@ -124,3 +124,14 @@ Deno.test("reins doctor tightens a data root that was made 0755", async () => {
   assert.deepEqual(report.dataRoot.tightened, [home]);
   assert.equal(Deno.statSync(home).mode! & 0o777, 0o700);
 });
+
+// regression: a data root that is a file surfaced as "Unexpected error … a bug in reins".
+Deno.test("reins run with a data root that is a file exits 6 and says why", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.writeTextFile(home, "not a directory");
+  const result = await reins(["run", "hi"], { home, cwd: dir.path, env: { HOME: dir.path } });
+  assert.equal(result.code, 6, result.stderr);
+  assert.match(result.stderr, /^reins: Cannot use ".*\/home": it is not a directory\nhint: /);
+  assert.equal(await Deno.readTextFile(home), "not a directory");
+});
