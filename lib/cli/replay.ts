@@ -7,8 +7,15 @@ import type { CommandContext } from "./command.ts";
 import { numberFlag, stringFlag } from "./args.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
-import type { RunEvent } from "../store/contracts.ts";
-import { appendToRun, readEvents, reconcileCheaply, resolveRun } from "../store/runs.ts";
+import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import {
+  appendToRun,
+  listRuns,
+  readEvents,
+  reconcileCheaply,
+  resolveRun,
+  sessionEvents,
+} from "../store/runs.ts";
 import { describeProblems } from "../store/event_log.ts";
 import {
   compareReplay,
@@ -89,6 +96,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     trigger: "replay",
     relation: "replay",
     resumedFromRunId: original.id,
+    history: earlierTurns(home, original),
     attachments: [],
     warn: (message) => io.warn(message),
     onEvent: (event) => {
@@ -232,4 +240,15 @@ function describeOutcome(outcome: { ok: boolean; result?: unknown; error?: strin
 
 function assertNever(value: never): never {
   throw new Error(`Unhandled divergence ${JSON.stringify(value)}`);
+}
+
+/** The events of the runs of the recorded run's session that came before it, oldest first. */
+function earlierTurns(home: string, original: RunRecord): RunEvent[] {
+  const before = new Set(
+    listRuns(home, { sessionId: original.sessionId, limit: 10_000 })
+      .filter((run) => run.id !== original.id && run.startedAt < original.startedAt)
+      .map((run) => run.id),
+  );
+  if (before.size === 0) return [];
+  return sessionEvents(home, original.sessionId).filter((event) => before.has(event.runId));
 }

@@ -45,6 +45,11 @@ export interface TurnRequest {
   trigger: Trigger;
   relation?: string | null;
   resumedFromRunId?: string | null;
+  /**
+   * The conversation so far, when the caller knows it better than the context does (a replay of
+   * a resumed turn brings the turns before it); else it comes from the context's session.
+   */
+  history?: readonly EventInput[];
   /** Files to copy into the run before it starts (absolute paths). */
   attachments: readonly string[];
   /** A message for people (stderr). */
@@ -119,9 +124,10 @@ export async function executeRun(request: TurnRequest): Promise<TurnOutcome> {
   const sessionId = resume?.sessionId ?? newId();
   // The built-in loop rebuilds its history from the session's earlier runs; codex needs them
   // to turn its thread-wide usage totals into this turn's. Other harnesses keep their own.
-  const history = resume && (driver.name === "loop" || driver.name === "codex")
-    ? sessionEvents(home, sessionId)
-    : [];
+  const history = request.history ??
+    (resume && (driver.name === "loop" || driver.name === "codex")
+      ? sessionEvents(home, sessionId)
+      : []);
 
   const writer = createRun(home, {
     sessionId,

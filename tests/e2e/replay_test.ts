@@ -205,3 +205,34 @@ Deno.test("reins replay refuses a run of another driver than the loop", async ()
     /Cannot replay run \S+: it ran the command driver, not the built-in loop/,
   );
 });
+
+Deno.test("reins replay of a resumed turn gives the model the turns before it, as recorded", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir("reins-replay-cwd-");
+  Deno.writeTextFileSync(`${work.path}/a.txt`, "alpha\n");
+  Deno.writeTextFileSync(`${home.path}/one.json`, JSON.stringify([{ text: "hello" }]));
+  Deno.writeTextFileSync(
+    `${home.path}/two.json`,
+    JSON.stringify([{ toolCalls: [{ id: "l1", name: "list_files", args: {} }] }, { text: "done" }]),
+  );
+  const turn = async (prompt: string, script: string) => {
+    const result = await reins(
+      ["run", "--context", "c", "--model", `mock:${home.path}/${script}`, "--json", prompt],
+      { home: home.path, cwd: work.path },
+    );
+    assert.equal(result.code, 0, result.stderr);
+    return JSON.parse(result.stdout).runId as string;
+  };
+  await turn("say hello", "one.json");
+  const second = await turn("list the files", "two.json");
+  const replayed = await reins(["replay", second, "--json"], { home: home.path, cwd: work.path });
+  assert.equal(replayed.code, 0, replayed.stderr);
+  const verdict = JSON.parse(replayed.stdout);
+  assert.equal(verdict.diverged, false);
+  const lengths = async (run: string) => {
+    const shown = JSON.parse((await reins(["show", run, "--json"], { home: home.path })).stdout);
+    return shown.events.filter((e: { type: string }) => e.type === "model.requested")
+      .map((e: { payload: { historyLength: number } }) => e.payload.historyLength);
+  };
+  assert.deepEqual(await lengths(verdict.runId), await lengths(second));
+});
