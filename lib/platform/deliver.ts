@@ -283,6 +283,19 @@ async function runSteps(steps: Steps): Promise<void> {
 }
 
 /**
+ * The entry's delivery lock, waiting a moment for a holder that is just finishing (another
+ * reins process closing its last step) before calling the entry busy.
+ */
+async function lockEntrySoon(home: string, id: string, waitMs = 500): Promise<Disposable | null> {
+  const deadline = Date.now() + waitMs;
+  while (true) {
+    const lock = lockEntry(home, id);
+    if (lock !== null || Date.now() >= deadline) return lock;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/**
  * Delivers one report from the outbox, resuming after its last acknowledged step. Returns its
  * outcome; throws only for what is not the platform's doing (a refused sandbox permission, a bug).
  */
@@ -305,7 +318,7 @@ export async function deliverEntry(
     reason,
     hint: null,
   });
-  using lock = lockEntry(home, id);
+  using lock = await lockEntrySoon(home, id);
   if (lock === null) {
     const read = readEntry(home, id);
     const busy = "another reins process is sending it now";

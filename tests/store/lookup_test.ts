@@ -57,7 +57,9 @@ Deno.test("resolveRun() finds a run whose directory the index does not know yet"
   await using home = await storeHome();
   const [id] = makeRuns(home.path, [{}]);
   // A copy of the run under another id, made behind the index's back.
-  const copy = `0${id.slice(1, -4)}beef`;
+  // Its last four hex digits differ from the original's first of them, so that 33 characters
+  // name the copy alone (regression: "beef" collided one time in sixteen).
+  const copy = `${id.slice(0, -4)}${id.at(-4) === "b" ? "ceef" : "beef"}`;
   Deno.mkdirSync(`${home.path}/runs/${copy}`);
   for (const file of ["run.json", "events.jsonl"]) {
     const text = Deno.readTextFileSync(`${home.path}/runs/${id}/${file}`).replaceAll(id, copy);
