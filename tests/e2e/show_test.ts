@@ -98,10 +98,12 @@ Deno.test("reins show --short --verbose is a usage error", async () => {
   assert.match(shown.stderr, /reins show takes --short or --verbose, not both/);
 });
 
+// The writer takes ~2.5 s so that the follower, started after it, finds the run still going even
+// on a loaded machine (150 ms steps settled before a slow start-up once).
 Deno.test("reins show --follow prints a run another process writes, until it settles", async () => {
   await using home = await tempDir();
   const writer = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--quiet", WRITER, home.path, "4", "150"],
+    args: ["run", "-A", "--quiet", WRITER, home.path, "4", "500"],
     stdout: "piped",
     stderr: "piped",
   }).spawn();
