@@ -1,26 +1,9 @@
 // Shared pieces of the loop's tests: a sink that validates and keeps events (as the recorder
 // would), a DriverInput over a real temp directory, and a decisions object the test controls.
 import { loadSettings } from "../../../lib/core/config.ts";
-import type { Decision, Decisions, DriverInput, EventSink } from "../../../lib/drivers/driver.ts";
-import { type EventInput, parseEventInput } from "../../../lib/store/contracts.ts";
+import type { Decision, Decisions, DriverInput } from "../../../lib/drivers/driver.ts";
 
-/** Validates each event like the run store does and keeps it; a bad event throws, as there. */
-export class MemorySink implements EventSink {
-  readonly events: EventInput[] = [];
-  emit(event: EventInput): void {
-    const parsed = parseEventInput(event);
-    if (!parsed.ok) throw new Error(`invalid ${event.type} event: ${parsed.reason}`);
-    this.events.push(parsed.event);
-  }
-  types(): string[] {
-    return this.events.map((event) => event.type);
-  }
-  ofType<T extends EventInput["type"]>(type: T): Extract<EventInput, { type: T }>[] {
-    return this.events.filter((event): event is Extract<EventInput, { type: T }> =>
-      event.type === type
-    );
-  }
-}
+export { MemorySink } from "../_helpers.ts";
 
 export const noDecisions: Decisions = {
   waitForApproval() {
