@@ -127,11 +127,27 @@ export function commandHelp(name: string, module: CommandModule): string {
   return [
     `Usage: ${module.usage}`,
     "",
-    module.description,
+    wrap(module.description, 96),
     "",
     "Flags:",
     ...flagLines,
   ].join("\n").replace(/^Usage: (?!reins)/, `Usage: reins ${name} `);
+}
+
+/** Breaks a paragraph into lines of at most `width` characters, at spaces. */
+function wrap(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(/\s+/)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  if (line) lines.push(line);
+  return lines.join("\n");
 }
 
 function reportError(error: unknown, io: Output): number {
