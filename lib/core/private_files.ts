@@ -436,11 +436,13 @@ function inodeOf(path: string): number | null {
  * handle stays open for the next append to the same path (see openLogs).
  */
 export function appendPrivateLine(root: string, path: string, line: string): void {
-  const key = resolvePath(path, resolvePath(root));
+  // Keyed by the arguments as given: resolving the path on every line would cost more than the
+  // append itself. A miss resolves it once.
+  const key = `${root}\0${path}`;
   const now = Date.now();
   let entry = openLogs.get(key);
   if (entry && now - entry.checkedMs > 250) {
-    if (inodeOf(key) !== entry.ino || entry.ino === null) {
+    if (inodeOf(entry.log.path) !== entry.ino || entry.ino === null) {
       entry.log.close();
       openLogs.delete(key);
       entry = undefined;
@@ -454,8 +456,8 @@ export function appendPrivateLine(root: string, path: string, line: string): voi
       value.log.close();
       openLogs.delete(oldest);
     }
-    const log = PrivateLog.open(root, key);
-    entry = { log, ino: inodeOf(key), checkedMs: now };
+    const log = PrivateLog.open(root, path);
+    entry = { log, ino: inodeOf(log.path), checkedMs: now };
     openLogs.set(key, entry);
   }
   entry.log.append(line);
