@@ -12,6 +12,7 @@ import {
   nowIso,
   num,
   obj,
+  reportCliError,
   str,
   textOf,
   type TurnMapping,
@@ -145,11 +146,7 @@ class ClaudeTurn implements TurnMapping {
     const blocks = Array.isArray(message.content) ? message.content as Line[] : [];
     if (value.is_api_error_message === true || message.model === "<synthetic>") {
       const text = blocks.map((block) => str(block.text) ?? "").join("").trim();
-      this.sink.emit({
-        type: "problem",
-        payload: { source: "claude", reason: `${CLI} reports: ${text || "an API error"}` },
-        native: value,
-      });
+      reportCliError(this.sink, "claude", CLI, text || "an API error", value);
       return;
     }
     const id = str(message.id);

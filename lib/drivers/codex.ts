@@ -13,6 +13,7 @@ import {
   nowIso,
   num,
   obj,
+  reportCliError,
   str,
   type TurnMapping,
   UsageTotals,
@@ -143,11 +144,7 @@ class CodexTurn implements TurnMapping {
       case "error":
         // Also sent for recoverable trouble (a reconnect); the turn's outcome decides.
         this.#lastError = str(value.message) ?? null;
-        this.sink.emit({
-          type: "problem",
-          payload: { source: "codex", reason: `${CLI} reports: ${this.#lastError ?? "an error"}` },
-          native,
-        });
+        reportCliError(this.sink, "codex", CLI, this.#lastError ?? undefined, native);
         return;
       default:
         // turn.started, item.updated (todo lists): nothing reins records.
@@ -194,14 +191,7 @@ class CodexTurn implements TurnMapping {
         return;
       }
       case "error":
-        this.sink.emit({
-          type: "problem",
-          payload: {
-            source: "codex",
-            reason: `${CLI} reports: ${str(item.message) ?? "an error"}`,
-          },
-          native,
-        });
+        reportCliError(this.sink, "codex", CLI, str(item.message), native);
         return;
       default:
         break;

@@ -11,6 +11,7 @@ import {
   nowIso,
   num,
   obj,
+  reportCliError,
   str,
   textOf,
   type TurnMapping,
@@ -142,14 +143,7 @@ class GeminiTurn implements TurnMapping {
         return;
       }
       case "error":
-        this.sink.emit({
-          type: "problem",
-          payload: {
-            source: "gemini",
-            reason: `${CLI} reports: ${str(value.message) ?? "an error"}`,
-          },
-          native,
-        });
+        reportCliError(this.sink, "gemini", CLI, str(value.message), native);
         return;
       case "result":
         this.#result = value;

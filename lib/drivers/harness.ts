@@ -244,6 +244,21 @@ export class UsageTotals {
 }
 
 /** A number field of a line, or undefined. */
+/** Records an error the CLI reported that is not (yet) the turn's outcome, as a `problem`. */
+export function reportCliError(
+  sink: EventSink,
+  driver: string,
+  cli: string,
+  message: string | undefined,
+  native: unknown,
+): void {
+  sink.emit({
+    type: "problem",
+    payload: { source: driver, reason: `${cli} reports: ${message || "an error"}` },
+    native,
+  });
+}
+
 export function num(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
