@@ -4,7 +4,7 @@ import type { CommandContext } from "./command.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import { HARNESS_DRIVERS, harnessProgram } from "../core/config.ts";
 import { describeError } from "../core/errors.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../core/version.ts";
 import { pendingReports } from "../platform/pending.ts";
 
 export const usage = "reins doctor";

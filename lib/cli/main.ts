@@ -7,7 +7,7 @@ import { COMMANDS, findCommand } from "./commands.ts";
 import type { CommandContext, CommandModule } from "./command.ts";
 import { type Output, terminalOutput } from "./output.ts";
 import { nearest } from "./suggest.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../core/version.ts";
 import { sandboxError } from "./sandbox_error.ts";
 
 export async function runCli(argv: readonly string[]): Promise<number> {

@@ -3,6 +3,7 @@
 // directory, answering its approvals as the recording did; then says whether the replay diverged
 // (a tool result that differs, the script running out) and where. The replay is a run of its
 // own: trigger `replay`, relation `replay`, resumedFromRunId RUN.
+import { assertNever } from "../core/assert_never.ts";
 import type { CommandContext } from "./command.ts";
 import { numberFlag, stringFlag } from "./args.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
@@ -225,7 +226,7 @@ function describeDivergence(divergence: Divergence): string {
     case "outcome":
       return `the replay ${divergence.replayed} where the recording ${divergence.recorded}`;
     default:
-      return assertNever(divergence);
+      return assertNever(divergence, "divergence");
   }
 }
 
@@ -236,10 +237,6 @@ function describeOutcome(outcome: { ok: boolean; result?: unknown; error?: strin
   return outcome.ok
     ? `ok${result}`
     : `failed: ${previewValue(outcome.error ?? "", SHOWN_VALUE)}${result}`;
-}
-
-function assertNever(value: never): never {
-  throw new Error(`Unhandled divergence ${JSON.stringify(value)}`);
 }
 
 /** The events of the runs of the recorded run's session that came before it, oldest first. */

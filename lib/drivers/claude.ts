@@ -3,13 +3,13 @@
 // gets reins's session id with --session-id, a later turn --resume. With --approve ask or deny
 // Claude Code asks us before a tool runs (--permission-prompt-tool stdio); --approve auto runs
 // it in the acceptEdits permission mode instead. See docs/harnesses.md for the line mapping.
+import { nowIso } from "../core/clock.ts";
 import type { Decision, Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
   driveHarness,
   driverSettings,
   exitFailure,
   type Line,
-  nowIso,
   num,
   obj,
   reportCliError,

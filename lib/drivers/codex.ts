@@ -4,13 +4,13 @@
 // driver takes the earlier runs' totals off (from the history it is given) and prices the rest
 // from prices.ts, marking the cost as estimated. It never asks for approvals: --approve picks
 // its sandbox (docs/harnesses.md).
+import { nowIso } from "../core/clock.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
   driveHarness,
   driverSettings,
   exitFailure,
   type Line,
-  nowIso,
   num,
   obj,
   reportCliError,

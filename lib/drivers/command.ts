@@ -2,6 +2,7 @@
 // stdout lines that are JSON of our event protocol (docs/event-protocol.md) become events, any
 // other line is assistant text. Exit 0 completes the run; anything else fails it with the code and
 // the tail of stderr. It neither retries nor interprets the program's output beyond that.
+import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
 import { type EventInput, parseEventInput } from "../store/contracts.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
@@ -110,12 +111,8 @@ function takeEvent(event: EventInput, sink: EventSink, declared: Declared): void
       sink.emit(event);
       return;
     default:
-      assertNever(event);
+      assertNever(event, "event");
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`Unhandled event ${JSON.stringify(value)}`);
 }
 
 export function createCommandDriver(): Driver {

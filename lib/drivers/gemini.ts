@@ -2,13 +2,13 @@
 // --resume and the session id its `init` line reported. Its exit code is not an outcome (the
 // HTTP status modulo 256 after an API error, 0 after a signal): the `result` line is. It cannot
 // ask us before a tool runs: --approve picks its approval mode (docs/harnesses.md).
+import { nowIso } from "../core/clock.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
   driveHarness,
   driverSettings,
   exitFailure,
   type Line,
-  nowIso,
   num,
   obj,
   reportCliError,

@@ -282,7 +282,3 @@ export function textOf(value: unknown): string {
   }
   return value === undefined || value === null ? "" : JSON.stringify(value);
 }
-
-export function nowIso(): string {
-  return new Date().toISOString();
-}

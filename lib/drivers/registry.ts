@@ -1,4 +1,5 @@
 // Driver name → driver, each module imported only when its driver is used.
+import { assertNever } from "../core/assert_never.ts";
 import type { DriverName, Settings } from "../core/config.ts";
 import type { Driver } from "./driver.ts";
 
@@ -17,10 +18,6 @@ export async function createDriver(name: DriverName, _settings: Settings): Promi
     case "opencode":
       return (await import("./opencode.ts")).createOpencodeDriver();
     default:
-      return assertNever(name);
+      return assertNever(name, "driver");
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`Unknown driver ${JSON.stringify(value)}`);
 }

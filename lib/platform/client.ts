@@ -5,7 +5,7 @@
 import { PlatformError, UsageError } from "../core/errors.ts";
 import type { Settings } from "../core/config.ts";
 import type { Env } from "../core/env.ts";
-import { VERSION } from "../cli/version.ts";
+import { VERSION } from "../core/version.ts";
 import { type PlainResponse, sendStreamed, TransportError } from "./http1.ts";
 import {
   multipartBody,

@@ -3,6 +3,7 @@
 // crash or an outage resumes where it stopped and never repeats an acknowledged step. A report
 // being delivered is held by a lock on outbox/<id>.lock, which the OS releases if the process dies.
 import { z } from "zod";
+import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import { isSafeName } from "../core/ids.ts";
 import {
@@ -84,7 +85,7 @@ function entryPath(home: string, id: string): string {
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
 export function writeEntry(home: string, entry: OutboxEntry): void {
-  entry.updatedAt = new Date().toISOString();
+  entry.updatedAt = nowIso();
   ensurePrivateDir(home, outboxDir(home));
   writePrivateFileAtomic(home, entryPath(home, entry.id), `${JSON.stringify(entry, null, 2)}\n`);
 }

@@ -2,6 +2,7 @@
 // transcript, cost, outcome) and the files it left (recordings). Reads the record and the event
 // log only; it never touches the run's files. Events marked `ignored` (they arrived after the run
 // settled) are evidence, not history, and are left out.
+import { assertNever } from "../core/assert_never.ts";
 import { createHash } from "node:crypto";
 import type { RunEvent, RunRecord } from "../store/contracts.ts";
 import { isActiveStatus } from "../store/contracts.ts";
@@ -24,10 +25,6 @@ export interface RunReport {
   scenario: ScenarioInput;
   outcome: ScenarioOutcome;
   recordings: RecordingSource[];
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`Unexpected event type ${JSON.stringify(value)}`);
 }
 
 function slug(text: string): string {
@@ -89,7 +86,7 @@ function showsActivity(event: RunEvent): boolean {
     case "failed":
       return false;
     default:
-      return assertNever(event);
+      return assertNever(event, "event type");
   }
 }
 
@@ -186,7 +183,7 @@ function transcriptOf(record: RunRecord, events: readonly RunEvent[]): Transcrip
       case "failed":
         break;
       default:
-        assertNever(event);
+        assertNever(event, "event type");
     }
   }
   flush();

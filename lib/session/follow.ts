@@ -3,6 +3,7 @@
 // on the next poll), until the run settles — a terminal event in the log, or a settled status in
 // run.json. A run whose owner died without settling it is reconciled (marked interrupted) so that
 // a follower never waits forever. It reads and reconciles; it prints nothing.
+import { sleep } from "../core/clock.ts";
 import { DataRootError } from "../core/errors.ts";
 import { isInside } from "../core/paths.ts";
 import { terminalStatusOf } from "../store/contracts.ts";
@@ -203,7 +204,8 @@ export async function* followRun(
       // Read once more before returning: the log is written before the record.
       if (recordSettled !== null) continue;
     }
-    await sleep(intervalMs, options.signal);
+    // A stop ends the wait; the loop then sees the signal and returns.
+    await sleep(intervalMs, options.signal).catch(() => {});
   }
   return null;
 }
@@ -222,19 +224,6 @@ async function settledStatus(home: string, runId: string): Promise<SettledStatus
 function recordStatus(home: string, runId: string): string | null {
   const file = readRecordFile(home, runId);
   return file.state === "ok" ? file.record.status : null;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /**

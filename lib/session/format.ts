@@ -2,6 +2,7 @@
 // previews of texts, reasoning, tool arguments and results, errors with hints, and timings), a
 // header from the run's record, and what the run waits for with the command that answers it.
 // Pure: events in, lines out; reading files and following runs are the callers' business.
+import { assertNever } from "../core/assert_never.ts";
 import type { RunEvent, RunRecord } from "../store/contracts.ts";
 import type { PendingDecision } from "../store/decisions.ts";
 import { RunTally, statsSummary } from "./stats.ts";
@@ -30,10 +31,6 @@ export const LIMITS = {
 
 // sequence (5) + 2 + offset (9) + 2: where an event's text starts, and its detail lines.
 const MARGIN = " ".repeat(18);
-
-function assertNever(value: never): never {
-  throw new Error(`Unhandled event type ${JSON.stringify((value as { type?: unknown }).type)}`);
-}
 
 /** Loose payload fields (ones a driver adds beyond the contract) by name. */
 function extra(payload: unknown, field: string): unknown {
@@ -275,7 +272,7 @@ export class EventFormatter {
         return `■ ${event.type}${why}${result}`;
       }
       default:
-        return assertNever(event);
+        return assertNever(event, "event type");
     }
   }
 

@@ -2,6 +2,7 @@
 // appending to it with the sequence assigned under the file's lock, so that any number of
 // processes appending to one run get distinct, gap-free sequences. It knows nothing of run.json;
 // the caller applies an event to the record in the hook that runs under the same lock.
+import { nowIso } from "../core/clock.ts";
 import { ReinsError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { type LockedTail, PrivateLog, readPrivateText } from "../core/private_files.ts";
@@ -111,19 +112,6 @@ export function readEvents(home: string, runId: string): EventsRead {
 export function describeProblems(runId: string, read: EventsRead): string[] {
   const file = shownPath(runId, EVENTS_FILE);
   return read.problems.map((problem) => `${file}:${problem.line}: skipped: ${problem.reason}`);
-}
-
-let isoMs = -1;
-let isoText = "";
-
-/** The time now as an ISO string; one Date per millisecond, however many events it stamps. */
-export function nowIso(): string {
-  const ms = Date.now();
-  if (ms !== isoMs) {
-    isoMs = ms;
-    isoText = new Date(ms).toISOString();
-  }
-  return isoText;
 }
 
 // Lines that may settle a run, found before paying for JSON.parse.

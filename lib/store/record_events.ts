@@ -1,6 +1,7 @@
 // How events shape a run's record: the few that change run.json (an outcome, a status, the
 // native session id, the goal), the outcome a log holds, and a record rebuilt from its events when
 // run.json is lost. The events are the truth; run.json is their summary.
+import { assertNever } from "../core/assert_never.ts";
 import {
   isActiveStatus,
   orderedRecord,
@@ -10,10 +11,6 @@ import {
   terminalStatusOf,
   Trigger,
 } from "./contracts.ts";
-
-function assertNever(value: never): never {
-  throw new Error(`Unexpected event type: ${JSON.stringify(value)}`);
-}
 
 /** Event types that can change a run's record (the rest never do). */
 const RECORD_CHANGING = new Set<string>([
@@ -71,7 +68,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): RunRecord | null
     case "problem":
       return null;
     default:
-      return assertNever(event);
+      return assertNever(event, "event type");
   }
 }
 

@@ -17,7 +17,8 @@ import {
   type Trigger,
   type Usage,
 } from "./contracts.ts";
-import { EventLog, nowIso } from "./event_log.ts";
+import { nowIso } from "../core/clock.ts";
+import { EventLog } from "./event_log.ts";
 import { applyEvent, mayChangeRecord } from "./record_events.ts";
 import { inspectRun, readRecordFile, writeRecord } from "./run_record.ts";
 import { CREATING_SUFFIX, isActive, OWNER_LOCK_FILE, runDir, runsDir } from "./run_files.ts";

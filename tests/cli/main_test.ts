@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { reins, tempDir } from "../support/reins.ts";
-import { VERSION } from "../../lib/cli/version.ts";
+import { VERSION } from "../../lib/core/version.ts";
 
 Deno.test("reins --version prints the version of deno.json", async () => {
   await using home = await tempDir();

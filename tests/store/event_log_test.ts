@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { EventLog, nowIso, parseEventLog, readEvents } from "../../lib/store/event_log.ts";
+import { nowIso } from "../../lib/core/clock.ts";
+import { EventLog, parseEventLog, readEvents } from "../../lib/store/event_log.ts";
 import { createRun } from "../../lib/store/run_writer.ts";
 import { logLines, runInit, storeHome } from "./_helpers.ts";
 
