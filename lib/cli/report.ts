@@ -127,7 +127,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const fresh = reports.filter((report) => !covered.has(report.runId));
 
   const outcomes: ReportOutcome[] = [];
-  const client = new PlatformClient(target, { env: ctx.env });
+  const client = new PlatformClient(target, { proxy: settings.proxy });
   const onRetry = (message: string, waitMs: number) =>
     ctx.io.note(`retrying in ${(waitMs / 1000).toFixed(1)} s: ${message}`);
   try {

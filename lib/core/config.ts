@@ -60,6 +60,13 @@ export const Settings = z.object({
     baseUrl: HttpUrl,
     apiKey: z.string().nullable(),
   }),
+  /** The proxy variables, for lib/net/route.ts (fetch reads the same ones itself). */
+  proxy: z.object({
+    http: z.string().nullable(),
+    https: z.string().nullable(),
+    all: z.string().nullable(),
+    noProxy: z.string().nullable(),
+  }),
   drivers: z.object({
     claude: DriverSettings,
     codex: DriverSettings,
@@ -140,6 +147,12 @@ export function loadSettings(
     openai: {
       baseUrl: (env.OPENAI_BASE_URL || "https://api.openai.com/v1").replace(/\/+$/, ""),
       apiKey: env.OPENAI_API_KEY || null,
+    },
+    proxy: {
+      http: env.HTTP_PROXY || env.http_proxy || null,
+      https: env.HTTPS_PROXY || env.https_proxy || null,
+      all: env.ALL_PROXY || env.all_proxy || null,
+      noProxy: env.NO_PROXY || env.no_proxy || null,
     },
     drivers: {
       claude: { ...file.drivers.claude, ...programOverride(env.REINS_CLAUDE_BIN) },

@@ -24,8 +24,8 @@ export const ENV_VARS = [
   "ALK_HARNESS_JOB_ID",
   "OPENAI_BASE_URL",
   "OPENAI_API_KEY",
-  // Proxy settings: Deno's fetch applies them itself; the platform client reads them only to
-  // know whether an upload can go straight to the host (lib/platform/client.ts).
+  // Proxy settings: Deno's fetch applies them itself; lib/net/route.ts reads them to keep
+  // loopback away from any proxy and to know whether an upload can go straight to the host.
   "HTTP_PROXY",
   "HTTPS_PROXY",
   "ALL_PROXY",

@@ -1,12 +1,15 @@
 // The ingestion API as the few calls a report makes: provision, start, batch, ongoing, result and
 // recording. One attempt per call: retrying is deliver.ts's business, and the errors here say
-// whether a retry can help (`transient`). Loopback hosts are reached directly whatever proxy the
-// environment sets; other hosts keep Deno's proxy handling.
+// whether a retry can help (`transient`). Every request goes out through lib/net/outbound.ts, so
+// it is sent in origin form unless it really goes through a proxy, and loopback never does.
 import { PlatformError, UsageError } from "../core/errors.ts";
 import type { Settings } from "../core/config.ts";
-import type { Env } from "../core/env.ts";
 import { VERSION } from "../core/version.ts";
-import { type PlainResponse, sendStreamed, TransportError } from "./http1.ts";
+import { boundedText } from "../net/http1.ts";
+import { outboundFetch } from "../net/outbound.ts";
+import { isRetriableStatus } from "../net/retry.ts";
+import { retryAfterMs } from "../net/retry_after.ts";
+import { isLoopbackHost, NO_PROXY_SETTINGS, type ProxySettings, type Route } from "../net/route.ts";
 import {
   multipartBody,
   multipartLayout,
@@ -46,13 +49,6 @@ export function notConfiguredReason(settings: PlatformSettings): string | null {
   return missing.length ? `${missing.join(", ")} not set` : null;
 }
 
-/** Hosts that never go through a proxy: 127.0.0.0/8, ::1 and localhost. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.toLowerCase().replace(/^\[|\]$/g, "");
-  return host === "localhost" || host.endsWith(".localhost") || host === "::1" ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
 /** Checks the settings and returns the target, or throws a UsageError that says what to set. */
 export function platformTarget(settings: PlatformSettings): PlatformTarget {
   const missing = notConfiguredReason(settings);
@@ -85,28 +81,6 @@ export function platformTarget(settings: PlatformSettings): PlatformTarget {
     workspaceId: settings.workspaceId,
     jobId: settings.jobId,
   };
-}
-
-/**
- * Whether the environment sends requests to `url` through a proxy (Deno's fetch honours
- * HTTP(S)_PROXY, ALL_PROXY and NO_PROXY). Deliberately coarse: any NO_PROXY entry that matches
- * the host exactly or as a domain suffix, or `*`, counts as a bypass.
- */
-export function proxyApplies(url: URL, env: Env): boolean {
-  if (isLoopbackHost(url.hostname)) return false;
-  const secure = url.protocol === "https:";
-  const proxy = secure
-    ? env.HTTPS_PROXY || env.https_proxy || env.ALL_PROXY || env.all_proxy
-    : env.HTTP_PROXY || env.http_proxy || env.ALL_PROXY || env.all_proxy;
-  if (!proxy) return false;
-  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, "");
-  const bypass = (env.NO_PROXY ?? env.no_proxy ?? "").split(",").map((entry) =>
-    entry.trim().toLowerCase().replace(/:\d+$/, "")
-  ).filter(Boolean);
-  return !bypass.some((entry) =>
-    entry === "*" || host === entry.replace(/^\./, "") ||
-    host.endsWith(entry.startsWith(".") ? entry : `.${entry}`)
-  );
 }
 
 /** A request the platform refused or that could not be sent: says the call and the reason. */
@@ -144,19 +118,6 @@ export class PlatformRequestError extends PlatformError {
   }
 }
 
-/** Whether retrying a request that got `status` can help: 408, 429 and 5xx. */
-export function isTransientStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
-
-/** A Retry-After header (seconds or an HTTP date) in ms from `nowMs`, or null. */
-export function retryAfterMs(value: string | null, nowMs = Date.now()): number | null {
-  if (value === null || value.trim() === "") return null;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
-}
-
 function hintFor(status: number): string | undefined {
   if (status === 401 || status === 403) {
     return "check HARNESS_PLATFORM_API_KEY, HARNESS_PLATFORM_SECRET_KEY and " +
@@ -168,7 +129,7 @@ function hintFor(status: number): string | undefined {
   if (status >= 300 && status < 400) {
     return "point HARNESS_PLATFORM_URL at the address the platform redirects to";
   }
-  if (isTransientStatus(status)) return "reins report --pending sends it again later";
+  if (isRetriableStatus(status)) return "reins report --pending sends it again later";
   return undefined;
 }
 
@@ -179,50 +140,43 @@ export interface ClientOptions {
   uploadIdleTimeoutMs?: number;
   /**
    * How recordings travel: "direct" is a socket of our own with a Content-Length; "fetch" is a
-   * chunked stream through fetch (and so through a proxy). "auto": direct unless `env` puts a
-   * proxy in the way.
+   * chunked stream through fetch (and so through a proxy). "auto": as lib/net/route.ts decides
+   * (direct unless a proxy is in the way).
    */
   uploadTransport?: "auto" | "direct" | "fetch";
-  /** The proxy variables, for "auto". */
-  env?: Env;
+  /** The proxy variables (settings.proxy); none by default. */
+  proxy?: ProxySettings;
 }
 
 type Method = "POST" | "PATCH";
 
-/** The ingestion API. Close it when done (it may hold a connection pool). */
+/** An answer read whole (up to a limit), as the platform's answers are small. */
+interface PlainResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** The ingestion API. Holds nothing open between calls; close() is kept for callers' `using`. */
 export class PlatformClient {
   readonly target: PlatformTarget;
-  readonly #base: URL;
-  readonly #http: Deno.HttpClient | undefined;
   readonly #timeoutMs: number;
   readonly #uploadIdleMs: number;
-  readonly #directUploads: boolean;
+  readonly #uploadRoute: Route | undefined;
+  readonly #proxy: ProxySettings;
 
   constructor(target: PlatformTarget, options: ClientOptions = {}) {
     this.target = target;
-    this.#base = new URL(target.url);
     this.#timeoutMs = options.timeoutMs ?? 120_000;
     this.#uploadIdleMs = options.uploadIdleTimeoutMs ?? 120_000;
-    const loopback = isLoopbackHost(this.#base.hostname);
-    // A "tcp" transport connects straight to the host: the only way Deno 2.9 offers to keep a
-    // loopback request away from HTTP(S)_PROXY (a client's own proxy is added to the env's).
-    this.#http = loopback
-      ? Deno.createHttpClient({
-        proxy: {
-          transport: "tcp",
-          hostname: this.#base.hostname.replace(/^\[|\]$/g, ""),
-          port: Number(this.#base.port) || (this.#base.protocol === "https:" ? 443 : 80),
-        },
-      })
-      : undefined;
+    this.#proxy = options.proxy ?? NO_PROXY_SETTINGS;
     const transport = options.uploadTransport ?? "auto";
-    this.#directUploads = transport === "direct" ||
-      (transport === "auto" && !proxyApplies(this.#base, options.env ?? {}));
+    this.#uploadRoute = transport === "auto" ? undefined : transport;
   }
 
-  close(): void {
-    this.#http?.close();
-  }
+  close(): void {}
 
   [Symbol.dispose](): void {
     this.close();
@@ -258,8 +212,8 @@ export class PlatformClient {
         path,
         status,
         detail,
-        transient: isTransientStatus(status),
-        retryAfterMs: retryAfterMs(response.headers.get("retry-after")),
+        transient: isRetriableStatus(status),
+        retryAfterMs: retryAfterMs(response.headers),
         hint: hintFor(status),
       });
     }
@@ -304,29 +258,26 @@ export class PlatformClient {
     payload: unknown,
     options: { idempotencyKey?: string } = {},
   ): Promise<unknown> {
-    let response: Response;
+    let response: PlainResponse;
     try {
-      response = await fetch(this.#url(path), {
+      const answer = await outboundFetch(this.#url(path), {
         method,
         headers: { ...this.#headers(options.idempotencyKey), "Content-Type": "application/json" },
         body: JSON.stringify(payload),
         redirect: "manual",
         signal: AbortSignal.timeout(this.#timeoutMs),
-        client: this.#http,
-      });
+      }, { proxy: this.#proxy });
+      response = {
+        status: answer.status,
+        headers: answer.headers,
+        text: await boundedText(answer, MAX_ANSWER_BYTES),
+      };
     } catch (error) {
       if (error instanceof Deno.errors.NotCapable) throw error;
       throw this.#unreachable(method, path, error);
     }
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      throw this.#unreachable(method, path, error);
-    }
-    return this.#answer(method, path, { status: response.status, headers: response.headers, text });
+    return this.#answer(method, path, response);
   }
-
   #parse<T extends z.ZodType>(schema: T, method: string, path: string, value: unknown): z.infer<T> {
     const parsed = schema.safeParse(value);
     if (parsed.success) return parsed.data;
@@ -411,7 +362,7 @@ export class PlatformClient {
     const headers = { ...this.#headers(idempotencyKey), "Content-Type": layout.contentType };
     // What the body itself threw (a changed file) is the reason, whatever the transport made of it.
     let bodyError: unknown = null;
-    const body = async function* (fresh: boolean) {
+    const chunks = async function* (fresh: boolean) {
       try {
         yield* multipartBody(file, layout, { freshChunks: fresh });
       } catch (error) {
@@ -421,29 +372,22 @@ export class PlatformClient {
     };
     let response: PlainResponse;
     try {
-      if (this.#directUploads) {
-        response = await sendStreamed({
-          url: this.#url(path),
-          method,
-          headers,
-          contentLength: layout.length,
-          body: body(false),
-          idleTimeoutMs: this.#uploadIdleMs,
-        });
-      } else {
-        const answer = await fetch(this.#url(path), {
-          method,
-          headers,
-          body: ReadableStream.from(body(true)),
-          redirect: "manual",
-          client: this.#http,
-        });
-        response = { status: answer.status, headers: answer.headers, text: await answer.text() };
-      }
+      const answer = await outboundFetch(this.#url(path), {
+        method,
+        headers,
+        body: { length: layout.length, chunks },
+        redirect: "manual",
+        idleTimeoutMs: this.#uploadIdleMs,
+      }, { proxy: this.#proxy, route: this.#uploadRoute });
+      response = {
+        status: answer.status,
+        headers: answer.headers,
+        text: await boundedText(answer, MAX_ANSWER_BYTES),
+      };
     } catch (error) {
       if (bodyError !== null) throw bodyError;
       if (error instanceof Deno.errors.NotCapable) throw error;
-      if (error instanceof TransportError || error instanceof TypeError) {
+      if (error instanceof TypeError || error instanceof DOMException) {
         throw this.#unreachable(method, path, error);
       }
       throw error;

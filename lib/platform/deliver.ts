@@ -3,6 +3,7 @@
 // result, recordings), saving each acknowledgement before the next request, retrying what may
 // pass and stopping on what will not. Nothing here fails a run or touches its files: the outcome
 // says what was reported, what is pending and why.
+import { nowIso, sleep } from "../core/clock.ts";
 import { newId } from "../core/ids.ts";
 import { describeError, PlatformError } from "../core/errors.ts";
 import type { PlatformClient, PlatformTarget } from "./client.ts";
@@ -18,7 +19,7 @@ import {
 } from "./outbox.ts";
 import { agentNameOf, personaOf, resultOf, selectorOf } from "./payloads.ts";
 import { forgetTest, rememberedTest, rememberReport } from "./reported.ts";
-import { DEFAULT_RETRY, type RetryPolicy, withRetry } from "./retry.ts";
+import { type RetryPolicy, withRetry } from "../net/retry.ts";
 import type { RunReport } from "./run_outcome.ts";
 import { dashboardPath, type StartBody } from "./wire.ts";
 
@@ -58,7 +59,7 @@ export function createReport(home: string, report: NewReport): OutboxEntry {
   const keys = runs.map((run) => run.scenario.name);
   const remembered = rememberedTest(home, report.target.url, report.name);
   const joins = remembered !== null && keys.every((key) => remembered.scenario_keys.includes(key));
-  const now = new Date().toISOString();
+  const now = nowIso();
   const entry: OutboxEntry = {
     type: OUTBOX_ENTRY_TYPE,
     version: 1,
@@ -124,6 +125,27 @@ export interface ReportOutcome {
   reason: string | null;
   /** What to do about it, when the platform's answer suggests something. */
   hint: string | null;
+}
+
+/**
+ * How often a platform call is tried: five times over about eight seconds of backoff at most,
+ * and a Retry-After of up to two minutes is waited for; a longer one leaves the report pending.
+ */
+export const PLATFORM_RETRY: RetryPolicy = {
+  attempts: 5,
+  baseDelayMs: 250,
+  maxDelayMs: 30_000,
+  maxRetryAfterMs: 120_000,
+};
+
+/** A platform failure that may pass: unreachable, 408, 429 or 5xx (client.ts decides). */
+function isRetriable(error: unknown): boolean {
+  return error instanceof PlatformError && error.transient;
+}
+
+function retryAfterOf(error: unknown): number | null {
+  const value = (error as { retryAfterMs?: unknown }).retryAfterMs;
+  return typeof value === "number" ? value : null;
 }
 
 export interface DeliverOptions {
@@ -291,7 +313,7 @@ async function lockEntrySoon(home: string, id: string, waitMs = 500): Promise<Di
   while (true) {
     const lock = lockEntry(home, id);
     if (lock !== null || Date.now() >= deadline) return lock;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await sleep(25);
   }
 }
 
@@ -345,10 +367,12 @@ export async function deliverEntry(
   }
   entry.state = "pending";
   const save = () => writeEntry(home, entry);
-  const policy = options.retry ?? DEFAULT_RETRY;
+  const policy = options.retry ?? PLATFORM_RETRY;
   const retry = <T>(fn: () => Promise<T>) =>
     withRetry(fn, policy, {
-      onRetry: (error, waitMs) => options.onRetry?.(error.message, waitMs),
+      isRetriable,
+      retryAfterMs: retryAfterOf,
+      onRetry: (error, waitMs) => options.onRetry?.((error as Error).message, waitMs),
     });
   try {
     await runSteps({ home, entry, client, save, retry });

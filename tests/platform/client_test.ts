@@ -3,13 +3,10 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { UsageError } from "../../lib/core/errors.ts";
 import {
-  isLoopbackHost,
   PlatformClient,
   PlatformRequestError,
   type PlatformSettings,
   platformTarget,
-  proxyApplies,
-  retryAfterMs,
 } from "../../lib/platform/client.ts";
 import { RecordingChangedError } from "../../lib/platform/multipart.ts";
 import { type FakePlatformOptions, startFakePlatform } from "../fixtures/fake_platform.ts";
@@ -81,23 +78,6 @@ Deno.test("platformTarget() names every missing setting", () => {
         "Cannot report to the platform: HARNESS_PLATFORM_URL, HARNESS_PLATFORM_SECRET_KEY not set",
   );
   assert.throws(() => platformTarget(settings("https://p.example", { apiKey: "k\n" })), UsageError);
-});
-
-Deno.test("isLoopbackHost() and proxyApplies() keep loopback away from any proxy", () => {
-  for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "api.localhost", "[::1]", "::1"]) {
-    assert.ok(isLoopbackHost(host), host);
-  }
-  for (const host of ["128.0.0.1", "localhost.example.com", "10.0.0.1"]) {
-    assert.ok(!isLoopbackHost(host), host);
-  }
-  const env = { HTTPS_PROXY: "http://proxy:3128", NO_PROXY: "internal.example,.corp" };
-  assert.ok(proxyApplies(new URL("https://platform.example.com"), env));
-  assert.ok(!proxyApplies(new URL("https://localhost:8000"), env));
-  assert.ok(!proxyApplies(new URL("https://api.internal.example"), env));
-  assert.ok(!proxyApplies(new URL("https://x.corp"), env));
-  assert.ok(!proxyApplies(new URL("http://platform.example.com"), env));
-  assert.ok(proxyApplies(new URL("http://platform.example.com"), { http_proxy: "http://p:1" }));
-  assert.ok(!proxyApplies(new URL("https://platform.example.com"), { ...env, NO_PROXY: "*" }));
 });
 
 Deno.test("PlatformClient.call() sends the auth headers and unwraps the platform's result", async () => {
@@ -197,14 +177,6 @@ Deno.test("PlatformClient.call() reports an unreachable platform as transient", 
   } finally {
     client.close();
   }
-});
-
-Deno.test("retryAfterMs() reads seconds and HTTP dates", () => {
-  const now = Date.parse("2026-01-05T14:03:00Z");
-  assert.deepEqual(retryAfterMs("3", now), 3000);
-  assert.deepEqual(retryAfterMs("Mon, 05 Jan 2026 14:03:30 GMT", now), 30_000);
-  assert.deepEqual(retryAfterMs("soon", now), null);
-  assert.deepEqual(retryAfterMs(null, now), null);
 });
 
 async function recordingFile(dir: string, bytes: Uint8Array, name = "call.wav") {

@@ -11,7 +11,7 @@ import {
 import { listEntryIds, lockEntry, readEntry } from "../../lib/platform/outbox.ts";
 import { personaOf, selectorOf } from "../../lib/platform/payloads.ts";
 import { readReported } from "../../lib/platform/reported.ts";
-import type { RetryPolicy } from "../../lib/platform/retry.ts";
+import type { RetryPolicy } from "../../lib/net/retry.ts";
 import { type RunReport, runReportOf } from "../../lib/platform/run_outcome.ts";
 import { runDir } from "../../lib/store/run_files.ts";
 import { type FakePlatformOptions, startFakePlatform } from "../fixtures/fake_platform.ts";

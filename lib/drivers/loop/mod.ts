@@ -9,8 +9,8 @@ export type { Message, Model, ModelOutput, ModelPurpose, ModelRequest, ToolSpec 
 export { DEMO_MODEL_NAME, DEMO_NOTES_FILE, demoModel } from "./demo_model.ts";
 export { loadMockScript, mockModel, recordedModel, scriptedModel } from "./mock_model.ts";
 export type { MockResponse } from "./mock_model.ts";
-export { DEFAULT_RETRY, openaiModel } from "./openai_model.ts";
-export type { OpenAIModelOptions, RetryOptions } from "./openai_model.ts";
+export { OPENAI_RETRY, openaiModel } from "./openai_model.ts";
+export type { OpenAIModelOptions } from "./openai_model.ts";
 export { combineHooks, recordingHooks } from "./hooks.ts";
 export type { LoopHooks, ModelCall, ToolOutcome } from "./hooks.ts";
 export { COMPACTION_STAGES, DEFAULT_COMPACTION, SUMMARY_PREFIX } from "./compaction.ts";

@@ -1,7 +1,8 @@
 // `openai:MODEL`: any OpenAI-compatible Chat Completions endpoint, streamed. Rate limits (429),
-// server errors (5xx) and unreachable servers are retried a bounded number of times with jittered
-// backoff, honouring Retry-After; anything else fails at once with an error that says what to
-// do. A stream cut halfway is not retried: the model may have said things we cannot take back.
+// timeouts (408), server errors (5xx) and unreachable servers are retried a bounded number of
+// times by the one outbound policy (lib/net/retry.ts: full jitter, Retry-After honoured); anything
+// else fails at once with an error that says what to do. A stream cut halfway is not retried:
+// the model may have said things we cannot take back.
 import { type Model, ModelError, type ModelOutput, type ModelRequest } from "./model.ts";
 import {
   ChatChunk,
@@ -11,19 +12,13 @@ import {
   completionOutput,
 } from "./openai_wire.ts";
 import { readServerSentEvents } from "./sse.ts";
+import { outboundFetch } from "../../net/outbound.ts";
+import { isRetriableStatus, type RetryPolicy, withRetry } from "../../net/retry.ts";
+import { retryAfterMs } from "../../net/retry_after.ts";
+import { NO_PROXY_SETTINGS, type ProxySettings } from "../../net/route.ts";
 
-export interface RetryOptions {
-  /** Attempts in all, the first included. */
-  maxAttempts: number;
-  /** The first backoff; each next one doubles, up to maxDelayMs, jittered down to half. */
-  baseDelayMs: number;
-  maxDelayMs: number;
-  /** A Retry-After longer than this is not waited for: the call fails at once. */
-  maxRetryAfterMs: number;
-}
-
-export const DEFAULT_RETRY: RetryOptions = {
-  maxAttempts: 4,
+export const OPENAI_RETRY: RetryPolicy = {
+  attempts: 4,
   baseDelayMs: 500,
   maxDelayMs: 8_000,
   maxRetryAfterMs: 60_000,
@@ -35,59 +30,79 @@ export interface OpenAIModelOptions {
   /** Up to and including the version (`https://api.openai.com/v1`). */
   baseUrl: string;
   apiKey: string | null;
-  retry?: Partial<RetryOptions>;
+  /** The proxy variables (settings.proxy): a loopback endpoint is never reached through one. */
+  proxy?: ProxySettings;
+  retry?: Partial<RetryPolicy>;
+}
+
+/** A failure worth another try: the endpoint unreachable, or a retriable status. */
+class RetriableFailure extends Error {
+  constructor(readonly failure: ModelError, readonly waitMs: number | null) {
+    super(failure.message);
+  }
 }
 
 export function openaiModel(options: OpenAIModelOptions): Model {
-  const retry = { ...DEFAULT_RETRY, ...options.retry };
+  const policy = { ...OPENAI_RETRY, ...options.retry };
   const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const headers: Record<string, string> = {
     "content-type": "application/json",
     accept: "text/event-stream",
   };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  const proxy = options.proxy ?? NO_PROXY_SETTINGS;
   return {
     name: `openai:${options.model}`,
     async complete(request: ModelRequest): Promise<ModelOutput> {
       const body = JSON.stringify(chatRequestBody(options.model, request.history, request.tools));
-      for (let attempt = 1;; attempt++) {
+      const attempt = async (attempt: number): Promise<Response> => {
         let response: Response;
         try {
-          response = await fetch(url, { method: "POST", headers, body, signal: request.signal });
+          response = await outboundFetch(
+            new URL(url),
+            { method: "POST", headers, body, signal: request.signal },
+            { proxy },
+          );
         } catch (error) {
           if (request.signal.aborted) throw error;
-          const failure = new ModelError(
-            `Cannot reach the model endpoint ${url}: ${(error as Error).message}` +
-              attemptsNote(attempt),
-            {
-              hint: "check --base-url (or OPENAI_BASE_URL) and that the server is up",
-              cause: error,
-            },
+          throw new RetriableFailure(
+            new ModelError(
+              `Cannot reach the model endpoint ${url}: ${(error as Error).message}` +
+                attemptsNote(attempt),
+              {
+                hint: "check --base-url (or OPENAI_BASE_URL) and that the server is up",
+                cause: error,
+              },
+            ),
+            null,
           );
-          if (attempt >= retry.maxAttempts) throw failure;
-          await sleep(backoffMs(attempt, retry), request.signal);
-          continue;
         }
-        if (response.ok) return await readAnswer(response, url, request.signal);
+        if (response.ok) return response;
         const detail = await errorDetail(response);
         const failure = statusError(response, url, options.model, detail, attempt);
-        if (!isTransient(response.status)) throw failure;
-        const waitMs = retryAfterMs(response.headers) ?? backoffMs(attempt, retry);
-        if (waitMs > retry.maxRetryAfterMs) {
-          throw new ModelError(
-            `${failure.message}; it asked to retry after ${Math.ceil(waitMs / 1000)} s`,
-            { status: response.status, hint: failure.hint },
-          );
-        }
-        if (attempt >= retry.maxAttempts) throw failure;
-        await sleep(waitMs, request.signal);
+        if (!isRetriableStatus(response.status)) throw failure;
+        throw new RetriableFailure(failure, retryAfterMs(response.headers));
+      };
+      let response: Response;
+      try {
+        response = await withRetry(attempt, policy, {
+          isRetriable: (error) => error instanceof RetriableFailure,
+          retryAfterMs: (error) => (error as RetriableFailure).waitMs,
+          tooLongToWait: (error, waitMs) => {
+            const { failure } = error as RetriableFailure;
+            return new ModelError(
+              `${failure.message}; it asked to retry after ${Math.ceil(waitMs / 1000)} s`,
+              { status: failure.status, hint: failure.hint },
+            );
+          },
+          signal: request.signal,
+        });
+      } catch (error) {
+        throw error instanceof RetriableFailure ? error.failure : error;
       }
+      return await readAnswer(response, url, request.signal);
     },
   };
-}
-
-function isTransient(status: number): boolean {
-  return status === 429 || status >= 500;
 }
 
 function attemptsNote(attempt: number): string {
@@ -117,6 +132,12 @@ function statusError(
       `The model endpoint ${url} has no model ${JSON.stringify(model)} or no chat completions ` +
         `route (${status})${said}`,
       "check the model name in --model openai:MODEL and the base URL (--base-url or OPENAI_BASE_URL)",
+    );
+  }
+  if (response.status === 408) {
+    return make(
+      `The model endpoint ${url} timed out waiting for the request (${status})${tries}${said}`,
+      "the server or a proxy in front of it is slow; try again later",
     );
   }
   if (response.status === 429) {
@@ -215,36 +236,4 @@ async function readAnswer(
     );
   }
   return stream.output();
-}
-
-/** Retry-After (seconds or an HTTP date) or OpenAI's retry-after-ms, in milliseconds. */
-export function retryAfterMs(headers: Headers, nowMs = Date.now()): number | null {
-  const ms = headers.get("retry-after-ms");
-  if (ms !== null && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.ceil(Number(ms));
-  const value = headers.get("retry-after");
-  if (value === null) return null;
-  if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
-}
-
-/** Exponential backoff with jitter: between half and all of base·2^(attempt-1), capped. */
-export function backoffMs(attempt: number, retry: RetryOptions, random = Math.random): number {
-  const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
-  return Math.round(ceiling / 2 + random() * ceiling / 2);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

@@ -7,17 +7,18 @@ import { resolvePath } from "../../core/paths.ts";
 import { DEMO_MODEL_NAME, demoModel } from "./demo_model.ts";
 import { mockModel, recordedModel } from "./mock_model.ts";
 import type { Model, ModelOutput } from "./model.ts";
-import { openaiModel, type RetryOptions } from "./openai_model.ts";
+import { openaiModel } from "./openai_model.ts";
+import type { RetryPolicy } from "../../net/retry.ts";
 
 export interface ResolveModelOptions {
-  settings: Pick<Settings, "openai">;
+  settings: Pick<Settings, "openai" | "proxy">;
   /** `--base-url`: overrides settings.openai.baseUrl (OPENAI_BASE_URL). */
   baseUrl?: string | null;
   /** Where a relative `mock:FILE` is found (default: the process's working directory). */
   baseDir?: string;
   /** The recorded `model.completed` payloads of a run (`replay:RUN`), oldest first. */
   loadRecording?: (run: string) => Promise<readonly ModelOutput[]>;
-  retry?: Partial<RetryOptions>;
+  retry?: Partial<RetryPolicy>;
 }
 
 export const MODEL_SPECS = "mock:FILE, replay:RUN, openai:MODEL or demo";
@@ -55,6 +56,7 @@ export async function resolveModel(
         model: rest,
         baseUrl: validBaseUrl(options.baseUrl ?? options.settings.openai.baseUrl),
         apiKey: options.settings.openai.apiKey,
+        proxy: options.settings.proxy,
         retry: options.retry,
       });
     default:
@@ -70,7 +72,7 @@ export async function resolveModel(
  */
 export async function checkModelSpec(
   spec: string | null,
-  settings: Pick<Settings, "openai">,
+  settings: Pick<Settings, "openai" | "proxy">,
   options: Omit<ResolveModelOptions, "settings"> = {},
 ): Promise<void> {
   await resolveModel(spec, { ...options, settings });

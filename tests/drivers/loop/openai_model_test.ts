@@ -1,17 +1,24 @@
 import assert from "node:assert/strict";
-import fc from "fast-check";
-import {
-  backoffMs,
-  DEFAULT_RETRY,
-  openaiModel,
-  retryAfterMs,
-} from "../../../lib/drivers/loop/openai_model.ts";
+import { openaiModel } from "../../../lib/drivers/loop/openai_model.ts";
 import { ModelError, type ModelRequest } from "../../../lib/drivers/loop/model.ts";
 import { createLoopDriver } from "../../../lib/drivers/loop/loop_driver.ts";
-import { type FakeOpenAI, type FakeStep, startFakeOpenAI } from "../../fixtures/fake_openai.ts";
+import { type ChatReply, startFakeChat } from "../../fixtures/fake_chat.ts";
+import {
+  apiError,
+  exactly,
+  type FakeServer,
+  type RecordedRequest,
+} from "../../fixtures/fake_model_server.ts";
 import { driverInput, MemorySink, withTempDir } from "./_helpers.ts";
 
-const FAST_RETRY = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20 };
+const FAST_RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 20 };
+
+type ChatServer = FakeServer & { baseUrl: string };
+
+/** The JSON body a request carried. */
+function bodyOf(request: RecordedRequest): Record<string, unknown> {
+  return request.body as Record<string, unknown>;
+}
 
 function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   return {
@@ -24,13 +31,13 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
 }
 
 async function withServer(
-  script: FakeStep[],
-  fn: (server: FakeOpenAI) => Promise<void>,
+  script: ChatReply[],
+  fn: (server: ChatServer) => Promise<void>,
   options: { apiKey?: string } = {},
 ): Promise<void> {
-  const server = startFakeOpenAI(script, options);
+  const server = startFakeChat(exactly(...script), options);
   try {
-    await fn(server);
+    await fn(Object.assign(server, { baseUrl: `${server.url}/v1` }));
   } finally {
     await server.close();
   }
@@ -72,7 +79,7 @@ Deno.test("openaiModel() streams an answer with its usage and reasoning", async 
     const [sent] = server.requests;
     assert.equal(sent.path, "/v1/chat/completions");
     assert.equal(sent.headers.authorization, "Bearer sk-test");
-    assert.deepEqual(sent.body, {
+    assert.deepEqual(bodyOf(sent), {
       model: "fake-model",
       messages: [{ role: "system", content: "sys" }, { role: "user", content: "hello" }],
       stream: true,
@@ -105,7 +112,7 @@ Deno.test("openaiModel() reassembles tool calls streamed in pieces", async () =>
     assert.equal(output.text, null);
     const [sent] = server.requests;
     assert.equal(sent.headers.authorization, undefined);
-    assert.deepEqual(sent.body!.tools, [{
+    assert.deepEqual(bodyOf(sent).tools, [{
       type: "function",
       function: { name: "read_file", description: "read", parameters: { type: "object" } },
     }]);
@@ -122,7 +129,7 @@ Deno.test("openaiModel() sends tool calls and results back in the Chat Completio
         { role: "tool", callId: "c1", name: "list_files", ok: true, content: "a.txt" },
       ],
     }));
-    assert.deepEqual(server.requests[0].body!.messages, [
+    assert.deepEqual(bodyOf(server.requests[0]).messages, [
       { role: "user", content: "go" },
       {
         role: "assistant",
@@ -177,7 +184,7 @@ Deno.test("openaiModel() fails at once with a clear error on 401", async () => {
 
 Deno.test("openaiModel() fails at once with a clear error on 404", async () => {
   await withServer(
-    [{ kind: "status", status: 404, message: "The model `nope` does not exist" }],
+    [apiError(404, "The model `nope` does not exist")],
     async (server) => {
       const model = openaiModel({
         model: "nope",
@@ -198,7 +205,7 @@ Deno.test("openaiModel() fails at once with a clear error on 404", async () => {
 
 Deno.test("openaiModel() retries a 429, waiting as long as retry-after-ms says", async () => {
   await withServer([
-    { kind: "status", status: 429, message: "slow down", headers: { "retry-after-ms": "300" } },
+    apiError(429, "slow down", { "retry-after-ms": "300" }),
     { kind: "stream", text: "finally" },
   ], async (server) => {
     const model = openaiModel({
@@ -216,7 +223,7 @@ Deno.test("openaiModel() retries a 429, waiting as long as retry-after-ms says",
 
 Deno.test("openaiModel() honours Retry-After in seconds", async () => {
   await withServer([
-    { kind: "status", status: 429, headers: { "retry-after": "1" } },
+    apiError(429, "fake 429", { "retry-after": "1" }),
     { kind: "stream", text: "ok" },
   ], async (server) => {
     const model = openaiModel({
@@ -233,7 +240,7 @@ Deno.test("openaiModel() honours Retry-After in seconds", async () => {
 
 Deno.test("openaiModel() gives up on a 429 that asks for a longer wait than it allows", async () => {
   await withServer([
-    { kind: "status", status: 429, message: "quota", headers: { "retry-after": "120" } },
+    apiError(429, "quota", { "retry-after": "120" }),
   ], async (server) => {
     const model = openaiModel({
       model: "m",
@@ -253,9 +260,9 @@ Deno.test("openaiModel() gives up on a 429 that asks for a longer wait than it a
 
 Deno.test("openaiModel() retries 5xx a bounded number of times, then says how often it tried", async () => {
   await withServer([
-    { kind: "status", status: 502, message: "bad gateway" },
-    { kind: "status", status: 500, message: "oops" },
-    { kind: "status", status: 503, message: "overloaded" },
+    apiError(502, "bad gateway"),
+    apiError(500, "oops"),
+    apiError(503, "overloaded"),
     { kind: "stream", text: "too late" },
   ], async (server) => {
     const model = openaiModel({
@@ -276,7 +283,7 @@ Deno.test("openaiModel() retries 5xx a bounded number of times, then says how of
 
 Deno.test("openaiModel() recovers when a retried 5xx is followed by an answer", async () => {
   await withServer([
-    { kind: "status", status: 500 },
+    apiError(500, "fake 500"),
     { kind: "stream", text: "recovered" },
   ], async (server) => {
     const model = openaiModel({
@@ -289,8 +296,48 @@ Deno.test("openaiModel() recovers when a retried 5xx is followed by an answer", 
   });
 });
 
+// regression: a 408 failed the model call at once, while the platform client retried it
+Deno.test("openaiModel() retries a 408 as the platform client does", async () => {
+  await withServer([
+    apiError(408, "request timeout"),
+    { kind: "stream", text: "second time lucky" },
+  ], async (server) => {
+    const model = openaiModel({
+      model: "m",
+      baseUrl: server.baseUrl,
+      apiKey: null,
+      retry: FAST_RETRY,
+    });
+    assert.equal((await model.complete(request())).text, "second time lucky");
+    assert.equal(server.requests.length, 2);
+  });
+});
+
+Deno.test("openaiModel() stops waiting to retry as soon as the run is stopped", async () => {
+  await withServer([
+    apiError(503, "busy", { "retry-after": "30" }),
+    { kind: "stream", text: "never asked" },
+  ], async (server) => {
+    const model = openaiModel({
+      model: "m",
+      baseUrl: server.baseUrl,
+      apiKey: null,
+      retry: { ...FAST_RETRY, maxRetryAfterMs: 60_000 },
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("stopped by SIGINT")), 100);
+    const started = Date.now();
+    await assert.rejects(
+      () => model.complete(request({ signal: controller.signal })),
+      /stopped by SIGINT/,
+    );
+    assert.ok(Date.now() - started < 5_000, "the 30 s wait was cut short");
+    assert.equal(server.requests.length, 1);
+  });
+});
+
 Deno.test("openaiModel() does not retry other 4xx", async () => {
-  await withServer([{ kind: "status", status: 400, message: "bad messages" }], async (server) => {
+  await withServer([apiError(400, "bad messages")], async (server) => {
     const model = openaiModel({
       model: "m",
       baseUrl: server.baseUrl,
@@ -361,7 +408,7 @@ Deno.test("createLoopDriver() runs openai:MODEL against the endpoint given as --
         result: "It says hi there.",
         exitCode: null,
       });
-      const messages = server.requests[1].body!.messages as { role: string }[];
+      const messages = bodyOf(server.requests[1]).messages as { role: string }[];
       assert.deepEqual(messages.slice(-2), [
         {
           role: "assistant",
@@ -420,33 +467,4 @@ Deno.test("createLoopDriver() fails the run with the endpoint's error and its hi
       );
     }, { apiKey: "needed" });
   });
-});
-
-Deno.test("retryAfterMs() reads retry-after-ms, seconds and HTTP dates", () => {
-  const now = Date.parse("2026-01-01T00:00:00Z");
-  const read = (headers: Record<string, string>) => retryAfterMs(new Headers(headers), now);
-  assert.equal(read({}), null);
-  assert.equal(read({ "retry-after-ms": "250" }), 250);
-  assert.equal(read({ "retry-after": "3" }), 3_000);
-  assert.equal(read({ "retry-after": "Thu, 01 Jan 2026 00:00:05 GMT" }), 5_000);
-  assert.equal(read({ "retry-after": "Wed, 31 Dec 2025 23:00:00 GMT" }), 0);
-  assert.equal(read({ "retry-after": "soon" }), null);
-  assert.equal(read({ "retry-after-ms": "100", "retry-after": "9" }), 100);
-});
-
-Deno.test("backoffMs() stays between half and all of the capped exponential delay", () => {
-  fc.assert(
-    fc.property(
-      fc.integer({ min: 1, max: 40 }),
-      fc.double({ min: 0, max: 0.9999999, noNaN: true }),
-      (attempt, random) => {
-        const delay = backoffMs(attempt, DEFAULT_RETRY, () => random);
-        const ceiling = Math.min(
-          DEFAULT_RETRY.maxDelayMs,
-          DEFAULT_RETRY.baseDelayMs * 2 ** (attempt - 1),
-        );
-        return delay >= Math.floor(ceiling / 2) && delay <= ceiling;
-      },
-    ),
-  );
 });
