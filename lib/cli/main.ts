@@ -1,7 +1,8 @@
 // The dispatcher: argv → command module (loaded on demand) → exit code, with the one catch that
 // turns any error into a line for people (and JSON with --json).
 import { ExitCode, ReinsError } from "../core/errors.ts";
-import { type Env, readEnv, resolveHome } from "../core/env.ts";
+import { type Env, readEnv, resolveHome, withholdFromAgents } from "../core/env.ts";
+import { redact, rememberSecrets, secretsInEnv } from "../core/redact.ts";
 import { GLOBAL_FLAGS, parseArgs } from "./args.ts";
 import { COMMANDS, findCommand } from "./commands.ts";
 import type { CommandContext, CommandModule } from "./command.ts";
@@ -17,6 +18,10 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   let io: Output = terminalOutput({ json, quiet, noColor: false });
   try {
     env = readEnv();
+    // Known before anything can print or write them; agents started later never inherit the
+    // platform's credentials.
+    rememberSecrets(...secretsInEnv(env));
+    withholdFromAgents(env);
     io = terminalOutput({ json, quiet, noColor: Boolean(env.NO_COLOR) });
     return await dispatch(argv, env, io);
   } catch (error) {
@@ -185,7 +190,7 @@ function reportError(error: unknown, io: Output): number {
   const lines = [`reins: ${failure.message}`];
   if (failure.hint) lines.push(`hint: ${failure.hint}`);
   try {
-    Deno.stderr.writeSync(new TextEncoder().encode(`${lines.join("\n")}\n`));
+    Deno.stderr.writeSync(new TextEncoder().encode(redact(`${lines.join("\n")}\n`)));
   } catch { /* stderr closed */ }
   return failure.exitCode;
 }

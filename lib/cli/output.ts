@@ -1,5 +1,8 @@
 // Where a command's words go: results on stdout (only JSON with --json), messages for people on
-// stderr. Writes are synchronous so that output and exit codes never race.
+// stderr. Writes are synchronous so that output and exit codes never race. Everything written
+// passes through the secrets choke point (lib/core/redact.ts).
+import { redact, redactValue } from "../core/redact.ts";
+
 const encoder = new TextEncoder();
 
 function writeAllSync(target: { writeSync(p: Uint8Array): number }, text: string): void {
@@ -30,12 +33,13 @@ export function terminalOutput(
   const stdoutIsTerminal = Deno.stdout.isTerminal();
   const stderrIsTerminal = Deno.stderr.isTerminal();
   return {
-    print: (text) => writeAllSync(Deno.stdout, text.endsWith("\n") ? text : `${text}\n`),
-    json: (value) => writeAllSync(Deno.stdout, `${JSON.stringify(value)}\n`),
+    print: (text) => writeAllSync(Deno.stdout, redact(text.endsWith("\n") ? text : `${text}\n`)),
+    json: (value) => writeAllSync(Deno.stdout, `${JSON.stringify(redactValue(value))}\n`),
     note: (text) => {
-      if (!options.quiet) writeAllSync(Deno.stderr, text.endsWith("\n") ? text : `${text}\n`);
+      if (options.quiet) return;
+      writeAllSync(Deno.stderr, redact(text.endsWith("\n") ? text : `${text}\n`));
     },
-    warn: (text) => writeAllSync(Deno.stderr, `reins: warning: ${text}\n`),
+    warn: (text) => writeAllSync(Deno.stderr, redact(`reins: warning: ${text}\n`)),
     jsonMode: options.json,
     quiet: options.quiet,
     color: stdoutIsTerminal && !options.noColor,

@@ -21,6 +21,7 @@ import {
 } from "../platform/deliver.ts";
 import { displayRunName } from "../platform/payloads.ts";
 import { type RunReport, runReportOf } from "../platform/run_outcome.ts";
+import { redactValue } from "../core/redact.ts";
 
 export const usage = "reins report RUN ... [--name NAME] [--pending]";
 export const description =
@@ -117,7 +118,10 @@ export async function run(ctx: CommandContext): Promise<number> {
       ctx.io.warn(`${shownPath(runId, EVENTS_FILE)}:${problem.line}: skipped: ${problem.reason}`);
     }
     records.push(record);
-    reports.push(runReportOf(record, read.events, { runDir: runDir(ctx.home, runId) }));
+    // A run recorded before its key was known may hold it: what is uploaded never does.
+    reports.push(
+      redactValue(runReportOf(record, read.events, { runDir: runDir(ctx.home, runId) })),
+    );
   }
 
   // A run already in the outbox (cut short, or refused earlier) is sent by that report: a second

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
 import { joinPath } from "./paths.ts";
+import { rememberSecrets, secretsInArgs } from "./redact.ts";
 
 export const DRIVER_NAMES = ["loop", "claude", "codex", "gemini", "opencode", "command"] as const;
 export type DriverName = typeof DRIVER_NAMES[number];
@@ -118,7 +119,10 @@ export function readConfigFile(path: string): ConfigFile {
   return parsed.data;
 }
 
-/** Builds the settings from the environment, flags and config file, or throws a UsageError. */
+/**
+ * Builds the settings from the environment, flags and config file, or throws a UsageError. Every
+ * credential in them becomes one of the secrets this process redacts (lib/core/redact.ts).
+ */
 export function loadSettings(
   env: Env,
   flags: GlobalFlags = {},
@@ -171,7 +175,18 @@ export function loadSettings(
       hint: `fix ${variable} in the environment or ${configPath}`,
     });
   }
+  rememberSecrets(...secretsOfSettings(parsed.data));
   return parsed.data;
+}
+
+/** The credentials settings hold: API keys, the platform's key and secret, keys in driver args. */
+export function secretsOfSettings(settings: Settings): string[] {
+  return [
+    settings.openai.apiKey,
+    settings.platform.apiKey,
+    settings.platform.secretKey,
+    ...HARNESS_DRIVERS.flatMap((driver) => secretsInArgs(settings.drivers[driver].args)),
+  ].filter((value): value is string => typeof value === "string");
 }
 
 const settingVariable: Record<string, string> = {

@@ -53,6 +53,28 @@ export function readEnv(): Env {
   return env;
 }
 
+/** The platform's variables: reins's to use, never an agent's to see. */
+export const PLATFORM_ENV_VARS = ENV_VARS.filter((name) =>
+  name.startsWith("HARNESS_PLATFORM_") || name.startsWith("FI_")
+);
+
+/**
+ * Removes the platform's variables from this process's environment once `readEnv` has read them,
+ * so that no agent reins starts inherits the platform's key and secret (a child gets the
+ * environment of the moment it is spawned; clearing it per child would need all of --allow-env).
+ * Agents keep everything else, their own model keys included.
+ */
+export function withholdFromAgents(env: Env): void {
+  for (const name of PLATFORM_ENV_VARS) {
+    if (env[name] === undefined) continue;
+    try {
+      Deno.env.delete(name);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotCapable)) throw error;
+    }
+  }
+}
+
 export type HomeSource = "flag" | "REINS_HOME" | "HOME";
 
 /** The data root: `--home`, else `$REINS_HOME`, else `~/.reins`; absolute. */

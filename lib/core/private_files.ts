@@ -1,7 +1,9 @@
 // Private files under the data root: directories 0700, files 0600 whatever the umask, atomic
 // replacement for records and locked, line-at-a-time appends for logs. Nothing here follows a
 // symbolic link out of the data root. It knows nothing of runs or events; the store builds on it.
+// Text written here passes through the secrets choke point (redact.ts) first.
 import { DataRootError } from "./errors.ts";
+import { redact, redactJsonText } from "./redact.ts";
 import { basenameOf, dirnameOf, isInside, joinPath, resolvePath } from "./paths.ts";
 
 const DIR_MODE = 0o700;
@@ -168,6 +170,7 @@ export function removeStaleTemps(path: string): number {
 /**
  * Replaces `path` with `data` atomically: a temp file in the same directory, fsync, rename, fsync
  * of the directory. A reader sees the old or the new content, never a mix; the mode is 0600.
+ * Text has its secrets redacted; bytes are written as they are.
  */
 export function writePrivateFileAtomic(
   root: string,
@@ -179,7 +182,7 @@ export function writePrivateFileAtomic(
   ensurePrivateDir(root, dir);
   checkFile(root, absPath);
   removeStaleTemps(absPath);
-  const bytes = typeof data === "string" ? encoder.encode(data) : data;
+  const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
   const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
   const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
   const file = Deno.openSync(temp, { write: true, createNew: true, mode: FILE_MODE });
@@ -432,8 +435,8 @@ function inodeOf(path: string): number | null {
 }
 
 /**
- * Appends one line to a private file under its advisory lock, repairing a torn tail first. The
- * handle stays open for the next append to the same path (see openLogs).
+ * Appends one line to a private file under its advisory lock, repairing a torn tail first, with
+ * its secrets redacted. The handle stays open for the next append to the same path (see openLogs).
  */
 export function appendPrivateLine(root: string, path: string, line: string): void {
   // Keyed by the arguments as given: resolving the path on every line would cost more than the
@@ -460,7 +463,7 @@ export function appendPrivateLine(root: string, path: string, line: string): voi
     entry = { log, ino: inodeOf(log.path), checkedMs: now };
     openLogs.set(key, entry);
   }
-  entry.log.append(line);
+  entry.log.append(redact(line));
 }
 
 /** Closes the handles appendPrivateLine keeps open (tests that delete their temp dirs use it). */

@@ -5,6 +5,7 @@
 import { nowIso } from "../core/clock.ts";
 import { ReinsError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
+import { redact, redactValue } from "../core/redact.ts";
 import { type LockedTail, PrivateLog, readPrivateText } from "../core/private_files.ts";
 import {
   EVENT_TYPES,
@@ -189,13 +190,35 @@ export class EventLog {
   }
 
   /**
-   * Validates `input`, stamps it (id, next sequence, time; `ignored` when the run has settled),
-   * writes it as one line and returns the stored event. `afterWrite` runs under the lock.
+   * Validates `input`, redacts its secrets, stamps it (id, next sequence, time; `ignored` when the
+   * run has settled), writes it as one line and returns the stored event. `afterWrite` runs under the lock.
    */
   append(input: EventInput, afterWrite?: (event: RunEvent) => void): RunEvent {
     const parsed = parseEventInput(input);
     if (!parsed.ok) throw invalidEvent((input as { type?: unknown })?.type, parsed.reason);
-    const { type, payload, native } = parsed.event;
+    const { type } = parsed.event;
+    let { payload, native } = parsed.event;
+    // Serialised once, before the lock; secrets never reach the log, nor run.json and the index
+    // that are derived from it.
+    let body: string;
+    try {
+      body = JSON.stringify(payload);
+      if (redact(body) !== body) {
+        payload = redactValue(payload);
+        body = JSON.stringify(payload);
+      }
+      if (native !== undefined) {
+        let nativeJson = JSON.stringify(native);
+        if (nativeJson === undefined) throw new TypeError("native has no JSON form");
+        if (redact(nativeJson) !== nativeJson) {
+          native = redactValue(native);
+          nativeJson = JSON.stringify(native);
+        }
+        body += `,"native":${nativeJson}`;
+      }
+    } catch (error) {
+      throw invalidEvent(type, `it is not JSON (${(error as Error).message})`);
+    }
     let event: RunEvent | undefined;
     this.#enter();
     this.#log.appendWith((tail) => {
@@ -216,17 +239,8 @@ export class EventLog {
       // around JSON.stringify(payload) rather than stringifying the whole event again.
       let line =
         `{"id":"${stamped.id}","runId":${this.#runIdJson},"sessionId":${this.#sessionIdJson},` +
-        `"sequence":${stamped.sequence},"timestamp":"${stamped.timestamp}","type":"${type}","payload":`;
-      try {
-        line += JSON.stringify(payload);
-        if (native !== undefined) {
-          const nativeJson = JSON.stringify(native);
-          if (nativeJson === undefined) throw new TypeError("native has no JSON form");
-          line += `,"native":${nativeJson}`;
-        }
-      } catch (error) {
-        throw invalidEvent(type, `it is not JSON (${(error as Error).message})`);
-      }
+        `"sequence":${stamped.sequence},"timestamp":"${stamped.timestamp}","type":"${type}","payload":` +
+        body;
       if (stamped.ignored !== undefined) line += `,"ignored":${JSON.stringify(stamped.ignored)}`;
       return `${line}}`;
     }, (size) => {

@@ -3,6 +3,7 @@
 // index row). Reading never writes: repairing files is reconciliation's job.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { readPrivateText, writePrivateFileAtomic } from "../core/private_files.ts";
+import { redactValue } from "../core/redact.ts";
 import { formatIssue, orderedRecord, RunRecord } from "./contracts.ts";
 import { readEvents } from "./event_log.ts";
 import { noteRun } from "./index_db.ts";
@@ -86,9 +87,12 @@ export function loadRun(home: string, runId: string): RunRecord {
   return inspectRun(home, runId).record;
 }
 
-/** Replaces run.json atomically, then updates the index row (best effort: see noteRun). */
+/**
+ * Replaces run.json atomically, then updates the index row (best effort: see noteRun). Both get
+ * the record with its secrets redacted (a goal that quotes a key, say).
+ */
 export function writeRecord(home: string, record: RunRecord): void {
-  const ordered = orderedRecord(record);
+  const ordered = redactValue(orderedRecord(record));
   writePrivateFileAtomic(
     home,
     recordPath(home, record.id),
