@@ -1,41 +1,59 @@
-// `reins report RUN ... [--name NAME] [--pending]`: sends settled runs to the evaluation platform
-// as one test execution (one scenario per run), through the outbox, and says what was reported,
-// what is pending and why. It never changes a run; an outage leaves the report in the outbox for
-// `reins report --pending`.
+// `reins report RUN ... [--name NAME] [--again] [--modality text|voice] [--pending]`: sends
+// settled runs to the evaluation platform as one test execution (one scenario per run), through
+// the outbox, and says what was reported, what is pending and why. Reporting is idempotent per
+// run and platform: a run platform.json says is there already is not sent again (--again makes
+// it a new execution of the same test), and a run whose report was cut short resumes that report
+// under the name it was started with. It never changes a run; an outage leaves the report in the
+// outbox for `reins report --pending`.
 import type { CommandContext } from "./command.ts";
 import { stringFlag } from "./args.ts";
+import { assertNever } from "../core/assert_never.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
 import { reconcileCheaply } from "../store/liveness.ts";
 import { resolveRunId } from "../store/lookup.ts";
 import { inspectRun } from "../store/run_record.ts";
 import { readEvents } from "../store/event_log.ts";
 import { EVENTS_FILE, runDir, shownPath } from "../store/run_files.ts";
-import { isActiveStatus } from "../store/contracts.ts";
+import { isActiveStatus, type RunRecord } from "../store/contracts.ts";
 import { PlatformClient, platformTarget } from "../platform/client.ts";
 import {
-  createReport,
   deliverEntry,
   deliverPending,
   entriesFor,
   type ReportOutcome,
 } from "../platform/deliver.ts";
 import { displayRunName } from "../platform/payloads.ts";
+import { createReport, type Modality } from "../platform/report_entry.ts";
+import { type RememberedCall, reportedCalls } from "../platform/reported.ts";
 import { type RunReport, runReportOf } from "../platform/run_outcome.ts";
 import { redactValue } from "../core/redact.ts";
 
-export const usage = "reins report RUN ... [--name NAME] [--pending]";
+export const usage =
+  "reins report RUN ... [--name NAME] [--again] [--modality text|voice] [--pending]";
 export const description =
   "Reports settled runs (ids, unique prefixes, or last) to the evaluation platform " +
   "(HARNESS_PLATFORM_URL) as one test execution, one scenario per run, recordings included. " +
   "The test is named like 'Claude Code · 05 Jan 2026 14:03 UTC' (harness and start time) unless " +
-  "--name says otherwise; reporting under a name again joins the same test. A report is kept in " +
-  "the outbox until the platform has acknowledged every step: --pending sends what an outage or " +
-  "a crash left there. Prints the dashboard path; --json prints the ids.";
+  "--name says otherwise; reporting under a name again joins the same test. A run already " +
+  "reported to this platform is not sent again: its dashboard path is printed (--again reports " +
+  "it as a new execution of the test it went to). Runs with an audio recording are reported as " +
+  "voice calls, others as text (--modality decides instead). A report is kept in the outbox " +
+  "until the platform has acknowledged every step: --pending sends what an outage or a crash " +
+  "left there. Prints the dashboard path; --json prints the ids.";
 export const flags = {
   name: {
     type: "string" as const,
     value: "NAME",
     description: "the platform test to report into (default: harness · start time)",
+  },
+  again: {
+    type: "boolean" as const,
+    description: "report runs that were reported already, as a new execution",
+  },
+  modality: {
+    type: "string" as const,
+    value: "text|voice",
+    description: "how the platform shows the calls (default: voice if a run has audio)",
   },
   pending: {
     type: "boolean" as const,
@@ -60,6 +78,11 @@ function describe(outcome: ReportOutcome): { out: string[]; err: string[] } {
       else err.push(outcome.reason ?? "reported");
       for (const problem of outcome.problems) err.push(`partly reported: ${problem}`);
       break;
+    case "open":
+      if (outcome.url) out.push(`reporting to the platform: ${outcome.url}`);
+      err.push(`still open (outbox/${outcome.id}.json): ${outcome.reason}`);
+      err.push("the suite that made it sends the rest as its scenarios finish");
+      break;
     case "pending":
       err.push(`not reported yet (${runs}): ${outcome.reason ?? "it has not been sent"}`);
       err.push(`kept in the outbox (outbox/${outcome.id}.json): reins report --pending sends it`);
@@ -78,14 +101,49 @@ function describe(outcome: ReportOutcome): { out: string[]; err: string[] } {
     case "unreadable":
       err.push(`${outcome.reason}; move it away to stop seeing this`);
       break;
+    default:
+      assertNever(outcome.state, "report state");
   }
   return { out, err };
+}
+
+function modalityFlag(value: string | undefined): Modality | undefined {
+  if (value === undefined || value === "text" || value === "voice") return value;
+  throw new UsageError(`--modality takes text or voice: got ${JSON.stringify(value)}`, {
+    hint: "voice shows the calls with their audio; text as chats",
+  });
+}
+
+interface Already {
+  runId: string;
+  /** Where it went last (every execution it is part of is in platform.json). */
+  name: string;
+  url: string;
+  runTestId: string;
+  testExecutionId: string;
+  callExecutionId: string;
+  reportedAt: string;
+}
+
+function alreadyOf(runId: string, calls: readonly RememberedCall[]): Already {
+  const last = calls.at(-1)!;
+  return {
+    runId,
+    name: last.name,
+    url: last.url,
+    runTestId: last.run_test_id,
+    testExecutionId: last.test_execution_id,
+    callExecutionId: last.call_execution_id,
+    reportedAt: new Date(last.reported_ms).toISOString(),
+  };
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
   const refs = ctx.positionals;
   const pending = ctx.flags.pending === true;
+  const again = ctx.flags.again === true;
   const name = stringFlag(ctx.flags, "name");
+  const modality = modalityFlag(stringFlag(ctx.flags, "modality"));
   if (refs.length === 0 && !pending) {
     throw new UsageError("reins report needs a run (an id, a unique prefix of one, or last)", {
       hint: `${usage}; --pending alone sends what the outbox holds`,
@@ -94,8 +152,15 @@ export async function run(ctx: CommandContext): Promise<number> {
   if (name !== undefined && (name.trim() === "" || [...name].length > 255)) {
     throw new UsageError(`--name takes 1 to 255 characters: got ${JSON.stringify(name)}`);
   }
-  if (name !== undefined && refs.length === 0) {
-    throw new UsageError("--name names the test for the runs given, and no run was given", {
+  const runFlag = name !== undefined
+    ? "--name"
+    : again
+    ? "--again"
+    : modality
+    ? "--modality"
+    : null;
+  if (runFlag !== null && refs.length === 0) {
+    throw new UsageError(`${runFlag} is about the runs given, and no run was given`, {
       hint: usage,
     });
   }
@@ -104,8 +169,8 @@ export async function run(ctx: CommandContext): Promise<number> {
   await reconcileCheaply(ctx.home);
 
   const runIds = [...new Set(refs.map((ref) => resolveRunId(ctx.home, ref)))];
-  const reports: RunReport[] = [];
-  const records = [];
+  const records = new Map<string, RunRecord>();
+  const reports = new Map<string, RunReport>();
   for (const runId of runIds) {
     const { record } = inspectRun(ctx.home, runId);
     if (isActiveStatus(record.status)) {
@@ -117,18 +182,58 @@ export async function run(ctx: CommandContext): Promise<number> {
     for (const problem of read.problems) {
       ctx.io.warn(`${shownPath(runId, EVENTS_FILE)}:${problem.line}: skipped: ${problem.reason}`);
     }
-    records.push(record);
+    records.set(runId, record);
     // A run recorded before its key was known may hold it: what is uploaded never does.
-    reports.push(
+    reports.set(
+      runId,
       redactValue(runReportOf(record, read.events, { runDir: runDir(ctx.home, runId) })),
     );
   }
 
-  // A run already in the outbox (cut short, or refused earlier) is sent by that report: a second
-  // one would report it twice.
+  // A run whose report was cut short (or refused) is finished by that report, under the name it
+  // was started with: a second report would send it twice. A different --name is refused rather
+  // than dropped, before anything is sent.
   const earlier = entriesFor(ctx.home, runIds);
+  if (name !== undefined) {
+    const other = earlier.find((entry) => entry.name !== name);
+    if (other) {
+      const mine = other.runIds.filter((id) => reports.has(id));
+      throw new UsageError(
+        `Cannot report ${mine.length === 1 ? `run ${mine[0]}` : `runs ${mine.join(", ")}`} as ` +
+          `${JSON.stringify(name)}: its report as ${
+            JSON.stringify(other.name)
+          } is not finished (outbox/${other.id}.json)`,
+        {
+          hint: `reins report ${mine.join(" ")} finishes it as ${JSON.stringify(other.name)}; ` +
+            `then --again --name ${JSON.stringify(name)} reports it there too`,
+        },
+      );
+    }
+  }
   const covered = new Set(earlier.flatMap((entry) => entry.runIds));
-  const fresh = reports.filter((report) => !covered.has(report.runId));
+
+  // A run platform.json says is on this platform already is not sent again without --again;
+  // with it, each such run goes to the test it went to last (unless --name says otherwise).
+  const where = { baseUrl: target.url, workspaceId: target.workspaceId };
+  const already: Already[] = [];
+  const groups = new Map<string, RunReport[]>();
+  const fresh: RunRecord[] = [];
+  for (const runId of runIds) {
+    if (covered.has(runId)) continue;
+    const calls = reportedCalls(ctx.home, runId, where);
+    if (calls.length > 0 && !again) {
+      already.push(alreadyOf(runId, calls));
+      continue;
+    }
+    if (calls.length > 0 && name === undefined) {
+      const into = calls.at(-1)!.name;
+      groups.set(into, [...(groups.get(into) ?? []), reports.get(runId)!]);
+    } else fresh.push(records.get(runId)!);
+  }
+  if (fresh.length > 0) {
+    const into = name ?? defaultName(fresh);
+    groups.set(into, [...(groups.get(into) ?? []), ...fresh.map((r) => reports.get(r.id)!)]);
+  }
 
   const outcomes: ReportOutcome[] = [];
   const client = new PlatformClient(target, { proxy: settings.proxy });
@@ -136,23 +241,24 @@ export async function run(ctx: CommandContext): Promise<number> {
     ctx.io.note(`retrying in ${(waitMs / 1000).toFixed(1)} s: ${message}`);
   try {
     for (const entry of earlier) {
-      ctx.io.note(`resuming the report in outbox/${entry.id}.json (${entry.runIds.join(", ")})`);
+      ctx.io.note(
+        `resuming the report as ${JSON.stringify(entry.name)} in outbox/${entry.id}.json ` +
+          `(${entry.runIds.join(", ")})`,
+      );
       outcomes.push(
         await deliverEntry(ctx.home, entry.id, client, { onRetry, retryRefused: true }),
       );
     }
-    if (fresh.length > 0) {
-      const entry = createReport(ctx.home, {
-        name: name ?? defaultName(records.filter((r) => !covered.has(r.id))),
-        runs: fresh,
-        target,
-      });
+    for (const [into, scenarios] of groups) {
+      const entry = createReport(ctx.home, { name: into, scenarios, target, modality });
       outcomes.push(await deliverEntry(ctx.home, entry.id, client, { onRetry }));
     }
     if (pending) {
       const done = new Set(outcomes.map((outcome) => outcome.id));
       const more = await deliverPending(ctx.home, client, { onRetry, skip: done });
-      if (more.length === 0 && outcomes.length === 0) ctx.io.note("nothing waits in the outbox");
+      if (more.length === 0 && outcomes.length === 0 && already.length === 0) {
+        ctx.io.note("nothing waits in the outbox");
+      }
       outcomes.push(...more);
     }
   } finally {
@@ -160,14 +266,24 @@ export async function run(ctx: CommandContext): Promise<number> {
   }
 
   if (ctx.io.jsonMode) {
-    ctx.io.json({ reports: outcomes });
+    ctx.io.json({ reports: outcomes, alreadyReported: already });
   } else {
+    for (const item of already) {
+      ctx.io.print(`already reported to the platform: ${item.url}`);
+      ctx.io.note(
+        `run ${item.runId} went to ${JSON.stringify(item.name)} at ${item.reportedAt}; ` +
+          `reins report ${item.runId} --again reports it as a new execution`,
+      );
+    }
     for (const outcome of outcomes) {
       const { out, err } = describe(outcome);
       for (const line of out) ctx.io.print(line);
       for (const line of err) ctx.io.note(line);
     }
   }
-  const clean = outcomes.every((o) => o.state === "reported" && o.problems.length === 0);
+  // An open report (a suite still running, or cut short) is not a failure to report.
+  const clean = outcomes.every((o) =>
+    (o.state === "reported" || o.state === "open") && o.problems.length === 0
+  );
   return clean ? ExitCode.ok : ExitCode.platform;
 }

@@ -333,9 +333,9 @@ export class PlatformClient {
     return this.call("PATCH", path, { status: "ongoing" }, { idempotencyKey });
   }
 
-  result(callExecutionId: string, payload: ResultBody): Promise<unknown> {
+  result(callExecutionId: string, payload: ResultBody, idempotencyKey?: string): Promise<unknown> {
     const path = `/call-executions/${encodeURIComponent(callExecutionId)}/result/`;
-    return this.call("PATCH", path, payload, { idempotencyKey: payload.result_digest });
+    return this.call("PATCH", path, payload, { idempotencyKey });
   }
 
   /**

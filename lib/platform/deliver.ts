@@ -1,117 +1,43 @@
-// Reports, from the outbox to the platform: createReport() writes every step a report needs before
-// anything is sent; deliverEntry() walks the steps (provision, start, batch, then per run: ongoing,
-// result, recordings), saving each acknowledgement before the next request, retrying what may
-// pass and stopping on what will not. Nothing here fails a run or touches its files: the outcome
-// says what was reported, what is pending and why.
-import { nowIso, sleep } from "../core/clock.ts";
-import { newId } from "../core/ids.ts";
+// Reports, from the outbox to the platform: report_entry.ts writes every step a report needs
+// before anything is sent; deliverEntry() walks the steps (provision, start, batch, then per
+// scenario: its ONGOING ping when one is due, its result once it has one, its recordings),
+// saving each acknowledgement before the next request, retrying what may pass and stopping on
+// what will not. Every request carries an Idempotency-Key that is the same on every resume, so a
+// platform that honours it never applies a step twice; a result is a PATCH of its own call, so
+// even one that does not ends with one result per call. Once every scenario's result is
+// acknowledged the report is remembered in platform.json (where each run went) and only then
+// removed from the outbox: a crash between the two leaves an entry whose resume sends nothing.
+// Nothing here fails a run or touches its files: the outcome says what was reported, what is
+// pending and why.
+import { sleep } from "../core/clock.ts";
 import { describeError, PlatformError } from "../core/errors.ts";
-import type { PlatformClient, PlatformTarget } from "./client.ts";
+import type { PlatformClient } from "./client.ts";
 import { RecordingChangedError } from "./multipart.ts";
 import {
   listEntryIds,
   lockEntry,
-  OUTBOX_ENTRY_TYPE,
   type OutboxEntry,
   readEntry,
   removeEntry,
   writeEntry,
 } from "./outbox.ts";
-import { agentNameOf, personaOf, resultOf, selectorOf } from "./payloads.ts";
-import { forgetTest, rememberedTest, rememberReport } from "./reported.ts";
+import { forgetTest, rememberReport } from "./reported.ts";
 import { type RetryPolicy, withRetry } from "../net/retry.ts";
-import type { RunReport } from "./run_outcome.ts";
 import { dashboardPath, type StartBody } from "./wire.ts";
 
-export interface NewReport {
-  /** The test's name on the platform (`--name`, or displayRunName). */
-  name: string;
-  runs: readonly RunReport[];
-  target: PlatformTarget;
-  /** How the platform renders the calls; the seed's default. */
-  modality?: string;
-}
-
-/** Makes each scenario key unique within one report (two runs of the same task). */
-function uniqueKeys(runs: readonly RunReport[]): RunReport[] {
-  const seen = new Map<string, number>();
-  return runs.map((run) => {
-    const count = (seen.get(run.scenario.name) ?? 0) + 1;
-    seen.set(run.scenario.name, count);
-    if (count === 1) return run;
-    const key = `${run.scenario.name}-${count}`;
-    return {
-      ...run,
-      scenario: { ...run.scenario, name: key, scenarioKey: key },
-      outcome: { ...run.outcome, scenario: key },
-    };
-  });
-}
-
 /**
- * Writes a new report to the outbox and returns it. It joins the test remembered for this
- * platform and name when that test has every scenario of this report; otherwise it will
- * provision a new one.
+ * "reported": every scenario is on the platform; "open": a live report whose remaining scenarios
+ * have not finished (all that is ready was sent); "pending": to be tried again; "refused": the
+ * platform said no; "busy": another process is sending it; "unreadable": its file is damaged.
  */
-export function createReport(home: string, report: NewReport): OutboxEntry {
-  if (report.runs.length === 0) throw new RangeError("Cannot make a report of no runs");
-  const runs = uniqueKeys(report.runs);
-  const keys = runs.map((run) => run.scenario.name);
-  const remembered = rememberedTest(home, report.target.url, report.name);
-  const joins = remembered !== null && keys.every((key) => remembered.scenario_keys.includes(key));
-  const now = nowIso();
-  const entry: OutboxEntry = {
-    type: OUTBOX_ENTRY_TYPE,
-    version: 1,
-    id: newId(),
-    createdAt: now,
-    updatedAt: now,
-    baseUrl: report.target.url,
-    workspaceId: report.target.workspaceId,
-    jobId: report.target.jobId,
-    name: report.name,
-    provision: {
-      name: report.name,
-      agent_name: agentNameOf(report.name),
-      personas: runs.map((run) => personaOf(run.scenario)),
-      modality: report.modality ?? "text",
-    },
-    selectors: runs.map((run) => selectorOf(run.scenario)),
-    runTestId: joins ? remembered.run_test_id : null,
-    runTestSource: joins ? "remembered" : null,
-    provisions: 0,
-    scenarioIds: [],
-    testExecutionId: null,
-    allocated: false,
-    calls: runs.map((run) => ({
-      runId: run.runId,
-      scenarioKey: run.scenario.name,
-      callExecutionId: null,
-      ongoing: "pending",
-      resultSent: false,
-      result: resultOf(run.outcome),
-      recordings: run.recordings.map((recording) => ({
-        ...recording,
-        state: "pending",
-        reason: null,
-      })),
-    })),
-    state: "pending",
-    attempts: 0,
-    lastError: null,
-    problems: [],
-  };
-  writeEntry(home, entry);
-  return entry;
-}
-
-export type ReportState = "reported" | "pending" | "refused" | "busy" | "unreadable";
+export type ReportState = "reported" | "open" | "pending" | "refused" | "busy" | "unreadable";
 
 export interface ReportOutcome {
   /** The outbox id. */
   id: string;
   name: string | null;
   state: ReportState;
+  /** The runs behind its scenarios (a live scenario not started yet has none). */
   runIds: string[];
   runTestId: string | null;
   testExecutionId: string | null;
@@ -164,13 +90,15 @@ function outcomeOf(
 ): ReportOutcome {
   const calls: Record<string, string> = {};
   for (const call of entry.calls) {
-    if (call.resultSent && call.callExecutionId) calls[call.runId] = call.callExecutionId;
+    if (call.resultSent && call.callExecutionId && call.runId) {
+      calls[call.runId] = call.callExecutionId;
+    }
   }
   return {
     id: entry.id,
     name: entry.name,
     state,
-    runIds: entry.calls.map((call) => call.runId),
+    runIds: runIdsOf(entry),
     runTestId: entry.runTestId,
     testExecutionId: entry.testExecutionId,
     url: entry.runTestId ? dashboardPath(entry.runTestId, entry.testExecutionId) : null,
@@ -179,6 +107,10 @@ function outcomeOf(
     reason,
     hint,
   };
+}
+
+function runIdsOf(entry: OutboxEntry): string[] {
+  return entry.calls.flatMap((call) => call.runId === null ? [] : [call.runId]);
 }
 
 function startBody(entry: OutboxEntry): StartBody {
@@ -260,7 +192,7 @@ async function runSteps(steps: Steps): Promise<void> {
   for (const call of entry.calls) {
     const callId = call.callExecutionId;
     if (callId === null) continue;
-    if (call.ongoing === "pending") {
+    if (call.ongoing === "pending" && !call.resultSent) {
       // Presentation state, not evidence: one try, and a refusal is not worth stopping for.
       try {
         await client.ongoing(callId, stepKey(entry, `ongoing-${callId}`));
@@ -269,11 +201,14 @@ async function runSteps(steps: Steps): Promise<void> {
         if (!(error instanceof PlatformError)) throw error;
         call.ongoing = "skipped";
       }
-      // Not saved on its own: sent again after a crash, the ping is replayed or ignored (the
-      // platform applies it only to a pending call), so it rides on the result's save.
+      // A live scenario's ping is saved before its result exists; a crash right after it only
+      // means a ping the platform ignores (it applies one to a pending call only).
+      if (call.result === null) save();
     }
+    const result = call.result;
+    if (result === null) continue;
     if (!call.resultSent) {
-      await retry(() => client.result(callId, call.result));
+      await retry(() => client.result(callId, result, stepKey(entry, `result-${callId}`)));
       call.resultSent = true;
       save();
     }
@@ -297,7 +232,10 @@ async function runSteps(steps: Steps): Promise<void> {
           : describeError(error);
         recording.state = "failed";
         recording.reason = why;
-        entry.problems.push(`recording ${recording.name} of run ${call.runId} not sent: ${why}`);
+        entry.problems.push(
+          `recording ${recording.name} of ${call.runId ? `run ${call.runId}` : call.scenarioKey} ` +
+            `not sent: ${why}`,
+        );
       }
       save();
     }
@@ -388,11 +326,21 @@ export async function deliverEntry(
     save();
     throw error;
   }
+  const unfinished = entry.calls.filter((call) => call.result === null && call.callExecutionId);
+  if (unfinished.length > 0) {
+    save();
+    return outcomeOf(
+      entry,
+      "open",
+      `${unfinished.length} of ${entry.calls.length} scenarios have not finished yet`,
+    );
+  }
   const reportedMs = Date.now();
   const calls = outcomeOf(entry, "reported", null);
   rememberReport(home, {
     test: {
       base_url: entry.baseUrl,
+      modality: entry.provision.modality,
       name: entry.name,
       run_test_id: entry.runTestId!,
       scenario_keys: entry.calls.map((call) => call.scenarioKey),
@@ -402,6 +350,7 @@ export async function deliverEntry(
     runs: Object.fromEntries(
       Object.entries(calls.calls).map(([runId, callId]) => [runId, {
         base_url: entry.baseUrl,
+        workspace_id: entry.workspaceId,
         name: entry.name,
         run_test_id: entry.runTestId!,
         test_execution_id: entry.testExecutionId!,
@@ -419,13 +368,15 @@ export async function deliverEntry(
 export function entriesFor(
   home: string,
   runIds: readonly string[],
-): { id: string; runIds: string[] }[] {
+): { id: string; name: string; state: OutboxEntry["state"]; runIds: string[] }[] {
   const wanted = new Set(runIds);
-  const found: { id: string; runIds: string[] }[] = [];
+  const found: { id: string; name: string; state: OutboxEntry["state"]; runIds: string[] }[] = [];
   for (const id of listEntryIds(home)) {
     const read = readEntry(home, id);
-    if (!read?.ok || !read.entry.calls.some((call) => wanted.has(call.runId))) continue;
-    found.push({ id, runIds: read.entry.calls.map((call) => call.runId) });
+    if (!read?.ok) continue;
+    const ids = runIdsOf(read.entry);
+    if (!ids.some((runId) => wanted.has(runId))) continue;
+    found.push({ id, name: read.entry.name, state: read.entry.state, runIds: ids });
   }
   return found;
 }

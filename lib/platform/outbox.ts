@@ -1,7 +1,9 @@
 // The outbox: one file per report (outbox/<id>.json, 0600), written before the first request and
 // rewritten (atomically) after each step the platform acknowledged, so a report cut short by a
 // crash or an outage resumes where it stopped and never repeats an acknowledged step. A report
-// being delivered is held by a lock on outbox/<id>.lock, which the OS releases if the process dies.
+// being delivered or changed is held by a lock on outbox/<id>.lock, which the OS releases if the
+// process dies. A report is of N scenarios (one per run for `reins report`, one per scenario for
+// a suite); see deliver.ts for how each kind fills it.
 import { z } from "zod";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
@@ -30,15 +32,20 @@ export const RecordingStep = z.object({
 export type RecordingStep = z.infer<typeof RecordingStep>;
 
 export const CallStep = z.object({
-  runId: z.string().min(1),
+  /** The run behind the call; null for a live suite's scenario that has not started yet. */
+  runId: z.string().min(1).nullable(),
   scenarioKey: z.string(),
   /** The platform's row for this run, once allocated. */
   callExecutionId: z.string().nullable(),
-  /** The status ping is best effort: "skipped" when the platform refused it. */
-  ongoing: z.enum(["pending", "sent", "skipped"]),
+  /**
+   * The PENDING → ONGOING ping, sent when a live scenario starts: "none" for a scenario that had
+   * finished before it was reported (no ping), "pending" until it is sent, "skipped" when the
+   * platform refused it (it is best effort).
+   */
+  ongoing: z.enum(["none", "pending", "sent", "skipped"]),
   resultSent: z.boolean(),
-  /** The result body, digest included, exactly as it is (re)sent. */
-  result: ResultBody,
+  /** The result body, digest included, exactly as it is (re)sent; null until it finished. */
+  result: ResultBody.nullable(),
   recordings: z.array(RecordingStep),
 });
 export type CallStep = z.infer<typeof CallStep>;
@@ -65,6 +72,8 @@ export const OutboxEntry = z.object({
   testExecutionId: z.string().nullable(),
   /** Whether the batch of calls was allocated. */
   allocated: z.boolean(),
+  /** A report made before its scenarios ran (a suite reporting as it goes). */
+  live: z.boolean().default(false),
   calls: z.array(CallStep).min(1),
   /** "pending": to be (re)tried; "refused": the platform said no, and retrying will not help. */
   state: z.enum(["pending", "refused"]),

@@ -78,10 +78,8 @@ export interface ScenarioOutcome {
   gradingFailures?: readonly string[];
   /** Why the call ended. */
   ended?: string;
-  /** One line for people. */
-  summary?: string;
+  /** The kit's verdict; `call_summary` says it with the checkpoints met (verdictLine()). */
   passed: boolean;
-  met?: number;
   spentUsd?: number;
   /** Wall-clock seconds, used when the transcript carries no timings. */
   seconds?: number;
@@ -279,6 +277,22 @@ export function conversationSeconds(outcome: ScenarioOutcome): number {
   return Math.max(0, Math.trunc(outcome.seconds ?? 0));
 }
 
+/**
+ * The kit's one-line verdict, sent as `call_summary`: `"<scenario>: passed (m/n)"` with m of the
+ * n checkpoints met. A scenario that could not run (it has problems) says `error`, not `failed`:
+ * the agent did not fail it, it never got to try.
+ */
+export function verdictLine(outcome: ScenarioOutcome): string {
+  const checkpoints = outcome.checkpoints ?? [];
+  const met = checkpoints.filter((check) => check.passed).length;
+  const verdict = (outcome.problems?.length ?? 0) > 0
+    ? "error"
+    : outcome.passed
+    ? "passed"
+    : "failed";
+  return `${outcome.scenario}: ${verdict} (${met}/${checkpoints.length})`;
+}
+
 /** `"sha256:" + sha256(canonical JSON)`: the seed's `result_digest`. */
 export function resultDigest(payload: unknown): string {
   return `sha256:${createHash("sha256").update(canonicalJson(payload)).digest("hex")}`;
@@ -298,7 +312,7 @@ export function resultOf(outcome: ScenarioOutcome): ResultBody {
   const metadata: CallMetadata = {
     harness_scenario: outcome.scenario,
     harness_passed: outcome.passed,
-    harness_met: Math.trunc(outcome.met ?? 0),
+    harness_met: checkpoints.filter((check) => check.passed).length,
     harness_of: checkpoints.length,
     harness_checkpoints: checkpoints,
     harness_evaluations: evaluations,
@@ -324,7 +338,7 @@ export function resultOf(outcome: ScenarioOutcome): ResultBody {
     status: problems.length ? "failed" : "completed",
     duration_seconds: conversationSeconds(outcome),
     ended_reason: pySlice(outcome.ended ?? "", 10000),
-    call_summary: pySlice(outcome.summary ?? "", 2000),
+    call_summary: pySlice(verdictLine(outcome), 2000),
     transcript: segmentsOf(outcome.transcript),
     call_metadata: metadata,
   };

@@ -11,6 +11,8 @@ export const PLATFORM_FILE_TYPE = "reins.platform";
 
 const RememberedTest = z.object({
   base_url: z.string(),
+  /** Older files have none: their tests were all provisioned as text. */
+  modality: z.string().default("text"),
   name: z.string(),
   run_test_id: z.string(),
   scenario_keys: z.array(z.string()),
@@ -22,6 +24,7 @@ export type RememberedTest = z.infer<typeof RememberedTest>;
 
 const RememberedCall = z.object({
   base_url: z.string(),
+  workspace_id: z.string().nullable().default(null),
   name: z.string(),
   run_test_id: z.string(),
   test_execution_id: z.string(),
@@ -95,6 +98,7 @@ export function rememberedTest(home: string, baseUrl: string, name: string): Rem
 
 export interface TestToRemember {
   base_url: string;
+  modality: string;
   name: string;
   run_test_id: string;
   scenario_keys: string[];
@@ -134,6 +138,20 @@ export function rememberReport(
     putTest(file, report.test);
     putCalls(file, report.runs);
   });
+}
+
+/**
+ * Where `runId` was reported on this platform (and workspace), oldest first: one entry per
+ * execution it is part of. Empty when it never was.
+ */
+export function reportedCalls(
+  home: string,
+  runId: string,
+  where: { baseUrl: string; workspaceId: string | null },
+): RememberedCall[] {
+  return (readReported(home).runs[runId] ?? []).filter((call) =>
+    call.base_url === where.baseUrl && call.workspace_id === where.workspaceId
+  );
 }
 
 /** Forgets a test the platform no longer knows (it answered 404 for it). */

@@ -203,10 +203,45 @@ function finalAnswer(events: readonly RunEvent[]): string | null {
   return null;
 }
 
+/** How the platform should show calls with these recordings: any audio makes them spoken. */
+export function modalityOf(recordings: readonly RecordingSource[]): "text" | "voice" {
+  return recordings.some((recording) => /^audio\//i.test(recording.contentType)) ? "voice" : "text";
+}
+
 /**
- * The report of one settled run. A run that ended without the harness doing anything (it could
- * not start, say) carries a problem, so it arrives as `failed`; a run that ran and then failed or
- * was interrupted arrives as a completed call that did not pass.
+ * Why a settled run is a scenario that could not run to its end, or null when it did. The seed's
+ * rule: a scenario that never ran is not one the agent failed, and the two must not arrive as the
+ * same status. So only a completed run is a `completed` call; a run that failed (the harness
+ * crashed, the model endpoint failed, a timeout) or was interrupted is a `failed` call with this
+ * as its `error_message`. docs/platform.md has the table.
+ */
+export function unfinishedReason(record: RunRecord, ran: boolean): string | null {
+  const reason = record.terminalReason;
+  switch (record.status) {
+    case "completed":
+      return null;
+    case "failed":
+    case "interrupted":
+      if (!ran) {
+        return reason
+          ? `the run never got going: ${reason}`
+          : `the run ${record.status} before it started`;
+      }
+      return record.status === "failed"
+        ? `the run failed: ${reason ?? "no reason was recorded"}`
+        : `the run was interrupted: ${reason ?? "no reason was recorded"}`;
+    case "queued":
+    case "running":
+    case "waiting":
+      throw new RangeError(`Cannot report run ${record.id}: its status is ${record.status}`);
+    default:
+      return assertNever(record.status, "run status");
+  }
+}
+
+/**
+ * The report of one settled run: a scenario that passed when the run completed, or one that
+ * could not finish (status `failed`, with why) when it failed or was interrupted.
  */
 export function runReportOf(
   record: RunRecord,
@@ -217,14 +252,7 @@ export function runReportOf(
     throw new RangeError(`Cannot report run ${record.id}: its status is ${record.status}`);
   }
   const live = events.filter((event) => event.ignored === undefined);
-  const ran = live.some(showsActivity);
-  const reason = record.terminalReason;
-  const problems: string[] = [];
-  if (record.status !== "completed" && !ran) {
-    problems.push(
-      reason ? `the run never got going: ${reason}` : `the run ${record.status} before it started`,
-    );
-  }
+  const unfinished = unfinishedReason(record, live.some(showsActivity));
   let spentUsd = 0;
   let usage: Record<string, unknown> | null = null;
   const recordings: RecordingSource[] = [];
@@ -246,10 +274,6 @@ export function runReportOf(
   }
   const startedMs = Date.parse(record.startedAt);
   const endedMs = record.endedAt ? Date.parse(record.endedAt) : startedMs;
-  const answer = finalAnswer(live);
-  const summary = answer !== null
-    ? pyStrip(answer).split("\n", 1)[0]
-    : `${record.status}${reason ? `: ${reason}` : ""}`;
   const scenario = scenarioOf(record);
   return {
     runId: record.id,
@@ -258,11 +282,9 @@ export function runReportOf(
     outcome: {
       scenario: scenario.name,
       transcript: transcriptOf(record, live),
-      problems,
-      ended: reason ?? record.status,
-      summary,
+      problems: unfinished === null ? [] : [unfinished],
+      ended: record.terminalReason ?? record.status,
       passed: record.status === "completed",
-      met: 0,
       spentUsd,
       seconds: Math.max(0, (endedMs - startedMs) / 1000),
       metadata: {
@@ -272,6 +294,7 @@ export function runReportOf(
         reins_harness: record.harness,
         reins_driver: record.driver,
         reins_status: record.status,
+        reins_answer: finalAnswer(live),
         reins_usage: usage,
       },
     },

@@ -2,12 +2,14 @@
 // resumption, joining a remembered test, changed recordings.
 import assert from "node:assert/strict";
 import { PlatformClient, platformTarget } from "../../lib/platform/client.ts";
+import { deliverEntry, deliverPending } from "../../lib/platform/deliver.ts";
 import {
   createReport,
-  deliverEntry,
-  deliverPending,
   type NewReport,
-} from "../../lib/platform/deliver.ts";
+  scenarioFinished,
+  scenarioStarted,
+  updateReport,
+} from "../../lib/platform/report_entry.ts";
 import { listEntryIds, lockEntry, readEntry } from "../../lib/platform/outbox.ts";
 import { personaOf, selectorOf } from "../../lib/platform/payloads.ts";
 import { readReported } from "../../lib/platform/reported.ts";
@@ -59,7 +61,7 @@ async function world(
           const { record, events } = await makeRun(home, spec);
           runs.push(runReportOf(record, events, { runDir: runDir(home, record.id) }));
         }
-        return { id: createReport(home, { name, runs, target }).id, runs };
+        return { id: createReport(home, { name, scenarios: runs, target }).id, runs };
       },
     });
   } finally {
@@ -71,7 +73,9 @@ async function world(
 const route = (platform: World["platform"]) =>
   platform.requests.map((r) => `${r.route}${r.replayed ? " (replayed)" : ""} ${r.status}`);
 
-Deno.test("deliverEntry() walks provision, start, batch, ongoing, result and recording field for field", async () => {
+// regression: a finished run's result came right after an ONGOING ping the seed sends only when a
+// scenario starts, and a run with an audio recording was provisioned as a text call
+Deno.test("deliverEntry() walks provision, start, batch, result and recording field for field", async () => {
   await world(async ({ home, dir, platform, client, report }) => {
     const wav = `${dir}/call.wav`;
     await Deno.writeFile(wav, new Uint8Array(2048).fill(5));
@@ -85,18 +89,16 @@ Deno.test("deliverEntry() walks provision, start, batch, ongoing, result and rec
       "provision 201",
       "start 201",
       "batch 201",
-      "status 200",
       "result 200",
       "recording 201",
-      "status 200",
       "result 200",
     ]);
-    const [provision, start, batch, status, result] = platform.requests;
+    const [provision, start, batch, result] = platform.requests;
     assert.deepEqual(provision.body, {
       name: "nightly",
       agent_name: "nightly",
       personas: runs.map((run) => personaOf(run.scenario)),
-      modality: "text",
+      modality: "voice",
     });
     const test = [...platform.tests.values()][0];
     assert.deepEqual(start.body, {
@@ -104,12 +106,12 @@ Deno.test("deliverEntry() walks provision, start, batch, ongoing, result and rec
       scenario_selectors: runs.map((run) => selectorOf(run.scenario)),
     });
     assert.deepEqual(batch.body, { count: 2 });
-    assert.deepEqual(status.body, { status: "ongoing" });
     assert.deepEqual(result.body, entry.calls[0].result);
     for (const request of platform.requests) {
       assert.ok(request.idempotencyKey, `${request.route} carries an Idempotency-Key`);
     }
-    assert.deepEqual(result.idempotencyKey, entry.calls[0].result.result_digest);
+    // Per call, not per body: the same run reported --again into another call is not a replay.
+    assert.deepEqual(result.idempotencyKey, `reins-${id}-result-${result.id}`);
 
     const execution = [...platform.executions.values()][0];
     assert.deepEqual(outcome, {
@@ -332,5 +334,50 @@ Deno.test("deliverEntry() does not touch a report another process is sending", a
     const outcome = await deliverEntry(home, id, client, { retry: FAST });
     assert.deepEqual(outcome.state, "busy");
     assert.deepEqual(platform.requests.length, 0);
+  });
+});
+
+Deno.test("a live report pings each scenario as it starts and sends its result as it finishes", async () => {
+  await world(async ({ home, platform, client, target }) => {
+    const made = await makeRun(home, { goal: "Deploy" });
+    const run = runReportOf(made.record, made.events, { runDir: runDir(home, made.record.id) });
+    const entry = createReport(home, {
+      name: "suite",
+      target,
+      live: true,
+      modality: "text",
+      scenarios: [
+        { runId: null, scenario: { name: "deploy" }, outcome: null, recordings: [] },
+        { runId: null, scenario: { name: "rollback" }, outcome: null, recordings: [] },
+      ],
+    });
+    const begun = await deliverEntry(home, entry.id, client, { retry: FAST });
+    assert.deepEqual(begun.state, "open");
+    assert.deepEqual(begun.reason, "2 of 2 scenarios have not finished yet");
+    assert.deepEqual(route(platform), ["provision 201", "start 201", "batch 201"]);
+
+    await updateReport(home, entry.id, scenarioStarted("deploy", made.record.id));
+    assert.deepEqual((await deliverEntry(home, entry.id, client, { retry: FAST })).state, "open");
+    await updateReport(
+      home,
+      entry.id,
+      scenarioFinished("deploy", run),
+    );
+    await deliverEntry(home, entry.id, client, { retry: FAST });
+    assert.deepEqual(route(platform).slice(3), ["status 200", "result 200"]);
+
+    await updateReport(home, entry.id, scenarioStarted("rollback", "run-2"));
+    await updateReport(home, entry.id, scenarioFinished("rollback", { ...run, runId: "run-2" }));
+    const done = await deliverEntry(home, entry.id, client, { retry: FAST });
+    assert.deepEqual(done.state, "reported");
+    assert.deepEqual(route(platform).slice(5), ["status 200", "result 200"]);
+    assert.deepEqual(done.runIds, [made.record.id, "run-2"]);
+    const results = [...platform.calls.values()].map((call) => call.results[0]?.call_metadata);
+    assert.deepEqual(results.map((m) => m?.harness_scenario), ["deploy", "rollback"]);
+    assert.deepEqual(listEntryIds(home), []);
+    await assert.rejects(
+      () => updateReport(home, entry.id, scenarioStarted("deploy", "x")),
+      /not in the outbox/,
+    );
   });
 });

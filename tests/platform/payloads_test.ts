@@ -15,6 +15,7 @@ import {
   type ScenarioOutcome,
   segmentsOf,
   selectorOf,
+  verdictLine,
 } from "../../lib/platform/payloads.ts";
 import { ResultBody } from "../../lib/platform/wire.ts";
 
@@ -187,11 +188,12 @@ Deno.test("resultOf() builds the seed's result, call_metadata and digest field f
       { kind: "message", speaker: "user", text: "Refund please" },
       { kind: "message", speaker: "assistant", text: "Done." },
     ],
-    checkpoints: [{ name: "refund issued", kind: "state", passed: true, detail: "row 7" }],
+    checkpoints: [
+      { name: "refund issued", kind: "state", passed: true, detail: "row 7" },
+      { name: "email sent", kind: "state", passed: false, detail: "no mail" },
+    ],
     ended: "completed",
-    summary: "refund-flow 1/1",
     passed: true,
-    met: 1,
     spentUsd: 0.123456,
     seconds: 3.7,
     metadata: { reins_run_id: "r1" },
@@ -202,7 +204,7 @@ Deno.test("resultOf() builds the seed's result, call_metadata and digest field f
     status: "completed",
     duration_seconds: 3,
     ended_reason: "completed",
-    call_summary: "refund-flow 1/1",
+    call_summary: "refund-flow: passed (1/2)",
     transcript: [
       { speaker_role: "user", content: "Refund please" },
       { speaker_role: "assistant", content: "Done." },
@@ -211,22 +213,30 @@ Deno.test("resultOf() builds the seed's result, call_metadata and digest field f
       harness_scenario: "refund-flow",
       harness_passed: true,
       harness_met: 1,
-      harness_of: 1,
-      harness_checkpoints: [{
-        name: "refund issued",
-        kind: "state",
-        passed: true,
-        detail: "row 7",
-      }],
-      harness_evaluations: [{
-        name: "refund issued",
-        kind: "state",
-        passed: true,
-        reason: "row 7",
-        decided_by: "",
-        platform_template: "",
-      }],
-      harness_eval_coverage: { expected: 1, executed: 1, failed: 0, complete: true },
+      harness_of: 2,
+      harness_checkpoints: [
+        { name: "refund issued", kind: "state", passed: true, detail: "row 7" },
+        { name: "email sent", kind: "state", passed: false, detail: "no mail" },
+      ],
+      harness_evaluations: [
+        {
+          name: "refund issued",
+          kind: "state",
+          passed: true,
+          reason: "row 7",
+          decided_by: "",
+          platform_template: "",
+        },
+        {
+          name: "email sent",
+          kind: "state",
+          passed: false,
+          reason: "no mail",
+          decided_by: "",
+          platform_template: "",
+        },
+      ],
+      harness_eval_coverage: { expected: 2, executed: 2, failed: 0, complete: true },
       harness_failure_classification: "",
       harness_spent_usd: 0.1235,
       reins_run_id: "r1",
@@ -243,6 +253,29 @@ Deno.test("resultOf() builds the seed's result, call_metadata and digest field f
     "result_digest",
   ]);
   ResultBody.parse(result);
+});
+
+// regression: call_summary carried the agent's final answer, and harness_met whatever it was given
+Deno.test("verdictLine() is the kit's one-line verdict with the checkpoints met", () => {
+  const base = { scenario: "refund-flow", transcript: [] };
+  const checks = [
+    { name: "a", passed: true },
+    { name: "b", passed: true },
+    { name: "c", passed: false },
+  ];
+  assert.deepEqual(
+    verdictLine({ ...base, passed: true, checkpoints: checks }),
+    "refund-flow: passed (2/3)",
+  );
+  assert.deepEqual(
+    verdictLine({ ...base, passed: false, checkpoints: checks }),
+    "refund-flow: failed (2/3)",
+  );
+  assert.deepEqual(verdictLine({ ...base, passed: true }), "refund-flow: passed (0/0)");
+  assert.deepEqual(
+    verdictLine({ ...base, passed: false, problems: ["the run never got going"] }),
+    "refund-flow: error (0/0)",
+  );
 });
 
 Deno.test("resultOf() makes a scenario with problems `failed` with an error_message", () => {

@@ -1,7 +1,7 @@
 // pendingReports(): what `reins doctor` says about the outbox, without zod or a lock.
 import assert from "node:assert/strict";
 import { platformTarget } from "../../lib/platform/client.ts";
-import { createReport } from "../../lib/platform/deliver.ts";
+import { createReport } from "../../lib/platform/report_entry.ts";
 import { readEntry, writeEntry } from "../../lib/platform/outbox.ts";
 import { pendingReports } from "../../lib/platform/pending.ts";
 import { runReportOf } from "../../lib/platform/run_outcome.ts";
@@ -23,7 +23,7 @@ Deno.test("pendingReports() sorts the outbox into pending, refused and unreadabl
   for (const name of ["first", "second"]) {
     const { record, events } = await makeRun(dir.path);
     const report = runReportOf(record, events, { runDir: "/x" });
-    entries.push({ record, entry: createReport(dir.path, { name, runs: [report], target }) });
+    entries.push({ record, entry: createReport(dir.path, { name, scenarios: [report], target }) });
   }
   const read = readEntry(dir.path, entries[1].entry.id);
   assert.ok(read?.ok);

@@ -119,7 +119,7 @@ Deno.test("reins report answered 401 says so, leaves the run untouched and retri
     // Once the keys are right, reporting the run again sends that same report.
     const fixed = await reins(["report", record.id], { home: dir.path, env: envFor(platform) });
     assert.deepEqual(fixed.code, 0);
-    assert.match(fixed.stderr, /resuming the report in outbox\//);
+    assert.match(fixed.stderr, /^resuming the report as "Claude Code · .*" in outbox\//);
     assert.deepEqual(platform.resultsByRun().get(record.id)!.length, 1);
     assert.deepEqual(pendingReports(dir.path), { pending: [], refused: [], unreadable: [] });
   } finally {
@@ -233,8 +233,10 @@ Deno.test("reins report refuses what it cannot send before touching anything", a
       ["--json", "report", "--pending", "--name", "x"],
       keys,
       2,
-      /--name names the test for the runs given/,
+      /--name is about the runs given, and no run was given/,
     ],
+    [["report", record.id, "--modality", "video"], keys, 2, /--modality takes text or voice/],
+    [["report", "--pending", "--again"], keys, 2, /--again is about the runs given/],
   ];
   for (const [args, env, code, message] of cases) {
     const result = await reins(args, { home: dir.path, env });

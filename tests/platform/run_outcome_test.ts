@@ -26,7 +26,9 @@ Deno.test("runReportOf() turns a completed run into a passed scenario with its t
   });
   const result = resultOf(report.outcome);
   assert.deepEqual(result.status, "completed");
-  assert.deepEqual(result.call_summary, "The tests pass now.");
+  assert.deepEqual(result.call_summary, `${key}: passed (0/0)`);
+  assert.deepEqual(result.call_metadata.reins_answer, "The tests pass now.\nDetails follow.");
+  assert.deepEqual([result.call_metadata.harness_met, result.call_metadata.harness_of], [0, 0]);
   assert.deepEqual(result.ended_reason, "completed");
   assert.deepEqual(result.transcript, [
     { speaker_role: "user", content: "Fix the failing test." },
@@ -56,16 +58,28 @@ Deno.test("runReportOf() reports a run that never got going as failed, with why"
   assert.deepEqual(result.transcript, [{ speaker_role: "user", content: "Fix the failing test." }]);
 });
 
-Deno.test("runReportOf() reports an agent that ran and failed as a completed call that did not pass", async () => {
+// regression: a run that could not finish arrived as `completed`, its reason only in ended_reason
+Deno.test("runReportOf() reports a run that ran and then failed or was interrupted as failed, with why", async () => {
   await using dir = await tempDir();
-  for (const status of ["failed", "interrupted"] as const) {
-    const { record, events } = await makeRun(dir.path, {
-      outcome: { status, reason: "budget exhausted" },
-    });
-    const result = resultOf(runReportOf(record, events, { runDir: "/x" }).outcome);
-    assert.deepEqual(result.status, "completed", status);
-    assert.deepEqual(result.error_message, undefined);
-    assert.deepEqual(result.ended_reason, "budget exhausted");
+  for (
+    const [status, reason, said] of [
+      [
+        "failed",
+        "The model endpoint failed with 503",
+        "the run failed: The model endpoint failed with 503",
+      ],
+      ["failed", "timed out after 30 s", "the run failed: timed out after 30 s"],
+      ["interrupted", "stopped by SIGINT", "the run was interrupted: stopped by SIGINT"],
+      ["interrupted", null, "the run was interrupted: no reason was recorded"],
+    ] as const
+  ) {
+    const { record, events } = await makeRun(dir.path, { outcome: { status, reason } });
+    const report = runReportOf(record, events, { runDir: "/x" });
+    const result = resultOf(report.outcome);
+    assert.deepEqual(result.status, "failed", status);
+    assert.deepEqual(result.error_message, said);
+    assert.deepEqual(result.ended_reason, reason ?? status);
+    assert.deepEqual(result.call_summary, `${report.scenario.name}: error (0/0)`);
     assert.deepEqual(result.call_metadata.harness_passed, false);
   }
 });
