@@ -41,8 +41,11 @@ export function combineHooks(hooks: readonly LoopHooks[]): Required<LoopHooks> {
   };
 }
 
-/** The recorder: model and tool calls as `model.*` and `tool.*` events. */
-export function recordingHooks(sink: EventSink): LoopHooks {
+/**
+ * The recorder: model and tool calls as `model.*` and `tool.*` events. `model` is the model's
+ * spec, recorded with each request (the trace export names the model from it).
+ */
+export function recordingHooks(sink: EventSink, options: { model?: string } = {}): LoopHooks {
   return {
     beforeModel(call) {
       sink.emit({
@@ -51,6 +54,7 @@ export function recordingHooks(sink: EventSink): LoopHooks {
           historyLength: call.history.length,
           toolCount: call.tools.length,
           purpose: call.purpose,
+          ...(options.model === undefined ? {} : { model: options.model }),
         },
       });
     },

@@ -125,7 +125,10 @@ class Loop {
     readonly toolbox: Toolbox,
     options: LoopDriverOptions,
   ) {
-    this.#hooks = combineHooks([recordingHooks(sink), ...(options.hooks ?? [])]);
+    this.#hooks = combineHooks([
+      recordingHooks(sink, { model: model.name }),
+      ...(options.hooks ?? []),
+    ]);
     this.#compaction = options.compaction === false
       ? null
       : { ...DEFAULT_COMPACTION, ...options.compaction };

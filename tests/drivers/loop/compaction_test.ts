@@ -68,6 +68,7 @@ Deno.test("createLoopDriver() compacts in stages when the history passes the thr
       historyLength: 2,
       toolCount: 0,
       purpose: "summary",
+      model: `mock:${script}`,
     });
 
     // what the model is sent next: the summary in place of the oldest turns, the newest kept

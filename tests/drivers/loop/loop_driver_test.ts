@@ -70,6 +70,7 @@ Deno.test("createLoopDriver() runs a mock script's tool calls and records the tu
       historyLength: 2,
       toolCount: 4,
       purpose: "turn",
+      model: `mock:${script}`,
     });
     assert.deepEqual(sink.ofType("tool.started")[0].payload, {
       callId: "c1",

@@ -1,0 +1,106 @@
+// Runs as one OTLP ExportTraceServiceRequest: the spans of each run under one resource (the
+// service, `reins` unless OTEL_SERVICE_NAME says otherwise) and one instrumentation scope, both
+// carrying the schema URL of the semantic conventions followed. Every string that leaves goes
+// through the caller's redactor here, in one pass over the finished payload, so no attribute,
+// event or status message can carry a secret whatever the spans put in them.
+import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import { runSpans } from "./spans.ts";
+import {
+  type AnyValue,
+  attributes,
+  type ExportTraceServiceRequest,
+  type KeyValue,
+  type Span,
+} from "./wire.ts";
+
+/** The semantic conventions reins follows: the last release that holds the GenAI conventions. */
+export const SEMCONV_VERSION = "1.41.0";
+export const SCHEMA_URL = `https://opentelemetry.io/schemas/${SEMCONV_VERSION}`;
+export const SCOPE_NAME = "reins";
+
+export interface TraceOptions {
+  /** Prompt, answers, tool arguments and results: only when true. */
+  content: boolean;
+  /** `service.name`. */
+  serviceName: string;
+  /** `service.version` and the scope's version: reins's own. */
+  serviceVersion: string;
+  /** More resource attributes (OTEL_RESOURCE_ATTRIBUTES), strings all. */
+  resourceAttributes?: Readonly<Record<string, string>>;
+  /** Applied to every string of the payload: secrets out. */
+  redact: (text: string) => string;
+  /** Strings longer than this are cut (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT); none by default. */
+  valueLengthLimit?: number | null;
+}
+
+export interface RecordedRun {
+  record: RunRecord;
+  events: readonly RunEvent[];
+}
+
+function scrubValue(value: AnyValue, scrub: (text: string) => string): AnyValue {
+  if ("stringValue" in value) return { stringValue: scrub(value.stringValue) };
+  if ("arrayValue" in value) {
+    return { arrayValue: { values: value.arrayValue.values.map((v) => scrubValue(v, scrub)) } };
+  }
+  return value;
+}
+
+function scrubAttributes(list: KeyValue[], scrub: (text: string) => string): KeyValue[] {
+  return list.map(({ key, value }) => ({ key, value: scrubValue(value, scrub) }));
+}
+
+function scrubSpan(
+  span: Span,
+  scrub: (text: string) => string,
+  redact: (text: string) => string,
+): Span {
+  return {
+    ...span,
+    name: redact(span.name),
+    attributes: scrubAttributes(span.attributes, scrub),
+    events: span.events.map((event) => ({
+      ...event,
+      attributes: scrubAttributes(event.attributes, scrub),
+    })),
+    status: span.status.message === undefined
+      ? span.status
+      : { ...span.status, message: redact(span.status.message) },
+  };
+}
+
+/** The export request for `runs`, in the order given. */
+export function traceRequest(
+  runs: readonly RecordedRun[],
+  options: TraceOptions,
+): ExportTraceServiceRequest {
+  const limit = options.valueLengthLimit ?? null;
+  const scrub = (text: string) => {
+    const clean = options.redact(text);
+    return limit !== null && clean.length > limit ? clean.slice(0, limit) : clean;
+  };
+  const spans = runs.flatMap(({ record, events }) =>
+    runSpans(record, events, { content: options.content }).map((span) =>
+      scrubSpan(span, scrub, options.redact)
+    )
+  );
+  const resource = {
+    ...options.resourceAttributes,
+    "service.name": options.serviceName,
+    "service.version": options.resourceAttributes?.["service.version"] ?? options.serviceVersion,
+  };
+  return {
+    resourceSpans: [{
+      resource: {
+        attributes: scrubAttributes(attributes(resource), scrub),
+        droppedAttributesCount: 0,
+      },
+      scopeSpans: [{
+        scope: { name: SCOPE_NAME, version: options.serviceVersion },
+        spans,
+        schemaUrl: SCHEMA_URL,
+      }],
+      schemaUrl: SCHEMA_URL,
+    }],
+  };
+}
