@@ -1,7 +1,8 @@
 // The sandbox: the one list of permission flags that `deno task compile` bakes into dist/reins
 // and that the end-to-end tests run main.ts under, so what the binary may touch is what is tested.
 // Read/write: the data root, the working directory and the temp dir. Net: loopback, the platform
-// host and the model hosts. Run: the harness programs. Env: the variables lib/core/env.ts reads.
+// host, the model hosts and the OTLP collector. Run: the harness programs. Env: the variables
+// lib/core/env.ts reads.
 import { ENV_VARS } from "../lib/core/env.ts";
 
 export interface Sandbox {
@@ -37,7 +38,8 @@ function hostOf(url: string | undefined): string[] {
 /**
  * The sandbox a build (or a `deno task reins` run) gets from its environment: REINS_HOME or
  * ~/.reins; the platform and model hosts of HARNESS_PLATFORM_URL / FI_BASE_URL and
- * OPENAI_BASE_URL; REINS_ALLOW_NET and REINS_ALLOW_RUN add hosts and programs.
+ * OPENAI_BASE_URL; the collector of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else of
+ * OTEL_EXPORTER_OTLP_ENDPOINT; REINS_ALLOW_NET and REINS_ALLOW_RUN add hosts and programs.
  */
 export function sandboxFromEnv(
   env: Record<string, string | undefined>,
@@ -59,6 +61,8 @@ export function sandboxFromEnv(
     netHosts: [
       ...hostOf(env.HARNESS_PLATFORM_URL || env.FI_BASE_URL),
       ...hostOf(env.OPENAI_BASE_URL || "https://api.openai.com/v1"),
+      // The OpenTelemetry collector traces go to (lib/otel/target.ts reads the same variables).
+      ...hostOf(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT),
       ...split(env.REINS_ALLOW_NET),
     ],
     programs,

@@ -65,6 +65,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => import("./report.ts"),
   },
   {
+    name: "export",
+    summary: "export runs as OpenTelemetry traces to a collector (OTLP/HTTP JSON)",
+    load: () => import("./export.ts"),
+  },
+  {
     name: "doctor",
     summary: "check the data root, sandbox, harnesses and platform settings",
     load: () => import("./doctor.ts"),

@@ -5,7 +5,8 @@ import { ExitCode, ReinsError } from "../core/errors.ts";
 const GRANTS: Record<string, string> = {
   read: "it is outside the data root, the working directory and the temp dir",
   write: "it is outside the data root, the working directory and the temp dir",
-  net: "the sandbox allows only loopback, the platform host and the configured model hosts",
+  net:
+    "the sandbox allows only loopback, the platform host, the configured model hosts and the OTLP collector",
   run: "the sandbox runs only the configured harness programs",
   env: "the sandbox passes only the variables reins reads",
   sys: "the sandbox gives no system information",
@@ -16,7 +17,7 @@ const GRANTS: Record<string, string> = {
 const SETTINGS: Record<string, string> = {
   read: "--cwd, --home or REINS_HOME",
   write: "--cwd, --home or REINS_HOME",
-  net: "HARNESS_PLATFORM_URL, OPENAI_BASE_URL or REINS_ALLOW_NET",
+  net: "HARNESS_PLATFORM_URL, OPENAI_BASE_URL, OTEL_EXPORTER_OTLP_ENDPOINT or REINS_ALLOW_NET",
   run: "REINS_*_BIN, the config file's drivers, or REINS_ALLOW_RUN",
   env: "lib/core/env.ts",
   sys: "scripts/permissions.ts",

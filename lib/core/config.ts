@@ -27,6 +27,23 @@ const ModelPrice = z.object({
   outputPerMillion: z.number().nonnegative(),
 }).strict();
 
+/**
+ * OpenTelemetry export (docs/otel.md). The OTEL_EXPORTER_OTLP_* variables win over these; an
+ * endpoint here (or in the environment) also exports every run when it settles.
+ */
+const OtelSettings = z.object({
+  /** Base URL: traces go to `<endpoint>/v1/traces`, as with OTEL_EXPORTER_OTLP_ENDPOINT. */
+  endpoint: z.string().min(1).optional(),
+  /** The traces URL used as it is, as with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT. */
+  tracesEndpoint: z.string().min(1).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  serviceName: z.string().min(1).optional(),
+  /** Export prompts, answers, tool arguments and results too (never by default). */
+  content: z.boolean().optional(),
+  /** Export each run when it settles, when an endpoint is set (default true). */
+  exportOnSettle: z.boolean().optional(),
+}).strict();
+
 /** The config file, `$REINS_HOME/config.json` or `$REINS_CONFIG`. Every key is optional. */
 export const ConfigFile = z.object({
   drivers: z.object({
@@ -36,6 +53,7 @@ export const ConfigFile = z.object({
     opencode: DriverSettings.optional(),
   }).strict().default({}),
   prices: z.record(z.string(), ModelPrice).default({}),
+  otel: OtelSettings.default({}),
 }).strict();
 export type ConfigFile = z.infer<typeof ConfigFile>;
 
@@ -75,6 +93,11 @@ export const Settings = z.object({
     opencode: DriverSettings,
   }),
   prices: z.record(z.string(), ModelPrice),
+  otel: z.object({
+    /** The OTEL_* variables that are set, as given: lib/otel/ reads them as the SDKs do. */
+    env: z.record(z.string(), z.string()),
+    file: OtelSettings,
+  }),
 });
 export type Settings = z.infer<typeof Settings>;
 
@@ -165,6 +188,12 @@ export function loadSettings(
       opencode: { ...file.drivers.opencode, ...programOverride(env.REINS_OPENCODE_BIN) },
     },
     prices: file.prices,
+    otel: {
+      env: Object.fromEntries(
+        Object.entries(env).filter(([name, value]) => name.startsWith("OTEL_") && value !== ""),
+      ),
+      file: file.otel,
+    },
   };
   const parsed = Settings.safeParse(raw);
   if (!parsed.success) {

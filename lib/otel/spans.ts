@@ -4,6 +4,7 @@
 // compactions, budget warnings and problems. Pure and deterministic: the same record and events
 // give the same spans, ids included; every time comes from the recording. Text a person typed
 // or a model or tool produced is only added when `content` is asked for.
+import { assertNever } from "../core/assert_never.ts";
 import type { CallUsage, RunEvent, RunRecord, ToolCall, Usage } from "../store/contracts.ts";
 import { type AgentFacts, agentOf } from "./agent.ts";
 import { finishReasonOf, inputMessages, outputMessages, toolValue } from "./content.ts";
@@ -382,7 +383,7 @@ export function runSpans(
       case "attachment.added":
         break;
       default:
-        assertNever(event);
+        assertNever(event, "event");
     }
     previousMs = atMs;
   }
@@ -533,8 +534,4 @@ function finalAnswer(events: readonly RunEvent[], status: string): string | null
     return outputMessages(result, [], status === "completed" ? "stop" : "error");
   }
   return null;
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`Unhandled event ${JSON.stringify((value as { type?: unknown }).type)}`);
 }

@@ -1,0 +1,184 @@
+// Sending trace requests: one request retried while the collector's answer allows it (capped
+// exponential backoff with full jitter, its Retry-After when it gives one) inside a time budget,
+// and the outbox entries sent the same way, each under its lock, removed once acknowledged.
+// Nothing here throws for what a collector or the network does; the outcome says what happened.
+import { describeError } from "../core/errors.ts";
+import {
+  listOtlpEntryIds,
+  lockOtlpEntry,
+  type OtlpEntry,
+  readOtlpEntry,
+  removeOtlpEntry,
+  writeOtlpEntry,
+} from "./outbox.ts";
+import type { ProxySettings } from "../net/route.ts";
+import { type SendOutcome, sendTraces } from "./send.ts";
+import type { OtlpTarget } from "./target.ts";
+
+export interface SendPolicy {
+  target: OtlpTarget;
+  /** The environment's proxies (settings.proxy): loopback never goes through one. */
+  proxy: ProxySettings;
+  /** Tries in all, the first included. */
+  attempts: number;
+  /** The whole delivery, waits included, ends by then (epoch ms); null for no deadline. */
+  deadlineMs: number | null;
+  userAgent: string;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Told before each retry wait, for a progress line. */
+  onRetry?: (reason: string, waitMs: number) => void;
+  random?: () => number;
+}
+
+/** Sends `body`, retrying what may pass now, until accepted, refused, out of tries or of time. */
+export async function sendWithRetry(body: Uint8Array, policy: SendPolicy): Promise<SendOutcome> {
+  const base = policy.baseDelayMs ?? 250;
+  const cap = policy.maxDelayMs ?? 30_000;
+  const random = policy.random ?? Math.random;
+  for (let attempt = 1;; attempt++) {
+    const left = policy.deadlineMs === null ? null : policy.deadlineMs - Date.now();
+    if (left !== null && left <= 0) {
+      return { kind: "retry", status: null, reason: "out of time", retryAfterMs: null };
+    }
+    const outcome = await sendTraces(policy.target, body, {
+      timeoutMs: left,
+      proxy: policy.proxy,
+      userAgent: policy.userAgent,
+    });
+    if (outcome.kind !== "retry" || attempt >= policy.attempts) return outcome;
+    const waitMs = outcome.retryAfterMs ??
+      Math.floor(random() * Math.min(cap, base * 2 ** (attempt - 1)));
+    const remaining = policy.deadlineMs === null ? null : policy.deadlineMs - Date.now();
+    if (waitMs > cap || (remaining !== null && waitMs >= remaining)) return outcome;
+    policy.onRetry?.(outcome.reason, waitMs);
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+}
+
+export type ExportState = "exported" | "pending" | "refused" | "busy" | "unreadable";
+
+export interface ExportOutcome {
+  /** The outbox id, or null for an export that was never kept. */
+  id: string | null;
+  runIds: string[];
+  state: ExportState;
+  spans: number;
+  /** Spans the collector accepted the request without (a partial success). */
+  rejectedSpans: number;
+  /** Where it went or was meant to go. */
+  url: string;
+  /** Why it is pending, refused, busy or unreadable; the collector's warning on a partial one. */
+  reason: string | null;
+}
+
+const encoder = new TextEncoder();
+
+/** The outcome of a send, in an export's terms. */
+export function exportOutcomeOf(
+  outcome: SendOutcome,
+  fields: { id: string | null; runIds: string[]; spans: number; url: string },
+): ExportOutcome {
+  switch (outcome.kind) {
+    case "accepted":
+      return {
+        ...fields,
+        state: "exported",
+        rejectedSpans: outcome.rejectedSpans,
+        reason: outcome.rejectedSpans > 0 || outcome.message
+          ? `the collector ${
+            outcome.rejectedSpans > 0 ? `rejected ${outcome.rejectedSpans} spans` : "warned"
+          }${outcome.message ? `: ${outcome.message}` : ""}`
+          : null,
+      };
+    case "retry":
+    case "later":
+      return { ...fields, state: "pending", rejectedSpans: 0, reason: outcome.reason };
+    case "refused":
+      return { ...fields, state: "refused", rejectedSpans: 0, reason: outcome.reason };
+  }
+}
+
+/**
+ * Sends one outbox entry to the policy's target and removes it once accepted; otherwise records
+ * the attempt. `includeRefused` also tries an entry the collector refused before.
+ */
+export async function deliverOtlpEntry(
+  home: string,
+  id: string,
+  policy: SendPolicy,
+  options: { includeRefused?: boolean } = {},
+): Promise<ExportOutcome> {
+  const url = policy.target.url;
+  const blank = (state: ExportState, reason: string): ExportOutcome => ({
+    id,
+    runIds: [],
+    state,
+    spans: 0,
+    rejectedSpans: 0,
+    url,
+    reason,
+  });
+  using lock = lockOtlpEntry(home, id);
+  const read = readOtlpEntry(home, id);
+  if (lock === null) {
+    const busy = "another reins process is sending it now";
+    return read?.ok
+      ? { ...blank("busy", busy), runIds: read.entry.runIds, spans: read.entry.spans }
+      : blank("busy", busy);
+  }
+  if (read === null) return blank("exported", "another reins process sent it");
+  if (!read.ok) return blank("unreadable", `outbox/otlp/${id}.json cannot be used: ${read.reason}`);
+  const entry: OtlpEntry = read.entry;
+  const fields = { id, runIds: entry.runIds, spans: entry.spans, url };
+  if (entry.state === "refused" && !options.includeRefused) {
+    return { ...fields, state: "refused", rejectedSpans: 0, reason: entry.lastError };
+  }
+  let sent: SendOutcome;
+  try {
+    sent = await sendWithRetry(encoder.encode(JSON.stringify(entry.request)), policy);
+  } catch (error) {
+    // A refused sandbox permission, say: keep the entry and say why.
+    entry.attempts++;
+    entry.lastError = describeError(error);
+    writeOtlpEntry(home, entry);
+    throw error;
+  }
+  const outcome = exportOutcomeOf(sent, fields);
+  if (outcome.state === "exported") {
+    removeOtlpEntry(home, id);
+    return outcome;
+  }
+  entry.attempts++;
+  entry.lastError = outcome.reason;
+  entry.state = outcome.state === "refused" ? "refused" : "pending";
+  writeOtlpEntry(home, entry);
+  return outcome;
+}
+
+/**
+ * Sends the entries of the outbox, oldest first; those the collector refused before only with
+ * `includeRefused`.
+ * Stops starting new ones once the policy's deadline has passed (and, with `stopOnFailure`, at
+ * the first the collector did not take).
+ */
+export async function deliverPendingOtlp(
+  home: string,
+  policy: SendPolicy,
+  options: { includeRefused?: boolean; skip?: ReadonlySet<string>; stopOnFailure?: boolean } = {},
+): Promise<ExportOutcome[]> {
+  const outcomes: ExportOutcome[] = [];
+  for (const id of listOtlpEntryIds(home)) {
+    if (options.skip?.has(id)) continue;
+    if (policy.deadlineMs !== null && Date.now() >= policy.deadlineMs) break;
+    if (!options.includeRefused) {
+      const read = readOtlpEntry(home, id);
+      if (read?.ok && read.entry.state === "refused") continue;
+    }
+    const outcome = await deliverOtlpEntry(home, id, policy, options);
+    outcomes.push(outcome);
+    // A collector that did not take one will not take the next one now either.
+    if (options.stopOnFailure && outcome.state === "pending") break;
+  }
+  return outcomes;
+}

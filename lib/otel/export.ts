@@ -1,0 +1,180 @@
+// Exporting runs as traces, the two ways reins does it: on demand (`reins export otel`), which
+// sends now and keeps nothing, and when a run settles, through the outbox within a short budget,
+// so that a collector that is down, hangs or fails never changes how the run ends and delays the
+// process by at most the budget; what did not go out waits in the outbox. Runs are read through
+// the caller's loader, so this module needs no store.
+import type { Settings } from "../core/config.ts";
+import { describeError } from "../core/errors.ts";
+import { VERSION } from "../core/version.ts";
+import {
+  deliverOtlpEntry,
+  deliverPendingOtlp,
+  type ExportOutcome,
+  exportOutcomeOf,
+  type SendPolicy,
+  sendWithRetry,
+} from "./deliver.ts";
+import { createOtlpEntry } from "./outbox.ts";
+import { exportRedactor } from "./redact.ts";
+import { type RecordedRun, traceRequest } from "./request.ts";
+import { type ExportSettings, exportSettings, type OtlpTarget } from "./target.ts";
+import type { ExportTraceServiceRequest } from "./wire.ts";
+
+/** How long a settling run may spend exporting itself (and what waited before it). */
+export const SETTLE_BUDGET_MS = 2_000;
+/** Tries of one request on demand (the first included). */
+export const EXPLICIT_ATTEMPTS = 5;
+
+export interface TraceBuild {
+  request: ExportTraceServiceRequest;
+  body: Uint8Array;
+  spans: number;
+}
+
+/** The request for `runs` under these settings, redacted, and its JSON. */
+export function buildTrace(
+  runs: readonly RecordedRun[],
+  settings: Settings,
+  exporting: ExportSettings,
+  target: OtlpTarget | null = exporting.target,
+): TraceBuild {
+  const request = traceRequest(runs, {
+    content: exporting.content,
+    serviceName: exporting.serviceName,
+    serviceVersion: VERSION,
+    resourceAttributes: exporting.resourceAttributes,
+    valueLengthLimit: exporting.valueLengthLimit,
+    redact: exportRedactor({ ...settings.otel.file.headers, ...target?.headers }),
+  });
+  const spans = request.resourceSpans.reduce(
+    (sum, rs) => sum + rs.scopeSpans.reduce((n, ss) => n + ss.spans.length, 0),
+    0,
+  );
+  return { request, body: new TextEncoder().encode(JSON.stringify(request)), spans };
+}
+
+export const USER_AGENT = `reins/${VERSION} (OTLP/HTTP JSON exporter)`;
+
+/** Sends `runs` as one request now, with retries; nothing is written anywhere. */
+export async function exportNow(
+  runs: readonly RecordedRun[],
+  settings: Settings,
+  exporting: ExportSettings,
+  target: OtlpTarget,
+  options: { onRetry?: (reason: string, waitMs: number) => void } = {},
+): Promise<ExportOutcome> {
+  const built = buildTrace(runs, settings, exporting, target);
+  const outcome = await sendWithRetry(built.body, {
+    target,
+    proxy: settings.proxy,
+    attempts: EXPLICIT_ATTEMPTS,
+    deadlineMs: null,
+    userAgent: USER_AGENT,
+    onRetry: options.onRetry,
+  });
+  return exportOutcomeOf(outcome, {
+    id: null,
+    runIds: runs.map((run) => run.record.id),
+    spans: built.spans,
+    url: target.url,
+  });
+}
+
+export interface SettleExport {
+  home: string;
+  settings: Settings;
+  runId: string;
+  /** Reads a run's record and events. */
+  load: (runId: string) => RecordedRun;
+  /** One line for people (stderr). */
+  warn: (message: string) => void;
+  budgetMs?: number;
+}
+
+const warnedSettings = new Set<string>();
+
+/**
+ * Exports a run that has just settled, when the settings ask for it: written to the outbox, then
+ * sent within the budget, then (time allowing) what waited there before. Returns the outcomes, or
+ * null when export on settle is off. Never throws: a failure is a warning and a pending entry.
+ */
+export async function exportOnSettle(request: SettleExport): Promise<ExportOutcome[] | null> {
+  const deadlineMs = Date.now() + (request.budgetMs ?? SETTLE_BUDGET_MS);
+  let exporting: ExportSettings;
+  try {
+    exporting = exportSettings(request.settings.otel);
+  } catch (error) {
+    request.warn(`the run's trace was not exported: ${describeError(error)}`);
+    return null;
+  }
+  for (const warning of exporting.warnings) {
+    // Once per process: a server settles many runs with the same settings.
+    if (warnedSettings.has(warning)) continue;
+    warnedSettings.add(warning);
+    request.warn(`OpenTelemetry export: ${warning}`);
+  }
+  if (!exporting.onSettle || exporting.target === null) return null;
+  const target = exporting.target;
+  const policy: SendPolicy = {
+    target,
+    proxy: request.settings.proxy,
+    attempts: 3,
+    deadlineMs,
+    userAgent: USER_AGENT,
+  };
+  try {
+    const run = request.load(request.runId);
+    const built = buildTrace([run], request.settings, exporting);
+    const entry = createOtlpEntry(request.home, {
+      runIds: [request.runId],
+      request: built.request,
+      content: exporting.content,
+      endpoint: target.url,
+    });
+    const first = await deliverOtlpEntry(request.home, entry.id, policy);
+    const outcomes = [first];
+    if (first.state === "exported") {
+      outcomes.push(
+        ...await deliverPendingOtlp(request.home, policy, {
+          skip: new Set([entry.id]),
+          stopOnFailure: true,
+        }),
+      );
+    }
+    for (const outcome of outcomes) {
+      if (outcome.state === "exported" && outcome.reason === null) continue;
+      request.warn(describeSettleOutcome(outcome));
+    }
+    return outcomes;
+  } catch (error) {
+    const why = error instanceof Deno.errors.NotCapable
+      ? `the sandbox may not reach ${new URL(target.url).host} (build with ` +
+        `OTEL_EXPORTER_OTLP_ENDPOINT set, or add the host to REINS_ALLOW_NET)`
+      : describeError(error);
+    request.warn(
+      `the trace of run ${request.runId} was not exported: ${why}; reins export otel --pending ` +
+        `sends what the outbox keeps`,
+    );
+    return [];
+  }
+}
+
+/** One line for a settle-time outcome that did not simply go out. */
+export function describeSettleOutcome(outcome: ExportOutcome): string {
+  const runs = outcome.runIds.join(", ");
+  const where = outcome.id === null ? "" : ` (outbox/otlp/${outcome.id}.json)`;
+  switch (outcome.state) {
+    case "exported":
+      return `trace of run ${runs} exported with a warning: ${outcome.reason}`;
+    case "pending":
+      return `trace of run ${runs} not exported yet: ${outcome.reason}; kept${where} for ` +
+        `reins export otel --pending`;
+    case "refused":
+      return `the collector refused the trace of run ${runs}: ${outcome.reason}; kept${where}, ` +
+        `reins export otel --pending tries it again`;
+    case "busy":
+      return `trace of run ${runs}${where} is being sent by another reins process`;
+    case "unreadable":
+      return `${outcome.reason}; move it away to stop seeing this`;
+  }
+}

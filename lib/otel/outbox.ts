@@ -1,0 +1,150 @@
+// Trace exports not yet acknowledged: one file per export in `outbox/otlp/<id>.json` (0600),
+// written before the first request so that a collector that is down, hangs or fails leaves the
+// export to be sent later (`reins export otel --pending`, or the next run that settles). Beside
+// the platform's reports rather than among them: their readers list only the files directly in
+// `outbox/`. A file holds the finished request (already redacted) and never the headers, which
+// are credentials and are taken from the settings when it is sent.
+import { z } from "zod";
+import { isSafeName, newId } from "../core/ids.ts";
+import { joinPath } from "../core/paths.ts";
+import {
+  ensurePrivateDir,
+  readPrivateText,
+  writePrivateFileAtomic,
+} from "../core/private_files.ts";
+import type { ExportTraceServiceRequest } from "./wire.ts";
+
+export const OTLP_ENTRY_TYPE = "reins.otlp-export";
+
+export const OtlpEntry = z.object({
+  type: z.literal(OTLP_ENTRY_TYPE),
+  version: z.literal(1),
+  id: z.string().min(1),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  runIds: z.array(z.string().min(1)).min(1),
+  spans: z.number().int().nonnegative(),
+  /** Whether the request carries prompts, answers and tool text. */
+  content: z.boolean(),
+  /** Where it was first meant to go; it goes wherever the settings point when it is sent. */
+  endpoint: z.string().nullable(),
+  /** "pending": to be sent; "refused": the collector said no, and only --pending tries again. */
+  state: z.enum(["pending", "refused"]),
+  attempts: z.number().int().nonnegative(),
+  lastError: z.string().nullable(),
+  request: z.looseObject({ resourceSpans: z.array(z.unknown()) }),
+});
+export type OtlpEntry = z.infer<typeof OtlpEntry>;
+
+export function otlpOutboxDir(home: string): string {
+  return joinPath(home, "outbox", "otlp");
+}
+
+function entryPath(home: string, id: string): string {
+  if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
+  return joinPath(otlpOutboxDir(home), `${id}.json`);
+}
+
+/** Writes the entry (atomic replace, 0600), stamping updatedAt. */
+export function writeOtlpEntry(home: string, entry: OtlpEntry): void {
+  entry.updatedAt = new Date().toISOString();
+  ensurePrivateDir(home, otlpOutboxDir(home));
+  writePrivateFileAtomic(home, entryPath(home, entry.id), `${JSON.stringify(entry)}\n`);
+}
+
+/** A new pending entry for `request`, written before anything is sent. */
+export function createOtlpEntry(
+  home: string,
+  fields: {
+    runIds: string[];
+    request: ExportTraceServiceRequest;
+    content: boolean;
+    endpoint: string | null;
+  },
+): OtlpEntry {
+  const now = new Date().toISOString();
+  const spans = fields.request.resourceSpans.reduce(
+    (sum, rs) => sum + rs.scopeSpans.reduce((n, ss) => n + ss.spans.length, 0),
+    0,
+  );
+  const entry: OtlpEntry = {
+    type: OTLP_ENTRY_TYPE,
+    version: 1,
+    id: newId(),
+    createdAt: now,
+    updatedAt: now,
+    runIds: fields.runIds,
+    spans,
+    content: fields.content,
+    endpoint: fields.endpoint,
+    state: "pending",
+    attempts: 0,
+    lastError: null,
+    request: fields.request as unknown as OtlpEntry["request"],
+  };
+  writeOtlpEntry(home, entry);
+  return entry;
+}
+
+export type ReadOtlpEntry = { ok: true; entry: OtlpEntry } | { ok: false; reason: string };
+
+/** The entry, null when it is gone (sent meanwhile), or why it cannot be read. */
+export function readOtlpEntry(home: string, id: string): ReadOtlpEntry | null {
+  const text = readPrivateText(home, entryPath(home, id));
+  if (text === null) return null;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, reason: `it is not JSON: ${(error as Error).message}` };
+  }
+  const parsed = OtlpEntry.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, reason: `${issue.message} at ${issue.path.join(".") || "(top)"}` };
+  }
+  return { ok: true, entry: parsed.data };
+}
+
+/** Ids of the entries waiting, oldest first (ids are uuid v7). */
+export function listOtlpEntryIds(home: string): string[] {
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(otlpOutboxDir(home))].filter((e) => e.isFile).map((e) => e.name);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+  return names.filter((name) => name.endsWith(".json") && !name.startsWith("."))
+    .map((name) => name.slice(0, -".json".length)).filter(isSafeName).sort();
+}
+
+/** Takes the entry's sending lock without waiting, or returns null when another holds it. */
+export function lockOtlpEntry(home: string, id: string): Disposable | null {
+  ensurePrivateDir(home, otlpOutboxDir(home));
+  const path = joinPath(otlpOutboxDir(home), `${id}.lock`);
+  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  let locked = false;
+  try {
+    locked = file.tryLockSync(true);
+  } finally {
+    if (!locked) file.close();
+  }
+  if (!locked) return null;
+  return {
+    [Symbol.dispose]() {
+      file.close();
+    },
+  };
+}
+
+/** Removes a sent entry and its lock file. */
+export function removeOtlpEntry(home: string, id: string): void {
+  for (const path of [entryPath(home, id), joinPath(otlpOutboxDir(home), `${id}.lock`)]) {
+    try {
+      Deno.removeSync(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+}

@@ -1,0 +1,162 @@
+// Export when a run settles (lib/otel/export.ts exportOnSettle), against a collector that is up,
+// down, hanging or failing: the export is written to the outbox first, takes at most its budget,
+// never throws, and what did not go out is sent later by `reins export otel --pending`.
+import assert from "node:assert/strict";
+import { loadSettings } from "../../lib/core/config.ts";
+import { exportOnSettle } from "../../lib/otel/export.ts";
+import { listOtlpEntryIds, readOtlpEntry } from "../../lib/otel/outbox.ts";
+import { inspectRun } from "../../lib/store/run_record.ts";
+import { readEvents } from "../../lib/store/event_log.ts";
+import { reins, tempDir } from "../support/reins.ts";
+import { type Answer, startFakeCollector } from "../fixtures/fake_otlp.ts";
+
+async function recordRun(home: string, cwd: string): Promise<string> {
+  const result = await reins(["run", "--json", "look around"], { home, cwd });
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout).runId;
+}
+
+function settleWith(home: string, env: Record<string, string>) {
+  const settings = loadSettings({ REINS_HOME: home, HOME: home, ...env });
+  const warnings: string[] = [];
+  return {
+    warnings,
+    settle: (runId: string, budgetMs?: number) =>
+      exportOnSettle({
+        home,
+        settings,
+        runId,
+        load: (id) => ({
+          record: inspectRun(home, id).record,
+          events: readEvents(home, id).events,
+        }),
+        warn: (message) => warnings.push(message),
+        budgetMs,
+      }),
+  };
+}
+
+Deno.test("exportOnSettle() sends the run's trace and keeps nothing when the collector takes it", async () => {
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const home = `${dir.path}/home`;
+  const runId = await recordRun(home, dir.path);
+  const { settle, warnings } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
+  const outcomes = await settle(runId);
+  assert.deepEqual(outcomes?.map((o) => [o.state, o.runIds]), [["exported", [runId]]]);
+  assert.deepEqual(warnings, []);
+  assert.equal(collector.spans()[0].traceId, runId.replaceAll("-", ""));
+  assert.deepEqual(listOtlpEntryIds(home), []);
+});
+
+Deno.test("exportOnSettle() does nothing without an endpoint, or with OTEL_SDK_DISABLED", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const runId = await recordRun(home, dir.path);
+  assert.equal(await settleWith(home, {}).settle(runId), null);
+  await using collector = startFakeCollector();
+  const disabled = settleWith(home, {
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_SDK_DISABLED: "true",
+  });
+  assert.equal(await disabled.settle(runId), null);
+  assert.equal(collector.received.length, 0);
+  assert.deepEqual(listOtlpEntryIds(home), []);
+});
+
+const FAILURES: [string, Answer | "down"][] = [
+  ["down", "down"],
+  ["hanging", { kind: "hang" }],
+  ["answering 500", { kind: "status", status: 500 }],
+  ["answering 503 every time", { kind: "status", status: 503, retryAfter: "0" }],
+];
+
+for (const [name, answer] of FAILURES) {
+  Deno.test(`exportOnSettle() with a collector ${name}: within the budget, kept in the outbox, sent later by --pending`, async () => {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const runId = await recordRun(home, dir.path);
+    await using collector = startFakeCollector();
+    let url = collector.url;
+    if (answer === "down") {
+      const gone = startFakeCollector();
+      url = gone.url;
+      await gone.close();
+    } else collector.answer(answer);
+    const { settle, warnings } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: url });
+
+    const startedMs = performance.now();
+    const outcomes = await settle(runId, 1_000);
+    const tookMs = performance.now() - startedMs;
+    assert.ok(tookMs < 1_000 + 500, `bounded by the budget: took ${tookMs.toFixed(0)} ms`);
+    assert.equal(outcomes?.length, 1);
+    assert.equal(outcomes![0].state, "pending");
+    assert.equal(warnings.length, 1);
+    assert.match(
+      warnings[0],
+      new RegExp(`trace of run ${runId} not exported yet: .+; kept \\(outbox/otlp/`),
+    );
+    assert.match(warnings[0], /reins export otel --pending/);
+
+    const [id] = listOtlpEntryIds(home);
+    const kept = readOtlpEntry(home, id);
+    assert.ok(kept?.ok);
+    assert.deepEqual(kept.entry.runIds, [runId]);
+    assert.equal(kept.entry.state, "pending");
+    assert.equal(kept.entry.attempts, 1);
+    assert.ok(!JSON.stringify(kept.entry).includes("authorization"), "no headers are kept");
+
+    // The collector is back: `reins export otel --pending` sends it and empties the outbox.
+    collector.answer({ kind: "accept" });
+    const later = await reins(["export", "otel", "--pending"], {
+      home,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
+    });
+    assert.equal(later.code, 0, later.stderr);
+    assert.match(later.stdout, /exported 1 run \(\d+ spans\)/);
+    assert.deepEqual(listOtlpEntryIds(home), []);
+    assert.equal(collector.spans()[0].traceId, runId.replaceAll("-", ""));
+  });
+}
+
+Deno.test("exportOnSettle() sends what waited in the outbox once the collector takes a new run", async () => {
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const home = `${dir.path}/home`;
+  const first = await recordRun(home, dir.path);
+  const second = await recordRun(home, dir.path);
+  const { settle } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
+  collector.answer({ kind: "status", status: 500 });
+  assert.equal((await settle(first))![0].state, "pending");
+  collector.answer({ kind: "accept" });
+  const outcomes = await settle(second);
+  assert.deepEqual(outcomes?.map((o) => [o.state, o.runIds]), [
+    ["exported", [second]],
+    ["exported", [first]],
+  ]);
+  assert.deepEqual(listOtlpEntryIds(home), []);
+});
+
+Deno.test("exportOnSettle() keeps a refused export out of later runs' catch-up; --pending tries it again", async () => {
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const home = `${dir.path}/home`;
+  const first = await recordRun(home, dir.path);
+  const second = await recordRun(home, dir.path);
+  const { settle, warnings } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
+  collector.answer({ kind: "status", status: 400, body: '{"message":"bad"}' });
+  assert.equal((await settle(first))![0].state, "refused");
+  assert.match(
+    warnings[0],
+    /the collector refused the trace of run .+: the collector answered 400: bad/,
+  );
+  collector.answer({ kind: "accept" });
+  assert.deepEqual((await settle(second))!.map((o) => o.runIds), [[second]]);
+  assert.equal(listOtlpEntryIds(home).length, 1);
+  const later = await reins(["export", "otel", "--pending"], {
+    home,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
+  });
+  assert.equal(later.code, 0, later.stderr);
+  assert.deepEqual(listOtlpEntryIds(home), []);
+});
