@@ -2,7 +2,7 @@
 // sandbox in force, the harness programs, the platform settings (never their secret values).
 import type { CommandContext } from "./command.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
-import { HARNESS_DRIVERS, harnessProgram } from "../core/config.ts";
+import { HARNESS_DRIVERS, harnessProgram, type Settings } from "../core/config.ts";
 import { describeError } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
 import { pendingReports } from "../platform/pending.ts";
@@ -60,6 +60,54 @@ function modeOf(path: string): string | null {
   }
 }
 
+/** The OpenTelemetry export: where traces go, whether runs export themselves, what waits. */
+async function otelReport(
+  settings: Settings,
+  dataRootUsable: boolean,
+  query: (descriptor: Deno.PermissionDescriptor) => string,
+) {
+  const { exportSettings } = await import("../otel/target.ts");
+  const { waitingExports } = await import("../otel/outbox.ts");
+  const exporting = exportSettings(settings.otel);
+  const target = exporting.target;
+  const waiting = dataRootUsable ? waitingExports(settings.home) : null;
+  return {
+    endpoint: target?.url ?? null,
+    source: target?.source ?? null,
+    exportOnSettle: exporting.onSettle,
+    content: exporting.content,
+    serviceName: exporting.serviceName,
+    collectorHost: target ? query({ name: "net", host: new URL(target.url).host }) : null,
+    problems: [...exporting.warnings, ...(exporting.unusable ? [exporting.unusable] : [])],
+    pendingExports: waiting?.pending.length ?? null,
+    refusedExports: waiting?.refused.length ?? null,
+    unreadableExports: waiting?.unreadable ?? [],
+  };
+}
+
+function otelLines(otel: Awaited<ReturnType<typeof otelReport>>): string[] {
+  const lines = [
+    otel.endpoint === null
+      ? "otel         no endpoint (OTEL_EXPORTER_OTLP_ENDPOINT): runs are exported only by reins export otel"
+      : `otel         ${otel.endpoint} (from ${otel.source}); on settle: ${
+        otel.exportOnSettle ? "yes" : "no"
+      }; content: ${otel.content ? "yes" : "no"}; sandbox net: ${otel.collectorHost}`,
+    ...otel.problems.map((problem) => `             ${problem}`),
+  ];
+  if (otel.pendingExports) {
+    lines.push(
+      `outbox       ${otel.pendingExports} trace export(s) pending: reins export otel --pending sends them`,
+    );
+  }
+  if (otel.refusedExports) {
+    lines.push(
+      `outbox       ${otel.refusedExports} trace export(s) refused by the collector (outbox/otlp/)`,
+    );
+  }
+  lines.push(...otel.unreadableExports.map((line) => `outbox       unreadable: ${line}`));
+  return lines;
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   const settings = await ctx.settings();
   const existed = modeOf(settings.home) !== null;
@@ -90,6 +138,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     HARNESS_DRIVERS.map((driver) => checkProgram(driver, harnessProgram(settings, driver))),
   );
   const outbox = rootError ? null : pendingReports(settings.home);
+  const otel = await otelReport(settings, rootError === null, query);
   const report = {
     version: VERSION,
     deno: Deno.version.deno,
@@ -114,6 +163,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       refusedReports: outbox?.refused.length ?? null,
       unreadableReports: outbox?.unreadable ?? [],
     },
+    otel,
   };
   if (ctx.io.jsonMode) {
     ctx.io.json(report);
@@ -150,6 +200,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       ? [`outbox       ${outbox.refused.length} report(s) refused by the platform (see outbox/)`]
       : []),
     ...(outbox?.unreadable ?? []).map((line) => `outbox       unreadable: ${line}`),
+    ...otelLines(otel),
   ];
   ctx.io.print(lines.join("\n"));
   return rootError ? 6 : 0;

@@ -148,3 +148,24 @@ export function removeOtlpEntry(home: string, id: string): void {
     }
   }
 }
+
+export interface WaitingExports {
+  /** Ids of the entries `reins export otel --pending` (and the next settling run) sends. */
+  pending: string[];
+  /** Ids of the entries the collector refused: only `--pending` tries them again. */
+  refused: string[];
+  /** Entries that cannot be read, as `outbox/otlp/<file>: why`. */
+  unreadable: string[];
+}
+
+/** What the outbox holds of trace exports, for `reins doctor`; changes nothing. */
+export function waitingExports(home: string): WaitingExports {
+  const out: WaitingExports = { pending: [], refused: [], unreadable: [] };
+  for (const id of listOtlpEntryIds(home)) {
+    const read = readOtlpEntry(home, id);
+    if (read === null) continue;
+    if (!read.ok) out.unreadable.push(`outbox/otlp/${id}.json: ${read.reason}`);
+    else (read.entry.state === "refused" ? out.refused : out.pending).push(id);
+  }
+  return out;
+}

@@ -160,3 +160,42 @@ Deno.test("exportOnSettle() keeps a refused export out of later runs' catch-up; 
   assert.equal(later.code, 0, later.stderr);
   assert.deepEqual(listOtlpEntryIds(home), []);
 });
+
+Deno.test("reins doctor shows where traces go and the trace exports waiting in the outbox", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const runId = await recordRun(home, dir.path);
+  const gone = startFakeCollector();
+  await gone.close();
+  const env = { OTEL_EXPORTER_OTLP_ENDPOINT: gone.url };
+  assert.equal((await settleWith(home, env).settle(runId, 500))![0].state, "pending");
+
+  const doctor = await reins(["doctor", "--json"], { home, env });
+  assert.equal(doctor.code, 0, doctor.stderr);
+  const otel = JSON.parse(doctor.stdout).otel;
+  assert.deepEqual(otel, {
+    endpoint: `${gone.url}/v1/traces`,
+    source: "OTEL_EXPORTER_OTLP_ENDPOINT",
+    exportOnSettle: true,
+    content: false,
+    serviceName: "reins",
+    collectorHost: "granted",
+    problems: [],
+    pendingExports: 1,
+    refusedExports: 0,
+    unreadableExports: [],
+  });
+  const human = await reins(["doctor"], { home, env });
+  assert.match(
+    human.stdout,
+    new RegExp(
+      `\\notel {9}${gone.url}/v1/traces \\(from OTEL_EXPORTER_OTLP_ENDPOINT\\); on settle: yes; content: no; sandbox net: granted\\n`,
+    ),
+  );
+  assert.match(
+    human.stdout,
+    /\noutbox {7}1 trace export\(s\) pending: reins export otel --pending sends them/,
+  );
+  const none = await reins(["doctor"], { home, env: {} });
+  assert.match(none.stdout, /\notel {9}no endpoint \(OTEL_EXPORTER_OTLP_ENDPOINT\)/);
+});
