@@ -1,17 +1,35 @@
-// `reins doctor`: what reins would use and whether it can: the data root and its modes, the
-// sandbox in force, the harness programs, the platform settings (never their secret values).
+// `reins doctor`: what reins would use and whether it can: the data root, its owners and modes
+// (what it refuses to use, and with --repair what it tightens), the sandbox in force, the harness
+// programs, the platform settings (never their secret values).
 import type { CommandContext } from "./command.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
-import { HARNESS_DRIVERS, harnessProgram, type Settings } from "../core/config.ts";
+import { ensurePrivateDir, UntrustedFileError } from "../core/private_files.ts";
+import {
+  configTrustProblem,
+  HARNESS_DRIVERS,
+  harnessProgram,
+  loadSettings,
+  type Settings,
+} from "../core/config.ts";
 import { describeError } from "../core/errors.ts";
+import { auditDataRoot, type Finding, type Repair, repairDataRoot } from "../core/audit.ts";
 import { VERSION } from "../core/version.ts";
+import { assertNever } from "../core/assert_never.ts";
 import { pendingReports } from "../platform/pending.ts";
 
-export const usage = "reins doctor";
+export const usage = "reins doctor [--repair]";
 export const description =
-  "Checks the data root (creating it 0700 and tightening modes that are too wide), shows the " +
-  "permissions in force, looks for the harness programs and says which platform settings are set.";
-export const flags = {};
+  "Checks the data root (creating it 0700 when missing) and lists what in it another user owns, " +
+  "others may write (reins refuses to use those), others may read, or links out of it. With " +
+  "--repair it tightens what you own to 0600 files and 0700 directories and removes context " +
+  "sessions others could have written (their next turn starts afresh); another user's files and " +
+  "links are left for you. Also shows the permissions in force, looks for the harness programs " +
+  "and says which platform settings are set.";
+export const flags = {
+  repair: {
+    type: "boolean",
+    description: "tighten modes of what you own; drop untrusted context sessions",
+  },
+} as const;
 
 interface ProgramCheck {
   driver: string;
@@ -109,18 +127,38 @@ function otelLines(otel: Awaited<ReturnType<typeof otelReport>>): string[] {
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
-  const settings = await ctx.settings();
-  const existed = modeOf(settings.home) !== null;
-  let tightened: string[] = [];
-  let rootError: string | null = null;
+  let settings: Settings;
   try {
-    tightened = ensurePrivateDir(settings.home, settings.home);
-    for (const sub of ["runs", "contexts"]) {
-      tightened.push(...ensurePrivateDir(settings.home, `${settings.home}/${sub}`));
+    settings = await ctx.settings();
+  } catch (error) {
+    // An untrusted config file is one of the things doctor reports: go on without it.
+    if (!(error instanceof UntrustedFileError)) throw error;
+    settings = loadSettings(
+      ctx.env,
+      {
+        home: typeof ctx.flags.home === "string" ? ctx.flags.home : undefined,
+        json: ctx.io.jsonMode,
+        quiet: ctx.io.quiet,
+      },
+      { stdout: ctx.io.stdoutIsTerminal },
+      { skipConfigFile: true },
+    );
+  }
+  const existed = modeOf(settings.home) !== null;
+  let rootError: string | null = null;
+  let findings: Finding[] = [];
+  let repair: Repair | null = null;
+  try {
+    if (!existed) ensurePrivateDir(settings.home, settings.home);
+    findings = auditDataRoot(settings.home);
+    if (ctx.flags.repair === true) {
+      repair = repairDataRoot(findings);
+      findings = auditDataRoot(settings.home);
     }
   } catch (error) {
     rootError = describeError(error);
   }
+  const configProblem = configTrustProblem(settings.configPath);
   const query = (descriptor: Deno.PermissionDescriptor) =>
     Deno.permissions.querySync(descriptor).state === "granted" ? "granted" : "denied";
   const permissions = {
@@ -147,10 +185,19 @@ export async function run(ctx: CommandContext): Promise<number> {
       source: settings.homeSource,
       existed,
       mode: modeOf(settings.home),
-      tightened,
+      /** What is wrong now (after --repair, what it left). */
+      findings,
+      /** With --repair: what it tightened and removed; null without. */
+      repair,
+      /** Paths --repair tightened (kept for scripts that read it). */
+      tightened: repair?.tightened ?? [],
       error: rootError,
     },
-    config: { path: settings.configPath, exists: modeOf(settings.configPath) !== null },
+    config: {
+      path: settings.configPath,
+      exists: modeOf(settings.configPath) !== null,
+      untrusted: configProblem,
+    },
     permissions,
     programs,
     platform: {
@@ -175,9 +222,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     `data root    ${settings.home} (from ${settings.homeSource}; ${
       existed ? "existed" : "created"
     }, mode ${report.dataRoot.mode ?? "?"})`,
-    ...tightened.map((path) => `             tightened to 0700: ${path}`),
+    ...dataRootLines(settings.home, findings, repair),
     ...(rootError ? [`             unusable: ${rootError}`] : []),
-    `config       ${settings.configPath} (${report.config.exists ? "present" : "absent"})`,
+    `config       ${settings.configPath} (${report.config.exists ? "present" : "absent"}${
+      configProblem ? `; refused: ${configProblem}` : ""
+    })`,
     `sandbox      read data root: ${permissions.readDataRoot}, read anywhere: ${permissions.readAnywhere}, ` +
     `net anywhere: ${permissions.netAnywhere}, run anything: ${permissions.runAnything}, all env: ${permissions.envAll}`,
     ...programs.map((p) =>
@@ -204,4 +253,58 @@ export async function run(ctx: CommandContext): Promise<number> {
   ];
   ctx.io.print(lines.join("\n"));
   return rootError ? 6 : 0;
+}
+
+const INDENT = "             ";
+
+function dataRootLines(
+  home: string,
+  findings: readonly Finding[],
+  repair: Repair | null,
+): string[] {
+  const shown = (path: string) => path === home ? "(the data root)" : path.slice(home.length + 1);
+  const lines: string[] = [];
+  if (repair !== null) {
+    lines.push(
+      `${INDENT}repaired: ${repair.tightened.length} mode(s) tightened to 0600/0700, ` +
+        `${repair.removed.length} untrusted context session(s) removed`,
+    );
+    for (const path of repair.removed) {
+      lines.push(`${INDENT}removed ${shown(path)}: its context's next turn starts afresh`);
+    }
+    for (const failed of repair.failed) {
+      lines.push(`${INDENT}could not repair ${shown(failed.path)}: ${failed.reason}`);
+    }
+  }
+  const fixable = findings.filter((f) => f.kind === "writable" || f.kind === "readable");
+  for (const finding of findings) {
+    switch (finding.kind) {
+      case "foreign":
+        lines.push(
+          `${INDENT}untrusted ${shown(finding.path)}: ${finding.reason}; not used, and ` +
+            "--repair cannot change that: remove it, or chown it to you",
+        );
+        break;
+      case "writable":
+        lines.push(`${INDENT}untrusted ${shown(finding.path)}: ${finding.reason}; not used`);
+        break;
+      case "readable":
+        lines.push(`${INDENT}not private ${shown(finding.path)}: ${finding.reason}`);
+        break;
+      case "link":
+        lines.push(`${INDENT}not followed ${shown(finding.path)}: ${finding.reason}`);
+        break;
+      default:
+        assertNever(finding.kind);
+    }
+  }
+  if (fixable.length > 0) {
+    lines.push(
+      `${INDENT}${fixable.length} mode(s) wider than 0600/0700: reins doctor --repair tightens ` +
+        "them (check an untrusted file first: once tightened, reins uses it)",
+    );
+  } else if (findings.length === 0 && repair === null) {
+    lines.push(`${INDENT}every file 0600 and every directory 0700, all yours`);
+  }
+  return lines;
 }

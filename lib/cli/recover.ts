@@ -10,7 +10,9 @@ export const description =
   "Marks interrupted every run whose process is gone before it settled (appending a " +
   "status.changed event), corrects a run.json that disagrees with its events (keeping a copy as " +
   "run.json.before-outcome-repair), rebuilds a damaged run.json from the events and reports " +
-  "damaged event lines. Runs whose process is alive are left alone. --reindex also rebuilds " +
+  "damaged event lines. Runs whose process is alive are left alone; a run whose files are " +
+  "planted links, or could have been written by someone else, is skipped and reported (and " +
+  "settled in run.json when that can be written). --reindex also rebuilds " +
   "index.sqlite from the run files.";
 export const flags = {
   reindex: { type: "boolean", description: "rebuild index.sqlite from runs/*/run.json" },
@@ -33,6 +35,7 @@ export function run(ctx: CommandContext): Promise<number> {
     ...report.interrupted.map((id) => `interrupted       ${id}`),
     ...report.outcomeRepaired.map((id) => `outcome corrected ${id}`),
     ...report.recordRebuilt.map((id) => `record rebuilt    ${id}`),
+    ...report.skipped.map((id) => `skipped           ${id}`),
   ];
   if (lines.length > 0) ctx.io.print(lines.join("\n"));
   const summary = [
@@ -41,6 +44,7 @@ export function run(ctx: CommandContext): Promise<number> {
     `${report.outcomeRepaired.length + report.recordRebuilt.length} repaired`,
     `${report.live.length} still running`,
   ];
+  if (report.skipped.length > 0) summary.push(`${report.skipped.length} skipped (see above)`);
   if (report.removed > 0) summary.push(`${report.removed} empty removed`);
   if (report.reindexed !== null) summary.push(`index rebuilt with ${report.reindexed} runs`);
   ctx.io.note(summary.join(", "));

@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
-import { joinPath } from "./paths.ts";
+import { dirnameOf, joinPath } from "./paths.ts";
+import { distrustOf, UntrustedFileError } from "./private_files.ts";
 import { rememberSecrets, secretsInArgs } from "./redact.ts";
 
 export const DRIVER_NAMES = ["loop", "claude", "codex", "gemini", "opencode", "command"] as const;
@@ -111,8 +112,31 @@ function truthy(value: string | undefined): boolean {
   return value !== undefined && /^(1|true|yes|on)$/i.test(value);
 }
 
-/** Reads and checks the config file; a missing file is an empty config. */
+/**
+ * Why the config file (or its directory) cannot be trusted, or null. It names the programs reins
+ * starts: one someone else could write would let them run anything as you.
+ */
+export function configTrustProblem(path: string): string | null {
+  for (const [target, what] of [[path, "it"], [dirnameOf(path), "its directory"]] as const) {
+    let info: Deno.FileInfo;
+    try {
+      info = Deno.statSync(target);
+    } catch {
+      return null; // missing: nothing to trust (or the data root is not a directory)
+    }
+    const reason = distrustOf(info);
+    if (reason !== null) return reason.replace(/^it/, what);
+  }
+  return null;
+}
+
+/**
+ * Reads and checks the config file; a missing file is an empty config. One someone else could
+ * have written is refused (UntrustedFileError), as OpenSSH refuses such a config.
+ */
 export function readConfigFile(path: string): ConfigFile {
+  const untrusted = configTrustProblem(path);
+  if (untrusted !== null) throw new UntrustedFileError(path, untrusted);
   let text: string;
   try {
     text = Deno.readTextFileSync(path);
@@ -150,10 +174,12 @@ export function loadSettings(
   env: Env,
   flags: GlobalFlags = {},
   terminal: { stdout: boolean } = { stdout: false },
+  options: { skipConfigFile?: boolean } = {},
 ): Settings {
   const { home, source } = resolveHome(env, flags.home);
   const configPath = env.REINS_CONFIG ?? joinPath(home, "config.json");
-  const file = readConfigFile(configPath);
+  // skipConfigFile: for `reins doctor`, which must report a config file it refuses to use.
+  const file = options.skipConfigFile ? ConfigFile.parse({}) : readConfigFile(configPath);
   const programOverride = (name: string | undefined) => name ? { program: name } : {};
   const raw = {
     home,

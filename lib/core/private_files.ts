@@ -1,7 +1,9 @@
 // Private files under the data root: directories 0700, files 0600 whatever the umask, atomic
 // replacement for records and locked, line-at-a-time appends for logs. Nothing here follows a
-// symbolic link out of the data root. It knows nothing of runs or events; the store builds on it.
-// Text written here passes through the secrets choke point (redact.ts) first.
+// symbolic link out of the data root, and nothing is read that someone else could have written
+// (as OpenSSH treats keys: another owner, group/other-writable, or in such a directory). It
+// knows nothing of runs or events; the store builds on it. Text written here passes through the
+// secrets choke point (redact.ts) first.
 import { DataRootError } from "./errors.ts";
 import { redact, redactJsonText } from "./redact.ts";
 import { basenameOf, dirnameOf, isInside, joinPath, resolvePath } from "./paths.ts";
@@ -12,10 +14,117 @@ const encoder = new TextEncoder();
 
 /** Directories already checked by this process, so a hot path does not lstat every segment. */
 const checkedDirs = new Set<string>();
+/** Directories found trustworthy by this process (see trustProblem). */
+const trustedDirs = new Set<string>();
 
 /** Forgets which directories were checked (tests that change modes behind our back use it). */
 export function forgetCheckedDirs(): void {
   checkedDirs.clear();
+  trustedDirs.clear();
+}
+
+/** A file or directory reins will not use: another user owns it, or others may write it. */
+export class UntrustedFileError extends DataRootError {
+  readonly path: string;
+  readonly reason: string;
+  constructor(path: string, reason: string) {
+    super(`Refusing ${JSON.stringify(path)}: ${reason}`, {
+      hint: "reins uses only files you alone can write; reins doctor lists them, and " +
+        "reins doctor --repair tightens the modes of those you own (check them first)",
+    });
+    this.name = "UntrustedFileError";
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+let ownUid: number | null | undefined;
+
+/** This process's uid, or null when the sandbox does not tell (then the owner is not checked). */
+export function currentUid(): number | null {
+  if (ownUid === undefined) {
+    try {
+      ownUid = Deno.uid();
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotCapable)) throw error;
+      ownUid = null;
+    }
+  }
+  return ownUid;
+}
+
+function octal(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, "0");
+}
+
+/**
+ * Why a file or directory with these stats cannot be trusted, or null: owned by someone other
+ * than this user (or root), or writable by group or others.
+ */
+export function distrustOf(info: Deno.FileInfo): string | null {
+  const uid = currentUid();
+  if (info.uid !== null && uid !== null && info.uid !== uid && info.uid !== 0) {
+    return `it is owned by uid ${info.uid}, not by you (uid ${uid})`;
+  }
+  if (info.mode !== null && (info.mode & 0o022) !== 0) {
+    const who = (info.mode & 0o022) === 0o022
+      ? "group and others"
+      : (info.mode & 0o020) !== 0
+      ? "its group"
+      : "others";
+    return `it is writable by ${who} (mode ${octal(info.mode)})`;
+  }
+  return null;
+}
+
+/** Why a directory from `dir` up to the data root `root` cannot be trusted, or null. */
+function distrustOfDirs(root: string, dir: string): string | null {
+  const absRoot = resolvePath(root);
+  let current = resolvePath(dir, absRoot);
+  while (isInside(current, absRoot)) {
+    if (trustedDirs.has(current)) return null;
+    let info: Deno.FileInfo | null;
+    try {
+      info = Deno.statSync(current);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+        return null;
+      }
+      throw error;
+    }
+    const reason = distrustOf(info);
+    if (reason !== null) {
+      const shown = current === absRoot ? "the data root" : `its directory ${current}`;
+      return reason.replace(/^it is/, `${shown} is`);
+    }
+    if (current === absRoot) break;
+    current = dirnameOf(current);
+  }
+  // Every directory of the chain passed: later checks of files in them stop early.
+  for (let at = resolvePath(dir, absRoot); isInside(at, absRoot); at = dirnameOf(at)) {
+    trustedDirs.add(at);
+    if (at === absRoot) break;
+  }
+  return null;
+}
+
+/**
+ * Why `path` (below the data root `root`) cannot be trusted, or null when it can or does not
+ * exist: the file itself (what a link inside the root points at) or a directory between it and
+ * the root is owned by another user or writable by group or others.
+ */
+export function trustProblem(root: string, path: string): string | null {
+  const absPath = resolvePath(path, resolvePath(root));
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(absPath);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return null;
+    }
+    throw error;
+  }
+  return distrustOf(info) ?? distrustOfDirs(root, dirnameOf(absPath));
 }
 
 function lstatOrNull(path: string): Deno.FileInfo | null {
@@ -49,6 +158,11 @@ function refuseLinkOut(root: string, path: string): void {
 }
 
 function tighten(path: string, info: Deno.FileInfo, mode: number, tightened?: string[]): void {
+  // Tightening another user's directory (root can) would not make it ours: refused instead.
+  const uid = currentUid();
+  if (info.uid !== null && uid !== null && info.uid !== uid && info.uid !== 0) {
+    throw new UntrustedFileError(path, `it is owned by uid ${info.uid}, not by you (uid ${uid})`);
+  }
   if (info.mode !== null && (info.mode & 0o777) !== mode && (info.mode & 0o077) !== 0) {
     Deno.chmodSync(path, mode);
     tightened?.push(path);
@@ -114,10 +228,21 @@ function notADirectory(path: string): DataRootError {
   });
 }
 
-/** Checks a file path inside the root: an existing link to outside it is refused. */
-function checkFile(root: string, path: string): Deno.FileInfo | null {
-  const info = lstatOrNull(path);
-  if (info?.isSymlink) refuseLinkOut(root, path);
+/**
+ * Checks a file path inside the root: an existing link to outside it is refused, and so is a file
+ * to be read that cannot be trusted (see trustProblem). Writing replaces an untrusted file with
+ * one of ours, so a writer need not ask.
+ */
+function checkFile(root: string, path: string, purpose: "read" | "write"): Deno.FileInfo | null {
+  let info = lstatOrNull(path);
+  if (info?.isSymlink) {
+    refuseLinkOut(root, path);
+    info = Deno.statSync(path);
+  }
+  if (info !== null && purpose === "read") {
+    const reason = distrustOf(info) ?? distrustOfDirs(root, dirnameOf(path));
+    if (reason !== null) throw new UntrustedFileError(path, reason);
+  }
   return info;
 }
 
@@ -180,7 +305,7 @@ export function writePrivateFileAtomic(
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir);
-  checkFile(root, absPath);
+  checkFile(root, absPath, "write");
   removeStaleTemps(absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
   const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
@@ -216,10 +341,13 @@ function syncDir(dir: string): void {
   }
 }
 
-/** Reads a file below the root as text, or null when it does not exist. Links out are refused. */
+/**
+ * Reads a file below the root as text, or null when it does not exist. Links out are refused, and
+ * so is a file someone else could have written (UntrustedFileError).
+ */
 export function readPrivateText(root: string, path: string): string | null {
   const absPath = resolvePath(path, resolvePath(root));
-  if (checkFile(root, absPath) === null) return null;
+  if (checkFile(root, absPath, "read") === null) return null;
   try {
     return Deno.readTextFileSync(absPath);
   } catch (error) {
@@ -260,8 +388,10 @@ export class PrivateLog {
 
   static open(root: string, path: string): PrivateLog {
     const absPath = resolvePath(path, resolvePath(root));
+    // A log is read as it is appended to (sequences, the outcome): it must be trustworthy, and
+    // is checked before its directory is tightened.
+    checkFile(root, absPath, "read");
     ensurePrivateDir(root, dirnameOf(absPath));
-    checkFile(root, absPath);
     const file = Deno.openSync(absPath, {
       read: true,
       append: true,
@@ -390,7 +520,7 @@ export class PrivateLog {
     const torn = readRange(file, keep, size);
     // The torn bytes are kept verbatim, one record a line, as evidence of what was lost.
     const tornPath = `${this.path}.torn`;
-    checkFile(this.#root, tornPath);
+    checkFile(this.#root, tornPath, "write");
     const evidence = Deno.openSync(tornPath, { append: true, create: true, mode: FILE_MODE });
     try {
       Deno.chmodSync(tornPath, FILE_MODE);

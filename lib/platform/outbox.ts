@@ -11,6 +11,7 @@ import { isSafeName } from "../core/ids.ts";
 import {
   ensurePrivateDir,
   readPrivateText,
+  UntrustedFileError,
   writePrivateFileAtomic,
 } from "../core/private_files.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
@@ -105,7 +106,14 @@ export type ReadEntry =
 
 /** The entry, null when it is gone (delivered meanwhile), or why it cannot be read. */
 export function readEntry(home: string, id: string): ReadEntry | null {
-  const text = readPrivateText(home, entryPath(home, id));
+  let text: string | null;
+  try {
+    text = readPrivateText(home, entryPath(home, id));
+  } catch (error) {
+    // Someone else could have pointed it at another platform or other files: never sent.
+    if (error instanceof UntrustedFileError) return { ok: false, reason: error.reason };
+    throw error;
+  }
   if (text === null) return null;
   let raw: unknown;
   try {

@@ -2,6 +2,7 @@
 // and reports the platform refused. Cheap on purpose (no zod, no network, no lock): it reads each
 // entry's few fields and never changes anything. outbox.ts owns the format.
 import { joinPath } from "../core/paths.ts";
+import { trustProblem } from "../core/private_files.ts";
 
 export interface PendingReport {
   /** The outbox id; the file is `outbox/<id>.json`. */
@@ -38,6 +39,11 @@ export function pendingReports(home: string): PendingReports {
   }
   for (const name of names) {
     const path = joinPath(dir, name);
+    const untrusted = trustProblem(home, path);
+    if (untrusted !== null) {
+      out.unreadable.push(`outbox/${name}: ${untrusted}; it is not sent`);
+      continue;
+    }
     let raw: Record<string, unknown>;
     try {
       const value = JSON.parse(Deno.readTextFileSync(path));

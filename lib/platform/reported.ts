@@ -5,7 +5,11 @@
 // each other's entries.
 import { z } from "zod";
 import { joinPath } from "../core/paths.ts";
-import { readPrivateText, writePrivateFileAtomic } from "../core/private_files.ts";
+import {
+  readPrivateText,
+  UntrustedFileError,
+  writePrivateFileAtomic,
+} from "../core/private_files.ts";
 
 export const PLATFORM_FILE_TYPE = "reins.platform";
 
@@ -60,8 +64,20 @@ function parse(text: string): PlatformFile | null {
 
 /** platform.json, or an empty record when it is missing, unreadable or not ours. */
 export function readReported(home: string): PlatformFile {
-  const text = readPrivateText(home, platformFilePath(home));
-  return (text === null ? null : parse(text)) ?? empty();
+  const text = readTrusted(home, platformFilePath(home));
+  return (text === null || text === UNTRUSTED ? null : parse(text)) ?? empty();
+}
+
+const UNTRUSTED = Symbol("untrusted");
+
+/** The file's text, null when missing, UNTRUSTED when someone else could have written it. */
+function readTrusted(home: string, path: string): string | null | typeof UNTRUSTED {
+  try {
+    return readPrivateText(home, path);
+  } catch (error) {
+    if (error instanceof UntrustedFileError) return UNTRUSTED;
+    throw error;
+  }
 }
 
 /** Runs `fn` holding platform.json's lock (a sibling lock file; the OS drops it if we die). */
@@ -79,11 +95,15 @@ export function withPlatformLock<T>(home: string, fn: () => T): T {
 function update(home: string, change: (file: PlatformFile) => void): void {
   withPlatformLock(home, () => {
     const path = platformFilePath(home);
-    const text = readPrivateText(home, path);
-    let file = text === null ? empty() : parse(text);
+    const text = readTrusted(home, path);
+    if (text === UNTRUSTED) {
+      // Never used, never overwritten unseen: kept aside for a person (reins doctor lists it).
+      Deno.renameSync(path, `${path}.untrusted`);
+    }
+    let file = text === null || text === UNTRUSTED ? empty() : parse(text);
     if (file === null) {
       // A damaged or foreign file is kept aside for a person to look at, not overwritten.
-      writePrivateFileAtomic(home, `${path}.unreadable`, text!);
+      writePrivateFileAtomic(home, `${path}.unreadable`, text as string);
       file = empty();
     }
     change(file);

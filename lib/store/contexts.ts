@@ -1,11 +1,13 @@
 // Context id → harness session: `contexts/<context id>/harness-session.json`, so the next turn on
 // a context continues the same conversation. Works in memory when there is no data root, and when
 // the file cannot be written it says so once per process and goes on with what it remembers.
-// It does not decide whether to resume (the run command does): it only remembers.
+// It does not decide whether to resume (the run command does): it only remembers. An entry that
+// someone else could have written (another owner, group/other-writable, or in such a directory)
+// is not used: it would let them pick the session an agent continues.
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir, writePrivateFileAtomic } from "../core/private_files.ts";
+import { ensurePrivateDir, trustProblem, writePrivateFileAtomic } from "../core/private_files.ts";
 import { HARNESS_SESSION_TYPE, HarnessSession } from "./contracts.ts";
 
 export const HARNESS_SESSION_FILE = "harness-session.json";
@@ -35,11 +37,12 @@ export class ContextMap {
   readonly #home: string | null;
   readonly #report: (message: string) => void;
   readonly #seen = new Map<string, HarnessSession | null>();
+  readonly #distrusted = new Set<string>();
   #reported = false;
 
   /**
    * `home` is the data root (null: remember in memory only); `report` receives a persistence
-   * failure, at most once for the life of this map.
+   * failure, at most once for the life of this map, and each entry refused as untrusted, once.
    */
   constructor(home: string | null, report: (message: string) => void = () => {}) {
     this.#home = home;
@@ -55,7 +58,29 @@ export class ContextMap {
   get(contextId: string): HarnessSession | null {
     if (this.#seen.has(contextId)) return this.#seen.get(contextId) ?? null;
     const path = this.entryPath(contextId);
-    return path === null ? null : readHarnessSession(path);
+    if (path === null) return null;
+    const untrusted = this.untrusted(contextId);
+    if (untrusted !== null) {
+      if (!this.#distrusted.has(path)) {
+        this.#distrusted.add(path);
+        this.#report(
+          `ignoring the session of context '${contextId}' in ${path}: ${untrusted}; its next turn starts a fresh session (reins doctor lists such files)`,
+        );
+      }
+      return null;
+    }
+    return readHarnessSession(path);
+  }
+
+  /** Why the context's entry cannot be trusted, or null (also when there is none). */
+  untrusted(contextId: string): string | null {
+    const path = this.entryPath(contextId);
+    if (path === null || this.#home === null) return null;
+    try {
+      return trustProblem(this.#home, path);
+    } catch (error) {
+      return describeError(error);
+    }
   }
 
   /**

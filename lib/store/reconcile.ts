@@ -2,7 +2,7 @@
 // outcome is marked interrupted, with a `status.changed` event at the next sequence; a run.json
 // that disagrees with its log is corrected to the log (a copy of it kept first); a damaged one is
 // rebuilt from the events. A run whose owner is alive is never touched.
-import { NotFoundError } from "../core/errors.ts";
+import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import {
   readPrivateText,
@@ -19,6 +19,7 @@ import {
   CREATING_SUFFIX,
   DAMAGED_RECORD_FILE,
   exists,
+  isActive,
   OUTCOME_BACKUP_FILE,
   OWNER_LOCK_FILE,
   RECORD_FILE,
@@ -45,6 +46,12 @@ export interface RunReconciliation {
   removed: boolean;
   /** What was found wrong, one line each (`runs/<id>/events.jsonl:12: skipped: …`). */
   problems: string[];
+  /**
+   * Why the run could not be reconciled (a file of it is a planted link, or someone else could
+   * have written it), or null. Such a run is settled in run.json (or dropped from the index's
+   * active runs) so that it does not stay "running" for ever.
+   */
+  skipped: string | null;
 }
 
 /** Reconciles one run (see the module comment). Throws NotFoundError for no such run. */
@@ -61,6 +68,7 @@ export function reconcileRun(
     recordRebuilt: false,
     removed: false,
     problems: [],
+    skipped: null,
   };
   const dir = runDir(home, runId);
   if (!exists(dir)) throw new NotFoundError(`No run ${runId} in ${home}`);
@@ -74,7 +82,14 @@ export function reconcileRun(
     if (!owner.tryLockSync(true)) return result;
     result.owner = "gone";
     // Holding the owner lock from here on: a second reconciler sees the run as owned and waits.
-    repair(home, runId, options.reason ?? INTERRUPTED_REASON, result);
+    try {
+      repair(home, runId, options.reason ?? INTERRUPTED_REASON, result);
+    } catch (error) {
+      if (!(error instanceof DataRootError)) throw error;
+      result.skipped = error.message;
+      result.problems.push(`runs/${runId}: skipped: ${error.message}`);
+      settleUnreadable(home, runId, error.message);
+    }
   } finally {
     owner.close();
   }
@@ -140,6 +155,30 @@ function repair(home: string, runId: string, reason: string, result: RunReconcil
   }
 }
 
+/**
+ * Settles a run whose log cannot be used, without touching the log: run.json says interrupted
+ * (and why) when it can be read and written; otherwise the index forgets the run as active.
+ */
+function settleUnreadable(home: string, runId: string, why: string): void {
+  try {
+    const file = readRecordFile(home, runId);
+    if (file.state === "ok") {
+      if (isActive(file.record.status)) {
+        writeRecord(home, {
+          ...file.record,
+          status: "interrupted",
+          endedAt: new Date().toISOString(),
+          terminalReason: `${INTERRUPTED_REASON}; it cannot be reconciled: ${why}`,
+        });
+      }
+      return;
+    }
+  } catch {
+    // run.json is as unusable as the log
+  }
+  connectIndex(home).remove(runId);
+}
+
 /** Writes `text` as `<run>/<name>` unless a copy is already there (the first is the evidence). */
 function keepCopy(home: string, runId: string, name: string, text: string | null): void {
   if (text === null) return;
@@ -199,6 +238,8 @@ export interface RecoveryOptions {
 export interface RecoveryReport {
   /** How many run directories were looked at. */
   checked: number;
+  /** Runs that could not be reconciled (see RunReconciliation.skipped); the why is in problems. */
+  skipped: string[];
   /** Runs whose owner was alive: left alone. */
   live: string[];
   interrupted: string[];
@@ -218,6 +259,7 @@ export function reconcileInterruptedRuns(
 ): RecoveryReport {
   const report: RecoveryReport = {
     checked: 0,
+    skipped: [],
     live: [],
     interrupted: [],
     outcomeRepaired: [],
@@ -239,6 +281,7 @@ export function reconcileInterruptedRuns(
     if (result.outcomeRepaired) report.outcomeRepaired.push(runId);
     if (result.recordRebuilt) report.recordRebuilt.push(runId);
     if (result.removed) report.removed++;
+    if (result.skipped !== null) report.skipped.push(runId);
     report.problems.push(...result.problems);
   }
   refreshIndex(index, { full: options.reindex === true, reader: recordsForIndex });

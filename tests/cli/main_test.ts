@@ -35,7 +35,7 @@ Deno.test("reins help doctor and reins doctor --help print the command's help", 
   const b = await reins(["doctor", "--help"], { home: home.path });
   assert.equal(a.code, 0);
   assert.equal(a.stdout, b.stdout);
-  assert.match(a.stdout, /^Usage: reins doctor\n/);
+  assert.match(a.stdout, /^Usage: reins doctor \[--repair\]\n/);
   assert.match(a.stdout, /--json +machine-readable output on stdout/);
 });
 
@@ -114,14 +114,21 @@ Deno.test("reins doctor --json reports the data root it created, its mode and no
   ]);
 });
 
-Deno.test("reins doctor tightens a data root that was made 0755", async () => {
+Deno.test("reins doctor reports a data root that was made 0755, and --repair tightens it", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/data`;
   Deno.mkdirSync(home);
   Deno.chmodSync(home, 0o755);
-  const result = await reins(["doctor", "--json"], { home, cwd: dir.path });
+  const looked = JSON.parse((await reins(["doctor", "--json"], { home, cwd: dir.path })).stdout);
+  assert.deepEqual(looked.dataRoot.findings, [
+    { path: home, kind: "readable", isDirectory: true, reason: "others may read it (mode 0755)" },
+  ]);
+  assert.deepEqual(looked.dataRoot.tightened, []);
+  assert.equal(Deno.statSync(home).mode! & 0o777, 0o755);
+  const result = await reins(["doctor", "--repair", "--json"], { home, cwd: dir.path });
   const report = JSON.parse(result.stdout);
   assert.deepEqual(report.dataRoot.tightened, [home]);
+  assert.deepEqual(report.dataRoot.findings, []);
   assert.equal(Deno.statSync(home).mode! & 0o777, 0o700);
 });
 

@@ -4,6 +4,9 @@ import {
   ensurePrivateDir,
   forgetCheckedDirs,
   PrivateLog,
+  readPrivateText,
+  trustProblem,
+  UntrustedFileError,
   writePrivateFileAtomic,
 } from "../../lib/core/private_files.ts";
 import { DataRootError } from "../../lib/core/errors.ts";
@@ -197,4 +200,49 @@ Deno.test("PrivateLog.appendWith() sees lines other writers appended since its l
   });
   assert.equal(seen, "two\n");
   assert.equal(Deno.readTextFileSync(file), "one\ntwo\nthree\n");
+});
+
+Deno.test("readPrivateText() refuses a file others may write, or one in a directory they may write", async () => {
+  await using dir = await tempDir();
+  const root = dir.path;
+  writePrivateFileAtomic(root, `${root}/a/file.json`, "{}");
+  assert.equal(readPrivateText(root, `${root}/a/file.json`), "{}");
+  Deno.chmodSync(`${root}/a/file.json`, 0o620);
+  forgetCheckedDirs();
+  assert.throws(
+    () => readPrivateText(root, `${root}/a/file.json`),
+    (error: unknown) =>
+      error instanceof UntrustedFileError &&
+      error.reason === "it is writable by its group (mode 0620)",
+  );
+  Deno.chmodSync(`${root}/a/file.json`, 0o600);
+  Deno.chmodSync(`${root}/a`, 0o703);
+  forgetCheckedDirs();
+  assert.equal(
+    trustProblem(root, `${root}/a/file.json`),
+    `its directory ${root}/a is writable by others (mode 0703)`,
+  );
+  assert.throws(() => PrivateLog.open(root, `${root}/a/file.json`), UntrustedFileError);
+  // Writing replaces the file with one of ours and tightens the directory: then it is trusted.
+  writePrivateFileAtomic(root, `${root}/a/file.json`, "[]");
+  assert.equal(readPrivateText(root, `${root}/a/file.json`), "[]");
+  assert.equal(trustProblem(root, `${root}/missing.json`), null);
+});
+
+Deno.test({
+  name: "ensurePrivateDir() refuses a directory another user owns instead of tightening it",
+  ignore: Deno.uid() !== 0,
+  async fn() {
+    await using dir = await tempDir();
+    Deno.mkdirSync(`${dir.path}/theirs`);
+    Deno.chmodSync(`${dir.path}/theirs`, 0o777);
+    Deno.chownSync(`${dir.path}/theirs`, 65534, 65534);
+    forgetCheckedDirs();
+    assert.throws(
+      () => ensurePrivateDir(dir.path, `${dir.path}/theirs/x`),
+      (error: unknown) =>
+        error instanceof UntrustedFileError && /owned by uid 65534/.test(error.reason),
+    );
+    assert.equal(Deno.statSync(`${dir.path}/theirs`).mode! & 0o777, 0o777);
+  },
 });

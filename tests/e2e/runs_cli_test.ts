@@ -212,6 +212,7 @@ Deno.test("reins recover interrupts what was left running and reindex rebuilds t
   const again = await reins(["recover", "--json"], { home: home.path, cwd: home.cwd });
   assert.deepEqual(JSON.parse(again.stdout), {
     checked: 2,
+    skipped: [],
     live: [],
     interrupted: [],
     outcomeRepaired: [],

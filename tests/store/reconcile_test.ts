@@ -41,6 +41,7 @@ Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the ne
     recordRebuilt: false,
     removed: false,
     problems: [],
+    skipped: null,
   });
   const events = readEvents(home.path, writer.runId).events;
   const last = events.at(-1)!;

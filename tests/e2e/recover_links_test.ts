@@ -1,0 +1,68 @@
+// A run whose files were replaced by planted links is skipped and reported by `reins recover` (and
+// by the cheap reconciliation every command does) instead of stopping everything with exit 6, and
+// it is settled in run.json so that it does not stay "running" for ever.
+import assert from "node:assert/strict";
+import { createRun, loadRun } from "../../lib/store/runs.ts";
+import { closeIndex } from "../../lib/store/index_db.ts";
+import { reins, tempDir } from "../support/reins.ts";
+
+function leftRunning(home: string): string {
+  const writer = createRun(home, {
+    sessionId: "session-links",
+    contextId: null,
+    harness: "reins",
+    driver: "loop",
+    trigger: "cli",
+    cwd: "/tmp",
+    goal: "work",
+  });
+  writer.append({ type: "message.completed", payload: { role: "assistant", text: "half way" } });
+  writer.close(); // its owner is gone, and it never settled
+  return writer.runId;
+}
+
+Deno.test("regression: reins recover skips a run whose events.jsonl is a link out and settles it", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const outside = `${dir.path}/outside.jsonl`;
+  Deno.writeTextFileSync(outside, "precious\n");
+  const planted = leftRunning(home);
+  const plain = leftRunning(home);
+  closeIndex(home);
+  const events = `${home}/runs/${planted}/events.jsonl`;
+  Deno.removeSync(events);
+  Deno.symlinkSync(outside, events);
+
+  const result = await reins(["recover", "--json"], { home, cwd: dir.path });
+  assert.equal(result.code, 0, result.stderr);
+  const report = JSON.parse(result.stdout);
+  assert.deepEqual(report.skipped, [planted]);
+  assert.deepEqual(report.interrupted, [plain]);
+  assert.match(report.problems.join("\n"), /runs\/.*: skipped: Refusing to follow the link/);
+  assert.equal(Deno.readTextFileSync(outside), "precious\n", "nothing was written through it");
+
+  const record = loadRun(home, planted);
+  assert.equal(record.status, "interrupted");
+  assert.match(record.terminalReason!, /it cannot be reconciled: Refusing to follow the link/);
+  const active = await reins(["runs", "--active", "--json"], { home, cwd: dir.path });
+  assert.equal(active.code, 0, active.stderr);
+  assert.deepEqual(JSON.parse(active.stdout), []);
+  closeIndex(home);
+});
+
+Deno.test("regression: the cheap reconciliation of any command skips a planted link instead of exit 6", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  Deno.writeTextFileSync(`${dir.path}/outside.json`, "{}");
+  const planted = leftRunning(home);
+  closeIndex(home);
+  const record = `${home}/runs/${planted}/run.json`;
+  Deno.removeSync(record);
+  Deno.symlinkSync(`${dir.path}/outside.json`, record);
+
+  const listed = await reins(["runs", "--json"], { home, cwd: dir.path });
+  assert.equal(listed.code, 0, listed.stderr);
+  const again = await reins(["runs", "--active", "--json"], { home, cwd: dir.path });
+  assert.deepEqual(JSON.parse(again.stdout), [], "it no longer counts as running");
+  assert.equal(Deno.readTextFileSync(`${dir.path}/outside.json`), "{}");
+});
