@@ -2,7 +2,7 @@
 // `question.answered` to that run's log from this process.
 import type { CommandContext } from "./command.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
-import { appendToRun, pendingDecisions, readEvents, resolveRun } from "../store/runs.ts";
+import { openStore } from "../store/store.ts";
 
 export const usage = "reins answer RUN QUESTION_ID TEXT";
 export const description = "Answers a question a running agent is waiting on.";
@@ -18,9 +18,9 @@ function execute(ctx: CommandContext): number {
   if (ref === undefined || questionId === undefined || words.length === 0) {
     throw new UsageError("reins answer takes a run, a question id and the answer", { hint: usage });
   }
-  const record = resolveRun(ctx.home, ref);
-  const { events } = readEvents(ctx.home, record.id);
-  const pending = pendingDecisions(events).filter((d) => d.kind === "question");
+  using store = openStore(ctx.home);
+  const record = store.resolveRun(ref);
+  const pending = store.pendingDecisions(record.id).filter((d) => d.kind === "question");
   if (!pending.some((d) => d.id === questionId)) {
     throw new NotFoundError(
       `Run ${record.id} has no pending question ${JSON.stringify(questionId)}`,
@@ -32,7 +32,7 @@ function execute(ctx: CommandContext): number {
     );
   }
   const answer = words.join(" ");
-  const stored = appendToRun(ctx.home, record.id, {
+  const stored = store.appendToRun(record.id, {
     type: "question.answered",
     payload: { questionId, answer },
   });

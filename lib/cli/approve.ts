@@ -3,7 +3,7 @@
 import type { CommandContext } from "./command.ts";
 import { stringFlag } from "./args.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
-import { appendToRun, pendingDecisions, readEvents, resolveRun } from "../store/runs.ts";
+import { openStore } from "../store/store.ts";
 
 export const usage = "reins approve RUN APPROVAL_ID [--deny] [--reason TEXT]";
 export const description =
@@ -24,9 +24,9 @@ function execute(ctx: CommandContext): number {
   if (ref === undefined || approvalId === undefined || extra.length > 0) {
     throw new UsageError("reins approve takes a run and an approval id", { hint: usage });
   }
-  const record = resolveRun(ctx.home, ref);
-  const { events } = readEvents(ctx.home, record.id);
-  const pending = pendingDecisions(events).filter((d) => d.kind === "approval");
+  using store = openStore(ctx.home);
+  const record = store.resolveRun(ref);
+  const pending = store.pendingDecisions(record.id).filter((d) => d.kind === "approval");
   if (!pending.some((d) => d.id === approvalId)) {
     const open = pending.map((d) => d.id);
     throw new NotFoundError(
@@ -39,7 +39,7 @@ function execute(ctx: CommandContext): number {
     );
   }
   const decision = ctx.flags.deny ? "deny" : "allow";
-  const stored = appendToRun(ctx.home, record.id, {
+  const stored = store.appendToRun(record.id, {
     type: "approval.resolved",
     payload: { approvalId, decision, by: "cli", reason: stringFlag(ctx.flags, "reason") ?? null },
   });

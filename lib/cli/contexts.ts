@@ -1,6 +1,6 @@
 // `reins contexts`: every context with its session, harness and last use.
 import type { CommandContext } from "./command.ts";
-import { ContextMap } from "../store/contexts.ts";
+import { openStore } from "../store/store.ts";
 
 export const usage = "reins contexts";
 export const description =
@@ -14,7 +14,8 @@ export function run(ctx: CommandContext): Promise<number> {
 }
 
 function execute(ctx: CommandContext): number {
-  const entries = new ContextMap(ctx.home).list();
+  using store = openStore(ctx.home);
+  const entries = store.contexts.list();
   if (ctx.io.jsonMode) {
     ctx.io.json(entries);
     return 0;

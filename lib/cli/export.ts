@@ -6,11 +6,8 @@
 import type { CommandContext } from "./command.ts";
 import { stringFlag } from "./args.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
-import { reconcileCheaply } from "../store/liveness.ts";
-import { listRuns, resolveRunId } from "../store/lookup.ts";
-import { inspectRun } from "../store/run_record.ts";
-import { readEvents } from "../store/event_log.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
+import { openStore } from "../store/store.ts";
 import { isActiveStatus, type RunRecord } from "../store/contracts.ts";
 import { MAX_LIMIT } from "../store/list.ts";
 import type { ExportOutcome } from "../otel/deliver.ts";
@@ -151,12 +148,13 @@ export async function run(ctx: CommandContext): Promise<number> {
       hint: "reins speaks OTLP/HTTP with JSON, which collectors take on port 4318",
     });
   }
-  await reconcileCheaply(ctx.home);
+  using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
+  await store.reconcileCheaply();
 
-  const runIds = [...new Set(refs.map((ref) => resolveRunId(ctx.home, ref)))];
+  const runIds = [...new Set(refs.map((ref) => store.resolveRunId(ref)))];
   const records: RunRecord[] = [];
   for (const runId of runIds) {
-    const { record } = inspectRun(ctx.home, runId);
+    const { record } = store.inspectRun(runId);
     if (isActiveStatus(record.status)) {
       throw new ReinsError("conflict", `Cannot export run ${runId} yet: it is ${record.status}`, {
         hint: `export it once it has ended (reins show ${runId}); nothing was sent`,
@@ -168,19 +166,19 @@ export async function run(ctx: CommandContext): Promise<number> {
     const chosen = new Set(runIds);
     let active = 0;
     // listRuns is newest first; a trace export reads better oldest first.
-    for (const record of listRuns(ctx.home, { limit: MAX_LIMIT }).reverse()) {
+    for (const record of store.listRuns({ limit: MAX_LIMIT }).reverse()) {
       if (Date.parse(record.startedAt) < fromMs || chosen.has(record.id)) continue;
       if (isActiveStatus(record.status)) {
         active++;
         continue;
       }
       chosen.add(record.id);
-      records.push(inspectRun(ctx.home, record.id).record);
+      records.push(store.inspectRun(record.id).record);
     }
     if (active > 0) ctx.io.note(`left out ${active} run${active === 1 ? "" : "s"} still going`);
   }
   const load = (record: RunRecord) => {
-    const read = readEvents(ctx.home, record.id);
+    const read = store.readEvents(record.id);
     for (const problem of read.problems) {
       ctx.io.warn(
         `${shownPath(record.id, EVENTS_FILE)}:${problem.line}: skipped: ${problem.reason}`,

@@ -2,7 +2,7 @@
 import type { CommandContext } from "./command.ts";
 import { UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
-import { ContextMap } from "../store/contexts.ts";
+import { openStore } from "../store/store.ts";
 
 export const usage = "reins forget CONTEXT";
 export const description =
@@ -22,7 +22,8 @@ function execute(ctx: CommandContext): number {
   }
   safeName(contextId, "context id");
   let failure: string | null = null;
-  const dropped = new ContextMap(ctx.home, (message) => failure = message).forget(contextId);
+  using store = openStore(ctx.home, { warn: (message) => failure = message });
+  const dropped = store.contexts.forget(contextId);
   if (failure) throw new UsageError(failure);
   if (ctx.io.jsonMode) ctx.io.json({ contextId, dropped });
   else if (dropped) ctx.io.note(`forgot context '${contextId}' (session ${dropped})`);

@@ -3,7 +3,7 @@
 // rebuilds index.sqlite from the run files. Every command that reads runs does the cheap part.
 import type { CommandContext } from "./command.ts";
 import { UsageError } from "../core/errors.ts";
-import { reconcileInterruptedRuns } from "../store/reconcile.ts";
+import { openStore } from "../store/store.ts";
 
 export const usage = "reins recover [--reindex]";
 export const description =
@@ -25,7 +25,8 @@ export function run(ctx: CommandContext): Promise<number> {
       { hint: usage },
     );
   }
-  const report = reconcileInterruptedRuns(ctx.home, { reindex: ctx.flags.reindex === true });
+  using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
+  const report = store.reconcileInterruptedRuns({ reindex: ctx.flags.reindex === true });
   if (ctx.io.jsonMode) {
     ctx.io.json(report);
     return Promise.resolve(0);

@@ -9,14 +9,7 @@ import { numberFlag, stringFlag } from "./args.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { RunEvent, RunRecord } from "../store/contracts.ts";
-import {
-  appendToRun,
-  listRuns,
-  readEvents,
-  reconcileCheaply,
-  resolveRun,
-  sessionEvents,
-} from "../store/runs.ts";
+import { openStore, type Store } from "../store/store.ts";
 import { describeProblems } from "../store/event_log.ts";
 import {
   compareReplay,
@@ -27,8 +20,9 @@ import {
   type ReplayVerdict,
 } from "../session/replay.ts";
 import { previewValue } from "../session/text.ts";
+import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
-import { executeRun } from "./run_turn.ts";
+import { turnSignals } from "./signals.ts";
 
 export const usage = "reins replay RUN [--cwd DIR] [--timeout SECONDS]";
 export const description =
@@ -61,10 +55,10 @@ export async function run(ctx: CommandContext): Promise<number> {
   const timeoutSeconds = numberFlag(ctx.flags, "timeout");
   if (timeoutSeconds === 0) throw new UsageError("--timeout must be more than 0 seconds");
   const settings = await ctx.settings();
-  const home = settings.home;
-  await reconcileCheaply(home);
-  const original = resolveRun(home, ref);
-  const recorded = readEvents(home, original.id);
+  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  await store.reconcileCheaply();
+  const original = store.resolveRun(ref);
+  const recorded = store.readEvents(original.id);
   for (const problem of describeProblems(original.id, recorded)) io.warn(problem);
   const plan = replayPlan(original, recorded.events);
   const given = stringFlag(ctx.flags, "cwd");
@@ -76,44 +70,46 @@ export async function run(ctx: CommandContext): Promise<number> {
   );
 
   const { createLoopDriver } = await import("../drivers/loop/mod.ts");
-  const driver = createLoopDriver({ resolve: { loadRecording: recordingLoader(home) } });
+  const driver = createLoopDriver({ resolve: { loadRecording: recordingLoader(store) } });
   let progress: Progress | null = null;
-  const { summary, error } = await executeRun({
-    home,
+  using signals = turnSignals((message) => io.warn(message));
+  const { summary, error } = await runTurn(
+    store,
     settings,
-    driverName: "loop",
-    driver,
-    prompt: plan.prompt,
-    cwd,
-    contextId: null,
-    approval: plan.approval,
-    budget: {},
-    timeoutSeconds: timeoutSeconds ?? null,
-    model: `replay:${original.id}`,
-    baseUrl: null,
-    exec: null,
-    idleTimeoutSeconds: null,
-    parentRunId: null,
-    trigger: "replay",
-    relation: "replay",
-    resumedFromRunId: original.id,
-    history: earlierTurns(home, original),
-    attachments: [],
-    warn: (message) => io.warn(message),
-    onEvent: (event) => {
-      progress?.update(event);
-      if (event.type === "approval.requested") {
-        answerAsRecorded(home, event, plan.decisions, (message) => io.warn(message));
-      }
+    {
+      agent: { kind: "loop", model: `replay:${original.id}`, baseUrl: null },
+      driver,
+      prompt: plan.prompt,
+      cwd,
+      contextId: null,
+      approval: plan.approval,
+      budget: {},
+      timeoutSeconds: timeoutSeconds ?? null,
+      parentRunId: null,
+      trigger: "replay",
+      relation: "replay",
+      resumedFromRunId: original.id,
+      history: earlierTurns(store, original),
     },
-    onCreated: async (runId) => {
-      if (io.stderrIsTerminal && !io.quiet && !io.jsonMode) progress = await startProgress(runId);
+    signals,
+    {
+      warn: (message) => io.warn(message),
+      onEvent: (event) => {
+        progress?.update(event);
+        if (event.type === "approval.requested") {
+          answerAsRecorded(store, event, plan.decisions, (message) => io.warn(message));
+        }
+      },
+      onCreated: async (runId) => {
+        signals.runStarted(runId);
+        if (io.stderrIsTerminal && !io.quiet && !io.jsonMode) progress = await startProgress(runId);
+      },
     },
-  });
+  );
   (progress as Progress | null)?.stop();
   if (error instanceof ReinsError && error.exitCode !== ExitCode.runFailed) throw error;
 
-  const verdict = compareReplay(recorded.events, readEvents(home, summary.runId).events);
+  const verdict = compareReplay(recorded.events, store.readEvents(summary.runId).events);
   if (io.jsonMode) {
     io.json({
       runId: summary.runId,
@@ -131,7 +127,7 @@ export async function run(ctx: CommandContext): Promise<number> {
 
 /** Appends the recorded decision for an approval the replay asks for (after this append). */
 function answerAsRecorded(
-  home: string,
+  store: Store,
   event: Extract<RunEvent, { type: "approval.requested" }>,
   decisions: ReturnType<typeof replayPlan>["decisions"],
   warn: (message: string) => void,
@@ -141,7 +137,7 @@ function answerAsRecorded(
   // Outside the append that reported it: the run's log is locked until that returns.
   setTimeout(() => {
     try {
-      appendToRun(home, event.runId, {
+      store.appendToRun(event.runId, {
         type: "approval.resolved",
         payload: recorded === undefined
           ? {
@@ -240,12 +236,12 @@ function describeOutcome(outcome: { ok: boolean; result?: unknown; error?: strin
 }
 
 /** The events of the runs of the recorded run's session that came before it, oldest first. */
-function earlierTurns(home: string, original: RunRecord): RunEvent[] {
+function earlierTurns(store: Store, original: RunRecord): RunEvent[] {
   const before = new Set(
-    listRuns(home, { sessionId: original.sessionId, limit: 10_000 })
+    store.listRuns({ sessionId: original.sessionId, limit: 10_000 })
       .filter((run) => run.id !== original.id && run.startedAt < original.startedAt)
       .map((run) => run.id),
   );
   if (before.size === 0) return [];
-  return sessionEvents(home, original.sessionId).filter((event) => before.has(event.runId));
+  return store.sessionEvents(original.sessionId).filter((event) => before.has(event.runId));
 }

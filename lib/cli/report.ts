@@ -9,11 +9,8 @@ import type { CommandContext } from "./command.ts";
 import { stringFlag } from "./args.ts";
 import { assertNever } from "../core/assert_never.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
-import { reconcileCheaply } from "../store/liveness.ts";
-import { resolveRunId } from "../store/lookup.ts";
-import { inspectRun } from "../store/run_record.ts";
-import { readEvents } from "../store/event_log.ts";
-import { EVENTS_FILE, runDir, shownPath } from "../store/run_files.ts";
+import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
+import { openStore } from "../store/store.ts";
 import { isActiveStatus, type RunRecord } from "../store/contracts.ts";
 import { PlatformClient, platformTarget } from "../platform/client.ts";
 import {
@@ -166,19 +163,20 @@ export async function run(ctx: CommandContext): Promise<number> {
   }
   const settings = await ctx.settings();
   const target = platformTarget(settings.platform);
-  await reconcileCheaply(ctx.home);
+  using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
+  await store.reconcileCheaply();
 
-  const runIds = [...new Set(refs.map((ref) => resolveRunId(ctx.home, ref)))];
+  const runIds = [...new Set(refs.map((ref) => store.resolveRunId(ref)))];
   const records = new Map<string, RunRecord>();
   const reports = new Map<string, RunReport>();
   for (const runId of runIds) {
-    const { record } = inspectRun(ctx.home, runId);
+    const { record } = store.inspectRun(runId);
     if (isActiveStatus(record.status)) {
       throw new ReinsError("conflict", `Cannot report run ${runId} yet: it is ${record.status}`, {
         hint: `report it once it has ended (reins show ${runId}); nothing was sent`,
       });
     }
-    const read = readEvents(ctx.home, runId);
+    const read = store.readEvents(runId);
     for (const problem of read.problems) {
       ctx.io.warn(`${shownPath(runId, EVENTS_FILE)}:${problem.line}: skipped: ${problem.reason}`);
     }
@@ -186,7 +184,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     // A run recorded before its key was known may hold it: what is uploaded never does.
     reports.set(
       runId,
-      redactValue(runReportOf(record, read.events, { runDir: runDir(ctx.home, runId) })),
+      redactValue(runReportOf(record, read.events, { runDir: store.layout.run(runId) })),
     );
   }
 

@@ -1,17 +1,18 @@
-// `reins run`: one turn of an agent, recorded. Resolves the context's session, creates the run,
-// drives the driver with a recording sink, settles the run from the driver's result (or the
-// signal, or the timeout) and prints the answer, the JSON summary or the event stream.
+// `reins run`: one turn of an agent, recorded, through the turn engine (lib/turn): this command
+// reads the flags into a TurnRequest, turns SIGINT/SIGTERM into the engine's stop and kill
+// signals, and prints the answer, the JSON summary or the event stream.
 import type { CommandContext } from "./command.ts";
 import { intFlag, numberFlag, stringFlag } from "./args.ts";
-import { DRIVER_NAMES, type DriverName } from "../core/config.ts";
+import { DRIVER_NAMES, type DriverName, HARNESS_DRIVERS } from "../core/config.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { RunEvent } from "../store/contracts.ts";
-import { resolveRun } from "../store/runs.ts";
-import type { ApprovalPolicy } from "../drivers/driver.ts";
+import { openStore } from "../store/store.ts";
+import type { AgentSpec, ApprovalPolicy } from "../drivers/driver.ts";
+import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
-import { executeRun } from "./run_turn.ts";
+import { turnSignals } from "./signals.ts";
 
 export const usage = "reins run [PROMPT | -] [--driver NAME] [--context ID] [flags]";
 export const description =
@@ -69,6 +70,10 @@ export const flags = {
     description: "copy FILE into the run as an attachment",
   },
   events: { type: "boolean", description: "stream events as JSON lines on stdout" },
+  "no-wait": {
+    type: "boolean",
+    description: "with --context: exit 7 at once if another turn is running on it",
+  },
 } as const;
 
 async function readPrompt(ctx: CommandContext): Promise<string> {
@@ -120,6 +125,32 @@ function checkCwd(path: string): string {
   return absolute;
 }
 
+/** The agent the flags describe; a flag that belongs to another driver is refused. */
+function agentFlags(ctx: CommandContext, driverName: DriverName): AgentSpec {
+  const f = ctx.flags;
+  const idleTimeoutSeconds = numberFlag(f, "idle-timeout") ?? null;
+  const exec = stringFlag(f, "exec") ?? null;
+  if (exec !== null && driverName !== "command") {
+    throw new UsageError("--exec goes with --driver command", { hint: "add --driver command" });
+  }
+  const model = stringFlag(f, "model") ?? null;
+  if (model !== null && driverName !== "loop") {
+    throw new UsageError(`--model goes with --driver loop, not ${driverName}`, {
+      hint:
+        `configure ${driverName}'s model in its own settings, or pass it with the driver's args`,
+    });
+  }
+  if (driverName === "loop") {
+    return { kind: "loop", model, baseUrl: stringFlag(f, "base-url") ?? null };
+  }
+  if (driverName === "command") {
+    if (exec === null) throw new UsageError("--driver command needs --exec 'PROGRAM ARGS'");
+    return { kind: "command", exec, idleTimeoutSeconds };
+  }
+  const driver = HARNESS_DRIVERS.find((name) => name === driverName)!;
+  return { kind: "harness", driver, idleTimeoutSeconds };
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   const { flags: f, io } = ctx;
   const driverName = driverFlag(stringFlag(f, "driver"));
@@ -132,26 +163,17 @@ export async function run(ctx: CommandContext): Promise<number> {
     maxTokens: intFlag(f, "max-tokens"),
     maxUsd: numberFlag(f, "max-usd"),
   };
-  const idleTimeout = numberFlag(f, "idle-timeout");
-  const exec = stringFlag(f, "exec") ?? null;
-  if (exec !== null && driverName !== "command") {
-    throw new UsageError("--exec goes with --driver command", { hint: "add --driver command" });
-  }
-  if (driverName === "command" && exec === null) {
-    throw new UsageError("--driver command needs --exec 'PROGRAM ARGS'");
-  }
-  const model = stringFlag(f, "model") ?? null;
-  if (model !== null && driverName !== "loop") {
-    throw new UsageError(`--model goes with --driver loop, not ${driverName}`, {
-      hint:
-        `configure ${driverName}'s model in its own settings, or pass it with the driver's args`,
+  if (f["no-wait"] && contextId === null) {
+    throw new UsageError("--no-wait goes with --context", {
+      hint: "a turn without --context never waits for another",
     });
   }
+  const agent = agentFlags(ctx, driverName);
   const cwd = checkCwd(stringFlag(f, "cwd") ?? Deno.cwd());
   const prompt = await readPrompt(ctx);
   const settings = await ctx.settings();
-  const home = settings.home;
-  const parentRunId = f.parent === undefined ? null : resolveRun(home, String(f.parent)).id;
+  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  const parentRunId = f.parent === undefined ? null : store.resolveRun(String(f.parent)).id;
   const attachments = ((f.attach as string[] | undefined) ?? []).map((file) => {
     const path = resolvePath(file);
     // Checked before the run exists, so a typo does not leave a failed run behind.
@@ -170,34 +192,45 @@ export async function run(ctx: CommandContext): Promise<number> {
 
   let progress: Progress | null = null;
   const printEvent = f.events ? (event: RunEvent) => io.json(event) : null;
-  const { summary, problems, error } = await executeRun({
-    home,
+  using signals = turnSignals((message) => io.warn(message));
+  const { summary, problems, error } = await runTurn(
+    store,
     settings,
-    driverName,
-    prompt,
-    cwd,
-    contextId,
-    approval,
-    budget,
-    timeoutSeconds: timeoutSeconds ?? null,
-    model,
-    baseUrl: stringFlag(f, "base-url") ?? null,
-    exec,
-    idleTimeoutSeconds: idleTimeout ?? null,
-    parentRunId,
-    trigger: "cli",
-    attachments,
-    warn: (message) => io.warn(message),
-    onEvent: (event) => {
-      printEvent?.(event);
-      progress?.update(event);
+    {
+      agent,
+      prompt,
+      cwd,
+      contextId,
+      approval,
+      budget,
+      timeoutSeconds: timeoutSeconds ?? null,
+      parentRunId,
+      trigger: "cli",
+      attachments,
+      contextBusy: f["no-wait"] ? "fail" : "wait",
     },
-    onCreated: async (runId) => {
-      if (io.stderrIsTerminal && !io.quiet && !io.jsonMode && !f.events) {
-        progress = await startProgress(runId);
-      }
+    signals,
+    {
+      warn: (message) => io.warn(message),
+      onEvent: (event) => {
+        printEvent?.(event);
+        progress?.update(event);
+      },
+      onContextBusy: (holder) => {
+        io.note(
+          `reins: waiting for run ${
+            holder ?? "(being started)"
+          } to finish: it holds context '${contextId}' (--no-wait exits at once instead)`,
+        );
+      },
+      onCreated: async (runId) => {
+        signals.runStarted(runId);
+        if (io.stderrIsTerminal && !io.quiet && !io.jsonMode && !f.events) {
+          progress = await startProgress(runId);
+        }
+      },
     },
-  });
+  );
   (progress as Progress | null)?.stop();
 
   if (error instanceof ReinsError && error.exitCode !== ExitCode.runFailed) throw error;

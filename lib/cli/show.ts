@@ -6,11 +6,9 @@ import type { CommandContext } from "./command.ts";
 import { UsageError } from "../core/errors.ts";
 import { type RunEvent, type RunRecord, terminalStatusOf } from "../store/contracts.ts";
 import { pendingDecisions } from "../store/decisions.ts";
-import { type LineProblem, readEvents } from "../store/event_log.ts";
-import { reconcileCheaply } from "../store/liveness.ts";
-import { resolveRunId } from "../store/lookup.ts";
-import { inspectRun } from "../store/run_record.ts";
+import type { LineProblem } from "../store/event_log.ts";
 import { EVENTS_FILE, isActive, shownPath } from "../store/run_files.ts";
+import { openStore, type Store } from "../store/store.ts";
 import {
   EventFormatter,
   formatFooter,
@@ -18,7 +16,7 @@ import {
   formatPending,
   type ShowMode,
 } from "../session/format.ts";
-import { EventTail, followRun, PendingTracker } from "../session/follow.ts";
+import { followRun, PendingTracker } from "../session/follow.ts";
 import { RunTally } from "../session/stats.ts";
 import type { Output } from "./output.ts";
 
@@ -75,23 +73,24 @@ async function showRun(ctx: CommandContext): Promise<number> {
     throw new UsageError("reins show takes --short or --verbose, not both", { hint: usage });
   }
   const mode: ShowMode = ctx.flags.verbose ? "verbose" : "short";
-  await reconcileCheaply(ctx.home);
-  const runId = resolveRunId(ctx.home, ref);
-  if (ctx.flags.follow) return await follow(ctx, runId, mode);
+  using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
+  await store.reconcileCheaply();
+  const runId = store.resolveRunId(ref);
+  if (ctx.flags.follow) return await follow(ctx, store, runId, mode);
 
-  if (ctx.io.jsonMode) return showJson(ctx, runId);
+  if (ctx.io.jsonMode) return showJson(ctx, store, runId);
 
   // The transcript is made as the log is read, a piece at a time: a run of a hundred thousand
   // events is never held whole, neither as events nor as text.
-  const { io, home } = ctx;
-  const { record, problems: recordProblems } = inspectRun(home, runId);
+  const { io } = ctx;
+  const { record, problems: recordProblems } = store.inspectRun(runId);
   for (const problem of recordProblems) io.warn(`${problem.file}: skipped: ${problem.reason}`);
   const eventsFile = shownPath(runId, EVENTS_FILE);
   const formatter = new EventFormatter(mode, record.startedAt);
   const tally = new RunTally();
   const pending = new PendingTracker();
   io.print(`${formatHeader(record, mode).join("\n")}\n\n`);
-  const tail = new EventTail(home, runId);
+  const tail = store.tail(runId);
   tail.readEach((batch) => {
     for (const problem of batch.problems) {
       io.warn(`${eventsFile}:${problem.line}: skipped: ${problem.reason}`);
@@ -118,9 +117,9 @@ async function showRun(ctx: CommandContext): Promise<number> {
 const INCOMPLETE_LINE = "incomplete last line (its writer stopped mid-line)";
 
 /** --json: {record, events, problems, pending}, the record and events as the store reads them. */
-function showJson(ctx: CommandContext, runId: string): number {
-  const { record, problems: recordProblems } = inspectRun(ctx.home, runId);
-  const read = readEvents(ctx.home, runId);
+function showJson(ctx: CommandContext, store: Store, runId: string): number {
+  const { record, problems: recordProblems } = store.inspectRun(runId);
+  const read = store.readEvents(runId);
   const eventsFile = shownPath(runId, EVENTS_FILE);
   const problems: ShownProblem[] = [
     ...recordProblems.map((problem) => ({ ...problem, line: null })),
@@ -138,9 +137,14 @@ function showJson(ctx: CommandContext, runId: string): number {
 }
 
 /** --follow: the run so far, then each batch of new events, until the run settles. */
-async function follow(ctx: CommandContext, runId: string, mode: ShowMode): Promise<number> {
-  const { io, home } = ctx;
-  const { record: first, problems: recordProblems } = inspectRun(home, runId);
+async function follow(
+  ctx: CommandContext,
+  store: Store,
+  runId: string,
+  mode: ShowMode,
+): Promise<number> {
+  const { io } = ctx;
+  const { record: first, problems: recordProblems } = store.inspectRun(runId);
   for (const problem of recordProblems) io.warn(`${problem.file}: skipped: ${problem.reason}`);
   const eventsFile = shownPath(runId, EVENTS_FILE);
   const warn = (problems: LineProblem[]) => {
@@ -154,7 +158,7 @@ async function follow(ctx: CommandContext, runId: string, mode: ShowMode): Promi
   Deno.addSignalListener("SIGINT", onSignal);
   try {
     if (io.jsonMode) {
-      for await (const batch of followRun(home, runId, options(stop.signal))) {
+      for await (const batch of followRun(store, runId, options(stop.signal))) {
         warn(batch.problems);
         printJsonLines(io, batch.events);
       }
@@ -165,7 +169,7 @@ async function follow(ctx: CommandContext, runId: string, mode: ShowMode): Promi
     const pending = new PendingTracker();
     let outcome: RunEvent | null = null;
     io.print(`${formatHeader(first, mode).join("\n")}\n\n`);
-    for await (const batch of followRun(home, runId, options(stop.signal))) {
+    for await (const batch of followRun(store, runId, options(stop.signal))) {
       warn(batch.problems);
       if (batch.events.length === 0) continue;
       const lines: string[] = [];
@@ -175,10 +179,12 @@ async function follow(ctx: CommandContext, runId: string, mode: ShowMode): Promi
         pending.add(event);
         if (event.ignored === undefined && terminalStatusOf(event) !== null) outcome ??= event;
       }
-      lines.push(...formatPending(currentRecord(home, runId, first), pending.takeNew()));
+      lines.push(...formatPending(currentRecord(store, runId, first), pending.takeNew()));
       io.print(lines.join("\n"));
     }
-    io.print(`\n${formatFooter(settledRecord(currentRecord(home, runId, first), outcome), tally)}`);
+    io.print(
+      `\n${formatFooter(settledRecord(currentRecord(store, runId, first), outcome), tally)}`,
+    );
     return 0;
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
@@ -205,9 +211,9 @@ function settledRecord(record: RunRecord, outcome: RunEvent | null): RunRecord {
   };
 }
 
-function currentRecord(home: string, runId: string, fallback: RunRecord): RunRecord {
+function currentRecord(store: Store, runId: string, fallback: RunRecord): RunRecord {
   try {
-    return inspectRun(home, runId).record;
+    return store.inspectRun(runId).record;
   } catch {
     return fallback;
   }

@@ -4,12 +4,9 @@
 // from through parentRunId, and every run below that root) and sums each family.
 import type { CommandContext } from "./command.ts";
 import type { RunRecord } from "../store/contracts.ts";
-import { readEvents } from "../store/event_log.ts";
 import { MAX_LIMIT } from "../store/list.ts";
-import { reconcileCheaply } from "../store/liveness.ts";
-import { listRuns, resolveRun } from "../store/lookup.ts";
-import { runFamily } from "../store/family.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
+import { openStore } from "../store/store.ts";
 import {
   formatStatsTable,
   type RunStats,
@@ -47,13 +44,14 @@ export async function run(ctx: CommandContext): Promise<number> {
 }
 
 async function printStats(ctx: CommandContext): Promise<number> {
-  const { io, home } = ctx;
-  await reconcileCheaply(home);
+  const { io } = ctx;
+  using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
+  await store.reconcileCheaply();
   const stats = new Map<string, RunStats>();
   const statsOf = (record: RunRecord): RunStats => {
     let found = stats.get(record.id);
     if (found === undefined) {
-      const read = readEvents(home, record.id);
+      const read = store.readEvents(record.id);
       const skipped = read.problems.length + (read.tornLine === null ? 0 : 1);
       if (skipped > 0) {
         io.warn(
@@ -73,7 +71,7 @@ async function printStats(ctx: CommandContext): Promise<number> {
     const families: { family: FamilyStats; runs: RunStats[] }[] = [];
     const refsOrLast = refs.length > 0 ? refs : ["last"];
     for (const ref of refsOrLast) {
-      const family = runFamily(home, resolveRun(home, ref).id);
+      const family = store.runFamily(store.resolveRun(ref).id);
       if (families.some(({ family: seen }) => seen.rootRunId === family.rootRunId)) continue;
       const runs = family.runs.map(({ record }) => statsOf(record));
       families.push({
@@ -118,8 +116,8 @@ async function printStats(ctx: CommandContext): Promise<number> {
   }
 
   const records = refs.length > 0
-    ? unique(refs.map((ref) => resolveRun(home, ref)))
-    : listRuns(home, { limit: MAX_LIMIT });
+    ? unique(refs.map((ref) => store.resolveRun(ref)))
+    : store.listRuns({ limit: MAX_LIMIT });
   if (refs.length === 0 && records.length === MAX_LIMIT) {
     io.warn(`only the newest ${MAX_LIMIT} runs are counted: name runs to count others`);
   }

@@ -5,9 +5,12 @@
 import { z } from "zod";
 import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
-import { dirnameOf, joinPath } from "./paths.ts";
+import { dirnameOf } from "./paths.ts";
 import { distrustOf, UntrustedFileError } from "./private_files.ts";
 import { rememberSecrets, secretsInArgs } from "./redact.ts";
+// The data root's layout is a leaf module of names (no store code): every path under the data
+// root is built there, the config file's too.
+import { Layout } from "../store/layout.ts";
 
 export const DRIVER_NAMES = ["loop", "claude", "codex", "gemini", "opencode", "command"] as const;
 export type DriverName = typeof DRIVER_NAMES[number];
@@ -177,7 +180,7 @@ export function loadSettings(
   options: { skipConfigFile?: boolean } = {},
 ): Settings {
   const { home, source } = resolveHome(env, flags.home);
-  const configPath = env.REINS_CONFIG ?? joinPath(home, "config.json");
+  const configPath = env.REINS_CONFIG ?? new Layout(home).config();
   // skipConfigFile: for `reins doctor`, which must report a config file it refuses to use.
   const file = options.skipConfigFile ? ConfigFile.parse({}) : readConfigFile(configPath);
   const programOverride = (name: string | undefined) => name ? { program: name } : {};

@@ -10,6 +10,7 @@ export const ExitCode = {
   sandbox: 4,
   platform: 5,
   dataRoot: 6,
+  contextBusy: 7,
 } as const;
 export type ExitCode = typeof ExitCode[keyof typeof ExitCode];
 
@@ -21,6 +22,7 @@ export type ErrorCode =
   | "data_root"
   | "run_failed"
   | "conflict"
+  | "context_busy"
   | "internal";
 
 export interface ReinsErrorOptions {
@@ -37,6 +39,7 @@ const defaultExit: Record<ErrorCode, ExitCode> = {
   data_root: ExitCode.dataRoot,
   run_failed: ExitCode.runFailed,
   conflict: ExitCode.runFailed,
+  context_busy: ExitCode.contextBusy,
   internal: ExitCode.runFailed,
 };
 
@@ -90,6 +93,31 @@ export class PlatformError extends ReinsError {
     this.name = "PlatformError";
     this.status = options.status;
     this.transient = options.transient ?? false;
+  }
+}
+
+/**
+ * Another turn holds the context (`reins run --no-wait`, or a front end that will not queue):
+ * exit 7. `holderRunId` is that turn's run, or null when it has not created its run yet.
+ */
+export class ContextBusyError extends ReinsError {
+  readonly contextId: string;
+  readonly holderRunId: string | null;
+  constructor(contextId: string, holderRunId: string | null) {
+    super(
+      "context_busy",
+      `context busy (run ${
+        holderRunId ?? "starting"
+      }): another turn is running on context '${contextId}'`,
+      {
+        hint: holderRunId === null
+          ? "run again once it has finished, or leave out --no-wait to wait for it"
+          : `run again once it has finished (reins show ${holderRunId} --follow), or leave out --no-wait to wait for it`,
+      },
+    );
+    this.name = "ContextBusyError";
+    this.contextId = contextId;
+    this.holderRunId = holderRunId;
   }
 }
 

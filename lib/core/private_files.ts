@@ -3,7 +3,9 @@
 // symbolic link out of the data root, and nothing is read that someone else could have written
 // (as OpenSSH treats keys: another owner, group/other-writable, or in such a directory). It
 // knows nothing of runs or events; the store builds on it. Text written here passes through the
-// secrets choke point (redact.ts) first.
+// secrets choke point (redact.ts) first. What a caller remembers between calls (the directories
+// it already made private, the logs it keeps open) it owns and passes in (the Store does, per
+// data root).
 import { DataRootError } from "./errors.ts";
 import { redact, redactJsonText } from "./redact.ts";
 import { basenameOf, dirnameOf, isInside, joinPath, resolvePath } from "./paths.ts";
@@ -12,14 +14,17 @@ const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 const encoder = new TextEncoder();
 
-/** Directories already checked by this process, so a hot path does not lstat every segment. */
-const checkedDirs = new Set<string>();
+/**
+ * Directories a caller has already made private, so that its hot path does not lstat every
+ * segment again: one set per open data root (a Store owns one), never shared module state.
+ */
+export type CheckedDirs = Set<string>;
+
 /** Directories found trustworthy by this process (see trustProblem). */
 const trustedDirs = new Set<string>();
 
-/** Forgets which directories were checked (tests that change modes behind our back use it). */
+/** Forgets which directories were found trustworthy (tests that change modes behind our back). */
 export function forgetCheckedDirs(): void {
-  checkedDirs.clear();
   trustedDirs.clear();
 }
 
@@ -172,12 +177,13 @@ function tighten(path: string, info: Deno.FileInfo, mode: number, tightened?: st
 /**
  * Makes `dir` (the data root or a directory below it) exist with mode 0700, creating each missing
  * segment 0700 and tightening any existing one below the root that is wider. Returns the paths it
- * tightened. A link below the root that points outside it is refused.
+ * tightened. A link below the root that points outside it is refused. With `checked`, a directory
+ * already in it is not looked at again, and one made private is added to it.
  */
-export function ensurePrivateDir(root: string, dir: string): string[] {
+export function ensurePrivateDir(root: string, dir: string, checked?: CheckedDirs): string[] {
   const absRoot = resolvePath(root);
   const absDir = resolvePath(dir, absRoot);
-  if (checkedDirs.has(absDir)) return [];
+  if (checked?.has(absDir)) return [];
   if (!isInside(absDir, absRoot)) {
     throw new DataRootError(`Refusing ${JSON.stringify(absDir)}: it is outside the data root`, {
       hint: `reins writes only below ${absRoot}`,
@@ -218,7 +224,7 @@ export function ensurePrivateDir(root: string, dir: string): string[] {
     if (!info.isDirectory) throw notADirectory(current);
     tighten(current, info, DIR_MODE, tightened);
   }
-  checkedDirs.add(absDir);
+  checked?.add(absDir);
   return tightened;
 }
 
@@ -301,10 +307,11 @@ export function writePrivateFileAtomic(
   root: string,
   path: string,
   data: string | Uint8Array,
+  checked?: CheckedDirs,
 ): void {
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
-  ensurePrivateDir(root, dir);
+  ensurePrivateDir(root, dir, checked);
   checkFile(root, absPath, "write");
   removeStaleTemps(absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
@@ -386,12 +393,12 @@ export class PrivateLog {
     this.#file = file;
   }
 
-  static open(root: string, path: string): PrivateLog {
+  static open(root: string, path: string, checked?: CheckedDirs): PrivateLog {
     const absPath = resolvePath(path, resolvePath(root));
     // A log is read as it is appended to (sequences, the outcome): it must be trustworthy, and
     // is checked before its directory is tightened.
     checkFile(root, absPath, "read");
-    ensurePrivateDir(root, dirnameOf(absPath));
+    ensurePrivateDir(root, dirnameOf(absPath), checked);
     const file = Deno.openSync(absPath, {
       read: true,
       append: true,
@@ -549,11 +556,57 @@ function readRange(file: Deno.FsFile, start: number, end: number): Uint8Array {
 }
 
 /**
- * Open logs kept by appendPrivateLine, so a caller appending many lines does not pay an open and
- * a close per line. A cached handle is checked against the path (same inode) at most every
- * 250 ms, so a log that was removed or replaced is reopened rather than written into the void.
+ * Logs kept open for appending line after line (reins.log, say), so a caller appending many lines
+ * does not pay an open and a close per line. A kept handle is checked against the path (same
+ * inode) at most every 250 ms, so a log that was removed or replaced is reopened rather than
+ * written into the void. One per owner (a Store has one); close() closes them all.
  */
-const openLogs = new Map<string, { log: PrivateLog; ino: number | null; checkedMs: number }>();
+export class OpenLogs implements Disposable {
+  readonly #root: string;
+  readonly #checked: CheckedDirs | undefined;
+  readonly #logs = new Map<string, { log: PrivateLog; ino: number | null; checkedMs: number }>();
+
+  constructor(root: string, checked?: CheckedDirs) {
+    this.#root = root;
+    this.#checked = checked;
+  }
+
+  /** Appends one line to the private file at `path` under its lock, repairing a torn tail. */
+  append(path: string, line: string): void {
+    const now = Date.now();
+    let entry = this.#logs.get(path);
+    if (entry && now - entry.checkedMs > 250) {
+      if (inodeOf(entry.log.path) !== entry.ino || entry.ino === null) {
+        entry.log.close();
+        this.#logs.delete(path);
+        entry = undefined;
+      } else {
+        entry.checkedMs = now;
+      }
+    }
+    if (!entry) {
+      if (this.#logs.size >= MAX_OPEN_LOGS) {
+        const [oldest, value] = this.#logs.entries().next().value!;
+        value.log.close();
+        this.#logs.delete(oldest);
+      }
+      const log = PrivateLog.open(this.#root, path, this.#checked);
+      entry = { log, ino: inodeOf(log.path), checkedMs: now };
+      this.#logs.set(path, entry);
+    }
+    entry.log.append(redact(line));
+  }
+
+  close(): void {
+    for (const { log } of this.#logs.values()) log.close();
+    this.#logs.clear();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
 const MAX_OPEN_LOGS = 16;
 
 function inodeOf(path: string): number | null {
@@ -562,42 +615,4 @@ function inodeOf(path: string): number | null {
   } catch {
     return null;
   }
-}
-
-/**
- * Appends one line to a private file under its advisory lock, repairing a torn tail first, with
- * its secrets redacted. The handle stays open for the next append to the same path (see openLogs).
- */
-export function appendPrivateLine(root: string, path: string, line: string): void {
-  // Keyed by the arguments as given: resolving the path on every line would cost more than the
-  // append itself. A miss resolves it once.
-  const key = `${root}\0${path}`;
-  const now = Date.now();
-  let entry = openLogs.get(key);
-  if (entry && now - entry.checkedMs > 250) {
-    if (inodeOf(entry.log.path) !== entry.ino || entry.ino === null) {
-      entry.log.close();
-      openLogs.delete(key);
-      entry = undefined;
-    } else {
-      entry.checkedMs = now;
-    }
-  }
-  if (!entry) {
-    if (openLogs.size >= MAX_OPEN_LOGS) {
-      const [oldest, value] = openLogs.entries().next().value!;
-      value.log.close();
-      openLogs.delete(oldest);
-    }
-    const log = PrivateLog.open(root, path);
-    entry = { log, ino: inodeOf(log.path), checkedMs: now };
-    openLogs.set(key, entry);
-  }
-  entry.log.append(redact(line));
-}
-
-/** Closes the handles appendPrivateLine keeps open (tests that delete their temp dirs use it). */
-export function closeOpenLogs(): void {
-  for (const { log } of openLogs.values()) log.close();
-  openLogs.clear();
 }

@@ -5,7 +5,13 @@
 import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
 import { type EventInput, parseEventInput } from "../store/contracts.ts";
-import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
+import {
+  agentOf,
+  type Driver,
+  type DriverInput,
+  type DriverResult,
+  type EventSink,
+} from "./driver.ts";
 import { splitCommandLine } from "./command_line.ts";
 import { describeExit, HarnessProcess, HarnessStartError, stderrSummary } from "./process.ts";
 import { resolvePath } from "../core/paths.ts";
@@ -120,12 +126,13 @@ export function createCommandDriver(): Driver {
     name: "command",
     harness: "command",
     async start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult> {
-      if (!input.exec) {
+      const agent = agentOf(input, "command", "command");
+      if (!agent.exec) {
         throw new ReinsError("usage", "The command driver needs --exec 'PROGRAM ARGS'", {
           hint: "reins run --driver command --exec './my-agent --flag' 'the prompt'",
         });
       }
-      const [program, ...args] = splitCommandLine(input.exec);
+      const [program, ...args] = splitCommandLine(agent.exec);
       const env: Record<string, string> = {
         ...input.env,
         REINS_PROMPT: input.prompt,
@@ -144,7 +151,7 @@ export function createCommandDriver(): Driver {
           env,
           stdin: "piped",
           // Any program may think for as long as it likes, unless --idle-timeout says otherwise.
-          idleTimeoutSeconds: input.idleTimeoutSeconds ?? 0,
+          idleTimeoutSeconds: agent.idleTimeoutSeconds ?? 0,
           signal,
           kill: input.kill,
         });
@@ -199,7 +206,7 @@ export function createCommandDriver(): Driver {
         return {
           status: "failed",
           reason:
-            `${program} said nothing for ${input.idleTimeoutSeconds} s and was stopped; the last thing it said: ${
+            `${program} said nothing for ${agent.idleTimeoutSeconds} s and was stopped; the last thing it said: ${
               exit.lastSaid ?? "nothing"
             }`,
           result,

@@ -1,8 +1,54 @@
 // The driver interface: one prompt in, events out. A driver emits the events of the turn (never
 // the terminal `completed` / `failed`: the run command appends those from the result it returns)
 // and must stop promptly when its signal aborts. It does not touch the run store directly.
-import type { Settings } from "../core/config.ts";
+import type { DriverName, HarnessDriver, Settings } from "../core/config.ts";
+import { UsageError } from "../core/errors.ts";
 import type { EventInput } from "../store/contracts.ts";
+
+/**
+ * What to run, by kind of driver: each kind carries only the fields it uses. `loop`: the built-in
+ * loop and its model (`mock:FILE`, `replay:RUN`, `openai:MODEL`; null: the demo model); `command`:
+ * any program; `harness`: one of the agent CLIs reins knows. `idleTimeoutSeconds`: seconds of
+ * silence after which the program counts as hung (null: the driver's default).
+ */
+export type AgentSpec =
+  | { kind: "loop"; model: string | null; baseUrl: string | null }
+  | { kind: "command"; exec: string; idleTimeoutSeconds: number | null }
+  | { kind: "harness"; driver: HarnessDriver; idleTimeoutSeconds: number | null };
+
+/** The driver an agent spec runs on (`loop`, `command`, or the harness's own name). */
+export function driverNameOf(agent: AgentSpec): DriverName {
+  switch (agent.kind) {
+    case "loop":
+      return "loop";
+    case "command":
+      return "command";
+    case "harness":
+      return agent.driver;
+    default:
+      return assertNever(agent);
+  }
+}
+
+/**
+ * The input's agent spec when it is of `kind`; a UsageError when a driver is handed another kind's
+ * (a front end that built the wrong spec), so no driver reads a field that is not there.
+ */
+export function agentOf<K extends AgentSpec["kind"]>(
+  input: Pick<DriverInput, "agent">,
+  kind: K,
+  driver: string,
+): Extract<AgentSpec, { kind: K }> {
+  if (input.agent.kind === kind) return input.agent as Extract<AgentSpec, { kind: K }>;
+  throw new UsageError(
+    `Cannot run the ${driver} driver with a ${input.agent.kind} agent: it takes a ${kind} agent`,
+    { hint: `give --driver ${driverNameOf(input.agent)}'s flags to that driver` },
+  );
+}
+
+function assertNever(value: never): never {
+  throw new Error(`Unknown agent kind ${JSON.stringify(value)}`);
+}
 
 export type ApprovalPolicy = "auto" | "ask" | "deny";
 
@@ -41,18 +87,12 @@ export interface DriverInput {
   history: readonly EventInput[];
   approval: ApprovalPolicy;
   budget: Budget;
-  /** `--model` as given, for drivers that take one. */
-  model: string | null;
-  /** `--base-url` for models that call an endpoint (the loop's openai:MODEL). */
-  baseUrl: string | null;
-  /** `--exec` for the command driver. */
-  exec: string | null;
+  /** What to run: the fields of this driver's kind (see AgentSpec). */
+  agent: AgentSpec;
   /** Extra variables for a child process (added to the inherited environment). */
   env: Record<string, string>;
   settings: Settings;
   decisions: Decisions;
-  /** Seconds of silence after which a harness counts as hung; null: the driver's default. */
-  idleTimeoutSeconds: number | null;
   /**
    * Aborted when stopping must not wait (a second SIGINT): kill the child at once. The `signal`
    * passed to start() is always aborted first.

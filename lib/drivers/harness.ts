@@ -4,7 +4,7 @@
 // usage totals. Each driver still reads its own CLI's lines and exit codes.
 import { type HarnessDriver, harnessProgram } from "../core/config.ts";
 import type { Usage } from "../store/contracts.ts";
-import type { DriverInput, DriverResult, EventSink } from "./driver.ts";
+import { agentOf, type DriverInput, type DriverResult, type EventSink } from "./driver.ts";
 import {
   describeExit,
   type HarnessExit,
@@ -51,8 +51,8 @@ export function driverSettings(input: DriverInput, driver: HarnessDriver) {
     program: harnessProgram(input.settings, driver),
     extraArgs: configured.args,
     model: configured.model ?? null,
-    idleTimeoutSeconds: input.idleTimeoutSeconds ?? configured.idleTimeoutSeconds ??
-      DEFAULT_IDLE_TIMEOUT_SECONDS,
+    idleTimeoutSeconds: agentOf(input, "harness", driver).idleTimeoutSeconds ??
+      configured.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
 }
 

@@ -4,10 +4,10 @@
 // Loads node:crypto, so callers on a start-up path should import it only when a file is attached.
 import { createHash } from "node:crypto";
 import { NotFoundError, UsageError } from "../core/errors.ts";
-import { safeName } from "../core/ids.ts";
 import { basenameOf, joinPath, resolvePath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import type { PayloadOf } from "../store/contracts.ts";
+import { Layout } from "../store/layout.ts";
 import { contentTypeFor } from "./multipart.ts";
 
 /** A file name safe as one path segment, keeping as much of `name` as it can. */
@@ -45,7 +45,6 @@ export async function attachFile(
   sourcePath: string,
   options: { name?: string } = {},
 ): Promise<PayloadOf<"attachment.added">> {
-  safeName(runId, "run id");
   const source = resolvePath(sourcePath);
   let info: Deno.FileInfo;
   try {
@@ -64,7 +63,7 @@ export async function attachFile(
     });
   }
   const name = options.name ?? basenameOf(source);
-  const dir = joinPath(home, "runs", runId, "attachments");
+  const dir = new Layout(home).attachments(runId);
   ensurePrivateDir(home, dir);
   const stem = storedName(name);
   const dot = stem.lastIndexOf(".");

@@ -6,7 +6,6 @@
 // a suite); see deliver.ts for how each kind fills it.
 import { z } from "zod";
 import { nowIso } from "../core/clock.ts";
-import { joinPath } from "../core/paths.ts";
 import { isSafeName } from "../core/ids.ts";
 import {
   ensurePrivateDir,
@@ -14,6 +13,7 @@ import {
   UntrustedFileError,
   writePrivateFileAtomic,
 } from "../core/private_files.ts";
+import { Layout } from "../store/layout.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
 
 export const OUTBOX_ENTRY_TYPE = "reins.platform-report";
@@ -85,12 +85,12 @@ export const OutboxEntry = z.object({
 export type OutboxEntry = z.infer<typeof OutboxEntry>;
 
 export function outboxDir(home: string): string {
-  return joinPath(home, "outbox");
+  return new Layout(home).outbox();
 }
 
 function entryPath(home: string, id: string): string {
   if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
-  return joinPath(outboxDir(home), `${id}.json`);
+  return new Layout(home).outboxEntry(id);
 }
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
@@ -145,7 +145,7 @@ export function listEntryIds(home: string): string[] {
 /** Takes the entry's delivery lock without waiting, or returns null when another holds it. */
 export function lockEntry(home: string, id: string): Disposable | null {
   ensurePrivateDir(home, outboxDir(home));
-  const path = joinPath(outboxDir(home), `${id}.lock`);
+  const path = new Layout(home).outboxLock(id);
   const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
   let locked = false;
   try {
@@ -163,7 +163,7 @@ export function lockEntry(home: string, id: string): Disposable | null {
 
 /** Removes a delivered entry (the entry first: its lock file alone means nothing). */
 export function removeEntry(home: string, id: string): void {
-  for (const path of [entryPath(home, id), joinPath(outboxDir(home), `${id}.lock`)]) {
+  for (const path of [entryPath(home, id), new Layout(home).outboxLock(id)]) {
     try {
       Deno.removeSync(path);
     } catch (error) {

@@ -3,6 +3,7 @@
 // entry's few fields and never changes anything. outbox.ts owns the format.
 import { joinPath } from "../core/paths.ts";
 import { trustProblem } from "../core/private_files.ts";
+import { Layout } from "../store/layout.ts";
 
 export interface PendingReport {
   /** The outbox id; the file is `outbox/<id>.json`. */
@@ -27,7 +28,7 @@ export interface PendingReports {
 
 /** The reports in `<home>/outbox`, oldest first. A missing outbox is an empty one. */
 export function pendingReports(home: string): PendingReports {
-  const dir = joinPath(home, "outbox");
+  const dir = new Layout(home).outbox();
   const out: PendingReports = { pending: [], refused: [], unreadable: [] };
   let names: string[];
   try {

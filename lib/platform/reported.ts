@@ -4,7 +4,7 @@
 // next report may come from another process. Updates take a lock, so two reporters cannot lose
 // each other's entries.
 import { z } from "zod";
-import { joinPath } from "../core/paths.ts";
+import { Layout } from "../store/layout.ts";
 import {
   readPrivateText,
   UntrustedFileError,
@@ -46,7 +46,7 @@ export const PlatformFile = z.object({
 export type PlatformFile = z.infer<typeof PlatformFile>;
 
 export function platformFilePath(home: string): string {
-  return joinPath(home, "platform.json");
+  return new Layout(home).platformFile();
 }
 
 function empty(): PlatformFile {
@@ -82,7 +82,7 @@ function readTrusted(home: string, path: string): string | null | typeof UNTRUST
 
 /** Runs `fn` holding platform.json's lock (a sibling lock file; the OS drops it if we die). */
 export function withPlatformLock<T>(home: string, fn: () => T): T {
-  const lockPath = joinPath(home, ".platform.json.lock");
+  const lockPath = new Layout(home).platformLock();
   const lock = Deno.openSync(lockPath, { read: true, write: true, create: true, mode: 0o600 });
   try {
     lock.lockSync(true);

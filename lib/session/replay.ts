@@ -5,6 +5,7 @@
 import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { readEvents } from "../store/event_log.ts";
 import { resolveRun } from "../store/lookup.ts";
 
@@ -26,11 +27,11 @@ export function recordedOutputs(events: readonly RunEvent[]): RecordedOutput[] {
  * The `loadRecording` of `--model replay:RUN`: RUN (an id, a unique prefix or `last`) resolved in
  * `home`, its recorded model outputs in order. A run that recorded none cannot be replayed.
  */
-export function recordingLoader(home: string): (run: string) => Promise<RecordedOutput[]> {
+export function recordingLoader(root: DataRoot): (run: string) => Promise<RecordedOutput[]> {
   return (run) => {
     try {
-      const record = resolveRun(home, run);
-      const outputs = recordedOutputs(readEvents(home, record.id).events);
+      const record = resolveRun(root, run);
+      const outputs = recordedOutputs(readEvents(root, record.id).events);
       if (outputs.length === 0) throw nothingToReplay(record);
       return Promise.resolve(outputs);
     } catch (error) {

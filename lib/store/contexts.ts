@@ -1,16 +1,18 @@
 // Context id → harness session: `contexts/<context id>/harness-session.json`, so the next turn on
 // a context continues the same conversation. Works in memory when there is no data root, and when
-// the file cannot be written it says so once per process and goes on with what it remembers.
-// It does not decide whether to resume (the run command does): it only remembers. An entry that
-// someone else could have written (another owner, group/other-writable, or in such a directory)
-// is not used: it would let them pick the session an agent continues.
+// the file cannot be written it says so once per map and goes on with what it remembers. The
+// file is read on every get(), so a long-lived map (a server's) sees what other processes wrote;
+// only what could not be saved is kept in memory. It does not decide whether to resume (the turn
+// engine does), nor does it serialise turns (the engine's context lock does): it only remembers.
+// An entry that someone else could have written (another owner, group/other-writable, or in such
+// a directory) is not used: it would let them pick the session an agent continues.
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
-import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir, trustProblem, writePrivateFileAtomic } from "../core/private_files.ts";
+import { trustProblem } from "../core/private_files.ts";
 import { HARNESS_SESSION_TYPE, HarnessSession } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 
-export const HARNESS_SESSION_FILE = "harness-session.json";
+export { HARNESS_SESSION_FILE } from "./layout.ts";
 
 export interface ContextEntry extends HarnessSession {
   contextId: string;
@@ -34,29 +36,30 @@ export function readHarnessSession(path: string): HarnessSession | null {
 }
 
 export class ContextMap {
-  readonly #home: string | null;
+  readonly #root: DataRoot | null;
   readonly #report: (message: string) => void;
-  readonly #seen = new Map<string, HarnessSession | null>();
+  /** Entries this map could not save (all of them with no data root); null: forgotten. */
+  readonly #unsaved = new Map<string, HarnessSession | null>();
   readonly #distrusted = new Set<string>();
   #reported = false;
 
   /**
-   * `home` is the data root (null: remember in memory only); `report` receives a persistence
+   * `root` is the data root (null: remember in memory only); `report` receives a persistence
    * failure, at most once for the life of this map, and each entry refused as untrusted, once.
    */
-  constructor(home: string | null, report: (message: string) => void = () => {}) {
-    this.#home = home;
+  constructor(root: DataRoot | null, report: (message: string) => void = () => {}) {
+    this.#root = root;
     this.#report = report;
   }
 
   /** The file of a context, or null with no data root or for an id that is not a safe name. */
   entryPath(contextId: string): string | null {
-    if (this.#home === null || !isSafeName(contextId)) return null;
-    return joinPath(this.#home, "contexts", contextId, HARNESS_SESSION_FILE);
+    if (this.#root === null || !isSafeName(contextId)) return null;
+    return this.#root.layout.harnessSession(contextId);
   }
 
   get(contextId: string): HarnessSession | null {
-    if (this.#seen.has(contextId)) return this.#seen.get(contextId) ?? null;
+    if (this.#unsaved.has(contextId)) return this.#unsaved.get(contextId) ?? null;
     const path = this.entryPath(contextId);
     if (path === null) return null;
     const untrusted = this.untrusted(contextId);
@@ -75,9 +78,9 @@ export class ContextMap {
   /** Why the context's entry cannot be trusted, or null (also when there is none). */
   untrusted(contextId: string): string | null {
     const path = this.entryPath(contextId);
-    if (path === null || this.#home === null) return null;
+    if (path === null || this.#root === null) return null;
     try {
-      return trustProblem(this.#home, path);
+      return trustProblem(this.#root.home, path);
     } catch (error) {
       return describeError(error);
     }
@@ -103,13 +106,16 @@ export class ContextMap {
       created_ms: previous?.created_ms ?? nowMs,
       updated_ms: Math.max(nowMs, previous?.updated_ms ?? 0),
     };
-    this.#seen.set(contextId, entry);
     const path = this.entryPath(contextId);
-    if (path === null || this.#home === null) return entry;
+    if (path === null || this.#root === null) {
+      this.#unsaved.set(contextId, entry);
+      return entry;
+    }
     try {
-      ensurePrivateDir(this.#home, joinPath(this.#home, "contexts", contextId));
-      writePrivateFileAtomic(this.#home, path, `${JSON.stringify(entry, null, 2)}\n`);
+      this.#root.writeFileAtomic(path, `${JSON.stringify(entry, null, 2)}\n`);
+      this.#unsaved.delete(contextId);
     } catch (error) {
+      this.#unsaved.set(contextId, entry);
       this.#reportOnce(
         `the session of context '${contextId}' could not be written to ${path} (${
           describeError(error)
@@ -122,16 +128,21 @@ export class ContextMap {
   /** Forgets a context; returns the session id it dropped, or null (forgetting none is fine). */
   forget(contextId: string): string | null {
     const dropped = this.get(contextId)?.session_id ?? null;
-    this.#seen.set(contextId, null);
     const path = this.entryPath(contextId);
-    if (path !== null) {
+    if (path === null) {
+      this.#unsaved.set(contextId, null);
+    } else {
       try {
         Deno.removeSync(path);
+        this.#unsaved.delete(contextId);
         try {
-          Deno.removeSync(joinPath(this.#home!, "contexts", contextId));
-        } catch { /* not empty: something else lives there */ }
+          Deno.removeSync(this.#root!.layout.context(contextId));
+        } catch { /* not empty: its turn lock, or something else, lives there */ }
       } catch (error) {
-        if (!(error instanceof Deno.errors.NotFound)) {
+        if (error instanceof Deno.errors.NotFound) {
+          this.#unsaved.delete(contextId);
+        } else {
+          this.#unsaved.set(contextId, null);
           this.#reportOnce(
             `the session of context '${contextId}' could not be removed from ${path} (${
               describeError(error)
@@ -145,12 +156,12 @@ export class ContextMap {
 
   /** Every context with a readable entry, most recently used first. */
   list(): ContextEntry[] {
-    if (this.#home === null) {
-      return [...this.#seen.entries()].flatMap(([contextId, entry]) =>
+    if (this.#root === null) {
+      return [...this.#unsaved.entries()].flatMap(([contextId, entry]) =>
         entry ? [{ contextId, ...entry }] : []
       );
     }
-    const dir = joinPath(this.#home, "contexts");
+    const dir = this.#root.layout.contexts();
     const entries: ContextEntry[] = [];
     let names: string[];
     try {

@@ -6,7 +6,8 @@ import { nowIso } from "../core/clock.ts";
 import { ReinsError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { redact, redactValue } from "../core/redact.ts";
-import { type LockedTail, PrivateLog, readPrivateText } from "../core/private_files.ts";
+import type { LockedTail, PrivateLog } from "../core/private_files.ts";
+import type { DataRoot } from "./data_root.ts";
 import {
   EVENT_TYPES,
   type EventInput,
@@ -17,7 +18,7 @@ import {
   terminalStatusOf,
 } from "./contracts.ts";
 import { compileSchema } from "./compiled_schema.ts";
-import { EVENTS_FILE, eventsPath, shownPath } from "./run_files.ts";
+import { EVENTS_FILE, shownPath } from "./run_files.ts";
 
 /** A line of events.jsonl that was skipped, with its 1-based line number and why. */
 export interface LineProblem {
@@ -103,8 +104,8 @@ export function parseEventLog(text: string, runId?: string): EventsRead {
 }
 
 /** Reads and validates a run's events; a missing log reads as empty. */
-export function readEvents(home: string, runId: string): EventsRead {
-  const text = readPrivateText(home, eventsPath(home, runId));
+export function readEvents(root: DataRoot, runId: string): EventsRead {
+  const text = root.readText(root.layout.events(runId));
   if (text === null) return { events: [], problems: [], tornLine: null };
   return parseEventLog(text, runId);
 }
@@ -128,7 +129,12 @@ function invalidEvent(type: unknown, reason: string): ReinsError {
   );
 }
 
-/** The handle of this process that holds each log's lock across a burst (see EventLog.open). */
+/**
+ * The handle of this process that holds each log's lock across a burst (see EventLog.open).
+ * Process-wide on purpose, unlike everything else the store keeps: flock is held per open file,
+ * so two handles on one log in one process — two Stores, or an owner and `appendToRun` — would
+ * block this thread on itself, whichever Store they came from.
+ */
 const holders = new Map<string, EventLog>();
 
 /**
@@ -171,12 +177,12 @@ export class EventLog {
    * Other processes wait for the burst; another handle of this process takes the lock over.
    */
   static open(
-    home: string,
+    root: DataRoot,
     runId: string,
     sessionId: string,
     options: { syncEachEvent?: boolean; holdBursts?: boolean } = {},
   ): EventLog {
-    const log = PrivateLog.open(home, eventsPath(home, runId));
+    const log = root.openLog(root.layout.events(runId));
     return new EventLog(runId, sessionId, log, options);
   }
 

@@ -3,6 +3,7 @@
 // the conversation. Both find the runs through the index and read the events from the files.
 import { NotFoundError } from "../core/errors.ts";
 import { type RunEvent, type RunRecord, type Usage, USAGE_COUNTERS } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
 import type { RunIndex } from "./index_db.ts";
 import { storeIndex } from "./reindex.ts";
@@ -27,11 +28,11 @@ export interface RunFamily {
   settled: boolean;
 }
 
-function recordOf(home: string, index: RunIndex | null, runId: string): RunRecord | null {
+function recordOf(root: DataRoot, index: RunIndex | null, runId: string): RunRecord | null {
   const text = index?.get(runId) ?? null;
   if (text !== null) return JSON.parse(text) as RunRecord;
   try {
-    return inspectRun(home, runId).record;
+    return inspectRun(root, runId).record;
   } catch (error) {
     if (error instanceof NotFoundError) return null;
     throw error;
@@ -51,22 +52,24 @@ export function lastUsage(events: readonly RunEvent[]): Usage | null {
  * The family `runId` belongs to: up through parentRunId to the root (stopping at a missing parent
  * or a cycle), then every descendant of the root. Throws NotFoundError for no such run.
  */
-export function runFamily(home: string, runId: string): RunFamily {
-  const index = storeIndex(home);
-  const start = recordOf(home, index, runId);
+export function runFamily(dataRoot: DataRoot, runId: string): RunFamily {
+  const index = storeIndex(dataRoot);
+  const start = recordOf(dataRoot, index, runId);
   if (start === null) {
-    throw new NotFoundError(`No run ${runId} in ${home}`, { hint: "list runs with: reins runs" });
+    throw new NotFoundError(`No run ${runId} in ${dataRoot.home}`, {
+      hint: "list runs with: reins runs",
+    });
   }
-  let root = start;
-  const climbed = new Set([root.id]);
-  while (root.parentRunId !== null && !climbed.has(root.parentRunId)) {
-    const parent = recordOf(home, index, root.parentRunId);
+  let top = start;
+  const climbed = new Set([top.id]);
+  while (top.parentRunId !== null && !climbed.has(top.parentRunId)) {
+    const parent = recordOf(dataRoot, index, top.parentRunId);
     if (parent === null) break;
     climbed.add(parent.id);
-    root = parent;
+    top = parent;
   }
-  const members = new Map<string, RunRecord>([[root.id, root]]);
-  const queue = [root.id];
+  const members = new Map<string, RunRecord>([[top.id, top]]);
+  const queue = [top.id];
   while (queue.length > 0) {
     const parentId = queue.shift()!;
     const children = index === null ? [] : index.children(parentId);
@@ -81,7 +84,7 @@ export function runFamily(home: string, runId: string): RunFamily {
     .sort((a, b) =>
       a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : a.id < b.id ? -1 : 1
     )
-    .map((record) => ({ record, usage: lastUsage(readEvents(home, record.id).events) }));
+    .map((record) => ({ record, usage: lastUsage(readEvents(dataRoot, record.id).events) }));
   const usage = Object.fromEntries(USAGE_COUNTERS.map((counter) => {
     let total = 0;
     for (const { usage } of runs) {
@@ -92,7 +95,7 @@ export function runFamily(home: string, runId: string): RunFamily {
     return [counter, total];
   })) as FamilyUsage;
   return {
-    rootRunId: root.id,
+    rootRunId: top.id,
     runs,
     usage,
     settled: runs.every(({ record }) => !isActive(record.status)),
@@ -104,17 +107,17 @@ export function runFamily(home: string, runId: string): RunFamily {
  * what arrived after a run settled. `excludeRunId` leaves out one run (the one now starting).
  */
 export function sessionEvents(
-  home: string,
+  root: DataRoot,
   sessionId: string,
   options: { excludeRunId?: string } = {},
 ): RunEvent[] {
-  const index = storeIndex(home);
+  const index = storeIndex(root);
   if (index === null) return [];
   const events: RunEvent[] = [];
   for (const text of index.sessionRuns(sessionId)) {
     const { id } = JSON.parse(text) as RunRecord;
     if (id === options.excludeRunId) continue;
-    for (const event of readEvents(home, id).events) {
+    for (const event of readEvents(root, id).events) {
       if (event.ignored === undefined) events.push(event);
     }
   }

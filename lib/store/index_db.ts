@@ -2,19 +2,17 @@
 // so that listing 10,000 runs reads one file, not 10,000. The run files stay the truth: a missing,
 // corrupt or stale index is rebuilt from runs/*/run.json without being asked (see refreshIndex),
 // and a writer that cannot update it leaves `index.dirty`, which makes the next reader rebuild it.
+// The connection is the data root's (DataRoot.connectIndex keeps it), never this module's.
 // Free of zod and of node:fs/path/util on purpose: `reins runs` must start about as fast as an
 // empty `deno run`, and those imports cost 20 to 50 ms each. node:sqlite costs about 10.
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { RunRecord } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 import { DataRootError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
-import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
-import { exists, isActive, runsDir } from "./run_files.ts";
+import { exists, isActive } from "./run_files.ts";
 
-export const INDEX_FILE = "index.sqlite";
-/** Left by a writer that could not update the index: the next reader rebuilds it whole. */
-export const DIRTY_FILE = "index.dirty";
+export { DIRTY_FILE, INDEX_FILE } from "./layout.ts";
 const SCHEMA_VERSION = 1;
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -56,24 +54,28 @@ export function isCorruption(error: unknown): boolean {
 
 /** One open connection to a data root's index. */
 export class RunIndex {
-  readonly home: string;
+  readonly root: DataRoot;
   /** True when the file could not be used and this index lives in memory, rebuilt per process. */
   readonly inMemory: boolean;
   readonly #db: DatabaseSync;
   readonly #inode: number | null;
   readonly #statements = new Map<string, StatementSync>();
 
-  private constructor(home: string, db: DatabaseSync, inode: number | null) {
-    this.home = home;
+  private constructor(root: DataRoot, db: DatabaseSync, inode: number | null) {
+    this.root = root;
     this.#db = db;
     this.#inode = inode;
     this.inMemory = inode === null;
   }
 
+  get home(): string {
+    return this.root.home;
+  }
+
   /** Opens (creating 0600, or recreating when damaged) the index file. */
-  static openFile(home: string): RunIndex {
-    const path = joinPath(home, INDEX_FILE);
-    ensurePrivateDir(home, home);
+  static openFile(root: DataRoot): RunIndex {
+    const path = root.layout.index();
+    root.ensureDir(root.home);
     preparePrivateFile(path);
     const db = new DatabaseSync(path);
     try {
@@ -87,21 +89,21 @@ export class RunIndex {
       db.close();
       throw error;
     }
-    return new RunIndex(home, db, Deno.statSync(path).ino);
+    return new RunIndex(root, db, Deno.statSync(path).ino);
   }
 
   /** An index in memory, for a data root whose index file cannot be used. */
-  static openMemory(home: string): RunIndex {
+  static openMemory(root: DataRoot): RunIndex {
     const db = new DatabaseSync(":memory:");
     ensureSchema(db);
-    return new RunIndex(home, db, null);
+    return new RunIndex(root, db, null);
   }
 
   /** Whether this connection still has the file at its path (not one removed and recreated). */
   isCurrent(): boolean {
     if (this.#inode === null) return true;
     try {
-      return Deno.statSync(joinPath(this.home, INDEX_FILE)).ino === this.#inode;
+      return Deno.statSync(this.root.layout.index()).ino === this.#inode;
     } catch {
       return false;
     }
@@ -318,80 +320,49 @@ function tightenIfPresent(path: string): void {
 }
 
 /** Removes the index files, for a damaged index that is about to be rebuilt. */
-function removeIndexFiles(home: string): void {
+export function removeIndexFiles(root: DataRoot): void {
   for (const suffix of ["", "-wal", "-shm"]) {
     try {
-      Deno.removeSync(joinPath(home, `${INDEX_FILE}${suffix}`));
+      Deno.removeSync(`${root.layout.index()}${suffix}`);
     } catch { /* absent */ }
   }
 }
 
-const connections = new Map<string, RunIndex>();
-
 /**
- * The data root's index, connected but not refreshed (writers only upsert). A damaged file is
+ * A new connection to the data root's index (DataRoot.connectIndex keeps it). A damaged file is
  * replaced; a file that cannot be used at all gives an index in memory.
  */
-export function connectIndex(home: string): RunIndex {
-  const cached = connections.get(home);
-  if (cached !== undefined && cached.isCurrent()) return cached;
-  cached?.close();
-  let index: RunIndex;
+export function openConnection(root: DataRoot): RunIndex {
   try {
-    index = RunIndex.openFile(home);
+    return RunIndex.openFile(root);
   } catch (error) {
     // A data root that is not a directory, or a link out of it, is the user's to fix.
     if (error instanceof DataRootError) throw error;
-    if (!isCorruption(error)) {
-      index = RunIndex.openMemory(home);
-    } else {
-      removeIndexFiles(home);
-      try {
-        index = RunIndex.openFile(home);
-      } catch {
-        index = RunIndex.openMemory(home);
-      }
+    if (!isCorruption(error)) return RunIndex.openMemory(root);
+    removeIndexFiles(root);
+    try {
+      return RunIndex.openFile(root);
+    } catch {
+      return RunIndex.openMemory(root);
     }
   }
-  connections.set(home, index);
-  return index;
-}
-
-/** Closes this process's connection to a data root's index (before removing the data root). */
-export function closeIndex(home: string): void {
-  connections.get(home)?.close();
-  connections.delete(home);
-}
-
-/** Closes the connections this process keeps (tests that remove their data roots use it). */
-export function closeIndexes(): void {
-  for (const index of connections.values()) index.close();
-  connections.clear();
-}
-
-/** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
-export function resetIndex(home: string): RunIndex {
-  connections.get(home)?.close();
-  connections.delete(home);
-  removeIndexFiles(home);
-  return connectIndex(home);
 }
 
 /** Reads the records of the given runs for the index (reindex.ts has the one that needs zod). */
-export type RecordReader = (home: string, runIds: readonly string[]) => RunRecord[];
+export type RecordReader = (root: DataRoot, runIds: readonly string[]) => RunRecord[];
 
 /**
  * The index, refreshed (see refreshIndex), for code that has a record reader at hand: null when
  * the data root does not exist (no runs, and nothing created).
  */
-export function openIndexSync(home: string, reader: RecordReader): RunIndex | null {
-  if (!exists(home)) return null;
-  let index = connectIndex(home);
+export function openIndexSync(root: DataRoot, reader: RecordReader): RunIndex | null {
+  if (!exists(root.home)) return null;
+  let index = root.connectIndex();
   try {
     refreshIndex(index, { reader });
   } catch (error) {
     if (!isCorruption(error)) throw error;
-    index = resetIndex(home);
+    index = root.resetIndex();
     refreshIndex(index, { reader });
   }
   return index;
@@ -401,14 +372,14 @@ export function openIndexSync(home: string, reader: RecordReader): RunIndex | nu
  * The index, refreshed, for the zod-free paths (`reins runs`, the cheap reconciliation): the
  * record reader is loaded only when the index lacks rows.
  */
-export async function openIndex(home: string): Promise<RunIndex | null> {
-  if (!exists(home)) return null;
-  let index = connectIndex(home);
+export async function openIndex(root: DataRoot): Promise<RunIndex | null> {
+  if (!exists(root.home)) return null;
+  let index = root.connectIndex();
   try {
     if (!refreshIndex(index)) await refreshWithReader(index);
   } catch (error) {
     if (!isCorruption(error)) throw error;
-    index = resetIndex(home);
+    index = root.resetIndex();
     await refreshWithReader(index);
   }
   return index;
@@ -420,30 +391,32 @@ async function refreshWithReader(index: RunIndex): Promise<void> {
 }
 
 /** Records a run's new state in the index; a failure marks the index for rebuilding instead. */
-export function noteRun(home: string, record: RunRecord): void {
+export function noteRun(root: DataRoot, record: RunRecord): void {
   try {
-    connectIndex(home).upsert(record);
+    root.connectIndex().upsert(record);
   } catch (error) {
+    if ((error as Error)?.name === "StoreClosedError") throw error;
     if (isCorruption(error)) {
       // A fresh index has no directory signature, so the next reader fills it from the files.
       try {
-        resetIndex(home);
+        root.resetIndex();
         return;
       } catch { /* fall through to the marker */ }
     }
-    markIndexDirty(home);
+    markIndexDirty(root);
   }
 }
 
-export function markIndexDirty(home: string): void {
+export function markIndexDirty(root: DataRoot): void {
   try {
-    Deno.openSync(joinPath(home, DIRTY_FILE), { write: true, create: true, mode: 0o600 }).close();
+    Deno.openSync(root.layout.indexDirtyMarker(), { write: true, create: true, mode: 0o600 })
+      .close();
   } catch { /* the data root refuses writes: the index cannot be updated either way */ }
 }
 
 /** Takes the dirty marker for this process (so a writer marking it anew is not lost). */
-function claimDirtyMarker(home: string): string | null {
-  const marker = joinPath(home, DIRTY_FILE);
+function claimDirtyMarker(root: DataRoot): string | null {
+  const marker = root.layout.indexDirtyMarker();
   const claimed = `${marker}.${Deno.pid}.${Date.now()}`;
   try {
     Deno.renameSync(marker, claimed);
@@ -454,9 +427,9 @@ function claimDirtyMarker(home: string): string | null {
 }
 
 /** What changes when a run directory is added or removed: the runs/ directory's mtime and links. */
-function runsSignature(home: string): string {
+function runsSignature(root: DataRoot): string {
   try {
-    const info = Deno.statSync(runsDir(home));
+    const info = Deno.statSync(root.layout.runs());
     return `${info.mtime?.getTime() ?? 0}:${info.nlink ?? 0}:${info.ino ?? 0}`;
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return "absent";
@@ -465,10 +438,10 @@ function runsSignature(home: string): string {
 }
 
 /** The run ids that have a directory under runs/ (ignoring runs being created and strays). */
-export function runDirectoryNames(home: string): string[] {
+export function runDirectoryNames(root: DataRoot): string[] {
   const names: string[] = [];
   try {
-    for (const entry of Deno.readDirSync(runsDir(home))) {
+    for (const entry of Deno.readDirSync(root.layout.runs())) {
       if (entry.isDirectory && isSafeName(entry.name)) names.push(entry.name);
     }
   } catch (error) {
@@ -488,16 +461,16 @@ export function refreshIndex(
   index: RunIndex,
   options: { full?: boolean; reader?: RecordReader } = {},
 ): boolean {
-  const home = index.home;
-  const dirty = exists(joinPath(home, DIRTY_FILE));
+  const root = index.root;
+  const dirty = exists(root.layout.indexDirtyMarker());
   const full = options.full === true || dirty;
-  const signature = runsSignature(home);
+  const signature = runsSignature(root);
   if (!full && index.getMeta("runs") === signature) return true;
-  const names = runDirectoryNames(home);
+  const names = runDirectoryNames(root);
   const known = full ? new Set<string>() : new Set(index.ids());
   const missing = names.filter((name) => !known.has(name));
   if (missing.length > 0 && options.reader === undefined) return false;
-  const claimed = dirty ? claimDirtyMarker(home) : null;
+  const claimed = dirty ? claimDirtyMarker(root) : null;
   const present = new Set(names);
   try {
     index.transaction(() => {
@@ -506,7 +479,7 @@ export function refreshIndex(
       // Files are read while SQLite's write lock is held, so a writer's newer row cannot be
       // overwritten by an older file read here: its upsert waits for this transaction.
       if (missing.length > 0) {
-        for (const record of options.reader!(home, missing)) index.upsert(record);
+        for (const record of options.reader!(root, missing)) index.upsert(record);
       }
       index.setMeta("runs", signature);
     });
@@ -514,7 +487,7 @@ export function refreshIndex(
     // Not rebuilt after all: the marker goes back for the next reader.
     if (claimed !== null) {
       try {
-        Deno.renameSync(claimed, joinPath(home, DIRTY_FILE));
+        Deno.renameSync(claimed, root.layout.indexDirtyMarker());
       } catch { /* gone */ }
     }
     throw error;

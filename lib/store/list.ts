@@ -2,6 +2,7 @@
 // or activity. Free of zod, as `reins runs` must start about as fast as an empty `deno run`: the
 // records come back as the index stores them (the JSON of the last run.json written).
 import { UsageError } from "../core/errors.ts";
+import type { DataRoot } from "./data_root.ts";
 import { type ListQuery, openIndex } from "./index_db.ts";
 import { STATUS_NAMES } from "./run_files.ts";
 
@@ -56,12 +57,12 @@ export interface ListedRuns {
 
 /** The matching runs as the index stores them (and, if asked, the id prefixes to show). */
 export async function listRunJson(
-  home: string,
+  root: DataRoot,
   filter: RunFilter = {},
   options: { prefixes?: boolean } = {},
 ): Promise<ListedRuns> {
   const query = runQuery(filter);
-  const index = await openIndex(home);
+  const index = await openIndex(root);
   if (index === null) return { records: [], prefixes: [] };
   const records = index.list(query);
   if (!options.prefixes) return { records, prefixes: [] };

@@ -1,19 +1,20 @@
 // Whether a run's owner is alive, and the cheap reconciliation every command that reads runs does
 // first: only the runs the index holds as active are looked at, and only their owner locks are
 // tried. The repair itself (which needs zod) is loaded only when an owner is found gone.
-import { exists, ownerLockPath, runDir } from "./run_files.ts";
+import type { DataRoot } from "./data_root.ts";
+import { exists } from "./run_files.ts";
 import { openIndex } from "./index_db.ts";
 
 /** `alive`: a process holds the run's owner lock; `gone`: nobody does; `no-run`: no such run. */
 export type OwnerState = "alive" | "gone" | "no-run";
 
-export function ownerState(home: string, runId: string): OwnerState {
+export function ownerState(root: DataRoot, runId: string): OwnerState {
   let file: Deno.FsFile;
   try {
-    file = Deno.openSync(ownerLockPath(home, runId), { read: true });
+    file = Deno.openSync(root.layout.ownerLock(runId), { read: true });
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
-    return exists(runDir(home, runId)) ? "gone" : "no-run";
+    return exists(root.layout.run(runId)) ? "gone" : "no-run";
   }
   try {
     // flock conflicts between open files, even in one process: a writer here counts as alive.
@@ -29,12 +30,12 @@ export function ownerState(home: string, runId: string): OwnerState {
  * Marks interrupted the active runs whose owner is gone. Returns the ids it interrupted or
  * repaired. Costs a query and one lock attempt per active run when there is nothing to do.
  */
-export async function reconcileCheaply(home: string): Promise<string[]> {
-  const index = await openIndex(home);
+export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
+  const index = await openIndex(root);
   if (index === null) return [];
   const gone: string[] = [];
   for (const id of index.activeIds()) {
-    const state = ownerState(home, id);
+    const state = ownerState(root, id);
     if (state === "no-run") index.remove(id);
     else if (state === "gone") gone.push(id);
   }
@@ -42,7 +43,7 @@ export async function reconcileCheaply(home: string): Promise<string[]> {
   const { reconcileRun } = await import("./reconcile.ts");
   const changed: string[] = [];
   for (const id of gone) {
-    const result = reconcileRun(home, id);
+    const result = reconcileRun(root, id);
     if (result.interrupted || result.outcomeRepaired || result.recordRebuilt) changed.push(id);
   }
   return changed;

@@ -3,34 +3,35 @@
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
 import type { RunRecord } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 import { runDirectoryNames } from "./index_db.ts";
 import { type RunFilter, runQuery } from "./list.ts";
 import { storeIndex } from "./reindex.ts";
 import { inspectRun } from "./run_record.ts";
-import { exists, runDir } from "./run_files.ts";
+import { exists } from "./run_files.ts";
 
 const SHOWN_MATCHES = 5;
 
 /** The id of the run `ref` names. NotFoundError when none does, UsageError when several do. */
-export function resolveRunId(home: string, ref: string): string {
+export function resolveRunId(root: DataRoot, ref: string): string {
   if (ref === "last") {
-    const newest = storeIndex(home)?.newestId() ?? null;
+    const newest = storeIndex(root)?.newestId() ?? null;
     if (newest === null) {
-      throw new NotFoundError(`No runs yet in ${home}`, {
+      throw new NotFoundError(`No runs yet in ${root.home}`, {
         hint: "start one with: reins run PROMPT",
       });
     }
     return newest;
   }
   safeName(ref, "run id");
-  if (exists(runDir(home, ref))) return ref;
-  let matches = storeIndex(home)?.idsWithPrefix(ref, SHOWN_MATCHES + 1) ?? [];
+  if (exists(root.layout.run(ref))) return ref;
+  let matches = storeIndex(root)?.idsWithPrefix(ref, SHOWN_MATCHES + 1) ?? [];
   if (matches.length === 0) {
     // The index may lag behind runs/ (a run made this instant): the names there decide.
-    matches = runDirectoryNames(home).filter((name) => name.startsWith(ref)).sort();
+    matches = runDirectoryNames(root).filter((name) => name.startsWith(ref)).sort();
   }
   if (matches.length === 0) {
-    throw new NotFoundError(`No run matches ${JSON.stringify(ref)} in ${home}`, {
+    throw new NotFoundError(`No run matches ${JSON.stringify(ref)} in ${root.home}`, {
       hint: "list runs with: reins runs",
     });
   }
@@ -50,13 +51,13 @@ export function resolveRunId(home: string, ref: string): string {
 }
 
 /** The record of the run `ref` names (see resolveRunId; a damaged run.json reads as rebuilt). */
-export function resolveRun(home: string, ref: string): RunRecord {
-  return inspectRun(home, resolveRunId(home, ref)).record;
+export function resolveRun(root: DataRoot, ref: string): RunRecord {
+  return inspectRun(root, resolveRunId(root, ref)).record;
 }
 
 /** The runs matching `filter`, newest first (default 20, at most 10,000). */
-export function listRuns(home: string, filter: RunFilter = {}): RunRecord[] {
+export function listRuns(root: DataRoot, filter: RunFilter = {}): RunRecord[] {
   const query = runQuery(filter);
-  const index = storeIndex(home);
+  const index = storeIndex(root);
   return index === null ? [] : index.list(query).map((text) => JSON.parse(text) as RunRecord);
 }

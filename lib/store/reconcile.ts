@@ -4,14 +4,11 @@
 // rebuilt from the events. A run whose owner is alive is never touched.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
-import {
-  readPrivateText,
-  removeStaleTemps,
-  writePrivateFileAtomic,
-} from "../core/private_files.ts";
+import { removeStaleTemps } from "../core/private_files.ts";
 import type { RunRecord } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 import { describeProblems, readEvents } from "./event_log.ts";
-import { connectIndex, noteRun, refreshIndex, runDirectoryNames } from "./index_db.ts";
+import { noteRun, refreshIndex, runDirectoryNames } from "./index_db.ts";
 import { recordsForIndex } from "./reindex.ts";
 import { agreesWithOutcome, outcomeEvent, recordFromEvents, withOutcome } from "./record_events.ts";
 import { readRecordFile, writeRecord } from "./run_record.ts";
@@ -23,9 +20,6 @@ import {
   OUTCOME_BACKUP_FILE,
   OWNER_LOCK_FILE,
   RECORD_FILE,
-  recordPath,
-  runDir,
-  runsDir,
   shownPath,
 } from "./run_files.ts";
 import { RunAppender } from "./run_writer.ts";
@@ -56,7 +50,7 @@ export interface RunReconciliation {
 
 /** Reconciles one run (see the module comment). Throws NotFoundError for no such run. */
 export function reconcileRun(
-  home: string,
+  root: DataRoot,
   runId: string,
   options: { reason?: string } = {},
 ): RunReconciliation {
@@ -70,8 +64,8 @@ export function reconcileRun(
     problems: [],
     skipped: null,
   };
-  const dir = runDir(home, runId);
-  if (!exists(dir)) throw new NotFoundError(`No run ${runId} in ${home}`);
+  const dir = root.layout.run(runId);
+  if (!exists(dir)) throw new NotFoundError(`No run ${runId} in ${root.home}`);
   const owner = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), {
     read: true,
     write: true,
@@ -83,12 +77,12 @@ export function reconcileRun(
     result.owner = "gone";
     // Holding the owner lock from here on: a second reconciler sees the run as owned and waits.
     try {
-      repair(home, runId, options.reason ?? INTERRUPTED_REASON, result);
+      repair(root, runId, options.reason ?? INTERRUPTED_REASON, result);
     } catch (error) {
       if (!(error instanceof DataRootError)) throw error;
       result.skipped = error.message;
       result.problems.push(`runs/${runId}: skipped: ${error.message}`);
-      settleUnreadable(home, runId, error.message);
+      settleUnreadable(root, runId, error.message);
     }
   } finally {
     owner.close();
@@ -96,19 +90,19 @@ export function reconcileRun(
   return result;
 }
 
-function repair(home: string, runId: string, reason: string, result: RunReconciliation): void {
-  removeStaleTemps(recordPath(home, runId));
-  const read = readEvents(home, runId);
+function repair(root: DataRoot, runId: string, reason: string, result: RunReconciliation): void {
+  removeStaleTemps(root.layout.record(runId));
+  const read = readEvents(root, runId);
   result.problems.push(...describeProblems(runId, read));
   const outcome = outcomeEvent(read.events);
-  const file = readRecordFile(home, runId);
+  const file = readRecordFile(root, runId);
   let record: RunRecord;
   if (file.state === "ok") {
     record = file.record;
   } else {
     const rebuilt = recordFromEvents(runId, read.events);
     if (rebuilt === null) {
-      if (file.state === "missing" && read.events.length === 0 && removeIfEmpty(home, runId)) {
+      if (file.state === "missing" && read.events.length === 0 && removeIfEmpty(root, runId)) {
         result.removed = true;
         return;
       }
@@ -119,19 +113,19 @@ function repair(home: string, runId: string, reason: string, result: RunReconcil
       );
       return;
     }
-    if (file.state === "damaged") keepCopy(home, runId, DAMAGED_RECORD_FILE, file.text);
+    if (file.state === "damaged") keepCopy(root, runId, DAMAGED_RECORD_FILE, file.text);
     result.problems.push(
       `${shownPath(runId, RECORD_FILE)}: ${
         file.state === "missing" ? "it is missing" : file.reason
       }; rebuilt from the events`,
     );
     record = rebuilt;
-    writeRecord(home, record);
+    writeRecord(root, record);
     result.recordRebuilt = true;
   }
   if (!agreesWithOutcome(record, outcome)) {
     if (!result.recordRebuilt) {
-      keepCopy(home, runId, OUTCOME_BACKUP_FILE, readPrivateText(home, recordPath(home, runId)));
+      keepCopy(root, runId, OUTCOME_BACKUP_FILE, root.readText(root.layout.record(runId)));
       result.problems.push(
         `${shownPath(runId, RECORD_FILE)}: says ${record.status}, its events say ${
           outcome === null ? "it never settled" : outcome.type
@@ -140,13 +134,13 @@ function repair(home: string, runId: string, reason: string, result: RunReconcil
       result.outcomeRepaired = true;
     }
     record = withOutcome(record, outcome);
-    writeRecord(home, record);
+    writeRecord(root, record);
   }
   if (outcome !== null) {
-    noteRun(home, record);
+    noteRun(root, record);
     return;
   }
-  const appender = RunAppender.open(home, runId);
+  const appender = RunAppender.open(root, runId);
   try {
     appender.append({ type: "status.changed", payload: { status: "interrupted", reason } });
     result.interrupted = appender.record.status === "interrupted";
@@ -159,12 +153,12 @@ function repair(home: string, runId: string, reason: string, result: RunReconcil
  * Settles a run whose log cannot be used, without touching the log: run.json says interrupted
  * (and why) when it can be read and written; otherwise the index forgets the run as active.
  */
-function settleUnreadable(home: string, runId: string, why: string): void {
+function settleUnreadable(root: DataRoot, runId: string, why: string): void {
   try {
-    const file = readRecordFile(home, runId);
+    const file = readRecordFile(root, runId);
     if (file.state === "ok") {
       if (isActive(file.record.status)) {
-        writeRecord(home, {
+        writeRecord(root, {
           ...file.record,
           status: "interrupted",
           endedAt: new Date().toISOString(),
@@ -176,20 +170,20 @@ function settleUnreadable(home: string, runId: string, why: string): void {
   } catch {
     // run.json is as unusable as the log
   }
-  connectIndex(home).remove(runId);
+  root.connectIndex().remove(runId);
 }
 
 /** Writes `text` as `<run>/<name>` unless a copy is already there (the first is the evidence). */
-function keepCopy(home: string, runId: string, name: string, text: string | null): void {
+function keepCopy(root: DataRoot, runId: string, name: string, text: string | null): void {
   if (text === null) return;
-  const path = joinPath(runDir(home, runId), name);
+  const path = root.layout.runFile(runId, name);
   if (exists(path)) return;
-  writePrivateFileAtomic(home, path, text);
+  root.writeFileAtomic(path, text);
 }
 
 /** Removes a run directory that holds nothing but its owner lock. */
-function removeIfEmpty(home: string, runId: string): boolean {
-  const dir = runDir(home, runId);
+function removeIfEmpty(root: DataRoot, runId: string): boolean {
+  const dir = root.layout.run(runId);
   for (const entry of Deno.readDirSync(dir)) {
     if (entry.name !== OWNER_LOCK_FILE) return false;
   }
@@ -198,17 +192,17 @@ function removeIfEmpty(home: string, runId: string): boolean {
 }
 
 /** Removes staging directories of run creations that died before renaming them into place. */
-function removeAbandonedCreations(home: string): number {
+function removeAbandonedCreations(root: DataRoot): number {
   let removed = 0;
   let entries: Deno.DirEntry[];
   try {
-    entries = [...Deno.readDirSync(runsDir(home))];
+    entries = [...Deno.readDirSync(root.layout.runs())];
   } catch {
     return 0;
   }
   for (const entry of entries) {
     if (!entry.isDirectory || !entry.name.endsWith(CREATING_SUFFIX)) continue;
-    const dir = joinPath(runsDir(home), entry.name);
+    const dir = joinPath(root.layout.runs(), entry.name);
     let lock: Deno.FsFile;
     try {
       lock = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), { read: true });
@@ -254,7 +248,7 @@ export interface RecoveryReport {
 
 /** `reins recover`: reconciles every run of the data root (and rebuilds the index if asked). */
 export function reconcileInterruptedRuns(
-  home: string,
+  root: DataRoot,
   options: RecoveryOptions = {},
 ): RecoveryReport {
   const report: RecoveryReport = {
@@ -268,14 +262,14 @@ export function reconcileInterruptedRuns(
     problems: [],
     reindexed: null,
   };
-  if (!exists(home)) return report;
+  if (!exists(root.home)) return report;
   // First, as it refuses a data root that is not a directory with a message that says so.
-  const index = connectIndex(home);
-  report.removed += removeAbandonedCreations(home);
-  const names = runDirectoryNames(home).sort();
+  const index = root.connectIndex();
+  report.removed += removeAbandonedCreations(root);
+  const names = runDirectoryNames(root).sort();
   for (const runId of names) {
     report.checked++;
-    const result = reconcileRun(home, runId, { reason: options.reason });
+    const result = reconcileRun(root, runId, { reason: options.reason });
     if (result.owner === "alive") report.live.push(runId);
     if (result.interrupted) report.interrupted.push(runId);
     if (result.outcomeRepaired) report.outcomeRepaired.push(runId);

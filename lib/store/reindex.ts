@@ -3,14 +3,15 @@
 // for reconciliation to repair. A directory with nothing readable yet (a run being created) is
 // skipped: its creator adds its row.
 import type { RunRecord } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 import { openIndexSync, type RunIndex } from "./index_db.ts";
 import { inspectRun } from "./run_record.ts";
 
-export function recordsForIndex(home: string, runIds: readonly string[]): RunRecord[] {
+export function recordsForIndex(root: DataRoot, runIds: readonly string[]): RunRecord[] {
   const records: RunRecord[] = [];
   for (const runId of runIds) {
     try {
-      records.push(inspectRun(home, runId).record);
+      records.push(inspectRun(root, runId).record);
     } catch {
       // Unreadable for now: `reins recover` reports it.
     }
@@ -19,6 +20,6 @@ export function recordsForIndex(home: string, runIds: readonly string[]): RunRec
 }
 
 /** The data root's index, refreshed; null when the data root does not exist. */
-export function storeIndex(home: string): RunIndex | null {
-  return openIndexSync(home, recordsForIndex);
+export function storeIndex(root: DataRoot): RunIndex | null {
+  return openIndexSync(root, recordsForIndex);
 }

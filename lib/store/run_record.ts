@@ -2,13 +2,13 @@
 // record its events rebuild) and writing it (atomic replace, field order of the contract, then the
 // index row). Reading never writes: repairing files is reconciliation's job.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
-import { readPrivateText, writePrivateFileAtomic } from "../core/private_files.ts";
 import { redactValue } from "../core/redact.ts";
 import { formatIssue, orderedRecord, RunRecord } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
 import { noteRun } from "./index_db.ts";
 import { recordFromEvents } from "./record_events.ts";
-import { EVENTS_FILE, exists, RECORD_FILE, recordPath, runDir, shownPath } from "./run_files.ts";
+import { EVENTS_FILE, exists, RECORD_FILE, shownPath } from "./run_files.ts";
 
 export type RecordFile =
   | { state: "ok"; record: RunRecord }
@@ -16,8 +16,8 @@ export type RecordFile =
   | { state: "damaged"; reason: string; text: string };
 
 /** run.json as found: a valid record, missing, or damaged with a one-line reason. */
-export function readRecordFile(home: string, runId: string): RecordFile {
-  const text = readPrivateText(home, recordPath(home, runId));
+export function readRecordFile(root: DataRoot, runId: string): RecordFile {
+  const text = root.readText(root.layout.record(runId));
   if (text === null) return { state: "missing" };
   if (text.trim() === "") {
     return { state: "damaged", reason: `it is empty (${text.length} bytes)`, text };
@@ -57,16 +57,16 @@ export interface RunInspection {
  * The run's record: run.json when it is valid, else the record its events rebuild (reported in
  * `problems`). Throws NotFoundError for no such run, DataRootError when neither file can give one.
  */
-export function inspectRun(home: string, runId: string): RunInspection {
-  const file = readRecordFile(home, runId);
+export function inspectRun(root: DataRoot, runId: string): RunInspection {
+  const file = readRecordFile(root, runId);
   if (file.state === "ok") return { record: file.record, rebuilt: false, problems: [] };
-  const { events } = readEvents(home, runId);
+  const { events } = readEvents(root, runId);
   const rebuilt = recordFromEvents(runId, events);
   const where = shownPath(runId, RECORD_FILE);
   const why = file.state === "missing" ? "it is missing" : file.reason;
   if (rebuilt === null) {
-    if (file.state === "missing" && !exists(runDir(home, runId))) {
-      throw new NotFoundError(`No run ${runId} in ${home}`, {
+    if (file.state === "missing" && !exists(root.layout.run(runId))) {
+      throw new NotFoundError(`No run ${runId} in ${root.home}`, {
         hint: "list runs with: reins runs",
       });
     }
@@ -83,20 +83,16 @@ export function inspectRun(home: string, runId: string): RunInspection {
 }
 
 /** The run's record (rebuilt from its events if run.json is damaged). */
-export function loadRun(home: string, runId: string): RunRecord {
-  return inspectRun(home, runId).record;
+export function loadRun(root: DataRoot, runId: string): RunRecord {
+  return inspectRun(root, runId).record;
 }
 
 /**
  * Replaces run.json atomically, then updates the index row (best effort: see noteRun). Both get
  * the record with its secrets redacted (a goal that quotes a key, say).
  */
-export function writeRecord(home: string, record: RunRecord): void {
+export function writeRecord(root: DataRoot, record: RunRecord): void {
   const ordered = redactValue(orderedRecord(record));
-  writePrivateFileAtomic(
-    home,
-    recordPath(home, record.id),
-    `${JSON.stringify(ordered, null, 2)}\n`,
-  );
-  noteRun(home, ordered);
+  root.writeFileAtomic(root.layout.record(record.id), `${JSON.stringify(ordered, null, 2)}\n`);
+  noteRun(root, ordered);
 }

@@ -6,7 +6,6 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
 import {
   type EventInput,
   formatIssue,
@@ -18,10 +17,11 @@ import {
   type Usage,
 } from "./contracts.ts";
 import { nowIso } from "../core/clock.ts";
+import type { DataRoot } from "./data_root.ts";
 import { EventLog } from "./event_log.ts";
 import { applyEvent, mayChangeRecord } from "./record_events.ts";
 import { inspectRun, readRecordFile, writeRecord } from "./run_record.ts";
-import { CREATING_SUFFIX, isActive, OWNER_LOCK_FILE, runDir, runsDir } from "./run_files.ts";
+import { isActive, OWNER_LOCK_FILE } from "./run_files.ts";
 
 /** What a new run is made from; the rest of its record (id, times, status) the store sets. */
 export interface RunInit {
@@ -57,23 +57,23 @@ export type RunPatch = Partial<Omit<RunRecord, "id" | "sessionId" | "startedAt">
  * Any number may be open on one run, in any number of processes.
  */
 export class RunAppender {
-  readonly home: string;
+  readonly root: DataRoot;
   readonly runId: string;
   readonly #log: EventLog;
   #record: RunRecord;
   #lastUsage: Usage | null = null;
 
-  protected constructor(home: string, log: EventLog, record: RunRecord) {
-    this.home = home;
+  protected constructor(root: DataRoot, log: EventLog, record: RunRecord) {
+    this.root = root;
     this.runId = record.id;
     this.#log = log;
     this.#record = record;
   }
 
   /** Opens an existing run for appending. Throws NotFoundError when there is no such run. */
-  static open(home: string, runId: string, options: RunOptions = {}): RunAppender {
-    const { record } = inspectRun(home, runId);
-    return new RunAppender(home, EventLog.open(home, runId, record.sessionId, options), record);
+  static open(root: DataRoot, runId: string, options: RunOptions = {}): RunAppender {
+    const { record } = inspectRun(root, runId);
+    return new RunAppender(root, EventLog.open(root, runId, record.sessionId, options), record);
   }
 
   /**
@@ -120,7 +120,7 @@ export class RunAppender {
       if (next === null) return;
       // The log holds the event on disk before the record says it happened.
       this.#log.sync();
-      writeRecord(this.home, next);
+      writeRecord(this.root, next);
       this.#record = next;
     });
   }
@@ -160,7 +160,7 @@ export class RunAppender {
           endedAt: current.endedAt,
           terminalReason: current.terminalReason,
         });
-        if (JSON.stringify(next) !== JSON.stringify(current)) writeRecord(this.home, next);
+        if (JSON.stringify(next) !== JSON.stringify(current)) writeRecord(this.root, next);
         this.#record = next;
       });
     }
@@ -182,7 +182,7 @@ export class RunAppender {
 
   /** run.json as it is now; when it is missing or damaged, this handle's last copy. */
   #current(): RunRecord {
-    const file = readRecordFile(this.home, this.runId);
+    const file = readRecordFile(this.root, this.runId);
     return file.state === "ok" ? file.record : this.#record;
   }
 }
@@ -198,13 +198,13 @@ export class RunWriter extends RunAppender {
 
   /** Use createRun: it makes the directory and takes the lock this writer holds. */
   constructor(
-    home: string,
+    root: DataRoot,
     log: EventLog,
     record: RunRecord,
     owner: Deno.FsFile,
     resumeOf: string | null,
   ) {
-    super(home, log, record);
+    super(root, log, record);
     this.#owner = owner;
     this.started = this.append({
       type: "run.started",
@@ -244,7 +244,7 @@ export class RunWriter extends RunAppender {
  * Creates a run: `runs/<uuid v7>/` with its owner lock held, a `run.started` event (sequence 0)
  * and run.json with status `running`. The returned writer owns the run until close().
  */
-export function createRun(home: string, init: RunInit, options: RunOptions = {}): RunWriter {
+export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {}): RunWriter {
   const runId = newId();
   const startedAt = nowIso();
   const candidate = RunRecord.safeParse({
@@ -272,18 +272,18 @@ export function createRun(home: string, init: RunInit, options: RunOptions = {})
     });
   }
   const record = orderedRecord(candidate.data);
-  const owner = takeOwnership(home, runId);
+  const owner = takeOwnership(root, runId);
   try {
-    const log = EventLog.open(home, runId, record.sessionId, { ...options, holdBursts: true });
+    const log = EventLog.open(root, runId, record.sessionId, { ...options, holdBursts: true });
     const writer = new RunWriter(
-      home,
+      root,
       log,
       record,
       owner,
       init.resumeOf ?? record.resumedFromRunId,
     );
     log.sync();
-    writeRecord(home, { ...record, startedAt: writer.started.timestamp });
+    writeRecord(root, { ...record, startedAt: writer.started.timestamp });
     return writer;
   } catch (error) {
     owner.close();
@@ -295,17 +295,20 @@ export function createRun(home: string, init: RunInit, options: RunOptions = {})
  * Makes the run's directory with its owner lock already held: the lock is taken in a staging
  * directory that is then renamed into place, so no reconciler ever sees the run unowned.
  */
-function takeOwnership(home: string, runId: string): Deno.FsFile {
-  ensurePrivateDir(home, runsDir(home));
-  const staging = joinPath(runsDir(home), `.${runId}${CREATING_SUFFIX}`);
-  ensurePrivateDir(home, staging);
+function takeOwnership(root: DataRoot, runId: string): Deno.FsFile {
+  root.ensureDir(root.layout.runs());
+  const staging = root.layout.creatingRun(runId);
+  // A fresh name under a directory already made private: made 0700 here, and not remembered as
+  // checked, since it is renamed away at once.
+  Deno.mkdirSync(staging, { mode: 0o700 });
+  Deno.chmodSync(staging, 0o700);
   const lockPath = joinPath(staging, OWNER_LOCK_FILE);
   const owner = Deno.openSync(lockPath, { write: true, createNew: true, mode: 0o600 });
   try {
     owner.lockSync(true);
     Deno.chmodSync(lockPath, 0o600);
     owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
-    Deno.renameSync(staging, runDir(home, runId));
+    Deno.renameSync(staging, root.layout.run(runId));
     return owner;
   } catch (error) {
     owner.close();
@@ -314,8 +317,8 @@ function takeOwnership(home: string, runId: string): Deno.FsFile {
 }
 
 /** Appends one event to any run, from any process: the same sequence and settling rules. */
-export function appendToRun(home: string, runId: string, event: EventInput): RunEvent {
-  const appender = RunAppender.open(home, runId);
+export function appendToRun(root: DataRoot, runId: string, event: EventInput): RunEvent {
+  const appender = RunAppender.open(root, runId);
   try {
     return appender.append(event);
   } finally {
@@ -324,8 +327,8 @@ export function appendToRun(home: string, runId: string, event: EventInput): Run
 }
 
 /** Updates any run's record from any process (see RunPatch). */
-export function updateRun(home: string, runId: string, patch: RunPatch): RunRecord {
-  const appender = RunAppender.open(home, runId);
+export function updateRun(root: DataRoot, runId: string, patch: RunPatch): RunRecord {
+  const appender = RunAppender.open(root, runId);
   try {
     return appender.update(patch);
   } finally {

@@ -1,7 +1,7 @@
 // Foundation benchmarks: `reins --version` start-up against an empty `deno run`, and the rate of
-// appendPrivateLine / PrivateLog.append against a raw writeSync loop on the same file.
+// OpenLogs.append / PrivateLog.append against a raw writeSync loop on the same file.
 import { compare, medianMs, run } from "./_lib.ts";
-import { appendPrivateLine, closeOpenLogs, PrivateLog } from "../../lib/core/private_files.ts";
+import { OpenLogs, PrivateLog } from "../../lib/core/private_files.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
@@ -64,12 +64,13 @@ export default async function (): Promise<void> {
       baselineName: "raw writeSync loop",
     });
 
+    const logs = new OpenLogs(root);
     const oneStart = performance.now();
-    for (let i = 0; i < lines; i++) appendPrivateLine(root, `${root}/one.jsonl`, line);
+    for (let i = 0; i < lines; i++) logs.append(`${root}/one.jsonl`, line);
     const oneRate = lines / ((performance.now() - oneStart) / 1000);
-    closeOpenLogs();
+    logs.close();
     compare({
-      name: "appendPrivateLine (locked, torn-tail checked, handle cached)",
+      name: "OpenLogs.append (locked, torn-tail checked, handle kept)",
       ours: oneRate,
       baseline: rawRate,
       unit: "lines/s",

@@ -3,7 +3,7 @@
 // to a run.
 import { compare, figure, medianMs, run } from "./_lib.ts";
 import { permissionFlags } from "../permissions.ts";
-import { ContextMap } from "../../lib/store/contexts.ts";
+import { openStore } from "../../lib/store/store.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
@@ -52,7 +52,8 @@ export default async function (): Promise<void> {
     );
 
     // In process: what resolving and remembering a context costs a run.
-    const contexts = new ContextMap(home);
+    using benchStore = openStore(home);
+    const contexts = benchStore.contexts;
     const session = {
       sessionId: "s",
       nativeSessionId: null,
@@ -61,7 +62,8 @@ export default async function (): Promise<void> {
     };
     contexts.put("bench-in-process", session);
     const perTurn = await medianMs(200, () => {
-      const map = new ContextMap(home);
+      using store = openStore(home);
+      const map = store.contexts;
       map.get("bench-in-process");
       map.put("bench-in-process", session);
     });

@@ -5,9 +5,7 @@
 import { compare, figure, medianMs, run } from "./_lib.ts";
 import { permissionFlags } from "../permissions.ts";
 import { newId } from "../../lib/core/ids.ts";
-import { closeIndex } from "../../lib/store/index_db.ts";
-import { listRunJson } from "../../lib/store/list.ts";
-import { createRun, listRuns, readEvents } from "../../lib/store/runs.ts";
+import { openStore } from "../../lib/store/store.ts";
 import type { EventInput } from "../../lib/store/contracts.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -39,7 +37,8 @@ function delta(i: number): EventInput {
  * from one second to the next. Returns both rates in events per second.
  */
 function interleaved(home: string, rawPath: string, count: number, chunk: number, sync: boolean) {
-  const writer = createRun(home, init, { syncEachEvent: sync });
+  const store = openStore(home);
+  const writer = store.createRun(init, { syncEachEvent: sync });
   const raw = Deno.openSync(rawPath, { append: true, create: true });
   const buffer = new Uint8Array(64 * 1024);
   let oursMs = 0;
@@ -61,7 +60,7 @@ function interleaved(home: string, rawPath: string, count: number, chunk: number
   }
   writer.close();
   raw.close();
-  closeIndex(home);
+  store.close();
   return { ours: count / (oursMs / 1000), raw: count / (rawMs / 1000) };
 }
 
@@ -91,7 +90,8 @@ function appendRates(dir: string): void {
 async function readRates(dir: string): Promise<void> {
   const home = `${dir}/read`;
   const count = 100_000;
-  const writer = createRun(home, init);
+  const store = openStore(home);
+  const writer = store.createRun(init);
   for (let i = 0; i < count - 1; i++) {
     writer.append(
       i % 10 === 0
@@ -119,7 +119,7 @@ async function readRates(dir: string): Promise<void> {
     if (events.length !== count) throw new Error(`parsed ${events.length} lines`);
   };
   const ours = () => {
-    const read = readEvents(home, writer.runId);
+    const read = store.readEvents(writer.runId);
     if (read.events.length !== count || read.problems.length) throw new Error("bad read");
   };
   ours();
@@ -133,7 +133,7 @@ async function readRates(dir: string): Promise<void> {
   }
   const oursMs = median(oursTimes);
   const parseMs = median(parseTimes);
-  closeIndex(home);
+  store.close();
   compare({
     name: `readEvents: ${count.toLocaleString("en")} events read and validated`,
     ours: count / (oursMs / 1000),
@@ -222,7 +222,8 @@ async function listing(dir: string): Promise<void> {
   const count = 10_000;
   makeRuns(home, count);
   const rebuildStart = performance.now();
-  listRuns(home, { limit: 1 });
+  const store = openStore(home);
+  store.listRuns({ limit: 1 });
   figure(
     `index rebuilt by itself from ${count.toLocaleString("en")} run.json files`,
     `${(performance.now() - rebuildStart).toFixed(0)} ms`,
@@ -263,7 +264,7 @@ async function listing(dir: string): Promise<void> {
     baselineName: "empty deno run",
   });
 
-  const listed = () => listRunJson(home, { limit: 50 }, { prefixes: true });
+  const listed = () => store.listRunJson({ limit: 50 }, { prefixes: true });
   await listed();
   scanRuns(home, 50);
   const indexMs = await medianMs(15, listed);
@@ -277,7 +278,7 @@ async function listing(dir: string): Promise<void> {
     goal: "<= 0.1",
     baselineName: "full scan of runs/*/run.json (read + JSON.parse + sort)",
   });
-  closeIndex(home);
+  store.close();
 }
 
 export default async function (): Promise<void> {

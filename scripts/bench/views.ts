@@ -5,8 +5,7 @@ import { compare, figure } from "./_lib.ts";
 import { permissionFlags } from "../permissions.ts";
 import type { EventInput } from "../../lib/store/contracts.ts";
 import { newId } from "../../lib/core/ids.ts";
-import { createRun } from "../../lib/store/runs.ts";
-import { storeIndex } from "../../lib/store/reindex.ts";
+import { openStore } from "../../lib/store/store.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
@@ -99,7 +98,8 @@ function loopEvents(i: number): EventInput[] {
 
 /** A settled loop run of about `count` events, recorded through the store. */
 function recordRun(home: string, count: number): string {
-  const writer = createRun(home, {
+  using store = openStore(home);
+  const writer = store.createRun({
     sessionId: newId(),
     contextId: null,
     harness: "reins",
@@ -133,7 +133,8 @@ function cloneRuns(home: string, runId: string, copies: number): void {
     Deno.writeTextFileSync(`${dir}/run.json`, record.replaceAll(runId, id), { mode: 0o600 });
     Deno.writeTextFileSync(`${dir}/events.jsonl`, events.replaceAll(runId, id), { mode: 0o600 });
   }
-  storeIndex(home);
+  using store = openStore(home);
+  store.index();
 }
 
 const PARSE_ONE = `

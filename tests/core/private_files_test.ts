@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import {
-  appendPrivateLine,
+  type CheckedDirs,
   ensurePrivateDir,
   forgetCheckedDirs,
+  OpenLogs,
   PrivateLog,
   readPrivateText,
   trustProblem,
@@ -14,6 +15,12 @@ import { tempDir } from "../support/reins.ts";
 import { appendLine, versionContent } from "../fixtures/private_files_child.ts";
 
 const CHILD = new URL("../fixtures/private_files_child.ts", import.meta.url).pathname;
+
+/** One line through a fresh OpenLogs, as a process that appends once would. */
+function appendPrivateLine(root: string, path: string, line: string): void {
+  using logs = new OpenLogs(root);
+  logs.append(path, line);
+}
 
 function mode(path: string): number {
   return Deno.statSync(path).mode! & 0o777;
@@ -48,7 +55,6 @@ Deno.test("writePrivateFileAtomic() tightens a 0644 file and its 0755 dir inside
   Deno.chmodSync(`${root}/runs`, 0o755);
   Deno.writeTextFileSync(`${root}/runs/run.json`, "old");
   Deno.chmodSync(`${root}/runs/run.json`, 0o644);
-  forgetCheckedDirs();
   writePrivateFileAtomic(root, `${root}/runs/run.json`, "new");
   assert.equal(mode(`${root}/runs`), 0o700);
   assert.equal(mode(`${root}/runs/run.json`), 0o600);
@@ -70,7 +76,6 @@ Deno.test("ensurePrivateDir() refuses a symlinked directory that points outside 
   const root = `${dir.path}/home`;
   ensurePrivateDir(root, root);
   Deno.symlinkSync(outside.path, `${root}/runs`);
-  forgetCheckedDirs();
   assert.throws(
     () => writePrivateFileAtomic(root, `${root}/runs/x/run.json`, "{}"),
     (error: unknown) =>
@@ -156,7 +161,31 @@ Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 2
   assert.deepEqual(leftovers, []);
 });
 
-Deno.test("appendPrivateLine() from 8 processes × 2,000 lines up to 64 KiB gives 16,000 intact lines", async () => {
+Deno.test("ensurePrivateDir() with a CheckedDirs set looks at a directory once; without one, every time", async () => {
+  await using dir = await tempDir();
+  const root = dir.path;
+  const checked: CheckedDirs = new Set();
+  ensurePrivateDir(root, `${root}/a`, checked);
+  Deno.chmodSync(`${root}/a`, 0o755);
+  assert.deepEqual(ensurePrivateDir(root, `${root}/a`, checked), []);
+  assert.equal(mode(`${root}/a`), 0o755, "remembered as checked: not looked at again");
+  assert.deepEqual(ensurePrivateDir(root, `${root}/a`), [`${root}/a`]);
+  assert.equal(mode(`${root}/a`), 0o700);
+});
+
+Deno.test("OpenLogs keeps one handle per path and reopens a log replaced behind its back", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/log.jsonl`;
+  using logs = new OpenLogs(dir.path);
+  logs.append(file, "one");
+  Deno.removeSync(file);
+  // The handle is checked against the path at most every 250 ms.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  logs.append(file, "two");
+  assert.equal(Deno.readTextFileSync(file), "two\n");
+});
+
+Deno.test("OpenLogs from 8 processes × 2,000 lines up to 64 KiB gives 16,000 intact lines", async () => {
   await using dir = await tempDir();
   const file = `${dir.path}/log.jsonl`;
   await Promise.all(

@@ -87,11 +87,19 @@ export function testSettings(
 
 let runCounter = 0;
 
-/** A DriverInput for one turn; `settings` and `cwd` are required, the rest has defaults. */
+/**
+ * A DriverInput for one turn; `settings` and `cwd` are required, the rest has defaults. The agent
+ * is the harness `harness` (default claude) with `idleTimeoutSeconds` (default null), unless
+ * `agent` is given whole.
+ */
 export function driverInput(
-  fields: Partial<DriverInput> & Pick<DriverInput, "settings" | "cwd">,
+  fields: Partial<DriverInput> & Pick<DriverInput, "settings" | "cwd"> & {
+    harness?: HarnessDriver;
+    idleTimeoutSeconds?: number | null;
+  },
 ): DriverInput {
   runCounter++;
+  const { harness = "claude", idleTimeoutSeconds = null, ...rest } = fields;
   return {
     prompt: "say hello",
     runId: `0190a0b0-0000-7000-8000-${String(runCounter).padStart(12, "0")}`,
@@ -101,14 +109,11 @@ export function driverInput(
     history: [],
     approval: "auto",
     budget: {},
-    model: null,
-    baseUrl: null,
-    exec: null,
+    agent: { kind: "harness", driver: harness, idleTimeoutSeconds },
     env: {},
     decisions: noDecisions,
-    idleTimeoutSeconds: null,
     kill: new AbortController().signal,
-    ...fields,
+    ...rest,
   };
 }
 

@@ -41,7 +41,7 @@ async function runFake(dir: string, steps: Step[], fields: Partial<DriverInput> 
   });
   const sink = new MemorySink();
   const result = await createCodexDriver().start(
-    driverInput({ settings, cwd: dir, env: fake.env, ...fields }),
+    driverInput({ harness: "codex", settings, cwd: dir, env: fake.env, ...fields }),
     sink,
     new AbortController().signal,
   );
@@ -51,7 +51,7 @@ async function runFake(dir: string, steps: Step[], fields: Partial<DriverInput> 
 Deno.test("codexArgs() starts a thread with exec and continues one with exec resume", async () => {
   await using dir = await scratchDir();
   const settings = testSettings(dir.path, { codex: { args: ["--ephemeral"] } });
-  const base = driverInput({ settings, cwd: dir.path });
+  const base = driverInput({ harness: "codex", settings, cwd: dir.path });
   assert.deepEqual(codexArgs(base), [
     "exec",
     "--json",

@@ -27,7 +27,7 @@ async function runFake(dir: string, steps: Step[], fields: Partial<DriverInput> 
   });
   const sink = new MemorySink();
   const result = await createGeminiDriver().start(
-    driverInput({ settings, cwd: dir, env: fake.env, ...fields }),
+    driverInput({ harness: "gemini", settings, cwd: dir, env: fake.env, ...fields }),
     sink,
     new AbortController().signal,
   );
@@ -39,7 +39,7 @@ Deno.test("geminiArgs() maps --approve to an approval mode and resumes with --re
   const settings = testSettings(dir.path, {
     gemini: { model: "gemini-2.5-pro", args: ["--debug"] },
   });
-  const base = driverInput({ settings, cwd: dir.path, prompt: "-x" });
+  const base = driverInput({ harness: "gemini", settings, cwd: dir.path, prompt: "-x" });
   assert.deepEqual(geminiArgs(base), [
     "--prompt=-x",
     "--output-format",
@@ -167,7 +167,7 @@ Deno.test("gemini driver start() returns interrupted after a signal although Gem
   const controller = new AbortController();
   const sink = new MemorySink();
   const pending = createGeminiDriver().start(
-    driverInput({ settings, cwd: dir.path, env: fake.env }),
+    driverInput({ harness: "gemini", settings, cwd: dir.path, env: fake.env }),
     sink,
     controller.signal,
   );

@@ -31,7 +31,7 @@ async function runFake(dir: string, steps: Step[], fields: Partial<DriverInput> 
   const settings = testSettings(dir, { opencode: { program: fake.program } });
   const sink = new MemorySink();
   const result = await createOpencodeDriver().start(
-    driverInput({ settings, cwd: dir, env: fake.env, ...fields }),
+    driverInput({ harness: "opencode", settings, cwd: dir, env: fake.env, ...fields }),
     sink,
     new AbortController().signal,
   );
@@ -41,7 +41,7 @@ async function runFake(dir: string, steps: Step[], fields: Partial<DriverInput> 
 Deno.test("opencodeArgs() puts the prompt after -- and resumes with --session", async () => {
   await using dir = await scratchDir();
   const settings = testSettings(dir.path, { opencode: { model: "fake/m", args: ["--pure"] } });
-  const base = driverInput({ settings, cwd: dir.path, prompt: "-x" });
+  const base = driverInput({ harness: "opencode", settings, cwd: dir.path, prompt: "-x" });
   assert.deepEqual(opencodeArgs(base), [
     "run",
     "--format",

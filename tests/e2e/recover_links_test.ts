@@ -2,12 +2,12 @@
 // by the cheap reconciliation every command does) instead of stopping everything with exit 6, and
 // it is settled in run.json so that it does not stay "running" for ever.
 import assert from "node:assert/strict";
-import { createRun, loadRun } from "../../lib/store/runs.ts";
-import { closeIndex } from "../../lib/store/index_db.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { reins, tempDir } from "../support/reins.ts";
 
 function leftRunning(home: string): string {
-  const writer = createRun(home, {
+  using store = openStore(home);
+  const writer = store.createRun({
     sessionId: "session-links",
     contextId: null,
     harness: "reins",
@@ -28,7 +28,6 @@ Deno.test("regression: reins recover skips a run whose events.jsonl is a link ou
   Deno.writeTextFileSync(outside, "precious\n");
   const planted = leftRunning(home);
   const plain = leftRunning(home);
-  closeIndex(home);
   const events = `${home}/runs/${planted}/events.jsonl`;
   Deno.removeSync(events);
   Deno.symlinkSync(outside, events);
@@ -41,13 +40,13 @@ Deno.test("regression: reins recover skips a run whose events.jsonl is a link ou
   assert.match(report.problems.join("\n"), /runs\/.*: skipped: Refusing to follow the link/);
   assert.equal(Deno.readTextFileSync(outside), "precious\n", "nothing was written through it");
 
-  const record = loadRun(home, planted);
+  using store = openStore(home);
+  const record = store.loadRun(planted);
   assert.equal(record.status, "interrupted");
   assert.match(record.terminalReason!, /it cannot be reconciled: Refusing to follow the link/);
   const active = await reins(["runs", "--active", "--json"], { home, cwd: dir.path });
   assert.equal(active.code, 0, active.stderr);
   assert.deepEqual(JSON.parse(active.stdout), []);
-  closeIndex(home);
 });
 
 Deno.test("regression: the cheap reconciliation of any command skips a planted link instead of exit 6", async () => {
@@ -55,7 +54,6 @@ Deno.test("regression: the cheap reconciliation of any command skips a planted l
   const home = `${dir.path}/home`;
   Deno.writeTextFileSync(`${dir.path}/outside.json`, "{}");
   const planted = leftRunning(home);
-  closeIndex(home);
   const record = `${home}/runs/${planted}/run.json`;
   Deno.removeSync(record);
   Deno.symlinkSync(`${dir.path}/outside.json`, record);

@@ -1,29 +1,30 @@
 // `reins runs`, `reins show` and `reins recover`, run as the binary runs them (main.ts under the
 // sandbox's permission flags), against runs recorded in a temp data root.
 import assert from "node:assert/strict";
-import { createRun, loadRun } from "../../lib/store/runs.ts";
-import { closeIndex } from "../../lib/store/index_db.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
 import { reins } from "../support/reins.ts";
 
 /** A data root that does not exist yet, in a temp dir that is the commands' working directory. */
-async function dataRoot(): Promise<{ path: string; cwd: string } & AsyncDisposable> {
+async function dataRoot(): Promise<{ path: string; cwd: string; store: Store } & AsyncDisposable> {
   const parent = await Deno.makeTempDir({ prefix: "reins-e2e-runs-" });
   const path = `${parent}/home`;
+  const store = openStore(path);
   return {
     path,
     cwd: parent,
+    store,
     async [Symbol.asyncDispose]() {
-      closeIndex(path);
+      store.close();
       await Deno.remove(parent, { recursive: true }).catch(() => {});
     },
   };
 }
 
 function record(
-  home: string,
+  store: Store,
   options: { context?: string | null; goal?: string; settle?: boolean } = {},
 ) {
-  const writer = createRun(home, {
+  const writer = store.createRun({
     sessionId: "session-e2e",
     contextId: options.context === undefined ? "ticket-1" : options.context,
     harness: "claude-code",
@@ -50,9 +51,9 @@ Deno.test("reins runs says there are no runs yet, and creates nothing", async ()
 
 Deno.test("reins runs prints a table, newest first, with id prefixes that resolve", async () => {
   await using home = await dataRoot();
-  const old = record(home.path, { context: null, goal: "first\ngoal  with   spaces" });
+  const old = record(home.store, { context: null, goal: "first\ngoal  with   spaces" });
   old.close();
-  using live = record(home.path, { settle: false, goal: "x".repeat(300) });
+  using live = record(home.store, { settle: false, goal: "x".repeat(300) });
   const result = await reins(["runs"], { home: home.path, cwd: home.cwd });
   assert.equal(result.code, 0, result.stderr);
   const lines = result.stdout.trimEnd().split("\n");
@@ -76,14 +77,14 @@ Deno.test("reins runs prints a table, newest first, with id prefixes that resolv
 
 Deno.test("reins runs --json prints the full records, and the filters narrow them", async () => {
   await using home = await dataRoot();
-  const a = record(home.path, { context: "a" });
+  const a = record(home.store, { context: "a" });
   a.close();
-  const b = record(home.path, { context: "b" });
+  const b = record(home.store, { context: "b" });
   b.close();
-  using c = record(home.path, { context: "a", settle: false });
+  using c = record(home.store, { context: "a", settle: false });
   const all = await reins(["runs", "--json"], { home: home.path, cwd: home.cwd });
   assert.equal(all.code, 0, all.stderr);
-  assert.deepEqual(JSON.parse(all.stdout), [c, b, a].map((w) => loadRun(home.path, w.runId)));
+  assert.deepEqual(JSON.parse(all.stdout), [c, b, a].map((w) => home.store.loadRun(w.runId)));
   const ids = async (...args: string[]) => {
     const result = await reins(["runs", "--json", ...args], { home: home.path, cwd: home.cwd });
     assert.equal(result.code, 0, result.stderr);
@@ -114,7 +115,7 @@ Deno.test("reins runs --status done and --limit 0 exit 2 naming the problem", as
 
 Deno.test("reins show RUN --json prints record, events, problems and pending", async () => {
   await using home = await dataRoot();
-  using writer = record(home.path, { settle: false });
+  using writer = record(home.store, { settle: false });
   writer.append({
     type: "approval.requested",
     payload: { approvalId: "ap1", tool: "rm", args: {} },
@@ -125,7 +126,7 @@ Deno.test("reins show RUN --json prints record, events, problems and pending", a
   });
   assert.equal(result.code, 0, result.stderr);
   const shown = JSON.parse(result.stdout);
-  assert.deepEqual(shown.record, loadRun(home.path, writer.runId));
+  assert.deepEqual(shown.record, home.store.loadRun(writer.runId));
   assert.deepEqual(shown.events.map((e: { type: string }) => e.type), [
     "run.started",
     "message.completed",
@@ -138,7 +139,7 @@ Deno.test("reins show RUN --json prints record, events, problems and pending", a
 
 Deno.test("reins show warns about damaged lines and a damaged run.json, and does not crash", async () => {
   await using home = await dataRoot();
-  const writer = record(home.path);
+  const writer = record(home.store);
   writer.close();
   const dir = `${home.path}/runs/${writer.runId}`;
   Deno.writeTextFileSync(`${dir}/events.jsonl`, '{"broken": true}\n{"id":', { append: true });
@@ -177,7 +178,7 @@ Deno.test("reins show warns about damaged lines and a damaged run.json, and does
 
 Deno.test("reins show exits 3 for no such run and 2 for an ambiguous prefix", async () => {
   await using home = await dataRoot();
-  for (let i = 0; i < 2; i++) record(home.path).close();
+  for (let i = 0; i < 2; i++) record(home.store).close();
   const missing = await reins(["show", "ffffffff"], { home: home.path, cwd: home.cwd });
   assert.equal(missing.code, 3);
   assert.match(
@@ -196,9 +197,9 @@ Deno.test("reins show exits 3 for no such run and 2 for an ambiguous prefix", as
 
 Deno.test("reins recover interrupts what was left running and reindex rebuilds the index", async () => {
   await using home = await dataRoot();
-  const done = record(home.path);
+  const done = record(home.store);
   done.close();
-  const left = record(home.path, { settle: false });
+  const left = record(home.store, { settle: false });
   left.close();
   Deno.removeSync(`${home.path}/index.sqlite`);
   const result = await reins(["recover", "--reindex"], { home: home.path, cwd: home.cwd });
@@ -208,7 +209,7 @@ Deno.test("reins recover interrupts what was left running and reindex rebuilds t
     result.stderr,
     "checked 2 runs, 1 interrupted, 0 repaired, 0 still running, index rebuilt with 2 runs\n",
   );
-  assert.equal(loadRun(home.path, left.runId).status, "interrupted");
+  assert.equal(home.store.loadRun(left.runId).status, "interrupted");
   const again = await reins(["recover", "--json"], { home: home.path, cwd: home.cwd });
   assert.deepEqual(JSON.parse(again.stdout), {
     checked: 2,

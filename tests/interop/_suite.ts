@@ -88,6 +88,7 @@ export async function driveTurn(
   );
   const result = await spec.create().start(
     driverInput({
+      harness: spec.driver,
       settings,
       cwd: scratch.cwd,
       env: scratch.env,

@@ -5,8 +5,7 @@ import assert from "node:assert/strict";
 import { loadSettings } from "../../lib/core/config.ts";
 import { exportOnSettle } from "../../lib/otel/export.ts";
 import { listOtlpEntryIds, readOtlpEntry } from "../../lib/otel/outbox.ts";
-import { inspectRun } from "../../lib/store/run_record.ts";
-import { readEvents } from "../../lib/store/event_log.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { reins, tempDir } from "../support/reins.ts";
 import { type Answer, startFakeCollector } from "../fixtures/fake_otlp.ts";
 
@@ -26,10 +25,10 @@ function settleWith(home: string, env: Record<string, string>) {
         home,
         settings,
         runId,
-        load: (id) => ({
-          record: inspectRun(home, id).record,
-          events: readEvents(home, id).events,
-        }),
+        load: (id) => {
+          using store = openStore(home);
+          return { record: store.inspectRun(id).record, events: store.readEvents(id).events };
+        },
         warn: (message) => warnings.push(message),
         budgetMs,
       }),

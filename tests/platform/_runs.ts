@@ -1,11 +1,8 @@
-// Runs for the platform tests, made with the real run store (lib/store/runs.ts): a record, the
-// events a driver would emit, and an outcome.
-import { createRun } from "../../lib/store/runs.ts";
+// Runs for the platform tests, made with the real run store (lib/store/store.ts): a record, the
+// events a driver would emit, and an outcome. Each makeRun opens and closes a store of its own,
+// as the process that recorded the run would.
+import { openStore } from "../../lib/store/store.ts";
 import type { EventInput, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
-import { readEvents } from "../../lib/store/event_log.ts";
-import { loadRun } from "../../lib/store/run_record.ts";
-import { closeIndexes } from "../../lib/store/index_db.ts";
-import { attachFile } from "../../lib/platform/attachments.ts";
 
 export interface MadeRun {
   record: RunRecord;
@@ -64,7 +61,8 @@ export function conversation(answer = "The tests pass now."): EventInput[] {
 }
 
 export async function makeRun(home: string, spec: RunSpec = {}): Promise<MadeRun> {
-  const writer = createRun(home, {
+  using store = openStore(home);
+  const writer = store.createRun({
     sessionId: crypto.randomUUID(),
     contextId: null,
     harness: spec.harness ?? "claude-code",
@@ -78,7 +76,7 @@ export async function makeRun(home: string, spec: RunSpec = {}): Promise<MadeRun
     for (const path of spec.attach ?? []) {
       writer.append({
         type: "attachment.added",
-        payload: await attachFile(home, writer.runId, path),
+        payload: await store.attachFile(writer.runId, path),
       });
     }
     const outcome = spec.outcome ?? { status: "completed" };
@@ -96,8 +94,7 @@ export async function makeRun(home: string, spec: RunSpec = {}): Promise<MadeRun
   } finally {
     writer.close();
   }
-  const record = loadRun(home, writer.runId);
-  const { events } = readEvents(home, writer.runId);
-  closeIndexes();
+  const record = store.loadRun(writer.runId);
+  const { events } = store.readEvents(writer.runId);
   return { record, events };
 }

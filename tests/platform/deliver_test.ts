@@ -15,7 +15,7 @@ import { personaOf, selectorOf } from "../../lib/platform/payloads.ts";
 import { readReported } from "../../lib/platform/reported.ts";
 import type { RetryPolicy } from "../../lib/net/retry.ts";
 import { type RunReport, runReportOf } from "../../lib/platform/run_outcome.ts";
-import { runDir } from "../../lib/store/run_files.ts";
+import { Layout } from "../../lib/store/layout.ts";
 import { type FakePlatformOptions, startFakePlatform } from "../fixtures/fake_platform.ts";
 import { tempDir } from "../support/reins.ts";
 import { makeRun, type RunSpec } from "./_runs.ts";
@@ -59,7 +59,7 @@ async function world(
         const runs: RunReport[] = [];
         for (const spec of specs) {
           const { record, events } = await makeRun(home, spec);
-          runs.push(runReportOf(record, events, { runDir: runDir(home, record.id) }));
+          runs.push(runReportOf(record, events, { runDir: new Layout(home).run(record.id) }));
         }
         return { id: createReport(home, { name, scenarios: runs, target }).id, runs };
       },
@@ -340,7 +340,9 @@ Deno.test("deliverEntry() does not touch a report another process is sending", a
 Deno.test("a live report pings each scenario as it starts and sends its result as it finishes", async () => {
   await world(async ({ home, platform, client, target }) => {
     const made = await makeRun(home, { goal: "Deploy" });
-    const run = runReportOf(made.record, made.events, { runDir: runDir(home, made.record.id) });
+    const run = runReportOf(made.record, made.events, {
+      runDir: new Layout(home).run(made.record.id),
+    });
     const entry = createReport(home, {
       name: "suite",
       target,

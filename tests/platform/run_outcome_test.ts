@@ -1,8 +1,7 @@
 // One recorded run (made with the real store) as one platform scenario.
 import assert from "node:assert/strict";
-import { runDir } from "../../lib/store/run_files.ts";
-import { appendToRun } from "../../lib/store/runs.ts";
-import { readEvents } from "../../lib/store/event_log.ts";
+import { Layout } from "../../lib/store/layout.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { resultOf } from "../../lib/platform/payloads.ts";
 import { runReportOf, scenarioKeyOf } from "../../lib/platform/run_outcome.ts";
 import { tempDir } from "../support/reins.ts";
@@ -13,7 +12,7 @@ Deno.test("runReportOf() turns a completed run into a passed scenario with its t
   const { record, events } = await makeRun(dir.path, {
     outcome: { status: "completed", result: "The tests pass now.\nDetails follow." },
   });
-  const report = runReportOf(record, events, { runDir: runDir(dir.path, record.id) });
+  const report = runReportOf(record, events, { runDir: new Layout(dir.path).run(record.id) });
   const key = scenarioKeyOf(record);
   assert.match(key, /^fix-the-failing-test-[0-9a-f]{8}$/);
   assert.deepEqual(report.scenario, {
@@ -122,11 +121,12 @@ Deno.test("runReportOf() leaves out events marked ignored and flushes unfinished
     ],
   });
   // A late message after the outcome is stored as ignored evidence.
-  appendToRun(dir.path, record.id, {
+  using store = openStore(dir.path);
+  store.appendToRun(record.id, {
     type: "message.completed",
     payload: { role: "assistant", text: "too late" },
   });
-  const all = readEvents(dir.path, record.id).events;
+  const all = store.readEvents(record.id).events;
   assert.ok(all.some((event) => event.ignored !== undefined));
   const result = resultOf(runReportOf(record, all, { runDir: "/x" }).outcome);
   assert.deepEqual(result.transcript, [
@@ -148,7 +148,9 @@ Deno.test("runReportOf() lists attachments as recordings with absolute paths", a
     events: conversation(),
     attach: [source],
   });
-  const report = runReportOf(record, events, { runDir: runDir(`${dir.path}/home`, record.id) });
+  const report = runReportOf(record, events, {
+    runDir: new Layout(`${dir.path}/home`).run(record.id),
+  });
   assert.deepEqual(report.recordings, [{
     name: "call.wav",
     path: `${dir.path}/home/runs/${record.id}/attachments/call.wav`,

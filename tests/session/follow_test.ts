@@ -2,16 +2,20 @@
 // Following from another process is tested end to end in tests/e2e/show_test.ts.
 import assert from "node:assert/strict";
 import type { RunEvent, RunRecord } from "../../lib/store/contracts.ts";
-import { createRun } from "../../lib/store/runs.ts";
-import { EventTail, followRun, PendingTracker, type TailBatch } from "../../lib/session/follow.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
+import { followRun, PendingTracker, type TailBatch } from "../../lib/session/follow.ts";
 
 const FIXTURES = new URL("../fixtures/session/", import.meta.url).pathname;
 
-async function withHome(fn: (home: string) => Promise<void> | void): Promise<void> {
+async function withHome(
+  fn: (home: string, store: Store) => Promise<void> | void,
+): Promise<void> {
   const home = await Deno.makeTempDir({ prefix: "reins-follow-" });
+  const store = openStore(home);
   try {
-    await fn(home);
+    await fn(home, store);
   } finally {
+    store.close();
     await Deno.remove(home, { recursive: true });
   }
 }
@@ -33,8 +37,8 @@ function install(home: string, name: string, lines?: (all: string[]) => string[]
 const sequences = (batch: TailBatch) => batch.events.map((event) => event.sequence);
 
 Deno.test("EventTail.read() returns only the events appended since its last read", async () => {
-  await withHome((home) => {
-    const writer = createRun(home, {
+  await withHome((home, store) => {
+    const writer = store.createRun({
       sessionId: "s",
       contextId: null,
       harness: "test",
@@ -43,7 +47,7 @@ Deno.test("EventTail.read() returns only the events appended since its last read
       cwd: home,
       goal: "tail",
     });
-    const tail = new EventTail(home, writer.runId);
+    const tail = store.tail(writer.runId);
     writer.append({ type: "heartbeat", payload: { iteration: 0 } });
     assert.deepEqual(sequences(tail.read()), [0, 1]);
     assert.deepEqual(sequences(tail.read()), []);
@@ -55,9 +59,9 @@ Deno.test("EventTail.read() returns only the events appended since its last read
 });
 
 Deno.test("EventTail.read() leaves a line being written for the read after it is whole", async () => {
-  await withHome((home) => {
+  await withHome((home, store) => {
     const { record, lines, path } = install(home, "loop_tools", (all) => all.slice(0, 10));
-    const tail = new EventTail(home, record.id);
+    const tail = store.tail(record.id);
     assert.equal(tail.read().events.length, 10);
     const next = new TextEncoder().encode(`${lines[10]}\n`);
     Deno.writeFileSync(path, next.subarray(0, 25), { append: true });
@@ -70,9 +74,9 @@ Deno.test("EventTail.read() leaves a line being written for the read after it is
 });
 
 Deno.test("EventTail.read() reports bad lines with their line numbers in the whole file", async () => {
-  await withHome((home) => {
+  await withHome((home, store) => {
     const { record, lines, path } = install(home, "loop_tools", (all) => all.slice(0, 3));
-    const tail = new EventTail(home, record.id);
+    const tail = store.tail(record.id);
     tail.read();
     Deno.writeTextFileSync(path, `not json\n${lines[3]}\n{"type":"heartbeat"}\n`, { append: true });
     const batch = tail.read();
@@ -83,7 +87,7 @@ Deno.test("EventTail.read() reports bad lines with their line numbers in the who
 });
 
 Deno.test("EventTail.readEach() hands a long backlog over in pieces, in order", async () => {
-  await withHome((home) => {
+  await withHome((home, store) => {
     const { record, lines } = install(home, "loop_tools");
     // Every line again and again under growing sequences: about 3 MB.
     const template = JSON.parse(lines[9]) as RunEvent;
@@ -94,27 +98,27 @@ Deno.test("EventTail.readEach() hands a long backlog over in pieces, in order", 
     }
     Deno.writeTextFileSync(path, `${extra.join("\n")}\n`, { append: true });
     const pieces: number[][] = [];
-    new EventTail(home, record.id).readEach((batch) => pieces.push(sequences(batch)));
+    store.tail(record.id).readEach((batch) => pieces.push(sequences(batch)));
     assert.ok(pieces.length >= 2, `${pieces.length} pieces`);
     assert.deepEqual(pieces.flat(), Array.from({ length: 12_000 }, (_, i) => i));
   });
 });
 
 Deno.test("EventTail.read() reads a line longer than a piece whole", async () => {
-  await withHome((home) => {
+  await withHome((home, store) => {
     const { record, lines, path } = install(home, "loop_tools", (all) => all.slice(0, 7));
     const big = JSON.parse(lines[7]);
     big.payload.result = "x".repeat(3 << 20);
     Deno.writeTextFileSync(path, `${JSON.stringify(big)}\n${lines[8]}\n`, { append: true });
-    const batch = new EventTail(home, record.id).read();
+    const batch = store.tail(record.id).read();
     assert.deepEqual(sequences(batch), [0, 1, 2, 3, 4, 5, 6, 7, 8]);
     assert.equal((batch.events[7].payload as { result: string }).result.length, 3 << 20);
   });
 });
 
 Deno.test("followRun() yields events as another writer appends them and ends on its outcome", async () => {
-  await withHome(async (home) => {
-    const writer = createRun(home, {
+  await withHome(async (home, store) => {
+    const writer = store.createRun({
       sessionId: "s",
       contextId: null,
       harness: "test",
@@ -133,7 +137,7 @@ Deno.test("followRun() yields events as another writer appends them and ends on 
       }
     }, 20);
     const seen: number[] = [];
-    const follower = followRun(home, writer.runId, { intervalMs: 5 });
+    const follower = followRun(store, writer.runId, { intervalMs: 5 });
     let next = await follower.next();
     while (!next.done) {
       seen.push(...sequences(next.value));
@@ -145,10 +149,10 @@ Deno.test("followRun() yields events as another writer appends them and ends on 
 });
 
 Deno.test("followRun() ends when run.json says the run settled, though its log has no outcome", async () => {
-  await withHome(async (home) => {
+  await withHome(async (home, store) => {
     const { record } = install(home, "loop_tools", (all) => all.slice(0, -1));
     let count = 0;
-    const follower = followRun(home, record.id, { intervalMs: 5, recordCheckMs: 0 });
+    const follower = followRun(store, record.id, { intervalMs: 5, recordCheckMs: 0 });
     let next = await follower.next();
     while (!next.done) {
       count += next.value.events.length;
@@ -160,11 +164,11 @@ Deno.test("followRun() ends when run.json says the run settled, though its log h
 });
 
 Deno.test("followRun() marks interrupted a run whose owner is gone, and ends", async () => {
-  await withHome(async (home) => {
+  await withHome(async (home, store) => {
     // Recorded while it waited; no process owns it here.
     const { record } = install(home, "approval_waiting");
     const types: string[] = [];
-    const follower = followRun(home, record.id, { intervalMs: 5, recordCheckMs: 0 });
+    const follower = followRun(store, record.id, { intervalMs: 5, recordCheckMs: 0 });
     let next = await follower.next();
     while (!next.done) {
       types.push(...next.value.events.map((event) => event.type));
@@ -177,8 +181,8 @@ Deno.test("followRun() marks interrupted a run whose owner is gone, and ends", a
 });
 
 Deno.test("followRun() returns null when its signal stops it first", async () => {
-  await withHome(async (home) => {
-    const writer = createRun(home, {
+  await withHome(async (home, store) => {
+    const writer = store.createRun({
       sessionId: "s",
       contextId: null,
       harness: "test",
@@ -189,7 +193,7 @@ Deno.test("followRun() returns null when its signal stops it first", async () =>
     });
     const stop = new AbortController();
     setTimeout(() => stop.abort(), 50);
-    const follower = followRun(home, writer.runId, { intervalMs: 5, signal: stop.signal });
+    const follower = followRun(store, writer.runId, { intervalMs: 5, signal: stop.signal });
     let next = await follower.next();
     while (!next.done) next = await follower.next();
     assert.equal(next.value, null);

@@ -3,7 +3,7 @@
 //   own HOME COUNT SPIN_MS           create a run, print its id, append COUNT events (spinning
 //                                    about SPIN_MS between them, sizes up to 8 KiB), print "done",
 //                                    then wait for stdin to close and exit without settling it
-import { createRun, RunAppender } from "../../lib/store/run_writer.ts";
+import { openStore } from "../../lib/store/store.ts";
 
 export function filler(worker: number, index: number): string {
   // Sizes from a few bytes to 8 KiB, so a kill can land in the middle of a long line.
@@ -18,9 +18,10 @@ function spin(ms: number): void {
 
 if (import.meta.main) {
   const [job, home, ...rest] = Deno.args;
+  using store = openStore(home);
   if (job === "append") {
     const [runId, worker, count] = rest;
-    const appender = RunAppender.open(home, runId);
+    const appender = store.openRun(runId);
     for (let i = 0; i < Number(count); i++) {
       appender.append({
         type: "message.delta",
@@ -30,7 +31,7 @@ if (import.meta.main) {
     appender.close();
   } else if (job === "own") {
     const [count, spinMs] = rest;
-    const writer = createRun(home, {
+    const writer = store.createRun({
       sessionId: "child-session",
       contextId: null,
       harness: "test",

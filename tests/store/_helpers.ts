@@ -1,18 +1,34 @@
-// Shared by the store tests: a data root in a temp dir (its index connection closed before it is
-// removed), a run's init, and small readers of the files as they are on disk.
+// Shared by the store tests: a data root in a temp dir with its store open (closed before the
+// directory is removed), a run's init, and small readers of the files as they are on disk.
 import type { RunInit } from "../../lib/store/run_writer.ts";
-import { closeIndex } from "../../lib/store/index_db.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
 
 export const REPO = new URL("../../", import.meta.url).pathname;
 export const CHILD = new URL("./_child.ts", import.meta.url).pathname;
 
-export async function storeHome(): Promise<{ path: string } & AsyncDisposable> {
+export interface StoreHome extends AsyncDisposable {
+  /** The data root (not created until something is written). */
+  path: string;
+  /** The store of `path`, open for the test's life. */
+  store: Store;
+  /** Another store of the same data root, as a second process would have (closed at the end). */
+  reopen(): Store;
+}
+
+export async function storeHome(): Promise<StoreHome> {
   const parent = await Deno.makeTempDir({ prefix: "reins-store-" });
   const path = `${parent}/home`;
+  const stores = [openStore(path)];
   return {
     path,
+    store: stores[0],
+    reopen() {
+      const store = openStore(path);
+      stores.push(store);
+      return store;
+    },
     async [Symbol.asyncDispose]() {
-      closeIndex(path);
+      for (const store of stores) store.close();
       await Deno.remove(parent, { recursive: true }).catch(() => {});
     },
   };

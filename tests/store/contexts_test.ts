@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { ContextMap, readHarnessSession } from "../../lib/store/contexts.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { tempDir } from "../support/reins.ts";
 
 const SESSION = {
@@ -14,7 +16,7 @@ function mode(path: string): number {
 }
 
 Deno.test("ContextMap.entryPath() gives no file to an id that is not a path segment", () => {
-  const map = new ContextMap("/root");
+  const map = new ContextMap(new DataRoot("/root"));
   assert.equal(map.entryPath("../escape"), null);
   assert.equal(map.entryPath(".hidden"), null);
   assert.equal(map.entryPath("a/b"), null);
@@ -41,7 +43,8 @@ Deno.test("ContextMap.put() does not remember an empty session id", () => {
 Deno.test("ContextMap round-trips through a data root: 0600 file, 0700 dirs, created_ms kept, updated_ms moved", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
-  const map = new ContextMap(home);
+  using store = openStore(home);
+  const map = store.contexts;
   const first = map.put("ctx_1", SESSION, 1_000)!;
   const path = map.entryPath("ctx_1")!;
   const onDisk = readHarnessSession(path)!;
@@ -60,7 +63,8 @@ Deno.test("ContextMap round-trips through a data root: 0600 file, 0700 dirs, cre
     assert.equal(mode(d), 0o700, d);
   }
 
-  const reread = new ContextMap(home);
+  using other = openStore(home);
+  const reread = other.contexts;
   assert.equal(reread.get("ctx_1")?.session_id, "sess-1");
   reread.put("ctx_1", { ...SESSION, sessionId: "sess-2", nativeSessionId: "native-9" }, 2_000);
   const updated = readHarnessSession(path)!;
@@ -72,7 +76,7 @@ Deno.test("ContextMap round-trips through a data root: 0600 file, 0700 dirs, cre
 
   assert.equal(reread.forget("ctx_1"), "sess-2");
   assert.equal(await Deno.stat(path).catch(() => null), null);
-  assert.equal(new ContextMap(home).get("ctx_1"), null);
+  assert.equal(map.get("ctx_1"), null, "another store's forget is seen: the file is the truth");
   assert.equal(reread.forget("ctx_1"), null);
 });
 
@@ -96,7 +100,8 @@ Deno.test("ContextMap.put() reports an unwritable root once and goes on in memor
   const blocked = `${dir.path}/blocked`;
   Deno.writeTextFileSync(blocked, "not a directory");
   const reports: string[] = [];
-  const map = new ContextMap(blocked, (message) => reports.push(message));
+  using store = openStore(blocked, { warn: (message) => reports.push(message) });
+  const map = store.contexts;
   map.put("ctx_1", SESSION);
   map.put("ctx_1", { ...SESSION, sessionId: "sess-2" });
   assert.equal(Deno.statSync(blocked).isFile, true);

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { nowIso } from "../../lib/core/clock.ts";
-import { EventLog, parseEventLog, readEvents } from "../../lib/store/event_log.ts";
-import { createRun } from "../../lib/store/run_writer.ts";
+import { EventLog, parseEventLog } from "../../lib/store/event_log.ts";
 import { logLines, runInit, storeHome } from "./_helpers.ts";
 
 const RUN = "01900000-0000-7000-8000-000000000001";
@@ -74,14 +73,14 @@ Deno.test("parseEventLog() returns exactly the valid lines, in order, whatever i
 
 Deno.test("readEvents() reads a missing log as empty", async () => {
   await using home = await storeHome();
-  assert.deepEqual(readEvents(home.path, RUN), { events: [], problems: [], tornLine: null });
+  assert.deepEqual(home.store.readEvents(RUN), { events: [], problems: [], tornLine: null });
 });
 
 Deno.test("EventLog.append() gives two handles on one log one gap-free sequence", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
-  const a = EventLog.open(home.path, writer.runId, "session-1");
-  const b = EventLog.open(home.path, writer.runId, "session-1");
+  using writer = home.store.createRun(runInit());
+  const a = EventLog.open(home.store, writer.runId, "session-1");
+  const b = EventLog.open(home.store, writer.runId, "session-1");
   try {
     const sequences: number[] = [];
     for (let i = 0; i < 50; i++) {
@@ -89,7 +88,7 @@ Deno.test("EventLog.append() gives two handles on one log one gap-free sequence"
       sequences.push(log.append({ type: "heartbeat", payload: { iteration: i } }).sequence);
     }
     assert.deepEqual(sequences, Array.from({ length: 50 }, (_, i) => i + 1));
-    assert.deepEqual(readEvents(home.path, writer.runId).events.map((e) => e.sequence), [
+    assert.deepEqual(home.store.readEvents(writer.runId).events.map((e) => e.sequence), [
       0,
       ...sequences,
     ]);
@@ -101,8 +100,8 @@ Deno.test("EventLog.append() gives two handles on one log one gap-free sequence"
 
 Deno.test("EventLog.append() marks ignored what a handle appends after another settled the run", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
-  const other = EventLog.open(home.path, writer.runId, "session-1");
+  using writer = home.store.createRun(runInit());
+  const other = EventLog.open(home.store, writer.runId, "session-1");
   try {
     other.append({ type: "failed", payload: { reason: "stopped from elsewhere", result: null } });
     const late = writer.append({ type: "heartbeat", payload: { iteration: 1 } });
@@ -116,7 +115,7 @@ Deno.test("EventLog.append() marks ignored what a handle appends after another s
 
 Deno.test("EventLog.append() refuses an invalid event, naming its type and the field", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   assert.throws(
     // deno-lint-ignore no-explicit-any
     () => writer.append({ type: "message.delta", payload: { role: "assistant", text: 3 } } as any),
@@ -137,7 +136,7 @@ Deno.test("EventLog.append() refuses an invalid event, naming its type and the f
 
 Deno.test("EventLog.append() repairs a torn tail before writing, and the sequence goes on", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
   // Another writer can only write (and die mid-line) once this one has let go of the lock.
   await Promise.resolve();
@@ -145,7 +144,7 @@ Deno.test("EventLog.append() repairs a torn tail before writing, and the sequenc
   Deno.writeTextFileSync(path, line(2).slice(0, 25), { append: true });
   const next = writer.append({ type: "heartbeat", payload: { iteration: 2 } });
   assert.equal(next.sequence, 2);
-  const read = readEvents(home.path, writer.runId);
+  const read = home.store.readEvents(writer.runId);
   assert.deepEqual(read.events.map((e) => e.sequence), [0, 1, 2]);
   assert.deepEqual(read.problems, []);
   assert.equal(Deno.readTextFileSync(`${path}.torn`), `${line(2).slice(0, 25)}\n`);
@@ -159,7 +158,7 @@ Deno.test("nowIso() is the current time as an ISO string", () => {
 
 Deno.test("EventLog.append() holds the owner's lock through a burst and lets go when the task ends", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   const probe = Deno.openSync(`${home.path}/runs/${writer.runId}/events.jsonl`, { read: true });
   try {
     for (let i = 0; i < 3; i++) writer.append({ type: "heartbeat", payload: { iteration: i } });
@@ -172,7 +171,7 @@ Deno.test("EventLog.append() holds the owner's lock through a burst and lets go 
   }
   // Another handle of this process in the same burst takes the lock over instead of deadlocking.
   writer.append({ type: "heartbeat", payload: { iteration: 3 } });
-  const other = EventLog.open(home.path, writer.runId, "session-1");
+  const other = EventLog.open(home.store, writer.runId, "session-1");
   try {
     assert.equal(other.append({ type: "heartbeat", payload: { iteration: 4 } }).sequence, 5);
     assert.equal(writer.append({ type: "heartbeat", payload: { iteration: 5 } }).sequence, 6);

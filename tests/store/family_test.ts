@@ -1,14 +1,7 @@
 import assert from "node:assert/strict";
 import type { EventInput, RunEvent } from "../../lib/store/contracts.ts";
-import {
-  appendToRun,
-  createRun,
-  pendingDecisions,
-  readEvents,
-  runFamily,
-  sessionEvents,
-  updateRun,
-} from "../../lib/store/runs.ts";
+import { pendingDecisions } from "../../lib/store/decisions.ts";
+import type { Store } from "../../lib/store/store.ts";
 import { runInit, storeHome } from "./_helpers.ts";
 
 const usage = (inputTokens: number, costUsd: number | null): EventInput => ({
@@ -24,8 +17,8 @@ const usage = (inputTokens: number, costUsd: number | null): EventInput => ({
   },
 });
 
-function run(home: string, parentRunId: string | null, events: EventInput[], settle = true) {
-  const writer = createRun(home, runInit({ parentRunId }));
+function run(store: Store, parentRunId: string | null, events: EventInput[], settle = true) {
+  const writer = store.createRun(runInit({ parentRunId }));
   for (const event of events) writer.append(event);
   if (settle) writer.append({ type: "completed", payload: { reason: null, result: null } });
   writer.close();
@@ -34,13 +27,13 @@ function run(home: string, parentRunId: string | null, events: EventInput[], set
 
 Deno.test("runFamily() gathers a root and all its descendants, oldest first, from any member", async () => {
   await using home = await storeHome();
-  const root = run(home.path, null, [usage(10, 0.5)]);
-  const child = run(home.path, root, [usage(5, 0.25), usage(7, 0.25)]);
-  const grandchild = run(home.path, child, [usage(1, 0.125)]);
-  const sibling = run(home.path, root, [usage(2, 0.125)]);
-  run(home.path, null, [usage(100, 1)]); // not of the family
+  const root = run(home.store, null, [usage(10, 0.5)]);
+  const child = run(home.store, root, [usage(5, 0.25), usage(7, 0.25)]);
+  const grandchild = run(home.store, child, [usage(1, 0.125)]);
+  const sibling = run(home.store, root, [usage(2, 0.125)]);
+  run(home.store, null, [usage(100, 1)]); // not of the family
   for (const member of [root, grandchild]) {
-    const family = runFamily(home.path, member);
+    const family = home.store.runFamily(member);
     assert.equal(family.rootRunId, root);
     assert.deepEqual(family.runs.map((m) => m.record.id), [root, child, grandchild, sibling]);
     assert.deepEqual(family.runs.map((m) => m.usage?.inputTokens), [10, 7, 1, 2]);
@@ -59,9 +52,9 @@ Deno.test("runFamily() gathers a root and all its descendants, oldest first, fro
 
 Deno.test("runFamily() sums a counter as null when any member lacks it, and says when one is active", async () => {
   await using home = await storeHome();
-  const root = run(home.path, null, [usage(10, 0.5)]);
-  run(home.path, root, [], false);
-  const family = runFamily(home.path, root);
+  const root = run(home.store, null, [usage(10, 0.5)]);
+  run(home.store, root, [], false);
+  const family = home.store.runFamily(root);
   assert.equal(family.runs[1].usage, null);
   assert.equal(family.usage.inputTokens, null);
   assert.equal(family.settled, false);
@@ -69,22 +62,22 @@ Deno.test("runFamily() sums a counter as null when any member lacks it, and says
 
 Deno.test("runFamily() ignores usage that arrived after a run settled", async () => {
   await using home = await storeHome();
-  const root = run(home.path, null, [usage(10, 0.5)]);
-  appendToRun(home.path, root, usage(999, 9));
-  assert.equal(runFamily(home.path, root).usage.inputTokens, 10);
+  const root = run(home.store, null, [usage(10, 0.5)]);
+  home.store.appendToRun(root, usage(999, 9));
+  assert.equal(home.store.runFamily(root).usage.inputTokens, 10);
 });
 
 Deno.test("runFamily() stops at a cycle of parents instead of looping", async () => {
   await using home = await storeHome();
-  const a = run(home.path, null, []);
-  const b = run(home.path, a, []);
-  const c = run(home.path, b, []);
-  updateRun(home.path, a, { parentRunId: c });
+  const a = run(home.store, null, []);
+  const b = run(home.store, a, []);
+  const c = run(home.store, b, []);
+  home.store.updateRun(a, { parentRunId: c });
   for (const member of [a, b, c]) {
-    const family = runFamily(home.path, member);
+    const family = home.store.runFamily(member);
     assert.deepEqual(new Set(family.runs.map((m) => m.record.id)), new Set([a, b, c]));
   }
-  assert.throws(() => runFamily(home.path, "01900000-0000-7000-8000-000000000000"), {
+  assert.throws(() => home.store.runFamily("01900000-0000-7000-8000-000000000000"), {
     name: "NotFoundError",
   });
 });
@@ -95,31 +88,31 @@ Deno.test("sessionEvents() returns a session's events oldest run first, without 
     type: "message.completed",
     payload: { role: "user", text },
   });
-  const first = createRun(home.path, runInit({ sessionId: "conv" }));
+  const first = home.store.createRun(runInit({ sessionId: "conv" }));
   first.append(say("one"));
   first.append({ type: "completed", payload: { reason: null, result: null } });
   first.append(say("late"));
   first.close();
-  const other = createRun(home.path, runInit({ sessionId: "elsewhere" }));
+  const other = home.store.createRun(runInit({ sessionId: "elsewhere" }));
   other.append(say("other"));
   other.close();
-  using second = createRun(home.path, runInit({ sessionId: "conv" }));
+  using second = home.store.createRun(runInit({ sessionId: "conv" }));
   second.append(say("two"));
   const texts = (events: RunEvent[]) =>
     events.filter((e) => e.type === "message.completed").map((e) =>
       (e.payload as { text: string }).text
     );
-  assert.deepEqual(texts(sessionEvents(home.path, "conv")), ["one", "two"]);
+  assert.deepEqual(texts(home.store.sessionEvents("conv")), ["one", "two"]);
   assert.deepEqual(
-    texts(sessionEvents(home.path, "conv", { excludeRunId: second.runId })),
+    texts(home.store.sessionEvents("conv", { excludeRunId: second.runId })),
     ["one"],
   );
-  assert.deepEqual(sessionEvents(home.path, "nobody"), []);
+  assert.deepEqual(home.store.sessionEvents("nobody"), []);
 });
 
 Deno.test("pendingDecisions() lists unanswered approvals and questions, oldest first", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   const ask = (approvalId: string): EventInput => ({
     type: "approval.requested",
     payload: { approvalId, tool: "write_file", args: { path: approvalId } },
@@ -129,15 +122,15 @@ Deno.test("pendingDecisions() lists unanswered approvals and questions, oldest f
   writer.append(ask("a2"));
   writer.append(ask("a1"));
   writer.append({ type: "question.requested", payload: { questionId: "q2", text: "how?" } });
-  appendToRun(home.path, writer.runId, {
+  home.store.appendToRun(writer.runId, {
     type: "approval.resolved",
     payload: { approvalId: "a2", decision: "deny", by: "cli" },
   });
-  appendToRun(home.path, writer.runId, {
+  home.store.appendToRun(writer.runId, {
     type: "question.answered",
     payload: { questionId: "q2", answer: "so" },
   });
-  const pending = pendingDecisions(readEvents(home.path, writer.runId).events);
+  const pending = pendingDecisions(home.store.readEvents(writer.runId).events);
   assert.deepEqual(pending.map((d) => [d.kind, d.id, d.sequence]), [
     ["approval", "a1", 1],
     ["question", "q1", 2],
@@ -151,11 +144,11 @@ Deno.test("pendingDecisions() lists unanswered approvals and questions, oldest f
 
 Deno.test("pendingDecisions() counts neither requests nor answers that arrived after the outcome", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   writer.append({ type: "question.requested", payload: { questionId: "q1", text: "?" } });
   writer.append({ type: "failed", payload: { reason: "stopped", result: null } });
   writer.append({ type: "question.answered", payload: { questionId: "q1", answer: "late" } });
   writer.append({ type: "question.requested", payload: { questionId: "q2", text: "late?" } });
-  const pending = pendingDecisions(readEvents(home.path, writer.runId).events);
+  const pending = pendingDecisions(home.store.readEvents(writer.runId).events);
   assert.deepEqual(pending.map((d) => d.id), ["q1"]);
 });

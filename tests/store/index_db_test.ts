@@ -1,53 +1,48 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import {
-  closeIndex,
-  connectIndex,
-  DIRTY_FILE,
-  markIndexDirty,
-  openIndex,
-} from "../../lib/store/index_db.ts";
-import { createRun, listRuns, reconcileInterruptedRuns } from "../../lib/store/runs.ts";
-import { listRunJson } from "../../lib/store/list.ts";
+import { DIRTY_FILE, markIndexDirty, openIndex } from "../../lib/store/index_db.ts";
+import type { Store } from "../../lib/store/store.ts";
 import { modeOf, runInit, storeHome } from "./_helpers.ts";
 
-function makeRuns(home: string, count: number): string[] {
+function makeRuns(store: Store, count: number): string[] {
   return Array.from({ length: count }, (_, i) => {
-    const writer = createRun(home, runInit({ goal: `goal ${i}` }));
+    const writer = store.createRun(runInit({ goal: `goal ${i}` }));
     writer.append({ type: "completed", payload: { reason: null, result: null } });
     writer.close();
     return writer.runId;
   }).reverse();
 }
 
-/** Closes this process's connection and removes the index files (SQLite may have removed some). */
-function dropIndex(home: string): void {
-  closeIndex(home);
+/** Closes the store (its index connection) and removes the index files (SQLite may have removed
+ * some): what the next process to open the data root finds. */
+function dropIndex(store: Store): void {
+  store.close();
   for (const suffix of ["", "-wal", "-shm"]) {
     try {
-      Deno.removeSync(`${home}/index.sqlite${suffix}`);
+      Deno.removeSync(`${store.home}/index.sqlite${suffix}`);
     } catch (error) {
       if (!(error instanceof Deno.errors.NotFound)) throw error;
     }
   }
 }
 
-const ids = (home: string) => listRuns(home, { limit: 100 }).map((r) => r.id);
+const ids = (store: Store) => store.listRuns({ limit: 100 }).map((r) => r.id);
 
 Deno.test("openIndex() rebuilds a missing index from the run files", async () => {
   await using home = await storeHome();
-  const made = makeRuns(home.path, 3);
-  dropIndex(home.path);
-  assert.deepEqual((await listRunJson(home.path)).records.map((t) => JSON.parse(t).id), made);
-  assert.deepEqual(ids(home.path), made);
+  const made = makeRuns(home.store, 3);
+  dropIndex(home.store);
+  const store = home.reopen();
+  assert.deepEqual((await store.listRunJson()).records.map((t) => JSON.parse(t).id), made);
+  assert.deepEqual(ids(store), made);
 });
 
 Deno.test("openIndex() replaces a corrupt index and rebuilds it from the run files", async () => {
   await using home = await storeHome();
-  const made = makeRuns(home.path, 3);
-  dropIndex(home.path);
+  const made = makeRuns(home.store, 3);
+  dropIndex(home.store);
   Deno.writeTextFileSync(`${home.path}/index.sqlite`, "this is not a database ".repeat(300));
-  assert.deepEqual(ids(home.path), made);
+  assert.deepEqual(ids(home.reopen()), made);
   const check = new DatabaseSync(`${home.path}/index.sqlite`);
   assert.deepEqual({ ...check.prepare("PRAGMA integrity_check").get() }, { integrity_check: "ok" });
   check.close();
@@ -55,17 +50,17 @@ Deno.test("openIndex() replaces a corrupt index and rebuilds it from the run fil
 
 Deno.test("openIndex() rebuilds an index of another schema version", async () => {
   await using home = await storeHome();
-  const made = makeRuns(home.path, 2);
-  closeIndex(home.path);
+  const made = makeRuns(home.store, 2);
+  home.store.close();
   const db = new DatabaseSync(`${home.path}/index.sqlite`);
   db.exec("DELETE FROM runs; PRAGMA user_version = 99;");
   db.close();
-  assert.deepEqual(ids(home.path), made);
+  assert.deepEqual(ids(home.reopen()), made);
 });
 
 Deno.test("openIndex() adds a run directory made behind its back and drops a removed one", async () => {
   await using home = await storeHome();
-  const [newest, middle, oldest] = makeRuns(home.path, 3);
+  const [newest, middle, oldest] = makeRuns(home.store, 3);
   Deno.removeSync(`${home.path}/runs/${middle}`, { recursive: true });
   const copy = `${newest.slice(0, -4)}beef`;
   Deno.mkdirSync(`${home.path}/runs/${copy}`);
@@ -73,15 +68,15 @@ Deno.test("openIndex() adds a run directory made behind its back and drops a rem
     const text = Deno.readTextFileSync(`${home.path}/runs/${newest}/${file}`);
     Deno.writeTextFileSync(`${home.path}/runs/${copy}/${file}`, text.replaceAll(newest, copy));
   }
-  assert.deepEqual(new Set(ids(home.path)), new Set([copy, newest, oldest]));
+  assert.deepEqual(new Set(ids(home.store)), new Set([copy, newest, oldest]));
 });
 
 Deno.test("listRunJson() reads the index, not the run files", async () => {
   await using home = await storeHome();
-  const made = makeRuns(home.path, 5);
-  await listRunJson(home.path);
+  const made = makeRuns(home.store, 5);
+  await home.store.listRunJson();
   for (const id of made) Deno.writeTextFileSync(`${home.path}/runs/${id}/run.json`, "garbage");
-  const { records } = await listRunJson(home.path);
+  const { records } = await home.store.listRunJson();
   assert.deepEqual(
     records.map((text) => JSON.parse(text).goal),
     [4, 3, 2, 1, 0].map((i) => `goal ${i}`),
@@ -90,43 +85,47 @@ Deno.test("listRunJson() reads the index, not the run files", async () => {
 
 Deno.test("openIndex() rebuilds the whole index after a writer left index.dirty", async () => {
   await using home = await storeHome();
-  const [id] = makeRuns(home.path, 1);
+  const [id] = makeRuns(home.store, 1);
   const path = `${home.path}/runs/${id}/run.json`;
   Deno.writeTextFileSync(path, Deno.readTextFileSync(path).replace('"goal 0"', '"edited"'));
-  assert.equal(listRuns(home.path)[0].goal, "goal 0", "an edit alone is not noticed");
-  markIndexDirty(home.path);
-  assert.equal((await listRunJson(home.path)).records.map((t) => JSON.parse(t).goal)[0], "edited");
+  assert.equal(home.store.listRuns()[0].goal, "goal 0", "an edit alone is not noticed");
+  markIndexDirty(home.store);
+  assert.equal(
+    (await home.store.listRunJson()).records.map((t) => JSON.parse(t).goal)[0],
+    "edited",
+  );
   assert.throws(() => Deno.statSync(`${home.path}/${DIRTY_FILE}`), Deno.errors.NotFound);
 });
 
 Deno.test("reconcileInterruptedRuns() with reindex rebuilds rows edited behind the index's back", async () => {
   await using home = await storeHome();
-  const [id] = makeRuns(home.path, 1);
+  const [id] = makeRuns(home.store, 1);
   const path = `${home.path}/runs/${id}/run.json`;
   Deno.writeTextFileSync(path, Deno.readTextFileSync(path).replace('"goal 0"', '"edited"'));
-  const report = reconcileInterruptedRuns(home.path, { reindex: true });
+  const report = home.store.reconcileInterruptedRuns({ reindex: true });
   assert.equal(report.reindexed, 1);
-  assert.equal(listRuns(home.path)[0].goal, "edited");
+  assert.equal(home.store.listRuns()[0].goal, "edited");
 });
 
-Deno.test("connectIndex() keeps the index files private, 0600", async () => {
+Deno.test("DataRoot.connectIndex() keeps the index files private, 0600", async () => {
   await using home = await storeHome();
-  makeRuns(home.path, 1);
+  makeRuns(home.store, 1);
   for (const suffix of ["", "-wal", "-shm"]) {
     assert.equal(modeOf(`${home.path}/index.sqlite${suffix}`), 0o600, suffix);
   }
-  closeIndex(home.path);
+  home.store.close();
   Deno.chmodSync(`${home.path}/index.sqlite`, 0o644);
-  connectIndex(home.path);
+  home.reopen().connectIndex();
   assert.equal(modeOf(`${home.path}/index.sqlite`), 0o600);
 });
 
 Deno.test("openIndex() falls back to an index in memory when the file cannot be used", async () => {
   await using home = await storeHome();
-  const made = makeRuns(home.path, 2);
-  dropIndex(home.path);
+  const made = makeRuns(home.store, 2);
+  dropIndex(home.store);
   Deno.mkdirSync(`${home.path}/index.sqlite`);
-  const index = await openIndex(home.path);
+  const store = home.reopen();
+  const index = await openIndex(store);
   assert.equal(index?.inMemory, true);
-  assert.deepEqual(ids(home.path), made);
+  assert.deepEqual(ids(store), made);
 });

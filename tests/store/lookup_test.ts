@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
-import { createRun, listRuns, resolveRun, resolveRunId } from "../../lib/store/runs.ts";
-import { listRunJson, uniquePrefix } from "../../lib/store/list.ts";
+import { uniquePrefix } from "../../lib/store/list.ts";
+import type { Store } from "../../lib/store/store.ts";
 import { runInit, storeHome } from "./_helpers.ts";
 
 /** Makes runs with the given inits, settling those with a status, oldest first. */
-function makeRuns(home: string, specs: { context?: string; session?: string; settle?: boolean }[]) {
+function makeRuns(store: Store, specs: { context?: string; session?: string; settle?: boolean }[]) {
   return specs.map((spec) => {
-    const writer = createRun(
-      home,
+    const writer = store.createRun(
       runInit({ contextId: spec.context ?? null, sessionId: spec.session ?? "s" }),
     );
     if (spec.settle) writer.append({ type: "completed", payload: { reason: null, result: null } });
@@ -18,19 +17,19 @@ function makeRuns(home: string, specs: { context?: string; session?: string; set
 
 Deno.test("resolveRun() finds a run by its id, a unique prefix of it, or last", async () => {
   await using home = await storeHome();
-  const [first, second] = makeRuns(home.path, [{}, {}]);
-  assert.equal(resolveRun(home.path, first).id, first);
-  assert.equal(resolveRun(home.path, "last").id, second);
+  const [first, second] = makeRuns(home.store, [{}, {}]);
+  assert.equal(home.store.resolveRun(first).id, first);
+  assert.equal(home.store.resolveRun("last").id, second);
   const prefix = uniquePrefix(first, [second]);
-  assert.equal(resolveRunId(home.path, prefix), first);
+  assert.equal(home.store.resolveRunId(prefix), first);
 });
 
 Deno.test("resolveRun() throws UsageError naming the candidates when a prefix is ambiguous", async () => {
   await using home = await storeHome();
-  const ids = makeRuns(home.path, [{}, {}, {}]);
+  const ids = makeRuns(home.store, [{}, {}, {}]);
   const shared = ids[0].slice(0, 4);
   assert.ok(ids.every((id) => id.startsWith(shared)));
-  assert.throws(() => resolveRun(home.path, shared), {
+  assert.throws(() => home.store.resolveRun(shared), {
     name: "UsageError",
     message: `Cannot tell which run "${shared}" means: 3 run ids start with it (${ids.join(", ")})`,
   });
@@ -38,9 +37,9 @@ Deno.test("resolveRun() throws UsageError naming the candidates when a prefix is
 
 Deno.test("resolveRun() throws NotFoundError for no match and for last with no runs", async () => {
   await using home = await storeHome();
-  assert.throws(() => resolveRun(home.path, "last"), { name: "NotFoundError" });
-  makeRuns(home.path, [{}]);
-  assert.throws(() => resolveRun(home.path, "ffff"), {
+  assert.throws(() => home.store.resolveRun("last"), { name: "NotFoundError" });
+  makeRuns(home.store, [{}]);
+  assert.throws(() => home.store.resolveRun("ffff"), {
     name: "NotFoundError",
     message: `No run matches "ffff" in ${home.path}`,
   });
@@ -49,13 +48,13 @@ Deno.test("resolveRun() throws NotFoundError for no match and for last with no r
 Deno.test("resolveRun() refuses a reference that cannot be a run id before touching files", async () => {
   await using home = await storeHome();
   for (const ref of ["../x", "a/b", "", ".hidden"]) {
-    assert.throws(() => resolveRun(home.path, ref), { name: "UsageError" }, ref);
+    assert.throws(() => home.store.resolveRun(ref), { name: "UsageError" }, ref);
   }
 });
 
 Deno.test("resolveRun() finds a run whose directory the index does not know yet", async () => {
   await using home = await storeHome();
-  const [id] = makeRuns(home.path, [{}]);
+  const [id] = makeRuns(home.store, [{}]);
   // A copy of the run under another id, made behind the index's back.
   // Its last four hex digits differ from the original's first of them, so that 33 characters
   // name the copy alone (regression: "beef" collided one time in sixteen).
@@ -65,19 +64,19 @@ Deno.test("resolveRun() finds a run whose directory the index does not know yet"
     const text = Deno.readTextFileSync(`${home.path}/runs/${id}/${file}`).replaceAll(id, copy);
     Deno.writeTextFileSync(`${home.path}/runs/${copy}/${file}`, text);
   }
-  assert.equal(resolveRun(home.path, copy.slice(0, 33)).id, copy);
+  assert.equal(home.store.resolveRun(copy.slice(0, 33)).id, copy);
 });
 
 Deno.test("listRuns() lists newest first, filtered by context, session, status and activity", async () => {
   await using home = await storeHome();
-  const ids = makeRuns(home.path, [
+  const ids = makeRuns(home.store, [
     { context: "a", session: "s1", settle: true },
     { context: "b", session: "s1" },
     { context: "a", session: "s2" },
     { context: "a", session: "s2", settle: true },
   ]);
-  const list = (filter: Parameters<typeof listRuns>[1]) =>
-    listRuns(home.path, filter).map((r) => ids.indexOf(r.id));
+  const list = (filter: Parameters<Store["listRuns"]>[0]) =>
+    home.store.listRuns(filter).map((r) => ids.indexOf(r.id));
   assert.deepEqual(list({}), [3, 2, 1, 0]);
   assert.deepEqual(list({ contextId: "a" }), [3, 2, 0]);
   assert.deepEqual(list({ sessionId: "s1" }), [1, 0]);
@@ -90,13 +89,13 @@ Deno.test("listRuns() lists newest first, filtered by context, session, status a
 
 Deno.test("listRuns() takes 20 by default and refuses a limit outside 1 to 10000", async () => {
   await using home = await storeHome();
-  makeRuns(home.path, Array.from({ length: 22 }, () => ({})));
-  assert.equal(listRuns(home.path).length, 20);
-  assert.equal(listRuns(home.path, { limit: 10_000 }).length, 22);
+  makeRuns(home.store, Array.from({ length: 22 }, () => ({})));
+  assert.equal(home.store.listRuns().length, 20);
+  assert.equal(home.store.listRuns({ limit: 10_000 }).length, 22);
   for (const limit of [0, 10_001, 1.5]) {
-    assert.throws(() => listRuns(home.path, { limit }), { name: "UsageError" });
+    assert.throws(() => home.store.listRuns({ limit }), { name: "UsageError" });
   }
-  assert.throws(() => listRuns(home.path, { status: "done" }), {
+  assert.throws(() => home.store.listRuns({ status: "done" }), {
     name: "UsageError",
     message: 'Unknown run status "done"',
   });
@@ -104,8 +103,8 @@ Deno.test("listRuns() takes 20 by default and refuses a limit outside 1 to 10000
 
 Deno.test("listRunJson() lists nothing and creates nothing when the data root does not exist", async () => {
   await using home = await storeHome();
-  assert.deepEqual(await listRunJson(home.path), { records: [], prefixes: [] });
-  assert.deepEqual(listRuns(home.path), []);
+  assert.deepEqual(await home.store.listRunJson(), { records: [], prefixes: [] });
+  assert.deepEqual(home.store.listRuns(), []);
   assert.throws(() => Deno.statSync(home.path), Deno.errors.NotFound);
 });
 
@@ -117,13 +116,13 @@ Deno.test("uniquePrefix() is the shortest prefix no neighbour shares, 8 characte
 
 Deno.test("listRunJson() gives the same id prefixes for a long listing as for a short one", async () => {
   await using home = await storeHome();
-  makeRuns(home.path, Array.from({ length: 105 }, () => ({})));
-  const short = await listRunJson(home.path, { limit: 100 }, { prefixes: true });
-  const long = await listRunJson(home.path, { limit: 105 }, { prefixes: true });
+  makeRuns(home.store, Array.from({ length: 105 }, () => ({})));
+  const short = await home.store.listRunJson({ limit: 100 }, { prefixes: true });
+  const long = await home.store.listRunJson({ limit: 105 }, { prefixes: true });
   assert.deepEqual(long.prefixes.slice(0, 100), short.prefixes);
   assert.equal(new Set(long.prefixes).size, 105);
   for (const [i, prefix] of long.prefixes.entries()) {
-    assert.equal(resolveRunId(home.path, prefix), JSON.parse(long.records[i]).id);
+    assert.equal(home.store.resolveRunId(prefix), JSON.parse(long.records[i]).id);
   }
-  assert.deepEqual((await listRunJson(home.path, { limit: 3 })).prefixes, []);
+  assert.deepEqual((await home.store.listRunJson({ limit: 3 })).prefixes, []);
 });

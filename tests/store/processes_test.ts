@@ -1,18 +1,18 @@
 // The store against real processes: many appending to one run at once, a writer killed with
 // SIGKILL at random moments, and a live run that another process's recover must not touch.
 import assert from "node:assert/strict";
-import { appendToRun, createRun, loadRun, ownerState, readEvents } from "../../lib/store/runs.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { reins } from "../support/reins.ts";
 import { readLine, runChild, runInit, spawnChild, storeHome } from "./_helpers.ts";
 
 Deno.test("RunAppender.append() gives 8 processes × 2,000 events distinct, gap-free sequences", async () => {
   await using home = await storeHome();
-  using owner = createRun(home.path, runInit());
+  using owner = home.store.createRun(runInit());
   const workers = Array.from({ length: 8 }, (_, w) => w);
   await Promise.all(
     workers.map((w) => runChild(["append", home.path, owner.runId, `${w}`, "2000"])),
   );
-  const read = readEvents(home.path, owner.runId);
+  const read = home.store.readEvents(owner.runId);
   assert.deepEqual(read.problems, []);
   assert.equal(read.tornLine, null);
   assert.equal(read.events.length, 1 + 8 * 2000);
@@ -44,7 +44,8 @@ async function killTrial(home: string, spinMs: number, killAfterMs: number): Pro
   assert.equal(recover.code, 0, recover.stderr);
   assert.ok(JSON.parse(recover.stdout).interrupted.includes(runId), recover.stdout);
 
-  const read = readEvents(home, runId);
+  using store = openStore(home);
+  const read = store.readEvents(runId);
   assert.deepEqual(read.problems, [], "every complete line is a valid event");
   assert.equal(read.tornLine, null, "recover's append moved a torn tail aside");
   const sequences = read.events.map((e) => e.sequence);
@@ -52,10 +53,10 @@ async function killTrial(home: string, spinMs: number, killAfterMs: number): Pro
   const last = read.events.at(-1)!;
   assert.equal(last.type, "status.changed");
   assert.equal((last.payload as { status: string }).status, "interrupted");
-  const record = loadRun(home, runId);
+  const record = store.loadRun(runId);
   assert.equal(record.status, "interrupted");
   assert.equal(record.endedAt, last.timestamp);
-  const next = appendToRun(home, runId, { type: "heartbeat", payload: { iteration: 0 } });
+  const next = store.appendToRun(runId, { type: "heartbeat", payload: { iteration: 0 } });
   assert.equal(next.sequence, last.sequence + 1);
 }
 
@@ -79,7 +80,7 @@ Deno.test("reins recover and reins runs never interrupt a run whose owner is ali
   const runId = await readLine(reader, buffered);
   assert.equal(await readLine(reader, buffered), "done");
   try {
-    assert.equal(ownerState(home.path, runId), "alive");
+    assert.equal(home.store.ownerState(runId), "alive");
     const recover = await reins(["recover", "--json"], { home: home.path });
     assert.equal(recover.code, 0, recover.stderr);
     const report = JSON.parse(recover.stdout);
@@ -87,8 +88,8 @@ Deno.test("reins recover and reins runs never interrupt a run whose owner is ali
     assert.deepEqual(report.interrupted, []);
     const runs = await reins(["runs", "--json"], { home: home.path });
     assert.equal(JSON.parse(runs.stdout)[0].status, "running");
-    assert.equal(loadRun(home.path, runId).status, "running");
-    assert.equal(readEvents(home.path, runId).events.length, 6);
+    assert.equal(home.store.loadRun(runId).status, "running");
+    assert.equal(home.store.readEvents(runId).events.length, 6);
   } finally {
     await child.stdin.close();
     await child.status;

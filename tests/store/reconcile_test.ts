@@ -1,38 +1,28 @@
 import assert from "node:assert/strict";
-import {
-  appendToRun,
-  createRun,
-  loadRun,
-  ownerState,
-  readEvents,
-  reconcileCheaply,
-  reconcileInterruptedRuns,
-  reconcileRun,
-} from "../../lib/store/runs.ts";
 import { INTERRUPTED_REASON } from "../../lib/store/reconcile.ts";
 import { recordOnDisk, runInit, storeHome } from "./_helpers.ts";
 
 Deno.test("reconcileRun() leaves a run alone while its writer holds the lock", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
-  assert.equal(ownerState(home.path, writer.runId), "alive");
-  const result = reconcileRun(home.path, writer.runId);
+  assert.equal(home.store.ownerState(writer.runId), "alive");
+  const result = home.store.reconcileRun(writer.runId);
   assert.equal(result.owner, "alive");
   assert.equal(result.interrupted, false);
-  assert.equal(loadRun(home.path, writer.runId).status, "running");
-  assert.equal(readEvents(home.path, writer.runId).events.length, 2);
+  assert.equal(home.store.loadRun(writer.runId).status, "running");
+  assert.equal(home.store.readEvents(writer.runId).events.length, 2);
   // The writer goes on as if nothing happened.
   assert.equal(writer.append({ type: "heartbeat", payload: { iteration: 2 } }).sequence, 2);
 });
 
 Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the next sequence", async () => {
   await using home = await storeHome();
-  const writer = createRun(home.path, runInit());
+  const writer = home.store.createRun(runInit());
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
   writer.close();
-  assert.equal(ownerState(home.path, writer.runId), "gone");
-  const result = reconcileRun(home.path, writer.runId);
+  assert.equal(home.store.ownerState(writer.runId), "gone");
+  const result = home.store.reconcileRun(writer.runId);
   assert.deepEqual(result, {
     runId: writer.runId,
     owner: "gone",
@@ -43,35 +33,35 @@ Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the ne
     problems: [],
     skipped: null,
   });
-  const events = readEvents(home.path, writer.runId).events;
+  const events = home.store.readEvents(writer.runId).events;
   const last = events.at(-1)!;
   assert.equal(last.sequence, 2);
   assert.deepEqual(last.payload, { status: "interrupted", reason: INTERRUPTED_REASON });
-  const record = loadRun(home.path, writer.runId);
+  const record = home.store.loadRun(writer.runId);
   assert.equal(record.status, "interrupted");
   assert.equal(record.endedAt, last.timestamp);
   assert.equal(record.terminalReason, INTERRUPTED_REASON);
   // Appending goes on at the next sequence, as evidence: the run has settled.
-  const late = appendToRun(home.path, writer.runId, {
+  const late = home.store.appendToRun(writer.runId, {
     type: "heartbeat",
     payload: { iteration: 9 },
   });
   assert.equal(late.sequence, 3);
   assert.equal(late.ignored, "run already interrupted");
   // A second reconciliation finds nothing to do.
-  assert.equal(reconcileRun(home.path, writer.runId).interrupted, false);
-  assert.equal(readEvents(home.path, writer.runId).events.length, 4);
+  assert.equal(home.store.reconcileRun(writer.runId).interrupted, false);
+  assert.equal(home.store.readEvents(writer.runId).events.length, 4);
 });
 
 Deno.test("reconcileRun() corrects a record its events contradict, keeping a copy first", async () => {
   await using home = await storeHome();
-  const writer = createRun(home.path, runInit());
+  const writer = home.store.createRun(runInit());
   const running = Deno.readTextFileSync(`${home.path}/runs/${writer.runId}/run.json`);
   const done = writer.append({ type: "completed", payload: { reason: "ok", result: 1 } });
   writer.close();
   // As if the writer died between appending its outcome and rewriting the record.
   Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/run.json`, running);
-  const result = reconcileRun(home.path, writer.runId);
+  const result = home.store.reconcileRun(writer.runId);
   assert.equal(result.outcomeRepaired, true);
   assert.equal(result.interrupted, false);
   assert.match(result.problems[0], /says running, its events say completed; corrected/);
@@ -83,17 +73,17 @@ Deno.test("reconcileRun() corrects a record its events contradict, keeping a cop
     Deno.readTextFileSync(`${home.path}/runs/${writer.runId}/run.json.before-outcome-repair`),
     running,
   );
-  assert.equal(readEvents(home.path, writer.runId).events.length, 2, "no event was added");
+  assert.equal(home.store.readEvents(writer.runId).events.length, 2, "no event was added");
 });
 
 Deno.test("reconcileRun() interrupts a run whose record claims an outcome its events lack", async () => {
   await using home = await storeHome();
-  const writer = createRun(home.path, runInit());
+  const writer = home.store.createRun(runInit());
   writer.close();
   const path = `${home.path}/runs/${writer.runId}/run.json`;
   const claimed = Deno.readTextFileSync(path).replace('"running"', '"completed"');
   Deno.writeTextFileSync(path, claimed);
-  const result = reconcileRun(home.path, writer.runId);
+  const result = home.store.reconcileRun(writer.runId);
   assert.equal(result.outcomeRepaired, true);
   assert.equal(result.interrupted, true);
   assert.equal(recordOnDisk(home.path, writer.runId).status, "interrupted");
@@ -103,14 +93,14 @@ Deno.test("reconcileRun() interrupts a run whose record claims an outcome its ev
 for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]] as const) {
   Deno.test(`reconcileRun() rebuilds a run.json truncated to ${name} and keeps its bytes`, async () => {
     await using home = await storeHome();
-    const writer = createRun(home.path, runInit({ contextId: "ctx-9" }));
+    const writer = home.store.createRun(runInit({ contextId: "ctx-9" }));
     writer.append({ type: "session.linked", payload: { nativeSessionId: "native-1" } });
     writer.close();
     const path = `${home.path}/runs/${writer.runId}/run.json`;
     const bytes = Deno.readFileSync(path);
     const damaged = bytes.subarray(0, cut(bytes.length));
     Deno.writeFileSync(path, damaged);
-    const result = reconcileRun(home.path, writer.runId);
+    const result = home.store.reconcileRun(writer.runId);
     assert.equal(result.recordRebuilt, true);
     assert.equal(result.interrupted, true);
     assert.match(result.problems[0], /; rebuilt from the events$/);
@@ -124,7 +114,7 @@ for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]
 
 Deno.test("reconcileInterruptedRuns() removes abandoned creations and directories with nothing recorded", async () => {
   await using home = await storeHome();
-  const kept = createRun(home.path, runInit());
+  const kept = home.store.createRun(runInit());
   kept.close();
   const runs = `${home.path}/runs`;
   Deno.mkdirSync(`${runs}/.01900000-0000-7000-8000-000000000001.creating`);
@@ -134,7 +124,7 @@ Deno.test("reconcileInterruptedRuns() removes abandoned creations and directorie
   );
   Deno.mkdirSync(`${runs}/01900000-0000-7000-8000-000000000002`);
   Deno.writeTextFileSync(`${runs}/01900000-0000-7000-8000-000000000002/owner.lock`, "1\n");
-  const report = reconcileInterruptedRuns(home.path);
+  const report = home.store.reconcileInterruptedRuns();
   assert.equal(report.removed, 2);
   assert.deepEqual(report.interrupted, [kept.runId]);
   assert.deepEqual([...Deno.readDirSync(runs)].map((e) => e.name), [kept.runId]);
@@ -142,13 +132,13 @@ Deno.test("reconcileInterruptedRuns() removes abandoned creations and directorie
 
 Deno.test("reconcileInterruptedRuns() reports damaged event lines without failing", async () => {
   await using home = await storeHome();
-  const writer = createRun(home.path, runInit());
+  const writer = home.store.createRun(runInit());
   writer.append({ type: "completed", payload: { reason: null, result: null } });
   writer.close();
   Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/events.jsonl`, "oops\n", {
     append: true,
   });
-  const report = reconcileInterruptedRuns(home.path);
+  const report = home.store.reconcileInterruptedRuns();
   assert.deepEqual(report.problems, [
     `runs/${writer.runId}/events.jsonl:3: skipped: not JSON: Unexpected token 'o', "oops" is not valid JSON`,
   ]);
@@ -158,15 +148,15 @@ Deno.test("reconcileInterruptedRuns() reports damaged event lines without failin
 
 Deno.test("reconcileCheaply() interrupts only the active runs whose owner is gone", async () => {
   await using home = await storeHome();
-  using alive = createRun(home.path, runInit());
-  const gone = createRun(home.path, runInit());
+  using alive = home.store.createRun(runInit());
+  const gone = home.store.createRun(runInit());
   gone.close();
-  const settled = createRun(home.path, runInit());
+  const settled = home.store.createRun(runInit());
   settled.append({ type: "completed", payload: { reason: null, result: null } });
   settled.close();
-  assert.deepEqual(await reconcileCheaply(home.path), [gone.runId]);
-  assert.equal(loadRun(home.path, alive.runId).status, "running");
-  assert.equal(loadRun(home.path, gone.runId).status, "interrupted");
-  assert.equal(loadRun(home.path, settled.runId).status, "completed");
-  assert.deepEqual(await reconcileCheaply(home.path), []);
+  assert.deepEqual(await home.store.reconcileCheaply(), [gone.runId]);
+  assert.equal(home.store.loadRun(alive.runId).status, "running");
+  assert.equal(home.store.loadRun(gone.runId).status, "interrupted");
+  assert.equal(home.store.loadRun(settled.runId).status, "completed");
+  assert.deepEqual(await home.store.reconcileCheaply(), []);
 });

@@ -2,22 +2,14 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { EventInput, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
 import { RunRecord as RunRecordSchema } from "../../lib/store/contracts.ts";
-import {
-  appendToRun,
-  createRun,
-  inspectRun,
-  loadRun,
-  readEvents,
-  RunAppender,
-  RunStore,
-  updateRun,
-} from "../../lib/store/runs.ts";
+import type { RunAppender } from "../../lib/store/run_writer.ts";
+import { openStore, Store } from "../../lib/store/store.ts";
 import { eventInput, runPatch } from "./_arbitraries.ts";
 import { logLines, modeOf, recordOnDisk, runInit, storeHome } from "./_helpers.ts";
 
 Deno.test("createRun() writes a running run.json and a run.started event, all private", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit({ parentRunId: "p-1", relation: "child" }));
+  using writer = home.store.createRun(runInit({ parentRunId: "p-1", relation: "child" }));
   const dir = `${home.path}/runs/${writer.runId}`;
   assert.match(
     writer.runId,
@@ -45,7 +37,7 @@ Deno.test("createRun() writes a running run.json and a run.started event, all pr
   });
   // The fields are written in the contract's order.
   assert.deepEqual(Object.keys(record), Object.keys(RunRecordSchema.shape));
-  const [started] = readEvents(home.path, writer.runId).events;
+  const [started] = home.store.readEvents(writer.runId).events;
   assert.equal(started.type, "run.started");
   assert.equal(started.sequence, 0);
   assert.deepEqual(writer.started, started);
@@ -60,7 +52,7 @@ Deno.test("createRun() refuses an invalid init before touching the data root", a
   await using home = await storeHome();
   assert.throws(
     // deno-lint-ignore no-explicit-any
-    () => createRun(home.path, runInit({ trigger: "cron" as any })),
+    () => home.store.createRun(runInit({ trigger: "cron" as any })),
     { name: "UsageError", message: /^Cannot create a run: .* at trigger$/ },
   );
   assert.throws(() => Deno.statSync(home.path), Deno.errors.NotFound);
@@ -68,7 +60,7 @@ Deno.test("createRun() refuses an invalid init before touching the data root", a
 
 Deno.test("RunWriter.append() applies status, outcome, goal and native session to run.json", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit({ goal: null }));
+  using writer = home.store.createRun(runInit({ goal: null }));
   writer.append({ type: "session.linked", payload: { nativeSessionId: "native-7" } });
   writer.append({ type: "message.completed", payload: { role: "assistant", text: "hi" } });
   assert.equal(writer.record.goal, null);
@@ -88,7 +80,7 @@ Deno.test("RunWriter.append() applies status, outcome, goal and native session t
 
 Deno.test("RunWriter.append() rewrites run.json only when the event changes it", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   const path = `${home.path}/runs/${writer.runId}/run.json`;
   const inode = () => Deno.statSync(path).ino;
   const first = inode();
@@ -103,7 +95,7 @@ Deno.test("RunWriter.append() rewrites run.json only when the event changes it",
 
 Deno.test("RunWriter.append() keeps an event after the outcome as ignored evidence", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   writer.append({ type: "failed", payload: { reason: "boom", result: null } });
   const before = recordOnDisk(home.path, writer.runId);
   const late = [
@@ -114,12 +106,12 @@ Deno.test("RunWriter.append() keeps an event after the outcome as ignored eviden
   assert.deepEqual(late.map((e) => e.ignored), Array(3).fill("run already failed"));
   assert.deepEqual(late.map((e) => e.sequence), [2, 3, 4]);
   assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
-  assert.deepEqual(readEvents(home.path, writer.runId).events.slice(2), late);
+  assert.deepEqual(home.store.readEvents(writer.runId).events.slice(2), late);
 });
 
 Deno.test("RunWriter.update() keeps a settled run's status, endedAt and terminalReason", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   writer.append({ type: "completed", payload: { reason: "all good", result: null } });
   const settled = writer.record;
   const after = writer.update({
@@ -137,9 +129,9 @@ Deno.test("RunWriter.update() keeps a settled run's status, endedAt and terminal
 
 Deno.test("RunWriter.update() records a status change as a status.changed event", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   const record = writer.update({ status: "failed", terminalReason: "timed out", exitCode: 124 });
-  const last = readEvents(home.path, writer.runId).events.at(-1)!;
+  const last = home.store.readEvents(writer.runId).events.at(-1)!;
   assert.equal(last.type, "status.changed");
   assert.deepEqual(last.payload, { status: "failed", reason: "timed out" });
   assert.equal(record.status, "failed");
@@ -150,7 +142,7 @@ Deno.test("RunWriter.update() records a status change as a status.changed event"
 
 Deno.test("RunWriter.update() refuses a field the contract refuses, changing nothing", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   const before = recordOnDisk(home.path, writer.runId);
   assert.throws(() => writer.update({ exitCode: 1.5, status: "failed" }), {
     name: "UsageError",
@@ -162,14 +154,14 @@ Deno.test("RunWriter.update() refuses a field the contract refuses, changing not
 
 Deno.test("appendToRun() appends from another handle at the next sequence and applies it", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   writer.append({ type: "approval.requested", payload: { approvalId: "a1", tool: "t", args: {} } });
-  const stored = appendToRun(home.path, writer.runId, {
+  const stored = home.store.appendToRun(writer.runId, {
     type: "approval.resolved",
     payload: { approvalId: "a1", decision: "allow", by: "cli" },
   });
   assert.equal(stored.sequence, 2);
-  appendToRun(home.path, writer.runId, {
+  home.store.appendToRun(writer.runId, {
     type: "status.changed",
     payload: { status: "waiting", reason: "from elsewhere" },
   });
@@ -182,7 +174,7 @@ Deno.test("appendToRun() throws NotFoundError for a run that does not exist, cre
   await using home = await storeHome();
   assert.throws(
     () =>
-      appendToRun(home.path, "01900000-0000-7000-8000-00000000abcd", {
+      home.store.appendToRun("01900000-0000-7000-8000-00000000abcd", {
         type: "heartbeat",
         payload: { iteration: 1 },
       }),
@@ -190,7 +182,7 @@ Deno.test("appendToRun() throws NotFoundError for a run that does not exist, cre
   );
   assert.throws(() => Deno.statSync(`${home.path}/runs`), Deno.errors.NotFound);
   assert.throws(() =>
-    appendToRun(home.path, "../escape", {
+    home.store.appendToRun("../escape", {
       type: "heartbeat",
       payload: { iteration: 1 },
     }), { name: "UsageError" });
@@ -198,26 +190,26 @@ Deno.test("appendToRun() throws NotFoundError for a run that does not exist, cre
 
 Deno.test("updateRun() updates another process's run under the same rules", async () => {
   await using home = await storeHome();
-  using writer = createRun(home.path, runInit());
-  updateRun(home.path, writer.runId, { exitCode: 7 });
-  assert.equal(loadRun(home.path, writer.runId).exitCode, 7);
+  using writer = home.store.createRun(runInit());
+  home.store.updateRun(writer.runId, { exitCode: 7 });
+  assert.equal(home.store.loadRun(writer.runId).exitCode, 7);
   assert.equal(writer.record.exitCode, 7, "the owner's next look reloads what changed");
 });
 
 for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]] as const) {
   Deno.test(`inspectRun() rebuilds a run.json truncated to ${name} from its events, writing nothing`, async () => {
     await using home = await storeHome();
-    const writer = createRun(home.path, runInit({ goal: null, parentRunId: "p-9" }));
+    const writer = home.store.createRun(runInit({ goal: null, parentRunId: "p-9" }));
     writer.append({ type: "session.linked", payload: { nativeSessionId: "n-1" } });
     writer.append({ type: "message.completed", payload: { role: "user", text: "the goal" } });
     writer.append({ type: "completed", payload: { reason: null, result: "ok" } });
     writer.update({ exitCode: 0 });
     writer.close();
-    const expected = { ...loadRun(home.path, writer.runId), exitCode: null };
+    const expected = { ...home.store.loadRun(writer.runId), exitCode: null };
     const path = `${home.path}/runs/${writer.runId}/run.json`;
     const bytes = Deno.readFileSync(path);
     Deno.writeFileSync(path, bytes.subarray(0, cut(bytes.length)));
-    const inspection = inspectRun(home.path, writer.runId);
+    const inspection = home.store.inspectRun(writer.runId);
     assert.equal(inspection.rebuilt, true);
     assert.deepEqual(inspection.record, expected);
     assert.equal(inspection.problems.length, 1);
@@ -234,13 +226,13 @@ for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]
 
 Deno.test("loadRun() throws NotFoundError for no such run and DataRootError when nothing rebuilds it", async () => {
   await using home = await storeHome();
-  assert.throws(() => loadRun(home.path, "01900000-0000-7000-8000-000000000000"), {
+  assert.throws(() => home.store.loadRun("01900000-0000-7000-8000-000000000000"), {
     name: "NotFoundError",
   });
-  using writer = createRun(home.path, runInit());
+  using writer = home.store.createRun(runInit());
   Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/run.json`, "{");
   Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/events.jsonl`, "");
-  assert.throws(() => loadRun(home.path, writer.runId), {
+  assert.throws(() => home.store.loadRun(writer.runId), {
     name: "DataRootError",
     message: new RegExp(
       `^Cannot read runs/${writer.runId}/run\\.json: not JSON: .*, and events\\.jsonl has no run\\.started`,
@@ -311,8 +303,8 @@ Deno.test("RunWriter reads back any sequence of valid appends and updates as wri
   );
   fc.assert(
     fc.property(fc.array(step, { maxLength: 25 }), fc.boolean(), (steps, viaOther) => {
-      const writer = createRun(home.path, runInit({ goal: null }));
-      const other = viaOther ? RunAppender.open(home.path, writer.runId) : writer;
+      const writer = home.store.createRun(runInit({ goal: null }));
+      const other = viaOther ? home.store.openRun(writer.runId) : writer;
       try {
         const start = writer.record;
         const returned: RunEvent[] = [writer.started];
@@ -321,7 +313,7 @@ Deno.test("RunWriter reads back any sequence of valid appends and updates as wri
           if (s.kind === "append") returned.push(handle.append(s.event));
           else handle.update(s.patch);
         }
-        const read = readEvents(home.path, writer.runId);
+        const read = home.store.readEvents(writer.runId);
         assert.deepEqual(read.problems, []);
         assert.deepEqual(read.events, JSON.parse(JSON.stringify(read.events)));
         // Updates may append status.changed events too: what was returned is a subsequence.
@@ -330,7 +322,7 @@ Deno.test("RunWriter reads back any sequence of valid appends and updates as wri
         }
         assert.deepEqual(read.events.map((e) => e.sequence), read.events.map((_, i) => i));
         const expected = expectedRecord(start, steps, read.events);
-        assert.deepEqual(loadRun(home.path, writer.runId), expected);
+        assert.deepEqual(home.store.loadRun(writer.runId), expected);
         assert.deepEqual(writer.record, expected);
       } finally {
         if (other !== writer) other.close();
@@ -341,13 +333,29 @@ Deno.test("RunWriter reads back any sequence of valid appends and updates as wri
   );
 });
 
-Deno.test("RunStore methods act on the data root it was made with", async () => {
+Deno.test("openStore() gives each store its own state: one closed, the other goes on", async () => {
   await using home = await storeHome();
-  const store = new RunStore(home.path);
-  using writer = store.createRun(runInit());
-  store.appendToRun(writer.runId, { type: "heartbeat", payload: { iteration: 1 } });
-  assert.equal(store.readEvents(writer.runId).events.length, 2);
-  assert.equal(store.resolveRun("last").id, writer.runId);
-  assert.deepEqual(store.listRuns().map((r) => r.id), [writer.runId]);
-  assert.equal(store.loadRun(writer.runId).status, "running");
+  using writer = home.store.createRun(runInit());
+  const other = openStore(home.path);
+  assert.ok(other instanceof Store);
+  assert.equal(other.resolveRun("last").id, writer.runId);
+  other.close();
+  // The first store's index connection was never the second's: it still answers.
+  home.store.appendToRun(writer.runId, { type: "heartbeat", payload: { iteration: 1 } });
+  assert.deepEqual(home.store.listRuns().map((r) => r.id), [writer.runId]);
+  assert.equal(home.store.readEvents(writer.runId).events.length, 2);
+  assert.throws(() => other.listRuns(), { name: "StoreClosedError" });
+});
+
+Deno.test("a new store looks at directories again: modes loosened behind one are tightened", async () => {
+  await using home = await storeHome();
+  const session = { sessionId: "s-1", nativeSessionId: null, harness: "h", driver: "command" };
+  home.store.contexts.put("ctx-1", session);
+  Deno.chmodSync(`${home.path}/contexts/ctx-1`, 0o755);
+  // This store made the directory private already and does not look again...
+  home.store.contexts.put("ctx-1", session);
+  assert.equal(modeOf(`${home.path}/contexts/ctx-1`), 0o755);
+  // ...a store opened afterwards (another process, another front end) does.
+  home.reopen().contexts.put("ctx-1", session);
+  assert.equal(modeOf(`${home.path}/contexts/ctx-1`), 0o700);
 });

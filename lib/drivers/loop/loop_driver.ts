@@ -4,7 +4,13 @@
 // run store itself and never emits the terminal `completed` / `failed`.
 import { describeError, ReinsError } from "../../core/errors.ts";
 import type { ToolCall } from "../../store/contracts.ts";
-import type { Driver, DriverInput, DriverResult, EventSink } from "../driver.ts";
+import {
+  agentOf,
+  type Driver,
+  type DriverInput,
+  type DriverResult,
+  type EventSink,
+} from "../driver.ts";
 import { readBudget, UsageTotals } from "./budget.ts";
 import { compactHistory, type CompactionOptions, DEFAULT_COMPACTION } from "./compaction.ts";
 import { historyFromEvents, toolResultText } from "./history.ts";
@@ -17,9 +23,9 @@ export const LOOP_DRIVER_NAME = "loop";
 export const LOOP_HARNESS = "reins";
 
 export interface LoopDriverOptions {
-  /** The model to use; without it, `input.model` is resolved with resolveModel(). */
+  /** The model to use; without it, the loop agent's `model` is resolved with resolveModel(). */
   model?: Model;
-  /** Options for resolving `input.model` (settings come from the input). */
+  /** Options for resolving the agent's `model` (settings come from the input). */
   resolve?: Omit<ResolveModelOptions, "settings">;
   /** Observers besides the recorder (a progress line, say). */
   hooks?: readonly LoopHooks[];
@@ -63,9 +69,10 @@ async function runLoop(
   try {
     // First, so that the conversation keeps the request even when the model cannot be had.
     sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
-    const model = options.model ?? await resolveModel(input.model, {
+    const agent = options.model ? null : agentOf(input, "loop", LOOP_DRIVER_NAME);
+    const model = options.model ?? await resolveModel(agent?.model ?? null, {
       ...options.resolve,
-      baseUrl: input.baseUrl ?? options.resolve?.baseUrl,
+      baseUrl: agent?.baseUrl ?? options.resolve?.baseUrl,
       settings: input.settings,
     });
     const toolbox = await createToolbox(input.cwd, {

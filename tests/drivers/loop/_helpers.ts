@@ -42,7 +42,12 @@ export async function withTempDir(fn: (dir: string) => Promise<void>): Promise<v
   }
 }
 
-export function driverInput(cwd: string, overrides: Partial<DriverInput> = {}): DriverInput {
+/** A DriverInput for the loop in `cwd`; `model` and `baseUrl` make its agent spec. */
+export function driverInput(
+  cwd: string,
+  overrides: Partial<DriverInput> & { model?: string | null; baseUrl?: string | null } = {},
+): DriverInput {
+  const { model = null, baseUrl = null, ...rest } = overrides;
   return {
     prompt: "do the thing",
     cwd,
@@ -53,15 +58,12 @@ export function driverInput(cwd: string, overrides: Partial<DriverInput> = {}): 
     history: [],
     approval: "auto",
     budget: {},
-    model: null,
-    baseUrl: null,
-    exec: null,
+    agent: { kind: "loop", model, baseUrl },
     env: {},
     settings: loadSettings({ REINS_HOME: `${cwd}/.home`, HOME: cwd }),
     decisions: noDecisions,
-    idleTimeoutSeconds: null,
     kill: new AbortController().signal,
-    ...overrides,
+    ...rest,
   };
 }
 

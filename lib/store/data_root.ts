@@ -1,0 +1,133 @@
+// One open data root: its layout, and the state a process keeps about it between calls — the
+// directories already made private, the index connection, the logs kept open. All of it is
+// instance state, so any number of data roots (and of turns on them) can be open in one process
+// without sharing anything. This is the zod-free base of Store (store.ts): the paths that must
+// start fast (`reins runs`, the cheap reconciliation every command does) use it alone.
+import {
+  type CheckedDirs,
+  ensurePrivateDir,
+  OpenLogs,
+  PrivateLog,
+  readPrivateText,
+  writePrivateFileAtomic,
+} from "../core/private_files.ts";
+import { resolvePath } from "../core/paths.ts";
+import { openConnection, removeIndexFiles, type RunIndex } from "./index_db.ts";
+import { Layout } from "./layout.ts";
+import { type ListedRuns, listRunJson, type RunFilter } from "./list.ts";
+import { reconcileCheaply } from "./liveness.ts";
+
+export interface DataRootOptions {
+  /**
+   * Receives what the store has to tell people and cannot put anywhere else (a context it could
+   * not save); it is also appended to logs/reins.log. Default: the log alone.
+   */
+  warn?: (message: string) => void;
+}
+
+export class DataRoot implements Disposable {
+  /** The data root, absolute. */
+  readonly home: string;
+  readonly layout: Layout;
+  readonly #checked: CheckedDirs = new Set();
+  readonly #logs: OpenLogs;
+  readonly #warn: (message: string) => void;
+  #index: RunIndex | null = null;
+  #closed = false;
+
+  constructor(home: string, options: DataRootOptions = {}) {
+    this.home = resolvePath(home);
+    this.layout = new Layout(this.home);
+    this.#logs = new OpenLogs(this.home, this.#checked);
+    this.#warn = options.warn ?? (() => {});
+  }
+
+  /** Makes `dir` (the root or a directory below it) exist, 0700 (see ensurePrivateDir). */
+  ensureDir(dir: string): string[] {
+    return ensurePrivateDir(this.home, dir, this.#checked);
+  }
+
+  /** Replaces a file below the root atomically, 0600 (see writePrivateFileAtomic). */
+  writeFileAtomic(path: string, data: string | Uint8Array): void {
+    writePrivateFileAtomic(this.home, path, data, this.#checked);
+  }
+
+  /** A file below the root as text, or null when it does not exist (links out refused). */
+  readText(path: string): string | null {
+    return readPrivateText(this.home, path);
+  }
+
+  /** Opens a private append-only file below the root. */
+  openLog(path: string): PrivateLog {
+    return PrivateLog.open(this.home, path, this.#checked);
+  }
+
+  /** Appends a line to a private log below the root, keeping the handle for the next line. */
+  appendLine(path: string, line: string): void {
+    this.#logs.append(path, line);
+  }
+
+  /** Tells people `message` (see DataRootOptions.warn) and keeps it in logs/reins.log. */
+  warn(message: string): void {
+    this.#warn(message);
+    try {
+      this.appendLine(this.layout.log(), `${new Date().toISOString()} ${message}`);
+    } catch { /* the log is as unwritable as the rest */ }
+  }
+
+  /**
+   * The index, connected but not refreshed (writers only upsert): this root's one connection,
+   * opened on first use and reopened when the file was replaced.
+   */
+  connectIndex(): RunIndex {
+    this.#throwIfClosed();
+    const current = this.#index;
+    if (current !== null && current.isCurrent()) return current;
+    current?.close();
+    this.#index = null;
+    this.#index = openConnection(this);
+    return this.#index;
+  }
+
+  /** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
+  resetIndex(): RunIndex {
+    this.#index?.close();
+    this.#index = null;
+    removeIndexFiles(this);
+    return this.connectIndex();
+  }
+
+  /** Marks interrupted the active runs whose owner is gone (see liveness.ts). */
+  reconcileCheaply(): Promise<string[]> {
+    return reconcileCheaply(this);
+  }
+
+  /** The matching runs as the index stores them, zod-free (see list.ts). */
+  listRunJson(filter: RunFilter = {}, options: { prefixes?: boolean } = {}): Promise<ListedRuns> {
+    return listRunJson(this, filter, options);
+  }
+
+  /** Closes the index connection and the kept logs. The root can be opened again anew. */
+  close(): void {
+    this.#closed = true;
+    this.#index?.close();
+    this.#index = null;
+    this.#logs.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #throwIfClosed(): void {
+    if (this.#closed) throw new StoreClosedError(this.home);
+  }
+}
+
+/** A store used after close(): a bug in the caller, never a state of the data root. */
+export class StoreClosedError extends Error {
+  constructor(home: string) {
+    super(`The store of ${home} was used after it was closed`);
+    this.name = "StoreClosedError";
+  }
+}

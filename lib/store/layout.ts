@@ -1,0 +1,150 @@
+// Every path under the data root, built in one place. An id that becomes a path segment (a run
+// id, a context id, an outbox entry, a suite run) goes through safeName() here, so no caller can
+// build a path out of an unchecked id. It only names paths: it creates, reads and checks nothing
+// on disk. Free of zod and of node: modules, as every command's start-up path imports it.
+import { safeName } from "../core/ids.ts";
+import { joinPath } from "../core/paths.ts";
+
+export const RECORD_FILE = "run.json";
+export const EVENTS_FILE = "events.jsonl";
+/** Held locked (flock, exclusive) by the process that runs the run, for the run's whole life. */
+export const OWNER_LOCK_FILE = "owner.lock";
+/** A run directory being created: renamed to its id once its owner lock is held. */
+export const CREATING_SUFFIX = ".creating";
+export const HARNESS_SESSION_FILE = "harness-session.json";
+/** Held locked (flock, exclusive) by the turn running on a context; it names that turn's run. */
+export const CONTEXT_LOCK_FILE = "turn.lock";
+export const INDEX_FILE = "index.sqlite";
+/** Left by a writer that could not update the index: the next reader rebuilds it whole. */
+export const DIRTY_FILE = "index.dirty";
+
+export class Layout {
+  /** The data root, absolute. */
+  readonly home: string;
+
+  constructor(home: string) {
+    this.home = home;
+  }
+
+  runs(): string {
+    return joinPath(this.home, "runs");
+  }
+
+  /** `runs/<run id>`; the id is checked before it becomes a path segment. */
+  run(runId: string): string {
+    return joinPath(this.home, "runs", safeName(runId, "run id"));
+  }
+
+  /** `runs/.<run id>.creating`: where a run is made before it is renamed into place. */
+  creatingRun(runId: string): string {
+    return joinPath(this.home, "runs", `.${safeName(runId, "run id")}${CREATING_SUFFIX}`);
+  }
+
+  /** A file of a run's directory (`runs/<run id>/<name>`); `name` is reins's own constant. */
+  runFile(runId: string, name: string): string {
+    return joinPath(this.run(runId), name);
+  }
+
+  record(runId: string): string {
+    return this.runFile(runId, RECORD_FILE);
+  }
+
+  events(runId: string): string {
+    return this.runFile(runId, EVENTS_FILE);
+  }
+
+  ownerLock(runId: string): string {
+    return this.runFile(runId, OWNER_LOCK_FILE);
+  }
+
+  attachments(runId: string): string {
+    return this.runFile(runId, "attachments");
+  }
+
+  contexts(): string {
+    return joinPath(this.home, "contexts");
+  }
+
+  /** `contexts/<context id>`; the id is checked before it becomes a path segment. */
+  context(contextId: string): string {
+    return joinPath(this.home, "contexts", safeName(contextId, "context id"));
+  }
+
+  harnessSession(contextId: string): string {
+    return joinPath(this.context(contextId), HARNESS_SESSION_FILE);
+  }
+
+  contextLock(contextId: string): string {
+    return joinPath(this.context(contextId), CONTEXT_LOCK_FILE);
+  }
+
+  index(): string {
+    return joinPath(this.home, INDEX_FILE);
+  }
+
+  indexDirtyMarker(): string {
+    return joinPath(this.home, DIRTY_FILE);
+  }
+
+  outbox(): string {
+    return joinPath(this.home, "outbox");
+  }
+
+  /** `outbox/<id>.json`; the id is checked before it becomes a path segment. */
+  outboxEntry(id: string): string {
+    return joinPath(this.home, "outbox", `${safeName(id, "outbox entry id")}.json`);
+  }
+
+  /** `outbox/<id>.lock`: held by the process delivering that entry. */
+  outboxLock(id: string): string {
+    return joinPath(this.home, "outbox", `${safeName(id, "outbox entry id")}.lock`);
+  }
+
+  platformFile(): string {
+    return joinPath(this.home, "platform.json");
+  }
+
+  /** The sibling lock file platform.json's writers take. */
+  platformLock(): string {
+    return joinPath(this.home, ".platform.json.lock");
+  }
+
+  config(): string {
+    return joinPath(this.home, "config.json");
+  }
+
+  logs(): string {
+    return joinPath(this.home, "logs");
+  }
+
+  /** reins's own log of what it could not say anywhere else (a context it could not save). */
+  log(): string {
+    return joinPath(this.home, "logs", "reins.log");
+  }
+
+  suites(): string {
+    return joinPath(this.home, "suites");
+  }
+
+  /** `suites/<suite run id>`; the id is checked before it becomes a path segment. */
+  suite(suiteRunId: string): string {
+    return joinPath(this.home, "suites", safeName(suiteRunId, "suite run id"));
+  }
+
+  snapshots(): string {
+    return joinPath(this.home, "snapshots");
+  }
+
+  tmp(): string {
+    return joinPath(this.home, "tmp");
+  }
+
+  serveToken(): string {
+    return joinPath(this.home, "serve.token");
+  }
+}
+
+/** `runs/<id>/<file>`: how messages name a run's file, short and unambiguous. */
+export function shownPath(runId: string, file: string): string {
+  return `runs/${runId}/${file}`;
+}

@@ -1,0 +1,153 @@
+// The store of one data root as an object: `using store = openStore(home)`. It owns runs (their
+// records, event logs and attachments), the context map and the index, and everything it keeps
+// between calls (the index connection, the directories already checked, the logs kept open) is
+// its own instance state: two stores never share any, and close() lets go of all of it.
+// The work is done by the modules beside it — run_writer.ts (creating, appending, updating),
+// run_record.ts and event_log.ts (the files), event_tail.ts (reading a log as it grows), index_db,
+// list and lookup (the index), liveness and reconcile (owners gone), family and decisions (views
+// over several events or runs); each takes the store's DataRoot. All of it is synchronous but
+// reconcileCheaply and attachFile.
+//
+// Names against the team plan's contract: as there, plus `reconcileRun`, `ownerState` and
+// `pendingDecisions(runId)` for the commands that need them; the zod-free part (layout, index
+// connection, reconcileCheaply, listRunJson) is the base class DataRoot (data_root.ts), which the
+// start-up paths open alone.
+import type { EventInput, PayloadOf, RunEvent, RunRecord } from "./contracts.ts";
+import { ContextMap } from "./contexts.ts";
+import { DataRoot, type DataRootOptions } from "./data_root.ts";
+import { type PendingDecision, pendingDecisions } from "./decisions.ts";
+import { type EventsRead, readEvents } from "./event_log.ts";
+import { EventTail } from "./event_tail.ts";
+import { type RunFamily, runFamily, sessionEvents } from "./family.ts";
+import type { RunIndex } from "./index_db.ts";
+import type { RunFilter } from "./list.ts";
+import { type OwnerState, ownerState } from "./liveness.ts";
+import { listRuns, resolveRun, resolveRunId } from "./lookup.ts";
+import {
+  reconcileInterruptedRuns,
+  reconcileRun,
+  type RecoveryOptions,
+  type RecoveryReport,
+  type RunReconciliation,
+} from "./reconcile.ts";
+import { storeIndex } from "./reindex.ts";
+import { inspectRun, loadRun, type RunInspection } from "./run_record.ts";
+import {
+  appendToRun,
+  createRun,
+  RunAppender,
+  type RunInit,
+  type RunOptions,
+  type RunPatch,
+  type RunWriter,
+  updateRun,
+} from "./run_writer.ts";
+
+/** The payload of an `attachment.added` event. */
+export type AttachmentPayload = PayloadOf<"attachment.added">;
+
+export type StoreOptions = DataRootOptions;
+
+/** Opens the store of the data root `home` (nothing is created until something is written). */
+export function openStore(home: string, options: StoreOptions = {}): Store {
+  return new Store(home, options);
+}
+
+export class Store extends DataRoot {
+  /** Context id → harness session (`contexts/<id>/harness-session.json`). */
+  readonly contexts: ContextMap;
+
+  constructor(home: string, options: StoreOptions = {}) {
+    super(home, options);
+    this.contexts = new ContextMap(this, (message) => this.warn(message));
+  }
+
+  /** Creates a run; the returned writer owns it (its lock) until close(). */
+  createRun(init: RunInit, options?: RunOptions): RunWriter {
+    return createRun(this, init, options);
+  }
+
+  /** Opens an existing run for appending (NotFoundError for no such run). */
+  openRun(runId: string, options?: RunOptions): RunAppender {
+    return RunAppender.open(this, runId, options);
+  }
+
+  /** Appends one event to any run, from any process (`reins approve` from another shell). */
+  appendToRun(runId: string, event: EventInput): RunEvent {
+    return appendToRun(this, runId, event);
+  }
+
+  updateRun(runId: string, patch: RunPatch): RunRecord {
+    return updateRun(this, runId, patch);
+  }
+
+  loadRun(runId: string): RunRecord {
+    return loadRun(this, runId);
+  }
+
+  inspectRun(runId: string): RunInspection {
+    return inspectRun(this, runId);
+  }
+
+  readEvents(runId: string): EventsRead {
+    return readEvents(this, runId);
+  }
+
+  /** The id of the run `ref` names: a full id, a unique prefix of one, or `last`. */
+  resolveRunId(ref: string): string {
+    return resolveRunId(this, ref);
+  }
+
+  resolveRun(ref: string): RunRecord {
+    return resolveRun(this, ref);
+  }
+
+  listRuns(filter?: RunFilter): RunRecord[] {
+    return listRuns(this, filter);
+  }
+
+  runFamily(runId: string): RunFamily {
+    return runFamily(this, runId);
+  }
+
+  sessionEvents(sessionId: string, options?: { excludeRunId?: string }): RunEvent[] {
+    return sessionEvents(this, sessionId, options);
+  }
+
+  /** The run's approvals and questions that nothing has answered yet, oldest first. */
+  pendingDecisions(runId: string): PendingDecision[] {
+    return pendingDecisions(readEvents(this, runId).events);
+  }
+
+  /** A reader of the run's events.jsonl that returns only what was appended since its last read. */
+  tail(runId: string): EventTail {
+    return new EventTail(this, runId);
+  }
+
+  ownerState(runId: string): OwnerState {
+    return ownerState(this, runId);
+  }
+
+  reconcileRun(runId: string, options?: { reason?: string }): RunReconciliation {
+    return reconcileRun(this, runId, options);
+  }
+
+  reconcileInterruptedRuns(options?: RecoveryOptions): RecoveryReport {
+    return reconcileInterruptedRuns(this, options);
+  }
+
+  /** The index, refreshed from runs/; null when the data root does not exist yet. */
+  index(): RunIndex | null {
+    return storeIndex(this);
+  }
+
+  /** Copies a file into the run's attachments (0600), hashing it; the payload of attachment.added. */
+  async attachFile(
+    runId: string,
+    path: string,
+    options?: { name?: string },
+  ): Promise<AttachmentPayload> {
+    const { attachFile } = await import("../platform/attachments.ts");
+    return await attachFile(this.home, runId, path, options);
+  }
+}

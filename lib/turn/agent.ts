@@ -1,0 +1,36 @@
+// The driver for an agent spec, ready to start: each driver's module is loaded only when its kind
+// runs. The built-in loop's model is checked here, before any run is recorded, so a bad --model
+// fails without leaving a failed run behind; `replay:last` is pinned to its run now, since once
+// this turn's run exists "last" is itself.
+import type { Settings } from "../core/config.ts";
+import { type AgentSpec, type Driver, driverNameOf } from "../drivers/driver.ts";
+import { createDriver } from "../drivers/registry.ts";
+import type { Store } from "../store/store.ts";
+
+export interface PreparedAgent {
+  driver: Driver;
+  /** The spec as the driver will see it (a replay model pinned to its run id). */
+  agent: AgentSpec;
+}
+
+export async function prepareAgent(
+  store: Store,
+  settings: Settings,
+  agent: AgentSpec,
+): Promise<PreparedAgent> {
+  if (agent.kind !== "loop") {
+    return { driver: await createDriver(driverNameOf(agent), settings), agent };
+  }
+  const loop = await import("../drivers/loop/mod.ts");
+  const { recordingLoader } = await import("../session/replay.ts");
+  let pinned = agent;
+  if (agent.model?.startsWith("replay:") && agent.model.length > "replay:".length) {
+    pinned = {
+      ...agent,
+      model: `replay:${store.resolveRunId(agent.model.slice("replay:".length))}`,
+    };
+  }
+  const loadRecording = recordingLoader(store);
+  await loop.checkModelSpec(pinned.model, settings, { baseUrl: pinned.baseUrl, loadRecording });
+  return { driver: loop.createLoopDriver({ resolve: { loadRecording } }), agent: pinned };
+}

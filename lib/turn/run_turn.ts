@@ -1,0 +1,276 @@
+// One recorded turn: take the context (one turn per context at a time), resolve its session,
+// create the run, drive the driver with a recording sink, stop it when the caller's signals or the
+// turn's timeout say so, and settle the run from what happened. Everything it keeps lives in this
+// call, so any number of turns run at once in one process; it installs no signal handler and
+// prints nothing (hooks.warn gets what people should hear).
+import type { Settings } from "../core/config.ts";
+import { describeError, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import { newId, safeName } from "../core/ids.ts";
+import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/driver.ts";
+import type { EventInput, RunEvent } from "../store/contracts.ts";
+import type { Store } from "../store/store.ts";
+import type { RunWriter } from "../store/run_writer.ts";
+import { prepareAgent } from "./agent.ts";
+import { ContextLock } from "./context_lock.ts";
+import { logDecisions } from "./decisions.ts";
+import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
+import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
+
+/** How long a timed-out agent is given to stop before it is killed. */
+const KILL_GRACE_MS = 5_000;
+
+/**
+ * Runs one turn and records it; resolves when the run has settled (and onSettled has run).
+ * Throws, with no run recorded, for a request that cannot start: a bad cwd or context id, a bad
+ * loop model, a busy context with `contextBusy: "fail"`, or a stop while waiting for the context.
+ */
+export async function runTurn(
+  store: Store,
+  settings: Settings,
+  request: TurnRequest,
+  signals: TurnSignals,
+  hooks: TurnHooks = {},
+): Promise<TurnOutcome> {
+  checkRequest(request);
+  if (signals.stop.aborted) {
+    throw new ReinsError("run_failed", "Stopped before the turn started: no run was started");
+  }
+  const prepared = request.driver
+    ? { driver: request.driver, agent: request.agent }
+    : await prepareAgent(store, settings, request.agent);
+  const lock = request.contextId === null ? null : await ContextLock.acquire(
+    store,
+    request.contextId,
+    { busy: request.contextBusy ?? "wait", signal: signals.stop, onBusy: hooks.onContextBusy },
+  );
+  let outcome: TurnOutcome;
+  try {
+    outcome = await recordTurn(store, settings, { ...request, agent: prepared.agent }, {
+      driver: prepared.driver,
+      lock,
+      signals,
+      hooks,
+    });
+  } finally {
+    lock?.release();
+  }
+  if (hooks.onSettled) {
+    try {
+      await hooks.onSettled(outcome.summary);
+    } catch (error) {
+      hooks.warn?.(
+        `after run ${outcome.summary.runId} settled: ${describeError(error)}`,
+      );
+    }
+  }
+  return outcome;
+}
+
+function checkRequest(request: TurnRequest): void {
+  if (request.contextId !== null) safeName(request.contextId, "context id");
+  if (!request.cwd.startsWith("/")) {
+    throw new UsageError(`Cannot run a turn in ${JSON.stringify(request.cwd)}: not absolute`, {
+      hint: "give the working directory as an absolute path",
+    });
+  }
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(request.cwd);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new NotFoundError(`The working directory ${request.cwd} does not exist`, {
+        hint: "create it, or give another one",
+      });
+    }
+    throw error;
+  }
+  if (!info.isDirectory) throw new UsageError(`The working directory ${request.cwd} is not one`);
+}
+
+interface TurnParts {
+  driver: Driver;
+  lock: ContextLock | null;
+  signals: TurnSignals;
+  hooks: TurnHooks;
+}
+
+async function recordTurn(
+  store: Store,
+  settings: Settings,
+  request: TurnRequest,
+  parts: TurnParts,
+): Promise<TurnOutcome> {
+  const { driver, lock, hooks } = parts;
+  const { contextId } = request;
+
+  // The context's session (under its lock): resume it when this driver made it, else start afresh.
+  const entry = contextId === null ? null : store.contexts.get(contextId);
+  let resume: DriverInput["resume"] = null;
+  if (entry && entry.driver === driver.name) {
+    resume = { sessionId: entry.session_id, nativeSessionId: entry.native_session_id };
+  } else if (entry) {
+    hooks.warn?.(
+      `context '${contextId}' was last used with --driver ${entry.driver}; starting a fresh ${driver.name} session`,
+    );
+  }
+  const sessionId = resume?.sessionId ?? newId();
+  // The built-in loop rebuilds its history from the session's earlier runs; codex needs them
+  // to turn its thread-wide usage totals into this turn's. Other harnesses keep their own.
+  const history = request.history ??
+    (resume && (driver.name === "loop" || driver.name === "codex")
+      ? store.sessionEvents(sessionId)
+      : []);
+
+  const writer = store.createRun({
+    sessionId,
+    contextId,
+    nativeSessionId: resume?.nativeSessionId ?? null,
+    parentRunId: request.parentRunId,
+    resumedFromRunId: request.resumedFromRunId ?? null,
+    relation: request.relation ?? (resume ? "resume" : null),
+    harness: driver.harness,
+    driver: driver.name,
+    trigger: request.trigger,
+    cwd: request.cwd,
+    goal: request.prompt,
+    resumeOf: resume ? sessionId : request.resumedFromRunId ?? null,
+  });
+  try {
+    lock?.holdFor(writer.runId);
+    return await driveAndSettle(store, settings, request, parts, {
+      writer,
+      sessionId,
+      resume,
+      history,
+    });
+  } finally {
+    writer.close();
+  }
+}
+
+interface RunParts {
+  writer: RunWriter;
+  sessionId: string;
+  resume: DriverInput["resume"];
+  history: readonly EventInput[];
+}
+
+async function driveAndSettle(
+  store: Store,
+  settings: Settings,
+  request: TurnRequest,
+  { driver, signals, hooks }: TurnParts,
+  { writer, sessionId, resume, history }: RunParts,
+): Promise<TurnOutcome> {
+  const { runId } = writer;
+  const { contextId } = request;
+  let nativeSessionId = resume?.nativeSessionId ?? null;
+  const remember = () => {
+    if (contextId === null) return;
+    store.contexts.put(contextId, {
+      sessionId,
+      nativeSessionId,
+      harness: driver.harness,
+      driver: driver.name,
+    });
+  };
+  remember();
+
+  let problems = 0;
+  const record = (event: EventInput): RunEvent => {
+    const stored = writer.append(event);
+    if (stored.type === "problem") problems++;
+    hooks.onEvent?.(stored);
+    if (stored.type === "session.linked" && stored.payload.nativeSessionId !== nativeSessionId) {
+      nativeSessionId = stored.payload.nativeSessionId;
+      remember();
+    }
+    return stored;
+  };
+  hooks.onEvent?.(writer.started);
+  const sink: EventSink = { emit: (event) => void record(event) };
+
+  // The turn's own timeout stops (then kills) the agent like the caller's signals do.
+  const timeoutStop = new AbortController();
+  const timeoutKill = new AbortController();
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  const timer = request.timeoutSeconds === null ? undefined : setTimeout(() => {
+    timeoutStop.abort();
+    graceTimer = setTimeout(() => timeoutKill.abort(), KILL_GRACE_MS);
+  }, request.timeoutSeconds * 1000);
+  const stop = AbortSignal.any([signals.stop, timeoutStop.signal]);
+  const kill = AbortSignal.any([signals.kill, timeoutKill.signal]);
+
+  let ended: { result: DriverResult } | { error: unknown };
+  try {
+    await hooks.onCreated?.(runId);
+    for (const file of request.attachments ?? []) {
+      record({ type: "attachment.added", payload: await store.attachFile(runId, file) });
+    }
+    // ── Before the driver starts: work on the run that must precede the agent (a snapshot of
+    // the working directory, say) goes here, recording what it did as events of the run.
+    const result = await driver.start(
+      {
+        prompt: request.prompt,
+        cwd: request.cwd,
+        runId,
+        sessionId,
+        contextId,
+        resume,
+        history,
+        approval: request.approval,
+        budget: request.budget,
+        agent: request.agent,
+        env: request.env ?? {},
+        settings,
+        decisions: logDecisions(store, runId, record),
+        kill,
+      },
+      sink,
+      stop,
+    );
+    ended = { result };
+  } catch (thrown) {
+    ended = { error: thrown };
+  } finally {
+    clearTimeout(timer);
+    clearTimeout(graceTimer);
+  }
+  const settlement = settle({
+    ended,
+    timedOutAfterSeconds: timeoutStop.signal.aborted ? request.timeoutSeconds : null,
+    stopReason: signals.stop.aborted ? stopReasonOf(signals.stop) : null,
+  });
+  await keepDeclaredAttachments(store, runId, driver.name, settlement, record);
+  record(settlement.terminal);
+  if (settlement.exitCode !== null) writer.update({ exitCode: settlement.exitCode });
+  return {
+    summary: summarize(settlement, { runId, sessionId, contextId }, writer.lastUsage()),
+    problems,
+    error: settlement.error,
+  };
+}
+
+/** Copies in the files the agent declared; one it cannot keep is a `problem`, not a failure. */
+async function keepDeclaredAttachments(
+  store: Store,
+  runId: string,
+  source: string,
+  settlement: Settlement,
+  record: (event: EventInput) => RunEvent,
+): Promise<void> {
+  for (const file of settlement.attachments) {
+    try {
+      record({ type: "attachment.added", payload: await store.attachFile(runId, file) });
+    } catch (thrown) {
+      record({
+        type: "problem",
+        payload: {
+          source,
+          reason: `a declared attachment was not kept: ${describeError(thrown)}`,
+          text: file,
+        },
+      });
+    }
+  }
+}

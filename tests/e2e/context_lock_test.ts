@@ -1,0 +1,165 @@
+// One session per context, whatever runs at once: `reins run --context X` processes started
+// together take the context's turn lock one after the other (the others say whose run they wait
+// for), and `--no-wait` refuses a busy context with exit 7. main.ts under the binary's sandbox.
+import assert from "node:assert/strict";
+import { openStore } from "../../lib/store/store.ts";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
+
+// regression: six turns started together on a new context ended in six sessions (issue 10 §3).
+Deno.test("six reins run --context same started together make one session, one turn at a time", async () => {
+  await using dir = await tempDir("reins-e2e-lock-");
+  const home = `${dir.path}/home`;
+  const log = `${dir.path}/spans.log`;
+  const exec =
+    `sh -c 'echo start $REINS_RUN_ID >> ${log}; sleep 0.2; echo end $REINS_RUN_ID >> ${log}'`;
+  const results = await Promise.all(
+    Array.from(
+      { length: 6 },
+      () =>
+        reins(["run", "--driver", "command", "--exec", exec, "--context", "same", "--json", "go"], {
+          home,
+          cwd: dir.path,
+        }),
+    ),
+  );
+  for (const result of results) assert.equal(result.code, 0, result.stderr);
+  const summaries = results.map((result) => JSON.parse(result.stdout));
+  assert.equal(new Set(summaries.map((s) => s.sessionId)).size, 1, "one session");
+  assert.equal(new Set(summaries.map((s) => s.runId)).size, 6);
+  using store = openStore(home);
+  assert.equal(store.contexts.get("same")?.session_id, summaries[0].sessionId);
+  // The agents never overlapped: each start is followed by its own end.
+  const lines = Deno.readTextFileSync(log).trim().split("\n").map((line) => line.split(" "));
+  assert.equal(lines.length, 12);
+  for (let i = 0; i < lines.length; i += 2) {
+    assert.deepEqual([lines[i][0], lines[i + 1][0], lines[i][1]], [
+      "start",
+      "end",
+      lines[i + 1][1],
+    ]);
+  }
+  // Those that waited said so, naming a run of this context or one being started.
+  const waited = results.filter((result) => /waiting for run/.test(result.stderr));
+  assert.ok(waited.length >= 1, results.map((r) => r.stderr).join("\n"));
+  const runIds = new Set(summaries.map((s) => s.runId));
+  for (const { stderr } of waited) {
+    const [, holder] = stderr.match(/waiting for run (.+?) to finish: it holds context 'same'/)!;
+    assert.ok(holder === "(being started)" || runIds.has(holder), stderr);
+  }
+});
+
+Deno.test("reins run --no-wait on a busy context exits 7 with context busy (run X), recording nothing", async () => {
+  await using dir = await tempDir("reins-e2e-lock-");
+  const home = `${dir.path}/home`;
+  const started = `${dir.path}/started`;
+  const holder = spawnReins(
+    [
+      "run",
+      "--driver",
+      "command",
+      "--exec",
+      `sh -c 'touch ${started}; sleep 1.5; echo held'`,
+      "--context",
+      "ticket-7",
+      "--json",
+      "hold it",
+    ],
+    { home, cwd: dir.path, allowRun: ["true"] },
+  );
+  try {
+    while (true) {
+      try {
+        Deno.statSync(started);
+        break;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    const refused = await reins(
+      ["run", "--driver", "command", "--exec", "true", "--context", "ticket-7", "--no-wait", "x"],
+      { home, cwd: dir.path, allowRun: ["true"] },
+    );
+    using store = openStore(home);
+    const [running] = store.listRuns({ active: true });
+    assert.equal(refused.code, 7, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `^reins: context busy \\(run ${running.id}\\): another turn is running on context 'ticket-7'\\n`,
+      ),
+    );
+    assert.equal(store.listRuns({ limit: 100 }).length, 1, "the refused turn recorded no run");
+    const json = await reins(
+      [
+        "run",
+        "--driver",
+        "command",
+        "--exec",
+        "true",
+        "--context",
+        "ticket-7",
+        "--no-wait",
+        "--json",
+        "x",
+      ],
+      { home, cwd: dir.path, allowRun: ["true"] },
+    );
+    assert.equal(json.code, 7);
+    assert.equal(JSON.parse(json.stdout).error.code, "context_busy");
+  } finally {
+    const output = await holder.output();
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+  }
+  const after = await reins(
+    ["run", "--driver", "command", "--exec", "true", "--context", "ticket-7", "--no-wait", "x"],
+    { home, cwd: dir.path, allowRun: ["true"] },
+  );
+  assert.equal(after.code, 0, after.stderr);
+});
+
+Deno.test("reins run --no-wait without --context is a usage error", async () => {
+  await using dir = await tempDir("reins-e2e-lock-");
+  const result = await reins(["run", "--driver", "command", "--exec", "true", "--no-wait", "x"], {
+    home: `${dir.path}/home`,
+    cwd: dir.path,
+    allowRun: ["true"],
+  });
+  assert.equal(result.code, 2);
+  assert.match(result.stderr, /--no-wait goes with --context/);
+});
+
+// regression: a turn killed with SIGKILL must not leave its context stuck (the lock is flock's).
+Deno.test("a context whose turn was SIGKILLed is free at once for the next turn", async () => {
+  await using dir = await tempDir("reins-e2e-lock-");
+  const home = `${dir.path}/home`;
+  const started = `${dir.path}/started`;
+  const child = spawnReins(
+    [
+      "run",
+      "--driver",
+      "command",
+      "--exec",
+      `sh -c 'touch ${started}; sleep 30'`,
+      "--context",
+      "k",
+      "x",
+    ],
+    { home, cwd: dir.path, allowRun: ["true"] },
+  );
+  while (true) {
+    try {
+      Deno.statSync(started);
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  child.kill("SIGKILL");
+  await child.output();
+  const next = await reins(
+    ["run", "--driver", "command", "--exec", "true", "--context", "k", "--no-wait", "--json", "y"],
+    { home, cwd: dir.path, allowRun: ["true"] },
+  );
+  assert.equal(next.code, 0, next.stderr);
+  assert.equal(JSON.parse(next.stdout).status, "completed");
+});
