@@ -180,7 +180,13 @@ Deno.test("reins show gives the command that answers a pending approval, and --f
     })()];
     for (const entry of runs) {
       if (entry.name.startsWith(".") || !entry.isDirectory) continue;
-      const log = Deno.readTextFileSync(`${home.path}/runs/${entry.name}/events.jsonl`);
+      // regression: the run's directory is in place a moment before its events.jsonl is.
+      let log = "";
+      try {
+        log = Deno.readTextFileSync(`${home.path}/runs/${entry.name}/events.jsonl`);
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
       if (log.includes('"approval.requested"')) runId = entry.name;
     }
   }
