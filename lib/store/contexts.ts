@@ -61,18 +61,26 @@ export class ContextMap {
   get(contextId: string): HarnessSession | null {
     if (this.#unsaved.has(contextId)) return this.#unsaved.get(contextId) ?? null;
     const path = this.entryPath(contextId);
-    if (path === null) return null;
-    const untrusted = this.untrusted(contextId);
-    if (untrusted !== null) {
-      if (!this.#distrusted.has(path)) {
-        this.#distrusted.add(path);
-        this.#report(
-          `ignoring the session of context '${contextId}' in ${path}: ${untrusted}; its next turn starts a fresh session (reins doctor lists such files)`,
-        );
-      }
-      return null;
-    }
+    if (path === null || !this.vet(contextId)) return null;
     return readHarnessSession(path);
+  }
+
+  /**
+   * Whether the context's entry may be used. One found untrusted is ignored from then on (and
+   * reported once) until this map writes its own, even if its modes are tightened meanwhile: so
+   * call this before anything tightens the context's directory (the turn engine's lock does).
+   */
+  vet(contextId: string): boolean {
+    const path = this.entryPath(contextId);
+    if (path === null) return true;
+    if (this.#distrusted.has(path)) return false;
+    const untrusted = this.untrusted(contextId);
+    if (untrusted === null) return true;
+    this.#distrusted.add(path);
+    this.#report(
+      `ignoring the session of context '${contextId}' in ${path}: ${untrusted}; its next turn starts a fresh session (reins doctor lists such files)`,
+    );
+    return false;
   }
 
   /** Why the context's entry cannot be trusted, or null (also when there is none). */
@@ -114,6 +122,7 @@ export class ContextMap {
     try {
       this.#root.writeFileAtomic(path, `${JSON.stringify(entry, null, 2)}\n`);
       this.#unsaved.delete(contextId);
+      this.#distrusted.delete(path);
     } catch (error) {
       this.#unsaved.set(contextId, entry);
       this.#reportOnce(

@@ -38,6 +38,9 @@ export class ContextLock implements Disposable {
     options: AcquireOptions = {},
   ): Promise<ContextLock> {
     const path = store.layout.contextLock(contextId);
+    // Before the context's directory is made private: an entry planted while others could write
+    // there must stay distrusted once the directory is tightened.
+    store.contexts.vet(contextId);
     store.ensureDir(store.layout.context(contextId));
     const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
     try {
