@@ -85,6 +85,10 @@ export function reconcileRun(
       settleUnreadable(root, runId, error.message);
     }
   } finally {
+    // Unlocked before it is closed (see RunWriter.close).
+    try {
+      owner.unlockSync();
+    } catch { /* not held, or closing releases it */ }
     owner.close();
   }
   return result;

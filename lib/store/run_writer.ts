@@ -235,6 +235,11 @@ export class RunWriter extends RunAppender {
       this.sync();
     } catch { /* already closed */ }
     super.close();
+    // Unlocked before it is closed: a child being spawned by another thread of this process
+    // holds a copy of every descriptor until it execs, and a lock lives as long as any copy.
+    try {
+      this.#owner.unlockSync();
+    } catch { /* closing releases it anyway */ }
     this.#owner.close();
     this.#owner = null;
   }

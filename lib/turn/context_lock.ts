@@ -81,6 +81,11 @@ export class ContextLock implements Disposable {
     try {
       this.#file.truncateSync(0);
     } catch { /* the next holder truncates it anyway */ }
+    // Unlocked before it is closed: a child being spawned meanwhile holds a copy of every
+    // descriptor until it execs, and an flock lives as long as any copy of it.
+    try {
+      this.#file.unlockSync();
+    } catch { /* closing releases it anyway */ }
     this.#file.close();
   }
 
