@@ -1,19 +1,21 @@
 // `reins answer RUN ID TEXT`: answers a question a waiting run asked, by appending
 // `question.answered` to that run's log from this process.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { openStore } from "../store/store.ts";
 
 export const usage = "reins answer RUN QUESTION_ID TEXT";
 export const description = "Answers a question a running agent is waiting on.";
-export const flags = {} as const;
+export const flags = defineFlags({});
+type Flags = typeof flags;
 
 // Synchronous work; the dispatcher takes any command as a promise.
-export function run(ctx: CommandContext): Promise<number> {
+export function run(ctx: CommandContext<Flags>): Promise<number> {
   return Promise.resolve(execute(ctx));
 }
 
-function execute(ctx: CommandContext): number {
+function execute(ctx: CommandContext<Flags>): number {
   const [ref, questionId, ...words] = ctx.positionals;
   if (ref === undefined || questionId === undefined || words.length === 0) {
     throw new UsageError("reins answer takes a run, a question id and the answer", { hint: usage });

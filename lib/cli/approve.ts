@@ -1,7 +1,7 @@
 // `reins approve RUN ID [--deny] [--reason TEXT]`: answers an approval a waiting run asked for, by
 // appending `approval.resolved` to that run's log from this process.
 import type { CommandContext } from "./command.ts";
-import { stringFlag } from "./args.ts";
+import { defineFlags } from "./args.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { openStore } from "../store/store.ts";
 
@@ -9,17 +9,18 @@ export const usage = "reins approve RUN APPROVAL_ID [--deny] [--reason TEXT]";
 export const description =
   "Allows (or with --deny refuses) a tool use that a run started with --approve ask is waiting " +
   "for. `reins show RUN` lists what is pending, with the command that answers it.";
-export const flags = {
+export const flags = defineFlags({
   deny: { type: "boolean", description: "refuse the tool use instead of allowing it" },
   reason: { type: "string", value: "TEXT", description: "why, recorded and shown to the agent" },
-} as const;
+});
+type Flags = typeof flags;
 
 // Synchronous work; the dispatcher takes any command as a promise.
-export function run(ctx: CommandContext): Promise<number> {
+export function run(ctx: CommandContext<Flags>): Promise<number> {
   return Promise.resolve(execute(ctx));
 }
 
-function execute(ctx: CommandContext): number {
+function execute(ctx: CommandContext<Flags>): number {
   const [ref, approvalId, ...extra] = ctx.positionals;
   if (ref === undefined || approvalId === undefined || extra.length > 0) {
     throw new UsageError("reins approve takes a run and an approval id", { hint: usage });
@@ -41,7 +42,7 @@ function execute(ctx: CommandContext): number {
   const decision = ctx.flags.deny ? "deny" : "allow";
   const stored = store.appendToRun(record.id, {
     type: "approval.resolved",
-    payload: { approvalId, decision, by: "cli", reason: stringFlag(ctx.flags, "reason") ?? null },
+    payload: { approvalId, decision, by: "cli", reason: ctx.flags.reason ?? null },
   });
   if (ctx.io.jsonMode) {
     ctx.io.json({ runId: record.id, approvalId, decision, sequence: stored.sequence });

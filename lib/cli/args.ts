@@ -1,29 +1,42 @@
 // Flag parsing for every command: long flags (`--name value`, `--name=value`), short aliases,
-// booleans, repeatable flags and positionals. Written here rather than taken from node:util
-// because loading node:util costs every command ~20 ms of start-up, and because a mistyped flag
-// should name the nearest valid one.
+// booleans, repeatable flags and positionals. A command declares its flags once, with their
+// types (`defineFlags`), and reads typed values: a string, a list, a number checked against its
+// bounds, one of its choices — each refused at parse time with a line that names the flag. Written
+// here rather than taken from node:util because loading node:util costs every command ~20 ms of
+// start-up, and because a mistyped flag should name the nearest valid one.
+import { assertNever } from "../core/assert_never.ts";
 import { UsageError } from "../core/errors.ts";
 import { nearest } from "./suggest.ts";
 
-export interface FlagSpec {
-  type: "boolean" | "string";
+interface SpecBase {
   short?: string;
-  multiple?: boolean;
   /** Shown in help: `--name VALUE  description`. */
   value?: string;
   description?: string;
 }
-export type FlagSpecs = Record<string, FlagSpec>;
 
-export type ParsedFlags = Record<string, string | boolean | string[] | undefined>;
+export type FlagSpec =
+  | SpecBase & { type: "boolean" }
+  | SpecBase & { type: "string"; multiple?: false }
+  | SpecBase & { type: "string"; multiple: true }
+  /** A finite number, at least `min` (default 0); with `positive`, more than 0. */
+  | SpecBase & { type: "number"; min?: number; positive?: boolean }
+  /** A whole number from `min` (default 1) to `max`. */
+  | SpecBase & { type: "integer"; min?: number; max?: number }
+  | SpecBase & { type: "choice"; choices: readonly string[] };
 
-export interface ParsedArgs {
-  flags: ParsedFlags;
-  positionals: string[];
-}
+export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
+
+/** The value a flag of spec `S` has after parsing (absent: false, [] or undefined). */
+export type FlagValue<S extends FlagSpec> = S extends { type: "boolean" } ? boolean
+  : S extends { type: "string"; multiple: true } ? string[]
+  : S extends { type: "string" } ? string | undefined
+  : S extends { type: "number" | "integer" } ? number | undefined
+  : S extends { type: "choice"; choices: readonly (infer C)[] } ? C | undefined
+  : never;
 
 /** Flags every command takes. */
-export const GLOBAL_FLAGS: FlagSpecs = {
+export const GLOBAL_FLAGS = {
   home: {
     type: "string",
     value: "DIR",
@@ -32,13 +45,35 @@ export const GLOBAL_FLAGS: FlagSpecs = {
   json: { type: "boolean", description: "machine-readable output on stdout" },
   quiet: { type: "boolean", short: "q", description: "print only what was asked for" },
   help: { type: "boolean", short: "h", description: "show this help" },
-};
+} as const satisfies FlagSpecs;
 
-export function parseArgs(argv: readonly string[], specs: FlagSpecs, command: string): ParsedArgs {
+export type FlagValues<F extends FlagSpecs> =
+  & { readonly [K in keyof F]: FlagValue<F[K]> }
+  & { readonly [K in keyof typeof GLOBAL_FLAGS]: FlagValue<typeof GLOBAL_FLAGS[K]> };
+
+export interface ParsedArgs<F extends FlagSpecs> {
+  flags: FlagValues<F>;
+  positionals: string[];
+}
+
+/** Declares a command's flags, keeping their literal types (the values a command reads). */
+export function defineFlags<const F extends FlagSpecs>(specs: F): F {
+  return specs;
+}
+
+export function parseArgs<F extends FlagSpecs>(
+  argv: readonly string[],
+  specs: F,
+  command: string,
+): ParsedArgs<F> {
   const all: FlagSpecs = { ...GLOBAL_FLAGS, ...specs };
   const byShort = new Map<string, string>();
   for (const [name, spec] of Object.entries(all)) if (spec.short) byShort.set(spec.short, name);
-  const flags: ParsedFlags = {};
+  const flags: Record<string, string | boolean | number | string[] | undefined> = {};
+  for (const [name, spec] of Object.entries(all)) {
+    if (spec.type === "boolean") flags[name] = false;
+    else if (spec.type === "string" && spec.multiple) flags[name] = [];
+  }
   const positionals: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -61,18 +96,20 @@ export function parseArgs(argv: readonly string[], specs: FlagSpecs, command: st
       if (alias === undefined) throw unknownFlag(arg, all, command);
       name = alias;
     }
-    const spec = all[name];
+    const spec = Object.hasOwn(all, name) ? all[name] : undefined;
     if (spec === undefined) throw unknownFlag(`--${name}`, all, command);
-    let value: string | boolean;
     if (spec.type === "boolean") {
       if (inline !== undefined && !/^(true|false)$/.test(inline)) {
         throw new UsageError(`--${name} takes no value: got ${JSON.stringify(inline)}`, {
           hint: `write --${name} alone`,
         });
       }
-      value = inline === undefined ? true : inline === "true";
-    } else if (inline !== undefined) {
-      value = inline;
+      flags[name] = inline === undefined ? true : inline === "true";
+      continue;
+    }
+    let raw: string;
+    if (inline !== undefined) {
+      raw = inline;
     } else {
       const next = argv[i + 1];
       if (next === undefined || (next.startsWith("--") && next.length > 2)) {
@@ -80,18 +117,63 @@ export function parseArgs(argv: readonly string[], specs: FlagSpecs, command: st
           hint: `write --${name} ${spec.value ?? "VALUE"} (see reins ${command} --help)`,
         });
       }
-      value = next;
+      raw = next;
       i++;
     }
-    if (spec.multiple) {
-      const list = (flags[name] as string[] | undefined) ?? [];
-      list.push(String(value));
-      flags[name] = list;
+    if (spec.type === "string" && spec.multiple) {
+      (flags[name] as string[]).push(raw);
     } else {
-      flags[name] = value;
+      flags[name] = convert(name, spec, raw);
     }
   }
-  return { flags, positionals };
+  return { flags: flags as FlagValues<F>, positionals };
+}
+
+/** A flag's value as its spec types it, or a UsageError that names the flag and the value. */
+function convert(name: string, spec: FlagSpec, raw: string): string | number {
+  const got = `got ${JSON.stringify(raw)}`;
+  switch (spec.type) {
+    case "string":
+      return raw;
+    case "number": {
+      const value = raw.trim() === "" ? NaN : Number(raw);
+      const min = spec.min ?? 0;
+      if (!Number.isFinite(value) || value < min || (spec.positive && value <= 0)) {
+        const what = spec.positive
+          ? "a number more than 0"
+          : min === 0
+          ? "a non-negative number"
+          : `a number of at least ${min}`;
+        throw new UsageError(`--${name} takes ${what}: ${got}`);
+      }
+      return value;
+    }
+    case "integer": {
+      const value = raw.trim() === "" ? NaN : Number(raw);
+      const min = spec.min ?? 1;
+      const max = spec.max ?? Number.MAX_SAFE_INTEGER;
+      if (!Number.isInteger(value) || value < min || value > max) {
+        throw new UsageError(`--${name} takes a whole number from ${min} to ${max}: ${got}`);
+      }
+      return value;
+    }
+    case "choice": {
+      if (spec.choices.includes(raw)) return raw;
+      const guess = nearest(raw, spec.choices);
+      throw new UsageError(`--${name} takes ${listOf(spec.choices)}: ${got}`, {
+        hint: guess ? `did you mean --${name} ${guess}?` : undefined,
+      });
+    }
+    case "boolean":
+      throw new Error(`--${name} is a boolean flag: it takes no value`);
+    default:
+      return assertNever(spec, "flag spec");
+  }
+}
+
+function listOf(choices: readonly string[]): string {
+  if (choices.length <= 1) return choices.join("");
+  return `${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}`;
 }
 
 function unknownFlag(flag: string, specs: FlagSpecs, command: string): UsageError {
@@ -104,37 +186,18 @@ function unknownFlag(flag: string, specs: FlagSpecs, command: string): UsageErro
   });
 }
 
-/** A string flag as a positive integer, or a UsageError naming the flag. */
-export function intFlag(
-  flags: ParsedFlags,
-  name: string,
-  limits: { min?: number; max?: number } = {},
-): number | undefined {
-  const raw = flags[name];
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  const min = limits.min ?? 1;
-  const max = limits.max ?? Number.MAX_SAFE_INTEGER;
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new UsageError(
-      `--${name} takes a whole number from ${min} to ${max}: got ${JSON.stringify(raw)}`,
-    );
+/** What help shows after the flag's name: its value's placeholder, or its choices. */
+export function valueHint(spec: FlagSpec): string | null {
+  switch (spec.type) {
+    case "boolean":
+      return null;
+    case "choice":
+      return spec.value ?? spec.choices.join("|");
+    case "string":
+    case "number":
+    case "integer":
+      return spec.value ?? "VALUE";
+    default:
+      return assertNever(spec, "flag spec");
   }
-  return value;
-}
-
-/** A string flag as a non-negative number, or a UsageError naming the flag. */
-export function numberFlag(flags: ParsedFlags, name: string): number | undefined {
-  const raw = flags[name];
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (typeof raw !== "string" || raw.trim() === "" || !Number.isFinite(value) || value < 0) {
-    throw new UsageError(`--${name} takes a non-negative number: got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
-export function stringFlag(flags: ParsedFlags, name: string): string | undefined {
-  const raw = flags[name];
-  return typeof raw === "string" ? raw : undefined;
 }

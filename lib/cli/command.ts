@@ -1,13 +1,14 @@
 // What a command module exports, and what it is handed when it runs.
 import type { Env } from "../core/env.ts";
 import type { Settings } from "../core/config.ts";
-import type { FlagSpecs, ParsedFlags } from "./args.ts";
+import type { FlagSpecs, FlagValues } from "./args.ts";
 import type { Output } from "./output.ts";
 
-export interface CommandContext {
+export interface CommandContext<F extends FlagSpecs = FlagSpecs> {
   /** The command's name as typed, and the argv after it. */
   readonly name: string;
-  readonly flags: ParsedFlags;
+  /** The values of the command's flags (and the global ones), typed as they were declared. */
+  readonly flags: FlagValues<F>;
   readonly positionals: string[];
   readonly env: Env;
   /** The data root, absolute. */
@@ -15,16 +16,15 @@ export interface CommandContext {
   readonly io: Output;
   /** The full, zod-checked settings; loaded on first call (it costs loading zod). */
   settings(): Promise<Settings>;
-  /** Aborted on SIGINT/SIGTERM by commands that install handlers. */
-  readonly signal?: AbortSignal;
 }
 
-export interface CommandModule {
+export interface CommandModule<F extends FlagSpecs = FlagSpecs> {
   /** `reins runs [--context ID] …`: the synopsis line(s). */
   readonly usage: string;
   /** A paragraph for `reins help COMMAND`. */
   readonly description: string;
-  readonly flags: FlagSpecs;
+  /** Declared once with their types (defineFlags); `run` reads them typed. */
+  readonly flags: F;
   /** Returns the exit code. Throws ReinsError for anything that goes wrong. */
-  run(ctx: CommandContext): Promise<number>;
+  run(ctx: CommandContext<F>): Promise<number>;
 }

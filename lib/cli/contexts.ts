@@ -1,19 +1,21 @@
 // `reins contexts`: every context with its session, harness and last use.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { openStore } from "../store/store.ts";
 
 export const usage = "reins contexts";
 export const description =
   "Lists the contexts reins remembers: each one's session id, the harness's own session id, " +
   "the driver and when it was last used. `reins forget CONTEXT` drops one.";
-export const flags = {} as const;
+export const flags = defineFlags({});
+type Flags = typeof flags;
 
 // Synchronous work; the dispatcher takes any command as a promise.
-export function run(ctx: CommandContext): Promise<number> {
+export function run(ctx: CommandContext<Flags>): Promise<number> {
   return Promise.resolve(execute(ctx));
 }
 
-function execute(ctx: CommandContext): number {
+function execute(ctx: CommandContext<Flags>): number {
   using store = openStore(ctx.home);
   const entries = store.contexts.list();
   if (ctx.io.jsonMode) {

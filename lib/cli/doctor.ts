@@ -2,6 +2,7 @@
 // (what it refuses to use, and with --repair what it tightens), the sandbox in force, the harness
 // programs, the platform settings (never their secret values).
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { ensurePrivateDir, UntrustedFileError } from "../core/private_files.ts";
 import {
   configTrustProblem,
@@ -24,12 +25,13 @@ export const description =
   "sessions others could have written (their next turn starts afresh); another user's files and " +
   "links are left for you. Also shows the permissions in force, looks for the harness programs " +
   "and says which platform settings are set.";
-export const flags = {
+export const flags = defineFlags({
   repair: {
     type: "boolean",
     description: "tighten modes of what you own; drop untrusted context sessions",
   },
-} as const;
+});
+type Flags = typeof flags;
 
 interface ProgramCheck {
   driver: string;
@@ -126,7 +128,7 @@ function otelLines(otel: Awaited<ReturnType<typeof otelReport>>): string[] {
   return lines;
 }
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   let settings: Settings;
   try {
     settings = await ctx.settings();
@@ -136,7 +138,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     settings = loadSettings(
       ctx.env,
       {
-        home: typeof ctx.flags.home === "string" ? ctx.flags.home : undefined,
+        home: ctx.flags.home,
         json: ctx.io.jsonMode,
         quiet: ctx.io.quiet,
       },
@@ -151,7 +153,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   try {
     if (!existed) ensurePrivateDir(settings.home, settings.home);
     findings = auditDataRoot(settings.home);
-    if (ctx.flags.repair === true) {
+    if (ctx.flags.repair) {
       repair = repairDataRoot(findings);
       findings = auditDataRoot(settings.home);
     }

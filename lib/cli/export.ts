@@ -4,7 +4,7 @@
 // demand nothing is kept: a collector that is down makes it exit 5, and it can be run again.
 // --pending sends what runs that settled while the collector was away left in the outbox.
 import type { CommandContext } from "./command.ts";
-import { stringFlag } from "./args.ts";
+import { defineFlags } from "./args.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
 import { openStore } from "../store/store.ts";
@@ -24,30 +24,31 @@ export const description =
   "left out unless --otel-content (or otel.content in the config) asks for them; secrets never " +
   "leave. Exporting a run again gives the same trace. --pending sends the traces of runs that " +
   "settled while the collector was away. --print writes the OTLP JSON to stdout instead.";
-export const flags = {
+export const flags = defineFlags({
   since: {
-    type: "string" as const,
+    type: "string",
     value: "WHEN",
     description: "also every settled run that started since then (ISO time, or 30m, 12h, 7d)",
   },
   endpoint: {
-    type: "string" as const,
+    type: "string",
     value: "URL",
     description: "the collector's base URL (traces go to URL/v1/traces)",
   },
   "otel-content": {
-    type: "boolean" as const,
+    type: "boolean",
     description: "include prompts, answers, tool arguments and results",
   },
   pending: {
-    type: "boolean" as const,
+    type: "boolean",
     description: "also send the traces waiting in the outbox",
   },
   print: {
-    type: "boolean" as const,
+    type: "boolean",
     description: "print the OTLP JSON on stdout instead of sending it",
   },
-};
+});
+type Flags = typeof flags;
 
 /** Runs per request: keeps one request far below the protocol's 64 MiB. */
 const RUNS_PER_REQUEST = 50;
@@ -106,7 +107,7 @@ function describe(outcome: ExportOutcome): { out: string[]; err: string[] } {
   }
 }
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const [format, ...refs] = ctx.positionals;
   if (format !== "otel") {
     throw new UsageError(
@@ -116,9 +117,9 @@ export async function run(ctx: CommandContext): Promise<number> {
       { hint: usage },
     );
   }
-  const since = stringFlag(ctx.flags, "since");
-  const pending = ctx.flags.pending === true;
-  const print = ctx.flags.print === true;
+  const since = ctx.flags.since;
+  const pending = ctx.flags.pending;
+  const print = ctx.flags.print;
   if (refs.length === 0 && since === undefined && !pending) {
     throw new UsageError("reins export otel needs runs (ids, prefixes or last) or --since", {
       hint: `${usage}; --pending alone sends what the outbox holds`,
@@ -128,7 +129,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     throw new UsageError("--print shows what would be sent; it does not go with --pending");
   }
   const fromMs = since === undefined ? null : sinceMs(since);
-  const endpoint = stringFlag(ctx.flags, "endpoint");
+  const endpoint = ctx.flags.endpoint;
   if (endpoint !== undefined && !/^https?:\/\/[^/]/i.test(endpoint)) {
     throw new UsageError(
       `--endpoint takes an http:// or https:// URL: got ${JSON.stringify(endpoint)}`,
@@ -139,7 +140,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const { exportSettings, explicitTarget } = await import("../otel/target.ts");
   const exporting = exportSettings(settings.otel, {
     endpoint,
-    content: ctx.flags["otel-content"] === true,
+    content: ctx.flags["otel-content"],
   });
   for (const warning of exporting.warnings) ctx.io.warn(`ignored: ${warning}`);
   const target = explicitTarget(exporting);

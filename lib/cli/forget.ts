@@ -1,5 +1,6 @@
 // `reins forget CONTEXT`: drops a context's session, so its next turn starts a new conversation.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
 import { openStore } from "../store/store.ts";
@@ -8,14 +9,15 @@ export const usage = "reins forget CONTEXT";
 export const description =
   "Forgets the harness session of CONTEXT. Its runs stay recorded; the next `reins run " +
   "--context CONTEXT` starts a fresh session. Forgetting a context reins does not know is not an error.";
-export const flags = {} as const;
+export const flags = defineFlags({});
+type Flags = typeof flags;
 
 // Synchronous work; the dispatcher takes any command as a promise.
-export function run(ctx: CommandContext): Promise<number> {
+export function run(ctx: CommandContext<Flags>): Promise<number> {
   return Promise.resolve(execute(ctx));
 }
 
-function execute(ctx: CommandContext): number {
+function execute(ctx: CommandContext<Flags>): number {
   const [contextId, ...extra] = ctx.positionals;
   if (contextId === undefined || extra.length > 0) {
     throw new UsageError("reins forget takes one context id", { hint: usage });

@@ -3,7 +3,7 @@
 import { ExitCode, ReinsError } from "../core/errors.ts";
 import { type Env, readEnv, resolveHome, withholdFromAgents } from "../core/env.ts";
 import { redact, rememberSecrets, secretsInEnv } from "../core/redact.ts";
-import { GLOBAL_FLAGS, parseArgs } from "./args.ts";
+import { type FlagSpecs, GLOBAL_FLAGS, parseArgs, valueHint } from "./args.ts";
 import { COMMANDS, findCommand } from "./commands.ts";
 import type { CommandContext, CommandModule } from "./command.ts";
 import { type Output, terminalOutput } from "./output.ts";
@@ -76,7 +76,7 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     io.print(commandHelp(entry.name, module));
     return ExitCode.ok;
   }
-  const { home } = resolveHome(env, typeof flags.home === "string" ? flags.home : undefined);
+  const { home } = resolveHome(env, flags.home);
   let settings: Promise<import("../core/config.ts").Settings> | undefined;
   const ctx: CommandContext = {
     name: entry.name,
@@ -88,7 +88,7 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     settings: () =>
       settings ??= import("../core/config.ts").then((config) =>
         config.loadSettings(env, {
-          home: typeof flags.home === "string" ? flags.home : undefined,
+          home: flags.home,
           json: io.jsonMode,
           quiet: io.quiet,
         }, { stdout: io.stdoutIsTerminal })
@@ -123,9 +123,10 @@ function generalHelp(): string {
 }
 
 export function commandHelp(name: string, module: CommandModule): string {
-  const flagLines = Object.entries({ ...module.flags, ...GLOBAL_FLAGS }).map(([flag, spec]) => {
+  const all: FlagSpecs = { ...module.flags, ...GLOBAL_FLAGS };
+  const flagLines = Object.entries(all).map(([flag, spec]) => {
     const left = `${spec.short ? `-${spec.short}, ` : "    "}--${flag}${
-      spec.type === "string" ? ` ${spec.value ?? "VALUE"}` : ""
+      valueHint(spec) === null ? "" : ` ${valueHint(spec)}`
     }`;
     return `  ${left.padEnd(28)} ${spec.description ?? ""}`.trimEnd();
   });

@@ -2,6 +2,7 @@
 // corrects records that disagree with their events, rebuilds damaged ones) and, with --reindex,
 // rebuilds index.sqlite from the run files. Every command that reads runs does the cheap part.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
 import { openStore } from "../store/store.ts";
 
@@ -14,11 +15,12 @@ export const description =
   "planted links, or could have been written by someone else, is skipped and reported (and " +
   "settled in run.json when that can be written). --reindex also rebuilds " +
   "index.sqlite from the run files.";
-export const flags = {
+export const flags = defineFlags({
   reindex: { type: "boolean", description: "rebuild index.sqlite from runs/*/run.json" },
-} as const;
+});
+type Flags = typeof flags;
 
-export function run(ctx: CommandContext): Promise<number> {
+export function run(ctx: CommandContext<Flags>): Promise<number> {
   if (ctx.positionals.length > 0) {
     throw new UsageError(
       `reins recover takes no arguments: got ${JSON.stringify(ctx.positionals[0])}`,
@@ -26,7 +28,7 @@ export function run(ctx: CommandContext): Promise<number> {
     );
   }
   using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
-  const report = store.reconcileInterruptedRuns({ reindex: ctx.flags.reindex === true });
+  const report = store.reconcileInterruptedRuns({ reindex: ctx.flags.reindex });
   if (ctx.io.jsonMode) {
     ctx.io.json(report);
     return Promise.resolve(0);

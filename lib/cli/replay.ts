@@ -5,7 +5,7 @@
 // own: trigger `replay`, relation `replay`, resumedFromRunId RUN.
 import { assertNever } from "../core/assert_never.ts";
 import type { CommandContext } from "./command.ts";
-import { numberFlag, stringFlag } from "./args.ts";
+import { defineFlags } from "./args.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { RunEvent, RunRecord } from "../store/contracts.ts";
@@ -33,18 +33,24 @@ export const description =
   "result that differs, or the script running out — and where. Exit 0 when it reproduced, 1 " +
   "when it diverged. --json prints {runId, replayOf, cwd, status, reason, diverged, divergences, " +
   "modelOutputs, toolResults}.";
-export const flags = {
+export const flags = defineFlags({
   cwd: {
     type: "string",
     value: "DIR",
     description: "replay in DIR instead of a fresh copy of the recorded working directory",
   },
-  timeout: { type: "string", value: "SECONDS", description: "fail the replay after this long" },
-} as const;
+  timeout: {
+    type: "number",
+    positive: true,
+    value: "SECONDS",
+    description: "fail the replay after this long",
+  },
+});
+type Flags = typeof flags;
 
 const SHOWN_VALUE = 160;
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const { io } = ctx;
   const [ref, ...extra] = ctx.positionals;
   if (ref === undefined || extra.length > 0) {
@@ -52,8 +58,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       hint: usage,
     });
   }
-  const timeoutSeconds = numberFlag(ctx.flags, "timeout");
-  if (timeoutSeconds === 0) throw new UsageError("--timeout must be more than 0 seconds");
+  const timeoutSeconds = ctx.flags.timeout;
   const settings = await ctx.settings();
   using store = openStore(settings.home, { warn: (message) => io.warn(message) });
   await store.reconcileCheaply();
@@ -61,7 +66,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const recorded = store.readEvents(original.id);
   for (const problem of describeProblems(original.id, recorded)) io.warn(problem);
   const plan = replayPlan(original, recorded.events);
-  const given = stringFlag(ctx.flags, "cwd");
+  const given = ctx.flags.cwd;
   const cwd = given === undefined ? await copyWorkingDirectory(original.cwd) : checkCwd(given);
   io.note(
     `reins: replaying run ${original.id} (${plan.outputs.length} model outputs) in ${cwd}${

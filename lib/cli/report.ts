@@ -6,7 +6,7 @@
 // under the name it was started with. It never changes a run; an outage leaves the report in the
 // outbox for `reins report --pending`.
 import type { CommandContext } from "./command.ts";
-import { stringFlag } from "./args.ts";
+import { defineFlags } from "./args.ts";
 import { assertNever } from "../core/assert_never.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
@@ -37,26 +37,27 @@ export const description =
   "voice calls, others as text (--modality decides instead). A report is kept in the outbox " +
   "until the platform has acknowledged every step: --pending sends what an outage or a crash " +
   "left there. Prints the dashboard path; --json prints the ids.";
-export const flags = {
+export const flags = defineFlags({
   name: {
-    type: "string" as const,
+    type: "string",
     value: "NAME",
     description: "the platform test to report into (default: harness · start time)",
   },
   again: {
-    type: "boolean" as const,
+    type: "boolean",
     description: "report runs that were reported already, as a new execution",
   },
   modality: {
-    type: "string" as const,
-    value: "text|voice",
+    type: "choice",
+    choices: ["text", "voice"],
     description: "how the platform shows the calls (default: voice if a run has audio)",
   },
   pending: {
-    type: "boolean" as const,
+    type: "boolean",
     description: "also send the reports waiting in the outbox",
   },
-};
+});
+type Flags = typeof flags;
 
 function defaultName(runs: readonly { harness: string; startedAt: string }[]): string {
   const harnesses = new Set(runs.map((run) => run.harness));
@@ -104,13 +105,6 @@ function describe(outcome: ReportOutcome): { out: string[]; err: string[] } {
   return { out, err };
 }
 
-function modalityFlag(value: string | undefined): Modality | undefined {
-  if (value === undefined || value === "text" || value === "voice") return value;
-  throw new UsageError(`--modality takes text or voice: got ${JSON.stringify(value)}`, {
-    hint: "voice shows the calls with their audio; text as chats",
-  });
-}
-
 interface Already {
   runId: string;
   /** Where it went last (every execution it is part of is in platform.json). */
@@ -135,12 +129,12 @@ function alreadyOf(runId: string, calls: readonly RememberedCall[]): Already {
   };
 }
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const refs = ctx.positionals;
-  const pending = ctx.flags.pending === true;
-  const again = ctx.flags.again === true;
-  const name = stringFlag(ctx.flags, "name");
-  const modality = modalityFlag(stringFlag(ctx.flags, "modality"));
+  const pending = ctx.flags.pending;
+  const again = ctx.flags.again;
+  const name = ctx.flags.name;
+  const modality: Modality | undefined = ctx.flags.modality;
   if (refs.length === 0 && !pending) {
     throw new UsageError("reins report needs a run (an id, a unique prefix of one, or last)", {
       hint: `${usage}; --pending alone sends what the outbox holds`,

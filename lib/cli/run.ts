@@ -2,14 +2,14 @@
 // reads the flags into a TurnRequest, turns SIGINT/SIGTERM into the engine's stop and kill
 // signals, and prints the answer, the JSON summary or the event stream.
 import type { CommandContext } from "./command.ts";
-import { intFlag, numberFlag, stringFlag } from "./args.ts";
+import { defineFlags } from "./args.ts";
 import { DRIVER_NAMES, type DriverName, HARNESS_DRIVERS } from "../core/config.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { RunEvent } from "../store/contracts.ts";
 import { openStore } from "../store/store.ts";
-import type { AgentSpec, ApprovalPolicy } from "../drivers/driver.ts";
+import type { AgentSpec } from "../drivers/driver.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
 import { turnSignals } from "./signals.ts";
@@ -21,9 +21,10 @@ export const description =
   "Prints the final answer (--json: a summary; --events: every event as a JSON line as it " +
   "happens). Exit 0 when the run completed, 1 when it failed or was interrupted.";
 
-export const flags = {
+export const flags = defineFlags({
   driver: {
-    type: "string",
+    type: "choice",
+    choices: DRIVER_NAMES,
     value: "NAME",
     description: `loop (default), ${DRIVER_NAMES.slice(1).join(", ")}`,
   },
@@ -49,17 +50,22 @@ export const flags = {
     description: "working directory (default: the current one)",
   },
   parent: { type: "string", value: "RUN", description: "record this run as a child of RUN" },
-  timeout: { type: "string", value: "SECONDS", description: "fail the run after this long" },
+  timeout: {
+    type: "number",
+    positive: true,
+    value: "SECONDS",
+    description: "fail the run after this long",
+  },
   approve: {
-    type: "string",
-    value: "auto|ask|deny",
+    type: "choice",
+    choices: ["auto", "ask", "deny"],
     description: "tool use: run it, wait for reins approve, or refuse",
   },
-  "max-turns": { type: "string", value: "N", description: "budget: model calls" },
-  "max-tokens": { type: "string", value: "N", description: "budget: input + output tokens" },
-  "max-usd": { type: "string", value: "X", description: "budget: dollars" },
+  "max-turns": { type: "integer", value: "N", description: "budget: model calls" },
+  "max-tokens": { type: "integer", value: "N", description: "budget: input + output tokens" },
+  "max-usd": { type: "number", value: "X", description: "budget: dollars" },
   "idle-timeout": {
-    type: "string",
+    type: "number",
     value: "SECONDS",
     description: "fail a harness that says nothing this long",
   },
@@ -74,9 +80,10 @@ export const flags = {
     type: "boolean",
     description: "with --context: exit 7 at once if another turn is running on it",
   },
-} as const;
+});
+type Flags = typeof flags;
 
-async function readPrompt(ctx: CommandContext): Promise<string> {
+async function readPrompt(ctx: CommandContext<Flags>): Promise<string> {
   if (ctx.positionals.length > 1) {
     throw new UsageError(`reins run takes one prompt: got ${ctx.positionals.length} arguments`, {
       hint: "quote the prompt: reins run 'list the files and summarise them'",
@@ -92,20 +99,6 @@ async function readPrompt(ctx: CommandContext): Promise<string> {
   const text = await new Response(Deno.stdin.readable).text();
   if (text.trim() === "") throw new UsageError("The prompt on stdin is empty");
   return text.replace(/\n$/, "");
-}
-
-function driverFlag(value: string | undefined): DriverName {
-  const name = value ?? "loop";
-  if ((DRIVER_NAMES as readonly string[]).includes(name)) return name as DriverName;
-  throw new UsageError(`Unknown driver ${JSON.stringify(name)} for --driver`, {
-    hint: `use one of ${DRIVER_NAMES.join(", ")}`,
-  });
-}
-
-function approvalFlag(value: string | undefined): ApprovalPolicy {
-  const policy = value ?? "auto";
-  if (policy === "auto" || policy === "ask" || policy === "deny") return policy;
-  throw new UsageError(`--approve takes auto, ask or deny: got ${JSON.stringify(policy)}`);
 }
 
 function checkCwd(path: string): string {
@@ -126,14 +119,14 @@ function checkCwd(path: string): string {
 }
 
 /** The agent the flags describe; a flag that belongs to another driver is refused. */
-function agentFlags(ctx: CommandContext, driverName: DriverName): AgentSpec {
+function agentFlags(ctx: CommandContext<Flags>, driverName: DriverName): AgentSpec {
   const f = ctx.flags;
-  const idleTimeoutSeconds = numberFlag(f, "idle-timeout") ?? null;
-  const exec = stringFlag(f, "exec") ?? null;
+  const idleTimeoutSeconds = f["idle-timeout"] ?? null;
+  const exec = f.exec ?? null;
   if (exec !== null && driverName !== "command") {
     throw new UsageError("--exec goes with --driver command", { hint: "add --driver command" });
   }
-  const model = stringFlag(f, "model") ?? null;
+  const model = f.model ?? null;
   if (model !== null && driverName !== "loop") {
     throw new UsageError(`--model goes with --driver loop, not ${driverName}`, {
       hint:
@@ -141,7 +134,7 @@ function agentFlags(ctx: CommandContext, driverName: DriverName): AgentSpec {
     });
   }
   if (driverName === "loop") {
-    return { kind: "loop", model, baseUrl: stringFlag(f, "base-url") ?? null };
+    return { kind: "loop", model, baseUrl: f["base-url"] ?? null };
   }
   if (driverName === "command") {
     if (exec === null) throw new UsageError("--driver command needs --exec 'PROGRAM ARGS'");
@@ -151,30 +144,25 @@ function agentFlags(ctx: CommandContext, driverName: DriverName): AgentSpec {
   return { kind: "harness", driver, idleTimeoutSeconds };
 }
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const { flags: f, io } = ctx;
-  const driverName = driverFlag(stringFlag(f, "driver"));
-  const contextId = f.context === undefined ? null : safeName(String(f.context), "context id");
-  const approval = approvalFlag(stringFlag(f, "approve"));
-  const timeoutSeconds = numberFlag(f, "timeout");
-  if (timeoutSeconds === 0) throw new UsageError("--timeout must be more than 0 seconds");
-  const budget = {
-    maxTurns: intFlag(f, "max-turns"),
-    maxTokens: intFlag(f, "max-tokens"),
-    maxUsd: numberFlag(f, "max-usd"),
-  };
+  const driverName = f.driver ?? "loop";
+  const contextId = f.context === undefined ? null : safeName(f.context, "context id");
+  const approval = f.approve ?? "auto";
+  const timeoutSeconds = f.timeout ?? null;
+  const budget = { maxTurns: f["max-turns"], maxTokens: f["max-tokens"], maxUsd: f["max-usd"] };
   if (f["no-wait"] && contextId === null) {
     throw new UsageError("--no-wait goes with --context", {
       hint: "a turn without --context never waits for another",
     });
   }
   const agent = agentFlags(ctx, driverName);
-  const cwd = checkCwd(stringFlag(f, "cwd") ?? Deno.cwd());
+  const cwd = checkCwd(f.cwd ?? Deno.cwd());
   const prompt = await readPrompt(ctx);
   const settings = await ctx.settings();
   using store = openStore(settings.home, { warn: (message) => io.warn(message) });
-  const parentRunId = f.parent === undefined ? null : store.resolveRun(String(f.parent)).id;
-  const attachments = ((f.attach as string[] | undefined) ?? []).map((file) => {
+  const parentRunId = f.parent === undefined ? null : store.resolveRun(f.parent).id;
+  const attachments = f.attach.map((file) => {
     const path = resolvePath(file);
     // Checked before the run exists, so a typo does not leave a failed run behind.
     let isFile = false;
@@ -203,7 +191,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       contextId,
       approval,
       budget,
-      timeoutSeconds: timeoutSeconds ?? null,
+      timeoutSeconds,
       parentRunId,
       trigger: "cli",
       attachments,

@@ -2,7 +2,7 @@
 // --json the full records). Free of zod and of node: modules, like everything it imports: it must
 // start about as fast as an empty `deno run` (see lib/store/index_db.ts).
 import type { CommandContext } from "./command.ts";
-import { intFlag, stringFlag } from "./args.ts";
+import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
 import { DataRoot } from "../store/data_root.ts";
 import { MAX_LIMIT } from "../store/list.ts";
@@ -13,7 +13,7 @@ export const description =
   "Lists runs, newest first: id (the shortest prefix that names it), status, harness, context, " +
   "start, duration and goal. --json prints the full records as one JSON array. Runs whose " +
   "process is gone are marked interrupted first.";
-export const flags = {
+export const flags = defineFlags({
   context: { type: "string", value: "ID", description: "only the runs of this context" },
   session: { type: "string", value: "ID", description: "only the runs of this session" },
   status: {
@@ -22,8 +22,15 @@ export const flags = {
     description: "only runs with this status (several: comma-separated)",
   },
   active: { type: "boolean", description: "only queued, running and waiting runs" },
-  limit: { type: "string", value: "N", description: "how many (default 20, at most 10000)" },
-} as const;
+  limit: {
+    type: "integer",
+    min: 1,
+    max: MAX_LIMIT,
+    value: "N",
+    description: "how many (default 20, at most 10000)",
+  },
+});
+type Flags = typeof flags;
 
 /** What the table needs of a record (the index holds records written by the store). */
 interface Row {
@@ -36,7 +43,7 @@ interface Row {
   goal: string | null;
 }
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   if (ctx.positionals.length > 0) {
     throw new UsageError(
       `reins runs takes no arguments: got ${JSON.stringify(ctx.positionals[0])}`,
@@ -45,13 +52,13 @@ export async function run(ctx: CommandContext): Promise<number> {
       },
     );
   }
-  const status = stringFlag(ctx.flags, "status");
+  const status = ctx.flags.status;
   const filter = {
-    contextId: stringFlag(ctx.flags, "context"),
-    sessionId: stringFlag(ctx.flags, "session"),
+    contextId: ctx.flags.context,
+    sessionId: ctx.flags.session,
     status: status?.split(",").map((part) => part.trim()).filter(Boolean),
-    active: ctx.flags.active === true,
-    limit: intFlag(ctx.flags, "limit", { min: 1, max: MAX_LIMIT }),
+    active: ctx.flags.active,
+    limit: ctx.flags.limit,
   };
   // The zod-free part of the store: all that listing needs.
   using root = new DataRoot(ctx.home, { warn: (message) => ctx.io.warn(message) });

@@ -3,6 +3,7 @@
 // the run from any process until it settles. Damage never stops it: skipped lines and a rebuilt
 // record are warnings on stderr.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
 import { type RunEvent, type RunRecord, terminalStatusOf } from "../store/contracts.ts";
 import { pendingDecisions } from "../store/decisions.ts";
@@ -28,7 +29,7 @@ export const description =
   "with the command that answers them. --follow prints new events as they are appended, from " +
   "any process, until the run settles. --json prints {record, events, problems, pending} " +
   "(with --follow: one event per line). Damaged lines are skipped and reported, never fatal.";
-export const flags = {
+export const flags = defineFlags({
   short: { type: "boolean", description: "one line per event (the default)" },
   verbose: {
     type: "boolean",
@@ -40,7 +41,8 @@ export const flags = {
     short: "f",
     description: "keep printing events as they are appended until the run settles",
   },
-} as const;
+});
+type Flags = typeof flags;
 
 /** Something wrong with a run's files: `line` is null for a whole file. */
 export interface ShownProblem {
@@ -52,7 +54,7 @@ export interface ShownProblem {
 /** How often --follow looks at the log while it is quiet. */
 const FOLLOW_INTERVAL_MS = 100;
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   try {
     return await showRun(ctx);
   } catch (error) {
@@ -62,7 +64,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   }
 }
 
-async function showRun(ctx: CommandContext): Promise<number> {
+async function showRun(ctx: CommandContext<Flags>): Promise<number> {
   const [ref, ...extra] = ctx.positionals;
   if (ref === undefined || extra.length > 0) {
     throw new UsageError("reins show takes one run: an id, a unique prefix of one, or last", {
@@ -117,7 +119,7 @@ async function showRun(ctx: CommandContext): Promise<number> {
 const INCOMPLETE_LINE = "incomplete last line (its writer stopped mid-line)";
 
 /** --json: {record, events, problems, pending}, the record and events as the store reads them. */
-function showJson(ctx: CommandContext, store: Store, runId: string): number {
+function showJson(ctx: CommandContext<Flags>, store: Store, runId: string): number {
   const { record, problems: recordProblems } = store.inspectRun(runId);
   const read = store.readEvents(runId);
   const eventsFile = shownPath(runId, EVENTS_FILE);
@@ -138,7 +140,7 @@ function showJson(ctx: CommandContext, store: Store, runId: string): number {
 
 /** --follow: the run so far, then each batch of new events, until the run settles. */
 async function follow(
-  ctx: CommandContext,
+  ctx: CommandContext<Flags>,
   store: Store,
   runId: string,
   mode: ShowMode,

@@ -3,6 +3,7 @@
 // root (newest first, up to 10,000). --family widens each RUN to its family (the root it descends
 // from through parentRunId, and every run below that root) and sums each family.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import type { RunRecord } from "../store/contracts.ts";
 import { MAX_LIMIT } from "../store/list.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
@@ -23,9 +24,10 @@ export const description =
   "without RUN, every run (newest first, at most 10000). --family takes each run's whole family " +
   "(its root parent and every run below it) and sums each family. --json prints {runs, total} " +
   "(and families with --family). Tokens and cost are null where no run reported them.";
-export const flags = {
+export const flags = defineFlags({
   family: { type: "boolean", description: "each run's parent and children too, summed per family" },
-} as const;
+});
+type Flags = typeof flags;
 
 export interface FamilyStats {
   rootRunId: string;
@@ -33,7 +35,7 @@ export interface FamilyStats {
   total: StatsTotal;
 }
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   try {
     return await printStats(ctx);
   } catch (error) {
@@ -43,7 +45,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   }
 }
 
-async function printStats(ctx: CommandContext): Promise<number> {
+async function printStats(ctx: CommandContext<Flags>): Promise<number> {
   const { io } = ctx;
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   await store.reconcileCheaply();

@@ -228,7 +228,11 @@ Deno.test("reins run with an unknown driver or a missing prompt is a usage error
   await using dir = await tempDir();
   const a = await reins(["run", "--driver", "claud", "hi"], { home: dir.path });
   assert.equal(a.code, 2);
-  assert.match(a.stderr, /Unknown driver "claud" for --driver/);
+  assert.equal(
+    a.stderr,
+    'reins: --driver takes loop, claude, codex, gemini, opencode or command: got "claud"\n' +
+      "hint: did you mean --driver claude?\n",
+  );
   const b = await reins(["run"], { home: dir.path });
   assert.equal(b.code, 2);
   assert.match(b.stderr, /reins run needs a prompt/);
