@@ -4,6 +4,7 @@
 // process by at most the budget; what did not go out waits in the outbox. Runs are read through
 // the caller's loader, so this module needs no store.
 import type { Settings } from "../core/config.ts";
+import type { Store } from "../store/store.ts";
 import { describeError } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
 import {
@@ -157,6 +158,26 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
     );
     return [];
   }
+}
+
+/**
+ * The export a turn makes once its run has settled (lib/turn calls it for every run, whatever
+ * started it: the command line, a suite, the A2A server): nothing without an endpoint, else
+ * exportOnSettle() with the store's reading of the run.
+ */
+export async function exportSettledRun(
+  store: Pick<Store, "home" | "inspectRun" | "readEvents">,
+  settings: Settings,
+  runId: string,
+  warn: (message: string) => void,
+): Promise<ExportOutcome[] | null> {
+  return await exportOnSettle({
+    home: store.home,
+    settings,
+    runId,
+    load: (id) => ({ record: store.inspectRun(id).record, events: store.readEvents(id).events }),
+    warn,
+  });
 }
 
 /** One line for a settle-time outcome that did not simply go out. */

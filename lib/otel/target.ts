@@ -92,6 +92,18 @@ function truthy(value: string | undefined): boolean {
   return value !== undefined && value.trim().toLowerCase() === "true";
 }
 
+/**
+ * Whether an endpoint is configured at all: the cheap test a settling run makes before it loads
+ * the export (the full reading, with its warnings, is exportSettings()).
+ */
+export function endpointConfigured(otel: OtelSettings): boolean {
+  const env = otel.env;
+  return Boolean(
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+      otel.file.tracesEndpoint || otel.file.endpoint,
+  );
+}
+
 /** The export settings; `endpointFlag` is `--endpoint`, which wins over everything. */
 export function exportSettings(
   otel: OtelSettings,

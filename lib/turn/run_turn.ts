@@ -10,6 +10,7 @@ import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/dr
 import type { EventInput, RunEvent } from "../store/contracts.ts";
 import type { Store } from "../store/store.ts";
 import type { RunWriter } from "../store/run_writer.ts";
+import { endpointConfigured } from "../otel/target.ts";
 import { prepareAgent } from "./agent.ts";
 import { ContextLock } from "./context_lock.ts";
 import { logDecisions } from "./decisions.ts";
@@ -20,7 +21,8 @@ import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.t
 const KILL_GRACE_MS = 5_000;
 
 /**
- * Runs one turn and records it; resolves when the run has settled (and onSettled has run).
+ * Runs one turn and records it; resolves when the run has settled (and onSettled has run, and
+ * the run was exported to the OpenTelemetry collector, if one is configured).
  * Throws, with no run recorded, for a request that cannot start: a bad cwd or context id, a bad
  * loop model, a busy context with `contextBusy: "fail"`, or a stop while waiting for the context.
  */
@@ -62,6 +64,12 @@ export async function runTurn(
         `after run ${outcome.summary.runId} settled: ${describeError(error)}`,
       );
     }
+  }
+  if (endpointConfigured(settings.otel)) {
+    // Every settled run goes to the OpenTelemetry collector configured (docs/otel.md): within a
+    // bounded time, never throwing, what does not go out waiting in the outbox.
+    const { exportSettledRun } = await import("../otel/export.ts");
+    await exportSettledRun(store, settings, outcome.summary.runId, (m) => hooks.warn?.(m));
   }
   return outcome;
 }
