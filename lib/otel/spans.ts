@@ -148,7 +148,10 @@ export function runSpans(
   let previousMs = runStartMs;
   let terminal: { status: string; reason: string | null } | null = null;
   /** Claude Code's assistant messages, by message id: one model call each. */
-  const messages = new Map<string, { startMs: number; endMs: number; native: Line }>();
+  const messages = new Map<
+    string,
+    { startMs: number; endMs: number; native: Line; toolUseIds: Set<string> }
+  >();
 
   const chatDraft = (
     key: string,
@@ -221,11 +224,16 @@ export function runSpans(
       const message = obj(native.message);
       const id = str(message.id);
       if (id !== null && message.model !== "<synthetic>") {
-        const seen = messages.get(id);
-        if (seen) {
-          seen.endMs = atMs;
-          seen.native = native;
-        } else messages.set(id, { startMs: previousMs, endMs: atMs, native });
+        const seen = messages.get(id) ??
+          { startMs: previousMs, endMs: atMs, native, toolUseIds: new Set<string>() };
+        seen.endMs = atMs;
+        seen.native = native;
+        const blocks = Array.isArray(message.content) ? message.content : [];
+        for (const block of blocks) {
+          const callId = str(obj(block).id);
+          if (obj(block).type === "tool_use" && callId !== null) seen.toolUseIds.add(callId);
+        }
+        messages.set(id, seen);
       }
     }
     switch (event.type) {
@@ -394,11 +402,15 @@ export function runSpans(
     for (const [id, message] of messages) {
       const body = obj(message.native.message);
       const usage = anthropicUsage(body.usage);
+      // The call is over once a tool it asked for starts (the driver stamps that moment itself,
+      // a hair before the store stamps the event).
+      const toolStarts = toolDrafts.filter((draft) => message.toolUseIds.has(draft.callId))
+        .map((draft) => draft.startMs);
       const draft = chatDraft(
         `chat:${id}`,
         str(body.model) ?? agent.requestModel,
         message.startMs,
-        message.endMs,
+        Math.max(message.startMs, Math.min(message.endMs, ...toolStarts)),
       );
       Object.assign(draft.attrs, {
         "gen_ai.response.id": id,

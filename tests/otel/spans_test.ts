@@ -477,6 +477,20 @@ Deno.test("runSpans() maps a Claude Code run: provider anthropic, a chat span pe
   assert.deepEqual(attr(second.attributes, "gen_ai.usage.input_tokens"), { intValue: 147 });
 });
 
+Deno.test("runSpans() ends a Claude Code API call where the tool it asked for starts", () => {
+  // regression: the driver stamps a tool's start a moment before the store stamps the event that
+  // carries the message, and the chat span ran past the start of the tool it had asked for.
+  const { record, events } = claudeRun();
+  const completed = events.find((event) => event.type === "tool.completed")!;
+  (completed.payload as { startedAt: string | null }).startedAt = new Date(START_MS + 37)
+    .toISOString();
+  const spans = runSpans(record, events, { content: false });
+  const chat = byName(spans, "chat claude-sonnet-4-5");
+  const tool = byName(spans, "execute_tool Bash");
+  assert.equal(tool.startTimeUnixNano, nanos(37));
+  assert.equal(chat.endTimeUnixNano, nanos(37));
+});
+
 Deno.test("runSpans() gives the same spans for the same run, and links a run to its family parent", () => {
   const parent = loopRun();
   const child = recordedRun({
