@@ -64,6 +64,21 @@ function messageOf(text: string): string {
   return text.trim().replace(/\s+/g, " ").slice(0, 200);
 }
 
+/**
+ * Why a request could not be sent, in a few words: Deno's fetch says only "fetch failed" and keeps
+ * the reason ("tcp connect error: Connection refused (os error 111)") in its cause.
+ */
+export function reasonOfFailure(error: unknown): string {
+  let reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  const cause = error instanceof Error ? error.cause : undefined;
+  if (cause instanceof Error && cause.message) {
+    reason = cause.message.split("\n")[0]
+      .replace(/^error sending request for url \([^)]*\): /, "")
+      .replace(/^client error \(Connect\): /, "");
+  }
+  return reason;
+}
+
 async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
   const stream = new Blob([bytes as BlobPart]).stream().pipeThrough(new CompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -129,7 +144,7 @@ export async function sendTraces(
       status: null,
       reason: timedOut
         ? `no answer from ${new URL(target.url).host} within ${timeoutMs} ms`
-        : `cannot reach ${new URL(target.url).host}: ${(error as Error).message.split("\n")[0]}`,
+        : `cannot reach ${new URL(target.url).host}: ${reasonOfFailure(error)}`,
       retryAfterMs: null,
     };
   }

@@ -216,7 +216,11 @@ Deno.test("reins export otel exits 5 when the collector is down, refuses or reje
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: deadUrl, OTEL_EXPORTER_OTLP_TIMEOUT: "1000" },
   });
   assert.equal(down.code, 5);
-  assert.match(down.stderr, /not exported \(1 run\): cannot reach 127\.0\.0\.1:\d+/);
+  // regression: Deno's fetch says only "fetch failed"; the reason is in its cause.
+  assert.match(
+    down.stderr,
+    /not exported \(1 run\): cannot reach 127\.0\.0\.1:\d+: tcp connect error: Connection refused/,
+  );
   assert.match(down.stderr, /nothing was kept: run the export again/);
 
   await using collector = startFakeCollector();
