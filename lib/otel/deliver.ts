@@ -127,7 +127,8 @@ export async function deliverOtlpEntry(
       ? { ...blank("busy", busy), runIds: read.entry.runIds, spans: read.entry.spans }
       : blank("busy", busy);
   }
-  if (read === null) return blank("exported", "another reins process sent it");
+  // Sent by another process meanwhile: nothing left to do, nothing to warn about.
+  if (read === null) return { ...blank("exported", ""), reason: null };
   if (!read.ok) return blank("unreadable", `outbox/otlp/${id}.json cannot be used: ${read.reason}`);
   const entry: OtlpEntry = read.entry;
   const fields = { id, runIds: entry.runIds, spans: entry.spans, url };

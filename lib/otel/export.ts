@@ -144,6 +144,8 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
     }
     for (const outcome of outcomes) {
       if (outcome.state === "exported" && outcome.reason === null) continue;
+      // Another turn of this process (a server's) or another process is sending it: theirs.
+      if (outcome.state === "busy") continue;
       request.warn(describeSettleOutcome(outcome));
     }
     return outcomes;

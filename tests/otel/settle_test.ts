@@ -198,3 +198,24 @@ Deno.test("reins doctor shows where traces go and the trace exports waiting in t
   const none = await reins(["doctor"], { home, env: {} });
   assert.match(none.stdout, /\notel {9}no endpoint \(OTEL_EXPORTER_OTLP_ENDPOINT\)/);
 });
+
+Deno.test("exportOnSettle() from many turns at once (a server's) sends each trace once and warns of none", async () => {
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const home = `${dir.path}/home`;
+  const runIds: string[] = [];
+  for (let i = 0; i < 5; i++) runIds.push(await recordRun(home, dir.path));
+  const { settle, warnings } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
+  collector.answer({ kind: "status", status: 503 });
+  assert.equal((await settle(runIds[0]))![0].state, "pending");
+  assert.equal(warnings.length, 1);
+  warnings.length = 0;
+  collector.answer({ kind: "accept" });
+  // regression: a catch-up that found another turn's export being sent warned that it was busy.
+  await Promise.all(runIds.slice(1).map((runId) => settle(runId)));
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(listOtlpEntryIds(home), []);
+  const sent = collector.spans().filter((span) => span.parentSpanId === undefined)
+    .map((span) => span.traceId).sort();
+  assert.deepEqual(sent, runIds.map((id) => id.replaceAll("-", "")).sort(), "each trace once");
+});
