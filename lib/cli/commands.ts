@@ -70,6 +70,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => import("./export.ts"),
   },
   {
+    name: "suite",
+    summary:
+      "run, resume, show and report scenario suites (run, validate, show, list, plan, merge)",
+    load: () => import("./suite.ts"),
+  },
+  {
     name: "doctor",
     summary: "check the data root, sandbox, harnesses and platform settings",
     load: () => import("./doctor.ts"),

@@ -22,6 +22,10 @@ export const ENV_VARS = [
   "FI_API_KEY",
   "FI_SECRET_KEY",
   "ALK_HARNESS_JOB_ID",
+  // Which shard of a suite plan to run (docs/suites.md): REINS_SHARD=I/N, or a Kubernetes
+  // Indexed Job's own index.
+  "REINS_SHARD",
+  "JOB_COMPLETION_INDEX",
   "OPENAI_BASE_URL",
   "OPENAI_API_KEY",
   // OpenTelemetry export (lib/otel/), read as the OTel SDK specification defines them.

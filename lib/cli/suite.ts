@@ -1,0 +1,132 @@
+// `reins suite SUBCOMMAND`: define, run, judge, resume and report scenario suites (docs/suites.md).
+// This file parses the subcommand and its flags and hands over to one module per subcommand, loaded
+// only when that subcommand runs.
+import type { CommandContext } from "./command.ts";
+import { UsageError } from "../core/errors.ts";
+import { nearest } from "./suggest.ts";
+
+export const usage = [
+  "reins suite run FILE [--jobs N] [--filter GLOB] [--repeat N] [--resume [ID]]",
+  "                [--rerun failed|errors --from ID] [--plan FILE [--shard I/N]]",
+  "                [--junit FILE] [--no-report] [--json]",
+  "       reins suite validate FILE",
+  "       reins suite show [ID] [--junit FILE]",
+  "       reins suite list [--limit N]",
+  "       reins suite plan FILE --shards N --out FILE [--filter GLOB] [--repeat N] [--no-report]",
+  "       reins suite merge DIR... [--junit FILE]",
+].join("\n");
+
+export const description =
+  "Runs a suite file (YAML or JSON: scenarios, each a persona in a situation with scripted turns " +
+  "or a simulated user, and the checks that judge it) against an agent, `--jobs` scenarios at " +
+  "once, each in a fresh copy of the workdir and as one context, so its turns continue one " +
+  "session. Prints a line as each scenario starts and ends, then a table; exit 0 when every " +
+  "scenario passed, 1 when any failed or could not run, 2 for a suite file that cannot be used. " +
+  "State is kept under suites/ in the data root: --resume plays only what a crash or Ctrl-C left " +
+  "unfinished, --rerun failed|errors --from ID plays a suite run's failures again. When the " +
+  "platform is configured the suite run is reported as it goes (--no-report: not). plan, run " +
+  "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix).";
+
+export const flags = {
+  jobs: {
+    type: "string",
+    value: "N",
+    description: "scenarios at once (default: the file's jobs, else 1)",
+  },
+  filter: { type: "string", value: "GLOB", description: "only scenarios whose key matches (a,b*)" },
+  repeat: { type: "string", value: "N", description: "play each scenario N times" },
+  resume: {
+    type: "boolean",
+    description: "finish a suite run cut short (ID after FILE; default: the latest)",
+  },
+  rerun: {
+    type: "string",
+    value: "failed|errors",
+    description: "play again what failed or erred (with --from)",
+  },
+  from: {
+    type: "string",
+    value: "ID",
+    description: "the suite run --rerun takes its scenarios from",
+  },
+  plan: {
+    type: "string",
+    value: "FILE",
+    description: "run a shard of this plan (reins suite plan)",
+  },
+  shard: {
+    type: "string",
+    value: "I/N",
+    description: "which shard (else REINS_SHARD or JOB_COMPLETION_INDEX)",
+  },
+  shards: { type: "string", value: "N", description: "suite plan: how many shards" },
+  out: { type: "string", value: "FILE", description: "suite plan: where to write the plan" },
+  junit: { type: "string", value: "FILE", description: "also write JUnit XML to FILE" },
+  "no-report": { type: "boolean", description: "do not report to the platform" },
+  limit: { type: "string", value: "N", description: "suite list: at most N suite runs" },
+} as const;
+
+const SUBCOMMANDS = ["run", "validate", "show", "list", "plan", "merge"] as const;
+type Subcommand = typeof SUBCOMMANDS[number];
+
+/** The flags each subcommand takes (the global ones go with all). */
+const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
+  run: [
+    "jobs",
+    "filter",
+    "repeat",
+    "resume",
+    "rerun",
+    "from",
+    "plan",
+    "shard",
+    "junit",
+    "no-report",
+  ],
+  validate: [],
+  show: ["junit"],
+  list: ["limit"],
+  plan: ["shards", "out", "filter", "repeat", "no-report"],
+  merge: ["junit"],
+};
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const [given, ...rest] = ctx.positionals;
+  if (given === undefined) {
+    throw new UsageError(
+      "reins suite needs a subcommand: run, validate, show, list, plan or merge",
+      {
+        hint: "reins suite run FILE plays a suite file; see reins suite --help",
+      },
+    );
+  }
+  if (!(SUBCOMMANDS as readonly string[]).includes(given)) {
+    const guess = nearest(given, SUBCOMMANDS);
+    throw new UsageError(`Unknown subcommand 'reins suite ${given}'`, {
+      hint: guess ? `did you mean 'reins suite ${guess}'?` : "see reins suite --help",
+    });
+  }
+  const sub = given as Subcommand;
+  for (const name of Object.keys(flags) as (keyof typeof flags)[]) {
+    if (ctx.flags[name] !== undefined && !ALLOWED[sub].includes(name)) {
+      throw new UsageError(`--${name} does not go with 'reins suite ${sub}'`, {
+        hint: `see reins suite --help`,
+      });
+    }
+  }
+  const sub_ctx = { ...ctx, positionals: rest };
+  switch (sub) {
+    case "run":
+      return await (await import("./suite_run.ts")).suiteRun(sub_ctx);
+    case "validate":
+      return await (await import("./suite_run.ts")).suiteValidate(sub_ctx);
+    case "show":
+      return await (await import("./suite_show.ts")).suiteShow(sub_ctx);
+    case "list":
+      return await (await import("./suite_show.ts")).suiteList(sub_ctx);
+    case "plan":
+      return await (await import("./suite_plan.ts")).suitePlan(sub_ctx);
+    case "merge":
+      return await (await import("./suite_plan.ts")).suiteMerge(sub_ctx);
+  }
+}

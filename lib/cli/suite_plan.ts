@@ -1,0 +1,157 @@
+// `reins suite plan FILE --shards N --out PLAN` and `reins suite merge DIR...`. plan: the suite's
+// scenarios split into N round-robin shards, with the platform's calls allocated once for all of
+// them when reporting; merge: the shards' suite runs put back together as one table, JUnit and
+// exit code, saying which shards are missing.
+import type { CommandContext } from "./command.ts";
+import { intFlag, stringFlag } from "./args.ts";
+import { ExitCode, UsageError } from "../core/errors.ts";
+import { joinPath, resolvePath } from "../core/paths.ts";
+import { newId } from "../core/ids.ts";
+import { instancesOf } from "../suite/start.ts";
+import {
+  assignShards,
+  mergeShards,
+  type PlanFile,
+  type ShardRun,
+  writePlan,
+} from "../suite/plan.ts";
+import { readScenarioStates, readSuiteRunAt, suitesDir } from "../suite/state.ts";
+import { exitCodeOf, formatTable, totalsOf } from "../suite/table.ts";
+import { loadOrExplain } from "./suite_run.ts";
+import { scenarioJson, writeJunit } from "./suite_show.ts";
+
+export async function suitePlan(ctx: CommandContext): Promise<number> {
+  const [path, ...extra] = ctx.positionals;
+  if (path === undefined || extra.length > 0) {
+    throw new UsageError("reins suite plan takes one suite file", {
+      hint: "reins suite plan FILE --shards N --out PLAN",
+    });
+  }
+  const shards = intFlag(ctx.flags, "shards", { max: 10_000 });
+  const out = stringFlag(ctx.flags, "out");
+  if (shards === undefined) throw new UsageError("reins suite plan needs --shards N");
+  if (out === undefined) {
+    throw new UsageError("reins suite plan needs --out FILE (where the plan goes)");
+  }
+  const loaded = await loadOrExplain(ctx.io, path);
+  if ("exit" in loaded) return loaded.exit;
+  const filter = stringFlag(ctx.flags, "filter") ?? null;
+  const repeat = intFlag(ctx.flags, "repeat", { max: 1000 }) ?? 1;
+  const instances = instancesOf(loaded, { filter, repeat }).map(({ name: _, ...bare }) => bare);
+  const plan: PlanFile = {
+    type: "reins.suite-plan",
+    version: 1,
+    id: newId(),
+    suite: loaded.name,
+    digest: loaded.digest,
+    createdAt: new Date().toISOString(),
+    shards,
+    repeat,
+    filter,
+    instances: assignShards(instances, shards).map((instance) => ({
+      ...instance,
+      callExecutionId: null,
+    })),
+    platform: null,
+  };
+  const target = resolvePath(out);
+  await writePlan(target, plan);
+  if (ctx.io.jsonMode) {
+    ctx.io.json({
+      plan: target,
+      id: plan.id,
+      shards,
+      scenarios: plan.instances.length,
+      platform: plan.platform,
+    });
+  } else {
+    ctx.io.print(
+      `${target}: plan ${plan.id}: ${plan.instances.length} scenarios in ${shards} shard${
+        shards === 1 ? "" : "s"
+      }`,
+    );
+    ctx.io.note(`run each with: reins suite run ${path} --plan ${out} --shard I/${shards}`);
+  }
+  return ExitCode.ok;
+}
+
+/** The shard suite runs in a directory: a suite run's folder, or a data root's suites. */
+function shardRunsIn(dir: string): ShardRun[] {
+  const absolute = resolvePath(dir);
+  const isSuiteRun = (() => {
+    try {
+      return Deno.statSync(joinPath(absolute, "suite-run.json")).isFile;
+    } catch {
+      return false;
+    }
+  })();
+  const folders: string[] = [];
+  if (isSuiteRun) {
+    folders.push(absolute);
+  } else {
+    let entries: Deno.DirEntry[];
+    try {
+      entries = [...Deno.readDirSync(suitesDir(absolute))];
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+        throw new UsageError(
+          `${dir} is neither a suite run's folder nor a data root with suites/`,
+          {
+            hint: "give the suites/<id> folders of the shards (or their data roots)",
+          },
+        );
+      }
+      throw error;
+    }
+    for (
+      const entry of entries.filter((e) => e.isDirectory).sort((a, b) =>
+        a.name.localeCompare(b.name)
+      )
+    ) {
+      folders.push(joinPath(suitesDir(absolute), entry.name));
+    }
+  }
+  const runs: ShardRun[] = [];
+  for (const folder of folders) {
+    const header = readSuiteRunAt(folder, folder, folder);
+    if (!isSuiteRun && header.options.shard === null) continue;
+    runs.push({ header, states: readScenarioStates(folder, header, folder), source: folder });
+  }
+  return runs;
+}
+
+export async function suiteMerge(ctx: CommandContext): Promise<number> {
+  if (ctx.positionals.length === 0) {
+    throw new UsageError("reins suite merge needs the shards' folders", {
+      hint: "reins suite merge DIR... (suites/<id> folders, or data roots)",
+    });
+  }
+  const runs = ctx.positionals.flatMap(shardRunsIn);
+  const merged = mergeShards(runs);
+  const junit = stringFlag(ctx.flags, "junit");
+  if (junit) await writeJunit(junit, merged.suite, merged.states, {});
+  const totals = totalsOf(merged.states);
+  if (ctx.io.jsonMode) {
+    ctx.io.json({
+      suite: merged.suite,
+      planId: merged.planId,
+      shards: merged.shards,
+      missingShards: merged.missingShards,
+      problems: merged.problems,
+      totals,
+      scenarios: merged.states.map(scenarioJson),
+    });
+  } else {
+    for (const problem of merged.problems) ctx.io.warn(problem);
+    for (const line of formatTable(merged.states)) ctx.io.print(line);
+  }
+  if (merged.missingShards.length > 0) {
+    ctx.io.warn(
+      `shard${merged.missingShards.length === 1 ? "" : "s"} ${
+        merged.missingShards.map((i) => `${i}/${merged.shards}`).join(", ")
+      } missing: their scenarios are not in the table`,
+    );
+    return ExitCode.runFailed;
+  }
+  return exitCodeOf(totals);
+}

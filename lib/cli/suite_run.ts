@@ -1,0 +1,265 @@
+// `reins suite run FILE` and `reins suite validate FILE`. run: picks the suite run (fresh, resumed,
+// a rerun, a shard), plays it with live progress on stderr, prints the table (or JSON), writes
+// JUnit, and reports to the platform when it is configured. SIGINT/SIGTERM stop it: the scenarios
+// in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
+import type { CommandContext } from "./command.ts";
+import { intFlag, stringFlag } from "./args.ts";
+import { ExitCode, UsageError } from "../core/errors.ts";
+import { resolvePath } from "../core/paths.ts";
+import type { Output } from "./output.ts";
+import { reconcileCheaply } from "../store/liveness.ts";
+import { loadSuite, type Suite, SuiteFileError } from "../suite/load.ts";
+import { type StartMode, startSuiteRun } from "../suite/start.ts";
+import { runSuite } from "../suite/runner.ts";
+import { readScenarioStates } from "../suite/state.ts";
+import { exitCodeOf, totalsOf } from "../suite/table.ts";
+import { engineTurns } from "../suite/turns.ts";
+import { parseShard, readPlan, shardFromEnv } from "../suite/plan.ts";
+import { startSuiteProgress } from "./suite_progress.ts";
+import { elapsedOf, followUps, printResults, suiteRunJson, writeJunit } from "./suite_show.ts";
+
+const KILL_GRACE_MS = 5_000;
+
+/** Loads the suite file; an unusable one prints every problem and is exit 2. */
+export async function loadOrExplain(
+  io: Output,
+  path: string,
+): Promise<Suite | { exit: number }> {
+  try {
+    return await loadSuite(path);
+  } catch (error) {
+    if (!(error instanceof SuiteFileError)) throw error;
+    const shown = path;
+    if (io.jsonMode) {
+      io.json({ valid: false, file: error.file, problems: error.problems });
+    } else {
+      for (const line of error.lines(shown)) io.note(line);
+      io.note(
+        `${
+          error.problems.length === 1 ? "1 problem" : `${error.problems.length} problems`
+        } in ${shown}; nothing was run`,
+      );
+    }
+    return { exit: ExitCode.usage };
+  }
+}
+
+export async function suiteValidate(ctx: CommandContext): Promise<number> {
+  const [path, ...extra] = ctx.positionals;
+  if (path === undefined || extra.length > 0) {
+    throw new UsageError("reins suite validate takes one suite file", {
+      hint: "reins suite validate FILE",
+    });
+  }
+  const loaded = await loadOrExplain(ctx.io, path);
+  if ("exit" in loaded) return loaded.exit;
+  const simulated = loaded.scenarios.filter((s) => s.conversation.kind === "simulated").length;
+  const checks = loaded.scenarios.reduce((sum, s) => sum + s.checks.length, 0);
+  if (ctx.io.jsonMode) {
+    ctx.io.json({
+      valid: true,
+      file: loaded.file,
+      suite: loaded.name,
+      digest: loaded.digest,
+      scenarios: loaded.scenarios.map((s) => ({
+        key: s.key,
+        name: s.name,
+        driver: s.driver,
+        conversation: s.conversation.kind,
+        checks: s.checks.map((c) => ({ name: c.name, kind: c.kind })),
+        skip: s.skip,
+      })),
+    });
+  } else {
+    ctx.io.print(
+      `${path}: suite ${JSON.stringify(loaded.name)} is valid: ${loaded.scenarios.length} scenario${
+        loaded.scenarios.length === 1 ? "" : "s"
+      } (${
+        loaded.scenarios.length - simulated
+      } scripted, ${simulated} with a simulated user), ${checks} check${checks === 1 ? "" : "s"}`,
+    );
+  }
+  return ExitCode.ok;
+}
+
+function rerunWhich(value: string): ("failed" | "error")[] {
+  const which = new Set<"failed" | "error">();
+  for (const part of value.split(",").map((p) => p.trim())) {
+    if (part === "failed") which.add("failed");
+    else if (part === "errors" || part === "error") which.add("error");
+    else {
+      throw new UsageError(
+        `--rerun takes failed, errors or failed,errors: got ${JSON.stringify(value)}`,
+      );
+    }
+  }
+  return [...which];
+}
+
+async function modeOf(ctx: CommandContext, extra: string[]): Promise<StartMode> {
+  const f = ctx.flags;
+  const filter = stringFlag(f, "filter") ?? null;
+  const repeat = intFlag(f, "repeat", { max: 1000 }) ?? 1;
+  const rerun = stringFlag(f, "rerun");
+  const from = stringFlag(f, "from");
+  const planPath = stringFlag(f, "plan");
+  const resume = f.resume === true;
+  const chosen = [
+    resume && "--resume",
+    rerun !== undefined && "--rerun",
+    planPath !== undefined && "--plan",
+  ]
+    .filter(Boolean);
+  if (chosen.length > 1) throw new UsageError(`${chosen.join(" and ")} do not go together`);
+  if (extra.length > (resume ? 1 : 0)) {
+    throw new UsageError(
+      `reins suite run takes one suite file${resume ? " and a suite run id" : ""}: got ${
+        extra.join(" ")
+      } too`,
+    );
+  }
+  if (from !== undefined && rerun === undefined) {
+    throw new UsageError("--from goes with --rerun failed|errors");
+  }
+  if (f.shard !== undefined && planPath === undefined) {
+    throw new UsageError("--shard goes with --plan FILE");
+  }
+  if (
+    (resume || rerun !== undefined || planPath !== undefined) &&
+    (f.filter !== undefined || f.repeat !== undefined)
+  ) {
+    throw new UsageError("--filter and --repeat go with a fresh suite run", {
+      hint: "a resume, a rerun and a shard keep the scenarios they were given",
+    });
+  }
+  if (resume) return { kind: "resume", ref: extra[0] ?? null };
+  if (rerun !== undefined) {
+    if (from === undefined) {
+      throw new UsageError("--rerun needs --from ID (the suite run to take them from)");
+    }
+    return { kind: "rerun", from, which: rerunWhich(rerun) };
+  }
+  if (planPath !== undefined) {
+    const plan = await readPlan(resolvePath(planPath));
+    const given = stringFlag(f, "shard");
+    const shard = given !== undefined ? parseShard(given) : shardFromEnv(ctx.env, plan.shards);
+    if (shard === null) {
+      throw new UsageError(
+        "--plan needs the shard to run: --shard I/N, REINS_SHARD or JOB_COMPLETION_INDEX",
+      );
+    }
+    if (shard.count !== plan.shards) {
+      throw new UsageError(`The plan has ${plan.shards} shards, not ${shard.count}`, {
+        hint: `run --shard I/${plan.shards}`,
+      });
+    }
+    return { kind: "shard", plan, index: shard.index };
+  }
+  return { kind: "fresh", filter, repeat };
+}
+
+export async function suiteRun(ctx: CommandContext): Promise<number> {
+  const [path, ...extra] = ctx.positionals;
+  if (path === undefined) {
+    throw new UsageError("reins suite run needs a suite file", { hint: "reins suite run FILE" });
+  }
+  const loaded = await loadOrExplain(ctx.io, path);
+  if ("exit" in loaded) return loaded.exit;
+  const suite = loaded;
+  const mode = await modeOf(ctx, extra);
+  const jobs = intFlag(ctx.flags, "jobs", { max: 256 }) ?? suite.jobs ?? 1;
+  const junit = stringFlag(ctx.flags, "junit");
+  const settings = await ctx.settings();
+  const home = settings.home;
+  await reconcileCheaply(home);
+
+  const started = startSuiteRun(home, suite, mode, { jobs, report: false });
+  using handle = started.handle;
+  const { io } = ctx;
+  const quiet = io.quiet || io.jsonMode;
+  if (!quiet) {
+    const what = started.resumed
+      ? `resuming suite run ${handle.id}: ${started.todo.length} of ${handle.header.instances.length} scenarios left`
+      : `suite run ${handle.id}: ${handle.header.instances.length} scenario${
+        handle.header.instances.length === 1 ? "" : "s"
+      }, ${jobs} at a time`;
+    io.note(`${suite.name} · ${what}`);
+  }
+  const progress = await startSuiteProgress(io, started.todo.length, { label: suite.name, quiet });
+
+  const stop = new AbortController();
+  const kill = new AbortController();
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  const onSignal = (signal: string) => () => {
+    if (stop.signal.aborted) {
+      kill.abort();
+      return;
+    }
+    io.warn(
+      `stopping suite run ${handle.id} (${signal}); the scenarios in flight stay unfinished for --resume; press Ctrl-C again to kill their agents now`,
+    );
+    stop.abort();
+    graceTimer = setTimeout(() => kill.abort(), KILL_GRACE_MS);
+  };
+  const handlers = (["SIGINT", "SIGTERM"] as const).map((signal) =>
+    [signal, onSignal(signal)] as const
+  );
+  for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
+
+  const { resolveModel } = await import("../drivers/loop/resolve_model.ts");
+  const { recordingLoader } = await import("../session/replay.ts");
+  const loadRecording = recordingLoader(home);
+  let stopped = false;
+  try {
+    ({ stopped } = await runSuite({
+      suite,
+      handle,
+      todo: started.todo,
+      jobs,
+      stop: stop.signal,
+      kill: kill.signal,
+      runTurn: engineTurns(home, settings, (message) => io.warn(message)),
+      makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
+      hooks: {
+        onStart: (state) => progress.started(state),
+        onEnd: ({ state }) => progress.ended(state),
+        onRetry: (state, reason) => progress.retrying(state, reason),
+      },
+    }));
+  } finally {
+    clearTimeout(graceTimer);
+    for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+    progress.finish();
+  }
+  handle.end(stopped ? "stopped" : "finished");
+  const states = readScenarioStates(home, handle.header);
+  if (junit) {
+    await writeJunit(junit, suite.name, states, {
+      timestamp: handle.header.createdAt,
+      elapsedMs: elapsedOf(handle.header),
+    });
+  }
+  if (io.jsonMode) {
+    io.json(suiteRunJson(handle.header, states));
+  } else {
+    printResults(io, handle.header, states);
+    for (const line of followUps(handle.header, states)) io.note(line);
+  }
+  const totals = totalsOf(states);
+  if (stopped) {
+    io.note(
+      `stopped: ${totals.unfinished} scenario${
+        totals.unfinished === 1 ? "" : "s"
+      } not finished; reins suite run ${path} --resume ${handle.id} plays them`,
+    );
+    return ExitCode.runFailed;
+  }
+  if (totals.gradingErrors > 0 && !io.jsonMode) {
+    io.warn(
+      `${totals.gradingErrors} judge${
+        totals.gradingErrors === 1 ? "" : "s"
+      } could not grade (grading_error): see the table; the scenarios' statuses do not count them`,
+    );
+  }
+  return exitCodeOf(totals);
+}

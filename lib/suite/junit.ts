@@ -1,0 +1,116 @@
+// JUnit XML of a suite run, the report format CI systems render: one testsuite, one testcase per
+// scenario; a failed scenario carries a <failure> with its failing checks' details, one that could
+// not run an <error> with the reason, a skipped one <skipped>. Text that XML 1.0 cannot hold
+// (most control characters) is replaced, so the file always parses.
+import type { ScenarioState } from "./state.ts";
+import { tally } from "./results.ts";
+import { totalsOf } from "./table.ts";
+
+// XML 1.0 allows tab, LF, CR and everything from U+0020 but the surrogates and U+FFFE/U+FFFF.
+// deno-lint-ignore no-control-regex
+const NOT_XML = /[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
+
+export function xmlEscape(text: string): string {
+  return text.replace(NOT_XML, "\ufffd").replace(/&/g, "&amp;").replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
+}
+
+function attributes(values: Record<string, string | number>): string {
+  return Object.entries(values).map(([key, value]) => ` ${key}="${xmlEscape(String(value))}"`)
+    .join("");
+}
+
+function seconds(ms: number | null): string {
+  return ((ms ?? 0) / 1000).toFixed(3);
+}
+
+function testcase(suite: string, state: ScenarioState): string[] {
+  const open = `    <testcase${
+    attributes({ name: state.instance.id, classname: suite, time: seconds(state.durationMs) })
+  }>`;
+  const body: string[] = [];
+  const { met, of, firstFailing } = tally(state.checks);
+  switch (state.status) {
+    case "passed":
+      break;
+    case "failed": {
+      const failing = state.checks.filter((c) =>
+        c.checkpoint && !c.met && c.outcome !== "grading_error"
+      );
+      const detail = failing.map((c) => `${c.name} (${c.kind}): ${c.detail}`).join("\n");
+      body.push(
+        `      <failure${
+          attributes({
+            message: firstFailing
+              ? `${firstFailing.name}: ${firstFailing.detail}`
+              : "a check failed",
+            type: firstFailing?.kind ?? "check",
+          })
+        }>${xmlEscape(`${met}/${of} checks met\n${detail}`)}</failure>`,
+      );
+      break;
+    }
+    case "error":
+      body.push(
+        `      <error${attributes({ message: state.reason ?? "could not run", type: "error" })}>${
+          xmlEscape(
+            state.attempts.map((a) =>
+              `attempt ${a.attempt}: ${a.reason ?? a.status ?? "cut short"}`
+            ).join("\n"),
+          )
+        }</error>`,
+      );
+      break;
+    case "skipped":
+      body.push(`      <skipped${attributes({ message: state.reason ?? "skipped" })}/>`);
+      break;
+    case "pending":
+    case "running":
+      body.push(`      <skipped${attributes({ message: "not finished" })}/>`);
+      break;
+  }
+  const out = [
+    `scenario: ${state.name}`,
+    `runs: ${state.runIds.join(" ") || "none"}`,
+    ...state.checks.map((c) =>
+      `${c.outcome.padEnd(13)} ${c.name}: ${c.detail}${
+        c.score === null ? "" : ` (score ${c.score})`
+      }`
+    ),
+  ].join("\n");
+  body.push(`      <system-out>${xmlEscape(out)}</system-out>`);
+  return [open, ...body, "    </testcase>"];
+}
+
+export function junitXml(
+  suite: string,
+  states: readonly ScenarioState[],
+  options: { timestamp?: string; elapsedMs?: number | null } = {},
+): string {
+  const totals = totalsOf(states);
+  const time = seconds(
+    options.elapsedMs ?? states.reduce((sum, state) => sum + (state.durationMs ?? 0), 0),
+  );
+  const counts = {
+    tests: totals.scenarios,
+    failures: totals.failed,
+    errors: totals.error,
+    skipped: totals.skipped + totals.unfinished,
+    time,
+  };
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites${attributes({ name: suite, ...counts })}>`,
+    `  <testsuite${
+      attributes({
+        name: suite,
+        ...counts,
+        ...(options.timestamp ? { timestamp: options.timestamp } : {}),
+      })
+    }>`,
+    ...states.flatMap((state) => testcase(suite, state)),
+    "  </testsuite>",
+    "</testsuites>",
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,199 @@
+// Shards: a suite spread over machines by a scheduler people already have (a Kubernetes Indexed
+// Job, a CI matrix). `suite plan` writes a plan file — the scenarios in order, the shard of each
+// (round robin, so neighbours in the file land on different machines) and, when reporting, the
+// platform call allocated to each. `suite run --plan --shard I/N` runs one slice; `suite merge`
+// puts the slices' results back together and says which are missing or doubled.
+import { z } from "zod";
+import { NotFoundError, UsageError } from "../core/errors.ts";
+import type { Env } from "../core/env.ts";
+import { Instance, type ScenarioState, type SuiteRunFile } from "./state.ts";
+
+export const PLAN_TYPE = "reins.suite-plan";
+
+export const PlannedInstance = Instance.extend({
+  /** 1-based. */
+  shard: z.number().int().positive(),
+  /** The platform's call for it, when the plan was reported. */
+  callExecutionId: z.string().nullable(),
+}).strict();
+export type PlannedInstance = z.infer<typeof PlannedInstance>;
+
+export const PlanPlatform = z.object({
+  baseUrl: z.string(),
+  workspaceId: z.string().nullable(),
+  name: z.string(),
+  runTestId: z.string(),
+  testExecutionId: z.string(),
+  url: z.string(),
+}).strict();
+export type PlanPlatform = z.infer<typeof PlanPlatform>;
+
+export const PlanFile = z.object({
+  type: z.literal(PLAN_TYPE),
+  version: z.literal(1),
+  id: z.string(),
+  suite: z.string(),
+  /** sha256 of the suite file the plan was made from: every shard must run the same file. */
+  digest: z.string(),
+  createdAt: z.iso.datetime({ offset: true }),
+  shards: z.number().int().positive(),
+  repeat: z.number().int().positive(),
+  filter: z.string().nullable(),
+  instances: z.array(PlannedInstance),
+  platform: PlanPlatform.nullable(),
+}).strict();
+export type PlanFile = z.infer<typeof PlanFile>;
+
+/** Which shard each instance goes to: round robin over the suite's order. */
+export function assignShards(
+  instances: readonly Instance[],
+  shards: number,
+): (Instance & { shard: number })[] {
+  return instances.map((instance, i) => ({ ...instance, shard: (i % shards) + 1 }));
+}
+
+export function planSlice(plan: PlanFile, shard: number): PlannedInstance[] {
+  return plan.instances.filter((instance) => instance.shard === shard);
+}
+
+/** `2/3` → {index: 2, count: 3}; both 1-based. */
+export function parseShard(text: string, what = "--shard"): { index: number; count: number } {
+  const match = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(text);
+  const index = match ? Number(match[1]) : NaN;
+  const count = match ? Number(match[2]) : NaN;
+  if (!match || count < 1 || index < 1 || index > count) {
+    throw new UsageError(`${what} takes I/N with 1 ≤ I ≤ N: got ${JSON.stringify(text)}`, {
+      hint: "e.g. --shard 2/3 runs the second of three shards",
+    });
+  }
+  return { index, count };
+}
+
+/**
+ * The shard to run when --shard is not given: REINS_SHARD (`I/N`, 1-based, as --shard), else
+ * JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's 0-based index) with N from the plan.
+ */
+export function shardFromEnv(env: Env, count: number): { index: number; count: number } | null {
+  if (env.REINS_SHARD) return parseShard(env.REINS_SHARD, "REINS_SHARD");
+  const raw = env.JOB_COMPLETION_INDEX;
+  if (raw === undefined || raw === "") return null;
+  if (!/^\d+$/.test(raw) || Number(raw) >= count) {
+    throw new UsageError(
+      `JOB_COMPLETION_INDEX must be a whole number below the plan's ${count} shards: got ${
+        JSON.stringify(raw)
+      }`,
+      { hint: "set completions and parallelism of the Indexed Job to the plan's shard count" },
+    );
+  }
+  return { index: Number(raw) + 1, count };
+}
+
+export interface ShardRun {
+  header: SuiteRunFile;
+  states: ScenarioState[];
+  /** Where it was read from, for messages. */
+  source: string;
+}
+
+export interface Merged {
+  suite: string;
+  planId: string;
+  shards: number;
+  /** Every instance's state, in the plan's order. */
+  states: ScenarioState[];
+  missingShards: number[];
+  /** Problems to tell: a shard given twice, a suite run of another plan. */
+  problems: string[];
+}
+
+/** Puts the shards of one plan together; refuses runs of different plans. */
+export function mergeShards(runs: readonly ShardRun[]): Merged {
+  const planned = runs.filter((run) => run.header.options.shard !== null);
+  if (planned.length === 0) {
+    throw new UsageError("None of the directories holds a suite run of a plan", {
+      hint: "merge the suite runs made by reins suite run --plan FILE --shard I/N",
+    });
+  }
+  const plans = new Set(planned.map((run) => run.header.options.shard!.planId));
+  if (plans.size > 1) {
+    throw new UsageError(`The suite runs belong to ${plans.size} different plans`, {
+      hint: "merge the shards of one plan at a time",
+    });
+  }
+  const first = planned[0].header.options.shard!;
+  const problems: string[] = [];
+  for (const run of runs) {
+    if (run.header.options.shard === null) {
+      problems.push(`${run.source} is not a shard of a plan: left out`);
+    }
+  }
+  // A shard resumed or run twice: the later suite run's finished scenarios win.
+  const byShard = new Map<number, ShardRun>();
+  for (
+    const run of planned.toSorted((a, b) => a.header.createdAt.localeCompare(b.header.createdAt))
+  ) {
+    const index = run.header.options.shard!.index;
+    const earlier = byShard.get(index);
+    if (earlier) {
+      problems.push(
+        `shard ${index}/${first.count} was given twice (${earlier.source} and ${run.source}): the later one counts`,
+      );
+    }
+    byShard.set(index, run);
+  }
+  const missingShards: number[] = [];
+  for (let index = 1; index <= first.count; index++) {
+    if (!byShard.has(index)) missingShards.push(index);
+  }
+  const states = [...byShard.values()].flatMap((run) => run.states);
+  states.sort((a, b) =>
+    a.instance.index - b.instance.index || a.instance.repeat - b.instance.repeat
+  );
+  return {
+    suite: planned[0].header.suite,
+    planId: first.planId,
+    shards: first.count,
+    states,
+    missingShards,
+    problems,
+  };
+}
+
+/** Reads and checks a plan file. */
+export async function readPlan(path: string): Promise<PlanFile> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new NotFoundError(`No plan file ${path}`, {
+        hint: "make one with: reins suite plan FILE --shards N --out PLAN",
+      });
+    }
+    throw error;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(
+      `Cannot read the plan ${path}: it is not JSON (${(error as Error).message})`,
+    );
+  }
+  const parsed = PlanFile.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UsageError(
+      `Cannot use the plan ${path}: ${issue.message} at ${issue.path.join(".") || "(top)"}`,
+      { hint: "make it again with: reins suite plan FILE --shards N --out PLAN" },
+    );
+  }
+  return parsed.data;
+}
+
+/** Writes a plan file (it travels to other machines: plain JSON, no secrets in it). */
+export async function writePlan(path: string, plan: PlanFile): Promise<void> {
+  const temp = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  await Deno.writeTextFile(temp, `${JSON.stringify(plan, null, 2)}\n`);
+  await Deno.rename(temp, path);
+}

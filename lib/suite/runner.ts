@@ -1,0 +1,428 @@
+// Plays the scenarios of a suite run, `jobs` at a time: for each, a fresh copy of the workdir, the
+// setup commands, the conversation (scripted turns, or a simulated user) as turns of one context,
+// then the checks and judges, and a status. Every step is saved to the scenario's state file before
+// the next begins, so a crash loses at most the step in flight and a resume redoes only what did
+// not finish. It prints nothing; hooks tell the caller (progress, the platform report).
+import { describeError, ReinsError } from "../core/errors.ts";
+import { joinPath } from "../core/paths.ts";
+import { createHash } from "node:crypto";
+import type { Model } from "../drivers/loop/model.ts";
+import type { TranscriptItem } from "../platform/payloads.ts";
+import type { Check } from "./format.ts";
+import type { ScenarioSpec, Suite } from "./load.ts";
+import { runCheck } from "./checks.ts";
+import { runJudge } from "./judge.ts";
+import { type Evidence, scenarioCost, type TurnEvidence } from "./evidence.ts";
+import { type Exchange, nextUserMove, SimulatedUserError } from "./simulated_user.ts";
+import { type CheckResult, statusOf } from "./results.ts";
+import { runShell } from "./shell.ts";
+import type { Attempt, Instance, ScenarioState, SuiteRunHandle } from "./state.ts";
+import type { TurnRunner } from "./turns.ts";
+
+export interface ScenarioEnd {
+  state: ScenarioState;
+  spec: ScenarioSpec;
+  /** What the last attempt left; null when it never got to a conversation. */
+  evidence: Evidence | null;
+}
+
+export interface RunnerHooks {
+  /** A scenario begins (once, before its first attempt). */
+  onStart?(state: ScenarioState, spec: ScenarioSpec): void | Promise<void>;
+  /** A scenario has its final status. */
+  onEnd?(end: ScenarioEnd): void | Promise<void>;
+  /** An attempt that could not run is tried again. */
+  onRetry?(state: ScenarioState, reason: string): void;
+}
+
+export interface RunSuiteOptions {
+  suite: Suite;
+  handle: SuiteRunHandle;
+  /** The instances to play now, in order (pending ones, or cut short before). */
+  todo: readonly Instance[];
+  jobs: number;
+  /** Aborted: start nothing more and stop the turns in flight (their scenarios stay unfinished). */
+  stop: AbortSignal;
+  kill: AbortSignal;
+  runTurn: TurnRunner;
+  /** A fresh model for a simulated user or a judge (mock scripts start from their first answer). */
+  makeModel(spec: string, baseUrl: string | null): Promise<Model>;
+  hooks?: RunnerHooks;
+}
+
+/** An attempt that could not run: the scenario's status is error, with this reason. */
+class AttemptEnd extends Error {}
+
+function nowIso(): string {
+  return new Date().toISOString();
+}
+
+/** A context id per attempt: a retry starts a fresh conversation. Safe as a path segment. */
+export function contextIdOf(suiteRunId: string, instanceId: string, attempt: number): string {
+  const tail = suiteRunId.replace(/-/g, "").slice(-12);
+  const id = `suite.${tail}.${attempt}.${instanceId}`;
+  if (id.length <= 128) return id;
+  const digest = createHash("sha256").update(instanceId).digest("hex").slice(0, 16);
+  return `suite.${tail}.${attempt}.${instanceId.slice(0, 80)}.${digest}`;
+}
+
+async function copyTree(from: string, to: string): Promise<void> {
+  for await (const entry of Deno.readDir(from)) {
+    const source = joinPath(from, entry.name);
+    const target = joinPath(to, entry.name);
+    if (entry.isSymlink) {
+      await Deno.symlink(await Deno.readLink(source), target);
+    } else if (entry.isDirectory) {
+      const { mode } = await Deno.stat(source);
+      await Deno.mkdir(target, { mode: mode === null ? 0o755 : mode & 0o777 });
+      await copyTree(source, target);
+    } else if (entry.isFile) {
+      await Deno.copyFile(source, target);
+    }
+  }
+}
+
+/** A fresh working directory for one attempt: an empty temp folder, or a copy of the workdir. */
+async function makeWorkdir(spec: ScenarioSpec, suiteRunId: string): Promise<string> {
+  const dir = await Deno.realPath(
+    await Deno.makeTempDir({
+      prefix: `reins-suite-${suiteRunId.slice(-6)}-${spec.key.slice(0, 40)}-`,
+    }),
+  );
+  if (spec.workdir !== null) await copyTree(spec.workdir, dir);
+  return dir;
+}
+
+/** Stop signals of one scenario: the suite's stop, and its own scenarioSeconds. */
+class ScenarioClock implements Disposable {
+  readonly #timeout = new AbortController();
+  readonly #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #deadlineMs: number | null;
+  readonly signal: AbortSignal;
+
+  constructor(readonly seconds: number | null, suiteStop: AbortSignal) {
+    this.#deadlineMs = seconds === null ? null : Date.now() + seconds * 1000;
+    this.#timer = seconds === null
+      ? undefined
+      : setTimeout(() => this.#timeout.abort(), seconds * 1000);
+    this.signal = AbortSignal.any([suiteStop, this.#timeout.signal]);
+  }
+
+  /** The scenario's time is up (its timer may not have fired yet). */
+  get timedOut(): boolean {
+    return this.#timeout.signal.aborted ||
+      (this.#deadlineMs !== null && Date.now() >= this.#deadlineMs - 5);
+  }
+
+  /** Seconds left, or null without a scenario limit. */
+  left(): number | null {
+    return this.#deadlineMs === null
+      ? null
+      : Math.max(0.001, (this.#deadlineMs - Date.now()) / 1000);
+  }
+
+  /** The tighter of a step's own limit and what the scenario has left. */
+  limit(own: number | null): number | null {
+    const left = this.left();
+    if (left === null) return own;
+    return own === null ? left : Math.min(own, left);
+  }
+
+  [Symbol.dispose](): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+interface Played {
+  status: "passed" | "failed" | "error";
+  reason: string | null;
+  evidence: Evidence | null;
+  checks: CheckResult[];
+  ended: string | null;
+}
+
+async function playAttempt(
+  options: RunSuiteOptions,
+  spec: ScenarioSpec,
+  state: ScenarioState,
+  attempt: Attempt,
+): Promise<Played> {
+  const { handle } = options;
+  using clock = new ScenarioClock(spec.scenarioSeconds, options.stop);
+  const endIfStopped = () => {
+    if (options.stop.aborted) throw new AbortedByStop();
+    if (clock.timedOut) {
+      throw new AttemptEnd(`timed out after ${spec.scenarioSeconds} s (timeouts.scenarioSeconds)`);
+    }
+  };
+  const cwd = await makeWorkdir(spec, handle.id);
+  attempt.workdir = cwd;
+  handle.writeScenario(state);
+  const evidence: Evidence = { cwd, turns: [], transcript: [] };
+  try {
+    for (const command of spec.setup) {
+      endIfStopped();
+      const ran = await runShell(command, {
+        cwd,
+        timeoutSeconds: clock.left(),
+        signal: clock.signal,
+        env: spec.env,
+      });
+      endIfStopped();
+      if (ran.code !== 0) {
+        throw new AttemptEnd(
+          `setup ${JSON.stringify(command)} ${ran.exit}${ran.output ? `: ${ran.output}` : ""}`,
+        );
+      }
+    }
+
+    const contextId = contextIdOf(handle.id, state.instance.id, attempt.attempt);
+    let parentRunId: string | null = null;
+    const exchanges: Exchange[] = [];
+    const turn = async (prompt: string) => {
+      endIfStopped();
+      const { evidence: turnEvidence, transcript } = await options.runTurn({
+        scenario: spec,
+        prompt,
+        cwd,
+        contextId,
+        parentRunId,
+        timeoutSeconds: clock.limit(spec.turnSeconds),
+        stop: clock.signal,
+        kill: options.kill,
+      });
+      parentRunId ??= turnEvidence.runId;
+      attempt.runIds.push(turnEvidence.runId);
+      handle.writeScenario(state);
+      evidence.turns.push(turnEvidence);
+      evidence.transcript.push(...transcript);
+      exchanges.push({ user: prompt, agent: lastAgentText(transcript, turnEvidence) });
+      endIfStopped();
+      if (turnEvidence.status !== "completed") {
+        throw new AttemptEnd(
+          `turn ${evidence.turns.length} ${turnEvidence.status}${
+            turnEvidence.reason ? `: ${turnEvidence.reason}` : ""
+          }`,
+        );
+      }
+    };
+
+    let ended: string;
+    const conversation = spec.conversation;
+    if (conversation.kind === "scripted") {
+      for (const prompt of conversation.turns) await turn(prompt);
+      ended = `the ${conversation.turns.length} scripted turns were said`;
+    } else {
+      const { user } = conversation;
+      const model = await options.makeModel(user.model, user.baseUrl ?? null);
+      ended = `the simulated user reached maxTurns (${user.maxTurns})`;
+      for (let i = 0; i < user.maxTurns; i++) {
+        endIfStopped();
+        let text: string;
+        if (i === 0 && user.opening !== undefined) {
+          text = user.opening;
+        } else {
+          let move;
+          try {
+            move = await nextUserMove(model, spec, exchanges, clock.signal);
+          } catch (error) {
+            endIfStopped();
+            if (error instanceof SimulatedUserError) throw new AttemptEnd(error.message);
+            throw error;
+          }
+          if (move.kind === "end") {
+            ended = `the simulated user ended it: ${move.reason}`;
+            break;
+          }
+          text = move.text;
+        }
+        await turn(text);
+      }
+      if (evidence.turns.length === 0) {
+        throw new AttemptEnd("the simulated user ended the conversation before it began");
+      }
+    }
+
+    const checks = await runChecks(options, spec, evidence, clock, endIfStopped);
+    return { status: statusOf(checks), reason: null, evidence, checks, ended };
+  } catch (error) {
+    if (error instanceof AttemptEnd && !options.stop.aborted) {
+      return { status: "error", reason: error.message, evidence, checks: [], ended: null };
+    }
+    if (error instanceof AbortedByStop) throw error;
+    if (options.stop.aborted) throw new AbortedByStop();
+    if (error instanceof Deno.errors.NotCapable) throw error;
+    if (clock.timedOut) {
+      return {
+        status: "error",
+        reason: `timed out after ${spec.scenarioSeconds} s (timeouts.scenarioSeconds)`,
+        evidence,
+        checks: [],
+        ended: null,
+      };
+    }
+    return { status: "error", reason: describeError(error), evidence, checks: [], ended: null };
+  }
+}
+
+class AbortedByStop extends Error {
+  constructor() {
+    super("the suite run was stopped");
+  }
+}
+
+function lastAgentText(transcript: readonly TranscriptItem[], turn: TurnEvidence): string | null {
+  if (turn.result) return turn.result;
+  for (let i = transcript.length - 1; i >= 0; i--) {
+    const item = transcript[i];
+    if (item.kind === "message" && item.speaker === "assistant") return item.text;
+  }
+  return null;
+}
+
+async function runChecks(
+  options: RunSuiteOptions,
+  spec: ScenarioSpec,
+  evidence: Evidence,
+  clock: ScenarioClock,
+  endIfStopped: () => void,
+): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (const check of spec.checks) {
+    endIfStopped();
+    results.push(await runOne(options, spec, check, evidence, clock));
+  }
+  endIfStopped();
+  return results;
+}
+
+async function runOne(
+  options: RunSuiteOptions,
+  spec: ScenarioSpec,
+  check: Check,
+  evidence: Evidence,
+  clock: ScenarioClock,
+): Promise<CheckResult> {
+  if (check.kind !== "judge") return await runCheck(check, evidence, { signal: clock.signal });
+  let model: Model;
+  try {
+    model = await options.makeModel(check.judge.model, check.judge.baseUrl ?? null);
+  } catch (error) {
+    return {
+      name: check.name,
+      kind: "judge",
+      outcome: "grading_error",
+      met: false,
+      checkpoint: check.pass !== undefined,
+      detail: `the judge could not be made: ${describeError(error)}`,
+      score: null,
+      by: null,
+    };
+  }
+  return await runJudge(check, spec, evidence, model, clock.signal);
+}
+
+/** Plays one scenario to its final status (or leaves it unfinished when the suite stops). */
+async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instance: Instance) {
+  const { handle, hooks } = options;
+  const state = handle.readScenario(instance.id);
+  const finish = async (evidence: Evidence | null) => {
+    handle.writeScenario(state);
+    await hooks?.onEnd?.({ state, spec, evidence });
+  };
+  if (spec.skip !== null) {
+    state.status = "skipped";
+    state.reason = spec.skip;
+    await finish(null);
+    return;
+  }
+  const firstStart = state.startedAt === null;
+  state.status = "running";
+  state.startedAt ??= nowIso();
+  handle.writeScenario(state);
+  if (firstStart) await hooks?.onStart?.(state, spec);
+  while (true) {
+    const attempt: Attempt = {
+      attempt: state.attempts.length + 1,
+      startedAt: nowIso(),
+      endedAt: null,
+      status: null,
+      reason: null,
+      runIds: [],
+      workdir: null,
+    };
+    state.attempts.push(attempt);
+    handle.writeScenario(state);
+    const startedMs = Date.now();
+    let played: Played;
+    try {
+      played = await playAttempt(options, spec, state, attempt);
+    } catch (error) {
+      if (!(error instanceof AbortedByStop)) throw error;
+      // Cut short by the suite's stop: unfinished, for a resume to play again.
+      attempt.endedAt = nowIso();
+      attempt.reason = "the suite run was stopped";
+      state.status = "pending";
+      handle.writeScenario(state);
+      return;
+    }
+    attempt.endedAt = nowIso();
+    attempt.status = played.status;
+    attempt.reason = played.reason;
+    if (played.status === "passed" && attempt.workdir !== null) {
+      await Deno.remove(attempt.workdir, { recursive: true }).catch(() => {});
+      attempt.workdir = null;
+    }
+    const errors = state.attempts.filter((a) => a.status === "error").length;
+    if (played.status === "error" && errors <= spec.retryErrors && !options.stop.aborted) {
+      handle.writeScenario(state);
+      hooks?.onRetry?.(state, played.reason ?? "it could not run");
+      continue;
+    }
+    state.status = played.status;
+    state.reason = played.reason;
+    state.runIds = [...attempt.runIds];
+    state.turns = played.evidence?.turns.length ?? 0;
+    state.costUsd = played.evidence?.turns.length ? scenarioCost(played.evidence) : null;
+    state.durationMs = Date.now() - startedMs;
+    state.checks = played.checks;
+    state.ended = played.ended;
+    state.endedAt = nowIso();
+    await finish(played.evidence);
+    return;
+  }
+}
+
+/** Plays `todo`, `jobs` at a time. Resolves when all have ended or the stop was honoured. */
+export async function runSuite(given: RunSuiteOptions): Promise<{ stopped: boolean }> {
+  const specs = new Map(given.suite.scenarios.map((spec) => [spec.index, spec]));
+  let next = 0;
+  let fatal: unknown = null;
+  // What reins itself cannot go on after (a sandbox refusal) stops the other scenarios too.
+  const halt = new AbortController();
+  const options = { ...given, stop: AbortSignal.any([given.stop, halt.signal]) };
+  const worker = async () => {
+    while (!options.stop.aborted) {
+      const instance = options.todo[next++];
+      if (instance === undefined) return;
+      const spec = specs.get(instance.index);
+      if (spec === undefined) {
+        throw new ReinsError("internal", `Scenario ${instance.key} is not in the suite file`);
+      }
+      try {
+        await runScenario(options, spec, instance);
+      } catch (error) {
+        fatal ??= error;
+        halt.abort();
+        return;
+      }
+    }
+  };
+  const workers = Array.from(
+    { length: Math.max(1, Math.min(options.jobs, options.todo.length)) },
+    worker,
+  );
+  await Promise.all(workers);
+  if (fatal !== null) throw fatal;
+  return { stopped: given.stop.aborted };
+}

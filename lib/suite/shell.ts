@@ -1,0 +1,88 @@
+// The shell steps of a scenario: `setup` commands before the first turn and `command` checks after
+// the last, each `sh -c` in the scenario's working directory with a time limit. They run through
+// the harness process runner, so they stop the way an agent does (SIGINT, then SIGKILL) and their
+// output is bounded. Nothing here decides what an exit code means; the caller does.
+import { describeError } from "../core/errors.ts";
+import {
+  describeExit,
+  HarnessProcess,
+  HarnessStartError,
+  stderrSummary,
+} from "../drivers/process.ts";
+
+export interface ShellOutcome {
+  /** The exit code; null when it was stopped or could not start. */
+  code: number | null;
+  /** What describeExit says ("exited with 1", "was killed by SIGKILL"), or why it did not start. */
+  exit: string;
+  timedOut: boolean;
+  /** Stopped by the caller's signal (not the time limit). */
+  stopped: boolean;
+  /** The last lines of stdout and stderr, for a failure's detail. */
+  output: string;
+}
+
+const KEEP_LINES = 20;
+
+export async function runShell(
+  command: string,
+  options: {
+    cwd: string;
+    timeoutSeconds: number | null;
+    signal?: AbortSignal;
+    env?: Record<string, string>;
+  },
+): Promise<ShellOutcome> {
+  const stop = new AbortController();
+  let timedOut = false;
+  const timer = options.timeoutSeconds === null ? undefined : setTimeout(() => {
+    timedOut = true;
+    stop.abort();
+  }, options.timeoutSeconds * 1000);
+  const onAbort = () => stop.abort();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  if (options.signal?.aborted) stop.abort();
+  try {
+    let child: HarnessProcess;
+    try {
+      child = HarnessProcess.start({
+        cli: "sh",
+        program: "sh",
+        args: ["-c", command],
+        cwd: options.cwd,
+        env: options.env ?? {},
+        stdin: "null",
+        idleTimeoutSeconds: 0,
+        signal: stop.signal,
+        graceMs: 2_000,
+      });
+    } catch (error) {
+      if (!(error instanceof HarnessStartError)) throw error;
+      return {
+        code: null,
+        exit: describeError(error),
+        timedOut: false,
+        stopped: false,
+        output: "",
+      };
+    }
+    const tail: string[] = [];
+    for await (const line of child.lines()) {
+      tail.push(line);
+      if (tail.length > KEEP_LINES) tail.shift();
+    }
+    const exit = await child.finished();
+    const stderr = stderrSummary(exit.stderr, 5, 800);
+    const stdout = tail.map((line) => line.trim()).filter(Boolean).slice(-5).join(" ⏎ ");
+    return {
+      code: exit.stoppedBy === null ? exit.code : null,
+      exit: describeExit(exit),
+      timedOut,
+      stopped: !timedOut && exit.stoppedBy !== null,
+      output: [stdout, stderr].filter(Boolean).join(" ⏎ ").slice(-1200),
+    };
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+}

@@ -1,0 +1,219 @@
+// Which suite run to drive and what is left in it: a fresh one (the file's scenarios, filtered and
+// repeated), a resume of one cut short (only what did not finish; finished results stay as they
+// are), a rerun of another's failures or errors (a new suite run linked to it), or one shard of a
+// plan. Everything here is checked before anything runs.
+import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import type { Suite } from "./load.ts";
+import { globMatcher } from "./glob.ts";
+import { type PlanFile, planSlice } from "./plan.ts";
+import { isFinished } from "./results.ts";
+import {
+  type Instance,
+  listSuiteRunIds,
+  readScenarioStates,
+  readSuiteRun,
+  resolveSuiteRunId,
+  type SuiteRunFile,
+  SuiteRunHandle,
+  type SuiteRunOptions,
+} from "./state.ts";
+
+export type StartMode =
+  | { kind: "fresh"; filter: string | null; repeat: number }
+  | { kind: "resume"; ref: string | null }
+  | { kind: "rerun"; from: string; which: ("failed" | "error")[] }
+  | { kind: "shard"; plan: PlanFile; index: number };
+
+export interface Started {
+  handle: SuiteRunHandle;
+  /** What to play now, in order. */
+  todo: Instance[];
+  /** A suite run resumed (its finished scenarios are not played again). */
+  resumed: boolean;
+}
+
+/** The suite's scenarios as instances: each `repeat` times, `key.N` when repeated. */
+export function instancesOf(
+  suite: Suite,
+  options: { filter: string | null; repeat: number },
+): (Instance & { name: string })[] {
+  const matches = options.filter === null ? () => true : globMatcher(options.filter);
+  const chosen = suite.scenarios.filter((spec) => matches(spec.key));
+  if (chosen.length === 0) {
+    throw new UsageError(
+      `--filter ${
+        JSON.stringify(options.filter)
+      } matches none of the ${suite.scenarios.length} scenarios`,
+      {
+        hint: `the keys are ${suite.scenarios.slice(0, 8).map((s) => s.key).join(", ")}${
+          suite.scenarios.length > 8 ? ", …" : ""
+        }`,
+      },
+    );
+  }
+  return chosen.flatMap((spec) =>
+    Array.from({ length: options.repeat }, (_, i) => ({
+      id: options.repeat === 1 ? spec.key : `${spec.key}.${i + 1}`,
+      key: spec.key,
+      repeat: i + 1,
+      index: spec.index,
+      name: spec.name,
+    }))
+  );
+}
+
+function sameFile(suite: Suite, header: SuiteRunFile): boolean {
+  return header.file === suite.file && header.suite === suite.name;
+}
+
+/** The suite run to resume: the one named, else this file's latest that did not finish. */
+function findResumable(home: string, suite: Suite, ref: string | null): SuiteRunFile {
+  if (ref !== null) {
+    const header = readSuiteRun(home, resolveSuiteRunId(home, ref));
+    if (!sameFile(suite, header)) {
+      throw new UsageError(
+        `Suite run ${header.id} ran ${header.file} (suite ${
+          JSON.stringify(header.suite)
+        }), not ${suite.file}`,
+        { hint: "resume it with the file it ran" },
+      );
+    }
+    return header;
+  }
+  for (const id of listSuiteRunIds(home)) {
+    let header: SuiteRunFile;
+    try {
+      header = readSuiteRun(home, id);
+    } catch {
+      continue;
+    }
+    if (sameFile(suite, header) && header.state !== "finished") return header;
+  }
+  throw new NotFoundError(`No suite run of ${suite.file} is left to resume`, {
+    hint: "every one finished; run it afresh without --resume (reins suite list shows them)",
+  });
+}
+
+export function startSuiteRun(
+  home: string,
+  suite: Suite,
+  mode: StartMode,
+  options: { jobs: number; report: boolean },
+): Started {
+  const base: Omit<SuiteRunOptions, "filter" | "repeat" | "shard" | "rerunOf"> = {
+    jobs: options.jobs,
+    report: options.report,
+  };
+  switch (mode.kind) {
+    case "fresh": {
+      const instances = instancesOf(suite, mode);
+      const handle = SuiteRunHandle.create(home, {
+        suite: suite.name,
+        file: suite.file,
+        digest: suite.digest,
+        options: { ...base, filter: mode.filter, repeat: mode.repeat, shard: null, rerunOf: null },
+        instances,
+      });
+      return { handle, todo: instances.map(({ name: _, ...bare }) => bare), resumed: false };
+    }
+    case "resume": {
+      const header = findResumable(home, suite, mode.ref);
+      if (header.digest !== suite.digest) {
+        throw new ReinsError(
+          "conflict",
+          `Cannot resume suite run ${header.id}: ${suite.file} changed since it began`,
+          {
+            hint:
+              "restore the file as it was, or run the suite afresh (results would mix two versions)",
+            exitCode: 2,
+          },
+        );
+      }
+      const handle = SuiteRunHandle.resume(home, header.id);
+      try {
+        handle.header.options.jobs = options.jobs;
+        handle.header.options.report = options.report;
+        handle.saveHeader();
+        const states = readScenarioStates(home, handle.header);
+        const todo = states.filter((state) => !isFinished(state.status)).map((s) => s.instance);
+        return { handle, todo, resumed: true };
+      } catch (error) {
+        handle.close();
+        throw error;
+      }
+    }
+    case "rerun": {
+      const fromId = resolveSuiteRunId(home, mode.from);
+      const from = readSuiteRun(home, fromId);
+      const wanted = new Set<string>(mode.which);
+      const states = readScenarioStates(home, from).filter((state) => wanted.has(state.status));
+      const keys = new Map(suite.scenarios.map((spec) => [spec.key, spec]));
+      const instances: (Instance & { name: string })[] = [];
+      const gone: string[] = [];
+      for (const state of states) {
+        const spec = keys.get(state.instance.key);
+        if (spec === undefined) gone.push(state.instance.key);
+        else instances.push({ ...state.instance, index: spec.index, name: spec.name });
+      }
+      if (gone.length > 0) {
+        throw new UsageError(
+          `Cannot rerun ${gone.join(", ")}: no such scenario in ${suite.file} any more`,
+          { hint: "rerun with the suite file the suite run used, or run the suite afresh" },
+        );
+      }
+      if (instances.length === 0) {
+        throw new ReinsError(
+          "not_found",
+          `Suite run ${fromId} has no ${
+            mode.which.map((w) => w === "error" ? "errors" : w).join(" or ")
+          } to rerun`,
+          { hint: `reins suite show ${fromId} shows its results`, exitCode: 0 },
+        );
+      }
+      const handle = SuiteRunHandle.create(home, {
+        suite: suite.name,
+        file: suite.file,
+        digest: suite.digest,
+        options: {
+          ...base,
+          filter: from.options.filter,
+          repeat: from.options.repeat,
+          shard: null,
+          rerunOf: { suiteRunId: fromId, which: mode.which },
+        },
+        instances,
+      });
+      return { handle, todo: instances.map(({ name: _, ...bare }) => bare), resumed: false };
+    }
+    case "shard": {
+      const { plan, index } = mode;
+      if (plan.digest !== suite.digest) {
+        throw new UsageError(
+          `The plan ${plan.id} was made from another version of ${suite.file}`,
+          { hint: "every shard must run the file the plan was made from; make the plan again" },
+        );
+      }
+      const names = new Map(suite.scenarios.map((spec) => [spec.index, spec.name]));
+      const slice = planSlice(plan, index).map((
+        { shard: _, callExecutionId: __, ...instance },
+      ) => ({
+        ...instance,
+        name: names.get(instance.index) ?? instance.key,
+      }));
+      const handle = SuiteRunHandle.create(home, {
+        suite: suite.name,
+        file: suite.file,
+        digest: suite.digest,
+        options: {
+          ...base,
+          filter: plan.filter,
+          repeat: plan.repeat,
+          shard: { planId: plan.id, index, count: plan.shards, total: plan.instances.length },
+          rerunOf: null,
+        },
+        instances: slice,
+      });
+      return { handle, todo: slice.map(({ name: _, ...bare }) => bare), resumed: false };
+    }
+  }
+}

@@ -1,0 +1,393 @@
+// A suite run's state in the data root, so a crash loses nothing and a resume knows what is left:
+// suites/<id>/suite-run.json (the suite file's digest, the options, the scenarios in order) and
+// suites/<id>/scenarios/<instance>.json (status, attempts, run ids, check results), each replaced
+// atomically and fsynced like run.json, 0600 in 0700 directories. One process drives a suite run
+// at a time: it holds suites/<id>/lock, which the OS drops when the process dies.
+import { z } from "zod";
+import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
+import { joinPath } from "../core/paths.ts";
+import {
+  ensurePrivateDir,
+  readPrivateText,
+  writePrivateFileAtomic,
+} from "../core/private_files.ts";
+import { CheckResult, ScenarioStatus } from "./results.ts";
+
+export const SUITE_RUN_TYPE = "reins.suite-run";
+export const SCENARIO_STATE_TYPE = "reins.suite-scenario";
+
+const IsoTime = z.iso.datetime({ offset: true });
+
+export const Instance = z.object({
+  /** `key`, or `key.N` for the Nth of --repeat N. */
+  id: z.string(),
+  key: z.string(),
+  repeat: z.number().int().positive(),
+  /** The scenario's place in the suite file. */
+  index: z.number().int().nonnegative(),
+}).strict();
+export type Instance = z.infer<typeof Instance>;
+
+export const ShardInfo = z.object({
+  planId: z.string(),
+  /** 1-based, as in `--shard 2/3`. */
+  index: z.number().int().positive(),
+  count: z.number().int().positive(),
+  /** Scenarios in the whole plan, so a merge can tell when shards are missing. */
+  total: z.number().int().nonnegative(),
+}).strict();
+export type ShardInfo = z.infer<typeof ShardInfo>;
+
+export const SuiteRunOptions = z.object({
+  jobs: z.number().int().positive(),
+  filter: z.string().nullable(),
+  repeat: z.number().int().positive(),
+  report: z.boolean(),
+  shard: ShardInfo.nullable(),
+  rerunOf: z.object({
+    suiteRunId: z.string(),
+    which: z.array(z.enum(["failed", "error"])),
+  }).strict().nullable(),
+}).strict();
+export type SuiteRunOptions = z.infer<typeof SuiteRunOptions>;
+
+export const SuiteRunFile = z.object({
+  type: z.literal(SUITE_RUN_TYPE),
+  version: z.literal(1),
+  id: z.string(),
+  suite: z.string(),
+  /** The suite file, absolute, and the sha256 of its bytes when this suite run began. */
+  file: z.string(),
+  digest: z.string(),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+  options: SuiteRunOptions,
+  instances: z.array(Instance),
+  /** running: being driven, or was when its process died; stopped: by a signal; finished. */
+  state: z.enum(["running", "stopped", "finished"]),
+  finishedAt: IsoTime.nullable(),
+  /** The processes that drove it, the first and each resume. */
+  sessions: z.array(
+    z.object({
+      pid: z.number().int(),
+      startedAt: IsoTime,
+      endedAt: IsoTime.nullable(),
+      resumed: z.boolean(),
+    }).strict(),
+  ),
+  /** The platform report's outbox entry, when it is reported. */
+  report: z.object({ outboxId: z.string() }).strict().nullable(),
+}).strict();
+export type SuiteRunFile = z.infer<typeof SuiteRunFile>;
+
+export const Attempt = z.object({
+  attempt: z.number().int().positive(),
+  startedAt: IsoTime,
+  endedAt: IsoTime.nullable(),
+  /** null: cut short (stopped, or its process died). */
+  status: z.enum(["passed", "failed", "error"]).nullable(),
+  reason: z.string().nullable(),
+  runIds: z.array(z.string()),
+  /** The scenario's copy of the workdir (kept when it did not pass). */
+  workdir: z.string().nullable(),
+}).strict();
+export type Attempt = z.infer<typeof Attempt>;
+
+export const ScenarioState = z.object({
+  type: z.literal(SCENARIO_STATE_TYPE),
+  version: z.literal(1),
+  instance: Instance,
+  name: z.string(),
+  status: ScenarioStatus,
+  /** Why it erred or was skipped. */
+  reason: z.string().nullable(),
+  attempts: z.array(Attempt),
+  /** The runs of the last attempt: one per turn, the first the family's parent. */
+  runIds: z.array(z.string()),
+  turns: z.number().int().nonnegative(),
+  /** The agent's cost; null when a turn reported none. */
+  costUsd: z.number().nonnegative().nullable(),
+  durationMs: z.number().nonnegative().nullable(),
+  checks: z.array(CheckResult),
+  /** How the conversation ended (the simulated user's reason, the last scripted turn). */
+  ended: z.string().nullable(),
+  startedAt: IsoTime.nullable(),
+  endedAt: IsoTime.nullable(),
+}).strict();
+export type ScenarioState = z.infer<typeof ScenarioState>;
+
+export function suitesDir(home: string): string {
+  return joinPath(home, "suites");
+}
+
+export function suiteRunDir(home: string, id: string): string {
+  if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as a suite run id`);
+  return joinPath(suitesDir(home), id);
+}
+
+function headerPath(dir: string): string {
+  return joinPath(dir, "suite-run.json");
+}
+
+function scenarioPath(dir: string, instanceId: string): string {
+  if (!isSafeName(instanceId)) {
+    throw new RangeError(`Cannot use ${JSON.stringify(instanceId)} as a scenario state name`);
+  }
+  return joinPath(dir, "scenarios", `${instanceId}.json`);
+}
+
+function nowIso(): string {
+  return new Date().toISOString();
+}
+
+function parseJson<T extends z.ZodType>(schema: T, text: string, what: string): z.infer<T> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ReinsError(
+      "data_root",
+      `Cannot read ${what}: it is not JSON (${(error as Error).message})`,
+    );
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ReinsError(
+      "data_root",
+      `Cannot read ${what}: ${issue.message} at ${issue.path.join(".") || "(top)"}`,
+      { hint: "move the suite run's folder away, or fix the file" },
+    );
+  }
+  return parsed.data;
+}
+
+/** A fresh scenario state: pending, nothing run yet. */
+export function pendingScenario(instance: Instance, name: string): ScenarioState {
+  return {
+    type: SCENARIO_STATE_TYPE,
+    version: 1,
+    instance,
+    name,
+    status: "pending",
+    reason: null,
+    attempts: [],
+    runIds: [],
+    turns: 0,
+    costUsd: null,
+    durationMs: null,
+    checks: [],
+    ended: null,
+    startedAt: null,
+    endedAt: null,
+  };
+}
+
+/**
+ * A suite run being driven by this process: its folder, its lock and its files. Written from one
+ * process only (the lock says which); each scenario's file by the task running that scenario.
+ */
+export class SuiteRunHandle implements Disposable {
+  readonly home: string;
+  readonly dir: string;
+  header: SuiteRunFile;
+  readonly #lock: Deno.FsFile;
+
+  private constructor(home: string, header: SuiteRunFile, lock: Deno.FsFile) {
+    this.home = home;
+    this.dir = suiteRunDir(home, header.id);
+    this.header = header;
+    this.#lock = lock;
+  }
+
+  get id(): string {
+    return this.header.id;
+  }
+
+  static #takeLock(home: string, dir: string, id: string): Deno.FsFile {
+    ensurePrivateDir(home, dir);
+    const lock = Deno.openSync(joinPath(dir, "lock"), {
+      read: true,
+      write: true,
+      create: true,
+      mode: 0o600,
+    });
+    if (!lock.tryLockSync(true)) {
+      lock.close();
+      throw new ReinsError("conflict", `Suite run ${id} is being run by another reins process`, {
+        hint: "wait for it to end (reins suite show ID follows its progress)",
+      });
+    }
+    return lock;
+  }
+
+  /** Creates a suite run: its header and a pending state for every instance. */
+  static create(
+    home: string,
+    init: {
+      suite: string;
+      file: string;
+      digest: string;
+      options: SuiteRunOptions;
+      instances: readonly (Instance & { name: string })[];
+    },
+  ): SuiteRunHandle {
+    const id = newId();
+    const dir = suiteRunDir(home, id);
+    const lock = SuiteRunHandle.#takeLock(home, dir, id);
+    const now = nowIso();
+    const header: SuiteRunFile = {
+      type: SUITE_RUN_TYPE,
+      version: 1,
+      id,
+      suite: init.suite,
+      file: init.file,
+      digest: init.digest,
+      createdAt: now,
+      updatedAt: now,
+      options: init.options,
+      instances: init.instances.map(({ id, key, repeat, index }) => ({ id, key, repeat, index })),
+      state: "running",
+      finishedAt: null,
+      sessions: [{ pid: Deno.pid, startedAt: now, endedAt: null, resumed: false }],
+      report: null,
+    };
+    const handle = new SuiteRunHandle(home, header, lock);
+    ensurePrivateDir(home, joinPath(dir, "scenarios"));
+    for (const instance of init.instances) {
+      const { name, ...bare } = instance;
+      handle.writeScenario(pendingScenario(bare, name));
+    }
+    // The header last: a suite run whose header exists has every scenario's file.
+    handle.saveHeader();
+    return handle;
+  }
+
+  /** Opens an existing suite run to resume it. */
+  static resume(home: string, id: string): SuiteRunHandle {
+    const dir = suiteRunDir(home, id);
+    const header = readSuiteRun(home, id);
+    const lock = SuiteRunHandle.#takeLock(home, dir, id);
+    const handle = new SuiteRunHandle(home, header, lock);
+    header.state = "running";
+    header.finishedAt = null;
+    header.sessions.push({ pid: Deno.pid, startedAt: nowIso(), endedAt: null, resumed: true });
+    handle.saveHeader();
+    return handle;
+  }
+
+  saveHeader(): void {
+    this.header.updatedAt = nowIso();
+    writePrivateFileAtomic(
+      this.home,
+      headerPath(this.dir),
+      `${JSON.stringify(this.header, null, 2)}\n`,
+    );
+  }
+
+  writeScenario(state: ScenarioState): void {
+    writePrivateFileAtomic(
+      this.home,
+      scenarioPath(this.dir, state.instance.id),
+      `${JSON.stringify(state, null, 2)}\n`,
+    );
+  }
+
+  readScenario(instanceId: string): ScenarioState {
+    return readScenarioState(this.home, this.dir, instanceId);
+  }
+
+  /** Marks the end of this process's part: finished, or stopped with work left. */
+  end(state: "finished" | "stopped"): void {
+    const now = nowIso();
+    this.header.state = state;
+    this.header.finishedAt = state === "finished" ? now : null;
+    const session = this.header.sessions[this.header.sessions.length - 1];
+    if (session) session.endedAt = now;
+    this.saveHeader();
+  }
+
+  close(): void {
+    try {
+      this.#lock.close();
+    } catch { /* closed already */ }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+export function readSuiteRunAt(home: string, dir: string, shownId: string): SuiteRunFile {
+  const text = readPrivateText(home, headerPath(dir));
+  if (text === null) {
+    throw new NotFoundError(`No suite run ${shownId}`, {
+      hint: "list them with: reins suite list",
+    });
+  }
+  return parseJson(SuiteRunFile, text, `suite run ${shownId}`);
+}
+
+export function readSuiteRun(home: string, id: string): SuiteRunFile {
+  return readSuiteRunAt(home, suiteRunDir(home, id), id);
+}
+
+export function readScenarioState(home: string, dir: string, instanceId: string): ScenarioState {
+  const path = scenarioPath(dir, instanceId);
+  const text = readPrivateText(home, path);
+  if (text === null) {
+    throw new ReinsError(
+      "data_root",
+      `The state of scenario ${instanceId} is missing from ${dir}`,
+      {
+        hint: "the suite run's folder was changed by hand; run the suite afresh",
+      },
+    );
+  }
+  return parseJson(ScenarioState, text, `the state of scenario ${instanceId}`);
+}
+
+/** Every scenario's state of a suite run, in the suite run's order. */
+export function readScenarioStates(
+  home: string,
+  header: SuiteRunFile,
+  dir?: string,
+): ScenarioState[] {
+  const at = dir ?? suiteRunDir(home, header.id);
+  return header.instances.map((instance) => readScenarioState(home, at, instance.id));
+}
+
+/** Suite run ids in the data root, newest first. */
+export function listSuiteRunIds(home: string): string[] {
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(suitesDir(home))].filter((e) => e.isDirectory).map((e) => e.name);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+  return names.filter((name) => isSafeName(name) && idTimeMs(name) !== null).sort().reverse();
+}
+
+/** A suite run id from an id, a unique prefix of one, or `last`. */
+export function resolveSuiteRunId(home: string, ref: string): string {
+  const ids = listSuiteRunIds(home);
+  if (ref === "last") {
+    if (ids.length === 0) {
+      throw new NotFoundError("No suite runs yet", { hint: "run one with: reins suite run FILE" });
+    }
+    return ids[0];
+  }
+  if (ids.includes(ref)) return ref;
+  const matches = ids.filter((id) => id.startsWith(ref));
+  if (matches.length === 1) return matches[0];
+  if (matches.length > 1) {
+    throw new UsageError(`The prefix ${JSON.stringify(ref)} matches ${matches.length} suite runs`, {
+      hint: "give more of the id (reins suite list shows them)",
+    });
+  }
+  throw new NotFoundError(`No suite run ${JSON.stringify(ref)}`, {
+    hint: "list them with: reins suite list",
+  });
+}
