@@ -168,9 +168,12 @@ class Problems {
   }
 
   add(path: readonly Segment[], message: string, options: { key?: boolean } = {}): void {
+    const shown = formatPath(path);
+    // A problem of the top (a driver without exec) is found once per scenario: tell it once.
+    if (this.list.some((p) => p.path === shown && p.message === message)) return;
     const at = this.positions?.at(path, options) ?? null;
     this.list.push({
-      path: formatPath(path),
+      path: shown,
       message,
       line: at?.line ?? null,
       column: at?.column ?? null,
@@ -417,8 +420,11 @@ function resolveScenarios(
     const from = (key: keyof SuiteFile & keyof ScenarioFile) =>
       scenario[key] !== undefined ? at(key) : [key];
     const driver = scenario.driver ?? file.driver ?? "loop";
-    const exec = scenario.exec ?? file.exec ?? null;
-    const model = scenario.model ?? file.model ?? null;
+    // The top's exec and model go with the top's driver: a scenario that changes the driver
+    // gives its own.
+    const inherits = driver === (file.driver ?? "loop");
+    const exec = scenario.exec ?? (inherits ? file.exec : undefined) ?? null;
+    const model = scenario.model ?? (inherits ? file.model : undefined) ?? null;
     if (driver === "command" && exec === null) {
       problems.add(scenario.driver ? at("driver") : ["driver"], "the command driver needs exec");
     }

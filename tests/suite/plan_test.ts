@@ -1,0 +1,111 @@
+// Shards: round-robin slices, the shard to run from flags or the scheduler's variables, and the
+// merge of the slices' results.
+import assert from "node:assert/strict";
+import {
+  assignShards,
+  mergeShards,
+  parseShard,
+  shardFromEnv,
+  type ShardRun,
+} from "../../lib/suite/plan.ts";
+import type { SuiteRunFile } from "../../lib/suite/state.ts";
+import { stateOf } from "./_states.ts";
+import { globMatcher } from "../../lib/suite/glob.ts";
+import { compileRegex } from "../../lib/suite/regex.ts";
+
+Deno.test("assignShards() deals the scenarios round robin, the same every time", () => {
+  const instances = ["a", "b", "c", "d", "e"].map((key, index) => ({
+    id: key,
+    key,
+    repeat: 1,
+    index,
+  }));
+  const shards = assignShards(instances, 3).map((i) => [i.id, i.shard]);
+  assert.deepEqual(shards, [["a", 1], ["b", 2], ["c", 3], ["d", 1], ["e", 2]]);
+  assert.deepEqual(assignShards(instances, 3), assignShards(instances, 3));
+});
+
+Deno.test("parseShard() and shardFromEnv(): I/N 1-based; JOB_COMPLETION_INDEX 0-based", () => {
+  assert.deepEqual(parseShard("2/3"), { index: 2, count: 3 });
+  for (const bad of ["0/3", "4/3", "x", "1/0", "-1/2"]) {
+    assert.throws(() => parseShard(bad), /takes I\/N/);
+  }
+  assert.deepEqual(shardFromEnv({ REINS_SHARD: "3/4" }, 4), { index: 3, count: 4 });
+  assert.deepEqual(shardFromEnv({ JOB_COMPLETION_INDEX: "0" }, 4), { index: 1, count: 4 });
+  assert.deepEqual(shardFromEnv({ JOB_COMPLETION_INDEX: "3" }, 4), { index: 4, count: 4 });
+  assert.throws(() => shardFromEnv({ JOB_COMPLETION_INDEX: "4" }, 4), /below the plan's 4 shards/);
+  assert.equal(shardFromEnv({}, 4), null);
+});
+
+function shardRun(
+  index: number,
+  count: number,
+  keys: string[],
+  planId = "p1",
+  createdAt = "2026-01-05T14:03:00.000Z",
+): ShardRun {
+  const header = {
+    id: `run-${index}-${createdAt}`,
+    suite: "s",
+    createdAt,
+    options: { shard: { planId, index, count, total: 5 } },
+  } as unknown as SuiteRunFile;
+  const order = ["a", "b", "c", "d", "e"];
+  return {
+    header,
+    source: `shard ${index} at ${createdAt}`,
+    states: keys.map((k) => stateOf(k, "passed", {}, order.indexOf(k))),
+  };
+}
+
+Deno.test("mergeShards() puts shards back in the suite's order and says what is missing or doubled", () => {
+  const merged = mergeShards([shardRun(2, 3, ["b", "e"]), shardRun(1, 3, ["a", "d"])]);
+  assert.deepEqual(merged.states.map((s) => s.instance.id), ["a", "b", "d", "e"]);
+  assert.deepEqual(merged.missingShards, [3]);
+  const doubled = mergeShards([
+    shardRun(1, 2, ["a"], "p1", "2026-01-05T14:03:00.000Z"),
+    shardRun(1, 2, ["a", "c"], "p1", "2026-01-05T15:00:00.000Z"),
+    shardRun(2, 2, ["b"]),
+  ]);
+  assert.deepEqual(doubled.states.map((s) => s.instance.id), ["a", "b", "c"]);
+  assert.equal(doubled.problems.length, 1);
+  assert.match(doubled.problems[0], /^shard 1\/2 was given twice .*: the later one counts$/);
+  assert.throws(
+    () => mergeShards([shardRun(1, 2, ["a"], "p1"), shardRun(2, 2, ["b"], "p2")]),
+    /2 different plans/,
+  );
+});
+
+Deno.test("globMatcher() matches keys with *, ?, classes and alternatives", () => {
+  const match = globMatcher("refund-*,login,t?st,[ab]x,[!c]y");
+  assert.deepEqual(
+    [
+      "refund-late",
+      "refund-",
+      "login",
+      "logins",
+      "test",
+      "tst",
+      "ax",
+      "bx",
+      "cx",
+      "dy",
+      "cy",
+      "a.b",
+    ].filter(match),
+    ["refund-late", "refund-", "login", "test", "ax", "bx", "dy"],
+  );
+  assert.equal(globMatcher("a.b")("aXb"), false);
+  assert.throws(() => globMatcher("[ab"), /without its '\]'/);
+  assert.throws(() => globMatcher(" , "), /needs a glob/);
+});
+
+Deno.test("compileRegex() takes leading (?ims) flags and refuses a broken pattern with the reason", () => {
+  const compiled = compileRegex("(?is)sorry.apolog");
+  assert.ok(compiled.ok);
+  assert.equal(compiled.regex.flags, "isu");
+  assert.ok(compiled.regex.test("SORRY\nAPOLOG"));
+  assert.deepEqual(compileRegex("a(?i)b").ok, false);
+  const broken = compileRegex("[z-a]");
+  assert.ok(!broken.ok && broken.reason.startsWith("invalid regular expression ("));
+});

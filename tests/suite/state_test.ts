@@ -1,0 +1,111 @@
+// A suite run's state files: private, atomic, one driver at a time, found by id, prefix or last.
+import assert from "node:assert/strict";
+import {
+  listSuiteRunIds,
+  readScenarioStates,
+  readSuiteRun,
+  resolveSuiteRunId,
+  SuiteRunHandle,
+} from "../../lib/suite/state.ts";
+import { tempDir } from "../support/reins.ts";
+
+const OPTIONS = { jobs: 2, filter: null, repeat: 1, report: false, shard: null, rerunOf: null };
+const INSTANCES = [
+  { id: "a", key: "a", repeat: 1, index: 0, name: "A" },
+  { id: "b", key: "b", repeat: 1, index: 1, name: "B" },
+];
+
+function create(home: string) {
+  return SuiteRunHandle.create(home, {
+    suite: "s",
+    file: "/x/suite.yaml",
+    digest: "sha256:00",
+    options: OPTIONS,
+    instances: INSTANCES,
+  });
+}
+
+function modeOf(path: string): number {
+  return Deno.statSync(path).mode! & 0o777;
+}
+
+Deno.test("SuiteRunHandle.create() writes the header and a pending state per scenario, 0600 in 0700 folders", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  using handle = create(home);
+  const header = readSuiteRun(home, handle.id);
+  assert.equal(header.state, "running");
+  assert.deepEqual(header.instances.map((i) => i.id), ["a", "b"]);
+  const states = readScenarioStates(home, header);
+  assert.deepEqual(states.map((s) => [s.instance.id, s.name, s.status]), [["a", "A", "pending"], [
+    "b",
+    "B",
+    "pending",
+  ]]);
+  for (const path of [`${home}/suites`, handle.dir, `${handle.dir}/scenarios`]) {
+    assert.equal(modeOf(path), 0o700, path);
+  }
+  for (
+    const path of [
+      `${handle.dir}/suite-run.json`,
+      `${handle.dir}/scenarios/a.json`,
+      `${handle.dir}/lock`,
+    ]
+  ) {
+    assert.equal(modeOf(path), 0o600, path);
+  }
+  // Atomic replacement leaves no temp file behind.
+  const names = [...Deno.readDirSync(`${handle.dir}/scenarios`)].map((e) => e.name).sort();
+  assert.deepEqual(names, ["a.json", "b.json"]);
+});
+
+Deno.test("SuiteRunHandle refuses a second driver of the same suite run, in this process or another", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const handle = create(home);
+  handle.end("stopped");
+  assert.throws(
+    () => SuiteRunHandle.resume(home, handle.id),
+    /is being run by another reins process/,
+  );
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `import { SuiteRunHandle } from "${
+        new URL("../../lib/suite/state.ts", import.meta.url).href
+      }";` +
+      `try { SuiteRunHandle.resume(${JSON.stringify(home)}, ${
+        JSON.stringify(handle.id)
+      }); console.log("resumed"); }` +
+      ` catch (e) { console.log(e.message); }`,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const held = new TextDecoder().decode((await child.output()).stdout).trim();
+  assert.match(held, /is being run by another reins process/);
+  handle.close();
+  const resumedOut = new TextDecoder().decode((await child.output()).stdout).trim();
+  assert.equal(resumedOut, "resumed");
+  using again = SuiteRunHandle.resume(home, handle.id);
+  // The first session, the child's resume, and this one.
+  assert.deepEqual(again.header.sessions.map((s) => s.resumed), [false, true, true]);
+  assert.equal(again.header.state, "running");
+});
+
+Deno.test("resolveSuiteRunId() takes an id, a unique prefix or last; listSuiteRunIds() is newest first", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const first = create(home);
+  first.close();
+  const second = create(home);
+  second.close();
+  assert.deepEqual(listSuiteRunIds(home), [second.id, first.id]);
+  assert.equal(resolveSuiteRunId(home, "last"), second.id);
+  assert.equal(resolveSuiteRunId(home, second.id), second.id);
+  assert.equal(resolveSuiteRunId(home, second.id.slice(0, 30)), second.id);
+  assert.throws(() => resolveSuiteRunId(home, "ffff"), /No suite run "ffff"/);
+  const common = first.id.split("").findIndex((c, i) => c !== second.id[i]);
+  assert.throws(() => resolveSuiteRunId(home, first.id.slice(0, common)), /matches 2 suite runs/);
+  assert.throws(() => resolveSuiteRunId(`${dir.path}/empty`, "last"), /No suite runs yet/);
+});
