@@ -4,6 +4,7 @@ import type { CommandContext } from "./command.ts";
 import { intFlag, stringFlag } from "./args.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
+import { redact } from "../core/redact.ts";
 import type { Output } from "./output.ts";
 import {
   listSuiteRunIds,
@@ -70,7 +71,8 @@ export async function writeJunit(
   states: readonly ScenarioState[],
   options: { timestamp?: string; elapsedMs?: number | null },
 ): Promise<void> {
-  await Deno.writeTextFile(resolvePath(path), junitXml(suite, states, options));
+  // Check details quote what agents and judges said: through the secrets choke point first.
+  await Deno.writeTextFile(resolvePath(path), redact(junitXml(suite, states, options)));
 }
 
 /** Notes about where to look: kept working directories, the platform. */

@@ -26,6 +26,10 @@ export const ENV_VARS = [
   // Indexed Job's own index.
   "REINS_SHARD",
   "JOB_COMPLETION_INDEX",
+  // Not reins's own: the yaml package's parser looks at these debug switches on every suite file
+  // it reads (node:process env), and a sandbox that refused them would refuse every YAML file.
+  "LOG_TOKENS",
+  "LOG_STREAM",
   "OPENAI_BASE_URL",
   "OPENAI_API_KEY",
   // OpenTelemetry export (lib/otel/), read as the OTel SDK specification defines them.

@@ -1,6 +1,7 @@
 // The deterministic checks, run once a scenario's last turn has ended: a file's content, the agent's
 // text, a command's exit code, the tools it used and what it cost. Each returns a CheckResult with
 // a detail a person can act on; none throws for what the agent did. Judges are judge.ts's.
+import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import type { Check } from "./format.ts";
@@ -182,10 +183,6 @@ export async function runCheck(
     case "cost":
       return costCheck(check, evidence);
     default:
-      return assertNever(check);
+      return assertNever(check, "check");
   }
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`Unexpected check ${JSON.stringify(value)}`);
 }

@@ -4,6 +4,7 @@
 // the next begins, so a crash loses at most the step in flight and a resume redoes only what did
 // not finish. It prints nothing; hooks tell the caller (progress, the platform report).
 import { describeError, ReinsError } from "../core/errors.ts";
+import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import { createHash } from "node:crypto";
 import type { Model } from "../drivers/loop/model.ts";
@@ -52,10 +53,6 @@ export interface RunSuiteOptions {
 
 /** An attempt that could not run: the scenario's status is error, with this reason. */
 class AttemptEnd extends Error {}
-
-function nowIso(): string {
-  return new Date().toISOString();
-}
 
 /** A context id per attempt: a retry starts a fresh conversation. Safe as a path segment. */
 export function contextIdOf(suiteRunId: string, instanceId: string, attempt: number): string {
@@ -190,10 +187,16 @@ async function playAttempt(
         timeoutSeconds: clock.limit(spec.turnSeconds),
         stop: clock.signal,
         kill: options.kill,
+        onCreated: (runId) => {
+          attempt.runIds.push(runId);
+          handle.writeScenario(state);
+        },
       });
       parentRunId ??= turnEvidence.runId;
-      attempt.runIds.push(turnEvidence.runId);
-      handle.writeScenario(state);
+      if (!attempt.runIds.includes(turnEvidence.runId)) {
+        attempt.runIds.push(turnEvidence.runId);
+        handle.writeScenario(state);
+      }
       evidence.turns.push(turnEvidence);
       evidence.transcript.push(...transcript);
       exchanges.push({ user: prompt, agent: lastAgentText(transcript, turnEvidence) });

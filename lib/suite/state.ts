@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
+import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import {
   ensurePrivateDir,
@@ -135,10 +136,6 @@ function scenarioPath(dir: string, instanceId: string): string {
     throw new RangeError(`Cannot use ${JSON.stringify(instanceId)} as a scenario state name`);
   }
   return joinPath(dir, "scenarios", `${instanceId}.json`);
-}
-
-function nowIso(): string {
-  return new Date().toISOString();
 }
 
 function parseJson<T extends z.ZodType>(schema: T, text: string, what: string): z.infer<T> {

@@ -22,6 +22,8 @@ export interface SuiteTurn {
   timeoutSeconds: number | null;
   stop: AbortSignal;
   kill: AbortSignal;
+  /** The run exists (before the agent starts): the state file can name it from now on. */
+  onCreated(runId: string): void;
 }
 
 export interface TurnResult {
@@ -101,6 +103,7 @@ export function engineTurns(
       trigger: "suite",
       attachments: [],
       warn,
+      onCreated: (runId) => turn.onCreated(runId),
     });
     return recordedTurn(home, summary.runId, turn.prompt);
   };

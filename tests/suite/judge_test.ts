@@ -175,7 +175,7 @@ Deno.test("runJudge() on openai:MODEL grades through a Chat Completions endpoint
       model: "gpt-4.1-mini",
       baseUrl: `${server.url}/v1`,
       apiKey: "k",
-      retry: { maxAttempts: 1 },
+      retry: { attempts: 1 },
     });
   const graded = await runJudge(
     judge(0.7, "openai:gpt-4.1-mini"),
