@@ -1,6 +1,6 @@
 // Scenario states for tests of the views (table, JUnit, merge): built through the state schema,
 // so a state a test makes is one the runner could have written.
-import { type CheckResult } from "../../lib/suite/results.ts";
+import type { CheckResult } from "../../lib/suite/results.ts";
 import { pendingScenario, ScenarioState } from "../../lib/suite/state.ts";
 
 export function checkResult(
