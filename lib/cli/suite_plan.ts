@@ -4,7 +4,7 @@
 // exit code, saying which shards are missing.
 import type { CommandContext } from "./command.ts";
 import { intFlag, stringFlag } from "./args.ts";
-import { ExitCode, UsageError } from "../core/errors.ts";
+import { ExitCode, PlatformError, UsageError } from "../core/errors.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { newId } from "../core/ids.ts";
 import { instancesOf } from "../suite/start.ts";
@@ -12,10 +12,12 @@ import {
   assignShards,
   mergeShards,
   type PlanFile,
+  type PlanPlatform,
   type ShardRun,
   writePlan,
 } from "../suite/plan.ts";
-import { readScenarioStates, readSuiteRunAt, suitesDir } from "../suite/state.ts";
+import { type Instance, readScenarioStates, readSuiteRunAt, suitesDir } from "../suite/state.ts";
+import type { Suite } from "../suite/load.ts";
 import { exitCodeOf, formatTable, totalsOf } from "../suite/table.ts";
 import { loadOrExplain } from "./suite_run.ts";
 import { scenarioJson, writeJunit } from "./suite_show.ts";
@@ -38,6 +40,9 @@ export async function suitePlan(ctx: CommandContext): Promise<number> {
   const filter = stringFlag(ctx.flags, "filter") ?? null;
   const repeat = intFlag(ctx.flags, "repeat", { max: 1000 }) ?? 1;
   const instances = instancesOf(loaded, { filter, repeat }).map(({ name: _, ...bare }) => bare);
+  const allocated = ctx.flags["no-report"] === true
+    ? null
+    : await allocateCalls(ctx, loaded, instances);
   const plan: PlanFile = {
     type: "reins.suite-plan",
     version: 1,
@@ -50,9 +55,9 @@ export async function suitePlan(ctx: CommandContext): Promise<number> {
     filter,
     instances: assignShards(instances, shards).map((instance) => ({
       ...instance,
-      callExecutionId: null,
+      callExecutionId: allocated?.calls.get(instance.id) ?? null,
     })),
-    platform: null,
+    platform: allocated?.platform ?? null,
   };
   const target = resolvePath(out);
   await writePlan(target, plan);
@@ -70,9 +75,58 @@ export async function suitePlan(ctx: CommandContext): Promise<number> {
         shards === 1 ? "" : "s"
       }`,
     );
+    if (plan.platform) ctx.io.note(`reported to the platform: ${plan.platform.url}`);
     ctx.io.note(`run each with: reins suite run ${path} --plan ${out} --shard I/${shards}`);
   }
   return ExitCode.ok;
+}
+
+/**
+ * Provisions, starts and allocates a call for every planned scenario (skipped ones aside), when
+ * the platform is configured; a line says why not otherwise. A platform that cannot do it is
+ * exit 5: shards without their calls would each report on their own.
+ */
+async function allocateCalls(
+  ctx: CommandContext,
+  suite: Suite,
+  instances: readonly Instance[],
+): Promise<{ platform: PlanPlatform; calls: Map<string, string> } | null> {
+  const settings = await ctx.settings();
+  const { notConfiguredReason, platformTarget } = await import("../platform/client.ts");
+  const missing = notConfiguredReason(settings.platform);
+  if (missing) {
+    if (!ctx.io.quiet && !ctx.io.jsonMode) {
+      ctx.io.note(`not reported to the platform: ${missing} (--no-report leaves this line out)`);
+    }
+    return null;
+  }
+  const target = platformTarget(settings.platform);
+  const skipped = new Set(suite.scenarios.filter((spec) => spec.skip !== null).map((s) => s.index));
+  const reported = instances.filter((instance) => !skipped.has(instance.index));
+  if (reported.length === 0) return null;
+  const { allocatePlan, PlanNotAllocated } = await import("../suite/report.ts");
+  try {
+    const { platform, callExecutionIds } = await allocatePlan({
+      home: settings.home,
+      settings,
+      target,
+      suite,
+      instances: reported,
+    });
+    return {
+      platform,
+      calls: new Map(reported.map((instance, i) => [instance.id, callExecutionIds[i]])),
+    };
+  } catch (error) {
+    if (!(error instanceof PlanNotAllocated)) throw error;
+    throw new PlatformError(
+      `Cannot plan: the platform did not allocate the calls: ${error.message}`,
+      {
+        hint: error.hint ??
+          "try again once the platform is reachable, or plan with --no-report (the shards then report nothing)",
+      },
+    );
+  }
 }
 
 /** The shard suite runs in a directory: a suite run's folder, or a data root's suites. */

@@ -14,7 +14,16 @@ import { runSuite } from "../suite/runner.ts";
 import { readScenarioStates } from "../suite/state.ts";
 import { exitCodeOf, totalsOf } from "../suite/table.ts";
 import { engineTurns } from "../suite/turns.ts";
-import { parseShard, readPlan, shardFromEnv } from "../suite/plan.ts";
+import {
+  parseShard,
+  type PlanFile,
+  type PlanPlatform,
+  readPlan,
+  shardFromEnv,
+} from "../suite/plan.ts";
+import type { ReportSummary, SuiteReporter } from "../suite/report.ts";
+import type { SuiteRunHandle } from "../suite/state.ts";
+import type { Settings } from "../core/config.ts";
 import { startSuiteProgress } from "./suite_progress.ts";
 import { elapsedOf, followUps, printResults, suiteRunJson, writeJunit } from "./suite_show.ts";
 
@@ -158,6 +167,78 @@ async function modeOf(ctx: CommandContext, extra: string[]): Promise<StartMode> 
   return { kind: "fresh", filter, repeat };
 }
 
+function reportJson(reporter: SuiteReporter | null, reported: ReportSummary | undefined) {
+  if (!reporter || !reported) return null;
+  const outcome = reported.outcome;
+  return {
+    outboxId: reporter.outboxId,
+    state: outcome?.state ?? null,
+    url: outcome?.url ?? null,
+    runTestId: outcome?.runTestId ?? null,
+    testExecutionId: outcome?.testExecutionId ?? null,
+    reason: outcome?.reason ?? null,
+    problems: outcome?.problems ?? [],
+  };
+}
+
+/**
+ * The suite run's live report, when the platform is configured: a shard reports into the calls
+ * its plan allocated. A line says why there is none, except when --no-report asked.
+ */
+async function startReport(given: {
+  ctx: CommandContext;
+  settings: Settings;
+  suite: Suite;
+  handle: SuiteRunHandle;
+  mode: StartMode;
+  quiet: boolean;
+}): Promise<SuiteReporter | null> {
+  const { ctx, settings, suite, handle, mode, quiet } = given;
+  const note = (line: string) => {
+    if (!quiet) ctx.io.note(line);
+  };
+  const { notConfiguredReason, platformTarget } = await import("../platform/client.ts");
+  const missing = notConfiguredReason(settings.platform);
+  if (missing) {
+    note(`not reported to the platform: ${missing} (--no-report leaves this line out)`);
+    return null;
+  }
+  const target = platformTarget(settings.platform);
+  let plan: { file: PlanFile; platform: PlanPlatform } | undefined;
+  if (mode.kind === "shard") {
+    const platform = mode.plan.platform;
+    if (platform === null) {
+      note(
+        "not reported to the platform: the plan was made without it (reins suite plan allocates the calls when the platform is configured)",
+      );
+      return null;
+    }
+    if (platform.baseUrl !== target.url || platform.workspaceId !== target.workspaceId) {
+      note(
+        `not reported to the platform: the plan's calls are on ${platform.baseUrl}, and the settings point at ${target.url}`,
+      );
+      return null;
+    }
+    plan = { file: mode.plan, platform };
+  }
+  const { SuiteReporter } = await import("../suite/report.ts");
+  const reporter = await SuiteReporter.begin({
+    home: settings.home,
+    settings,
+    target,
+    suite,
+    handle,
+    instances: handle.header.instances,
+    plan,
+    note,
+  });
+  if (reporter) {
+    handle.header.options.report = true;
+    handle.saveHeader();
+  }
+  return reporter;
+}
+
 export async function suiteRun(ctx: CommandContext): Promise<number> {
   const [path, ...extra] = ctx.positionals;
   if (path === undefined) {
@@ -177,6 +258,9 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
   using handle = started.handle;
   const { io } = ctx;
   const quiet = io.quiet || io.jsonMode;
+  const reporter = ctx.flags["no-report"] === true
+    ? null
+    : await startReport({ ctx, settings, suite, handle, mode, quiet });
   if (!quiet) {
     const what = started.resumed
       ? `resuming suite run ${handle.id}: ${started.todo.length} of ${handle.header.instances.length} scenarios left`
@@ -222,7 +306,11 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
       hooks: {
         onStart: (state) => progress.started(state),
-        onEnd: ({ state }) => progress.ended(state),
+        onConversation: (state, runId) => reporter?.started(state, runId),
+        onEnd: async (end) => {
+          progress.ended(end.state);
+          await reporter?.finished(end, end.evidence?.recordings ?? []);
+        },
         onRetry: (state, reason) => progress.retrying(state, reason),
       },
     }));
@@ -232,6 +320,7 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
     progress.finish();
   }
   handle.end(stopped ? "stopped" : "finished");
+  const reported = await reporter?.close();
   const states = readScenarioStates(home, handle.header);
   if (junit) {
     await writeJunit(junit, suite.name, states, {
@@ -240,11 +329,13 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
     });
   }
   if (io.jsonMode) {
-    io.json(suiteRunJson(handle.header, states));
+    io.json({ ...suiteRunJson(handle.header, states), report: reportJson(reporter, reported) });
   } else {
     printResults(io, handle.header, states);
     for (const line of followUps(handle.header, states)) io.note(line);
   }
+  // The report's fate is told, never counted: the exit code is the suite's.
+  for (const line of reported?.lines ?? []) io.note(line);
   const totals = totalsOf(states);
   if (stopped) {
     io.note(

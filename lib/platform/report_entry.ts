@@ -58,6 +58,16 @@ export interface NewReport {
   modality?: Modality;
   /** Made before its scenarios ran: ONGOING pings are sent as they start. */
   live?: boolean;
+  /**
+   * Calls allocated by another process (a suite plan provisions, starts and allocates once for
+   * all its shards): this report sends nothing but pings and results into them, one per scenario
+   * in order.
+   */
+  preallocated?: {
+    runTestId: string;
+    testExecutionId: string;
+    callExecutionIds: readonly string[];
+  };
 }
 
 /** Makes each scenario key unique within one report (two runs of the same task). */
@@ -96,6 +106,12 @@ export function createReport(home: string, report: NewReport): OutboxEntry {
     keys.every((key) => remembered.scenario_keys.includes(key));
   const now = nowIso();
   const live = report.live ?? false;
+  const given = report.preallocated;
+  if (given && given.callExecutionIds.length !== scenarios.length) {
+    throw new RangeError(
+      `Cannot report ${scenarios.length} scenarios into ${given.callExecutionIds.length} allocated calls`,
+    );
+  }
   const entry: OutboxEntry = {
     type: OUTBOX_ENTRY_TYPE,
     version: 1,
@@ -113,17 +129,17 @@ export function createReport(home: string, report: NewReport): OutboxEntry {
       modality,
     },
     selectors: scenarios.map((item) => selectorOf(item.scenario)),
-    runTestId: joins ? remembered.run_test_id : null,
-    runTestSource: joins ? "remembered" : null,
+    runTestId: given ? given.runTestId : joins ? remembered.run_test_id : null,
+    runTestSource: given ? "provisioned" : joins ? "remembered" : null,
     provisions: 0,
     scenarioIds: [],
-    testExecutionId: null,
-    allocated: false,
+    testExecutionId: given ? given.testExecutionId : null,
+    allocated: given !== undefined,
     live,
-    calls: scenarios.map((item) => ({
+    calls: scenarios.map((item, i) => ({
       runId: item.runId,
       scenarioKey: item.scenario.name,
-      callExecutionId: null,
+      callExecutionId: given ? given.callExecutionIds[i] : null,
       ongoing: "none",
       resultSent: false,
       result: item.outcome === null ? null : resultOf(item.outcome),

@@ -26,6 +26,7 @@ function result(
     detail,
     score: null,
     by: null,
+    reason: null,
   };
 }
 

@@ -2,6 +2,7 @@
 // transcript of all of them in order, tool calls included. Built from the recorded runs through
 // the same mapping a platform report uses, so what the checks see is what the platform is sent.
 import type { TranscriptItem } from "../platform/payloads.ts";
+import type { RecordingSource } from "../platform/run_outcome.ts";
 
 export interface TurnEvidence {
   runId: string;
@@ -21,6 +22,8 @@ export interface Evidence {
   turns: TurnEvidence[];
   /** Every turn's transcript, in order. */
   transcript: TranscriptItem[];
+  /** Files the turns attached (recordings), for the platform report. */
+  recordings: RecordingSource[];
 }
 
 /** The agent's last answer: the last turn's result, else the last thing it said. */

@@ -110,6 +110,7 @@ export async function runJudge(
     kind: "judge" as const,
     checkpoint: check.pass !== undefined,
     by,
+    reason: null,
   };
   let output: ModelOutput;
   try {
@@ -135,11 +136,12 @@ export async function runJudge(
   }
   const reason = grade.reason || "no reason given";
   if (check.pass === undefined) {
-    return { ...base, outcome: "passed", met: true, detail: reason, score: grade.score };
+    return { ...base, outcome: "passed", met: true, detail: reason, score: grade.score, reason };
   }
   const met = grade.score >= check.pass;
   return {
     ...base,
+    reason,
     outcome: met ? "passed" : "failed",
     met,
     detail: `score ${grade.score} ${met ? "≥" : "<"} ${check.pass}: ${reason}`,

@@ -19,6 +19,8 @@ export const CheckResult = z.object({
   score: z.number().min(0).max(1).nullable().default(null),
   /** Who decided, for a judge: `<rubric name> (<model>)`. */
   by: z.string().nullable().default(null),
+  /** A judge's own reason for its score (the metric's reason). */
+  reason: z.string().nullable().default(null),
 }).strict();
 export type CheckResult = z.infer<typeof CheckResult>;
 

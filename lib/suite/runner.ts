@@ -30,6 +30,8 @@ export interface ScenarioEnd {
 export interface RunnerHooks {
   /** A scenario begins (once, before its first attempt). */
   onStart?(state: ScenarioState, spec: ScenarioSpec): void | Promise<void>;
+  /** An attempt's conversation begins: its first run exists (the agent has not started yet). */
+  onConversation?(state: ScenarioState, runId: string): void | Promise<void>;
   /** A scenario has its final status. */
   onEnd?(end: ScenarioEnd): void | Promise<void>;
   /** An attempt that could not run is tried again. */
@@ -155,7 +157,7 @@ async function playAttempt(
   const cwd = await makeWorkdir(spec, handle.id);
   attempt.workdir = cwd;
   handle.writeScenario(state);
-  const evidence: Evidence = { cwd, turns: [], transcript: [] };
+  const evidence: Evidence = { cwd, turns: [], transcript: [], recordings: [] };
   try {
     for (const command of spec.setup) {
       endIfStopped();
@@ -178,7 +180,7 @@ async function playAttempt(
     const exchanges: Exchange[] = [];
     const turn = async (prompt: string) => {
       endIfStopped();
-      const { evidence: turnEvidence, transcript } = await options.runTurn({
+      const { evidence: turnEvidence, transcript, recordings } = await options.runTurn({
         scenario: spec,
         prompt,
         cwd,
@@ -187,9 +189,10 @@ async function playAttempt(
         timeoutSeconds: clock.limit(spec.turnSeconds),
         stop: clock.signal,
         kill: options.kill,
-        onCreated: (runId) => {
+        onCreated: async (runId) => {
           attempt.runIds.push(runId);
           handle.writeScenario(state);
+          if (parentRunId === null) await options.hooks?.onConversation?.(state, runId);
         },
       });
       parentRunId ??= turnEvidence.runId;
@@ -199,6 +202,7 @@ async function playAttempt(
       }
       evidence.turns.push(turnEvidence);
       evidence.transcript.push(...transcript);
+      evidence.recordings.push(...recordings);
       exchanges.push({ user: prompt, agent: lastAgentText(transcript, turnEvidence) });
       endIfStopped();
       if (turnEvidence.status !== "completed") {
@@ -320,6 +324,7 @@ async function runOne(
       detail: `the judge could not be made: ${describeError(error)}`,
       score: null,
       by: null,
+      reason: null,
     };
   }
   return await runJudge(check, spec, evidence, model, clock.signal);

@@ -77,8 +77,11 @@ export const SuiteRunFile = z.object({
       resumed: z.boolean(),
     }).strict(),
   ),
-  /** The platform report's outbox entry, when it is reported. */
-  report: z.object({ outboxId: z.string() }).strict().nullable(),
+  /** The platform report's outbox entry, and each scenario's key in it, when it is reported. */
+  report: z.object({
+    outboxId: z.string(),
+    keys: z.record(z.string(), z.string()),
+  }).strict().nullable(),
 }).strict();
 export type SuiteRunFile = z.infer<typeof SuiteRunFile>;
 

@@ -8,6 +8,7 @@ import { runDir } from "../store/run_files.ts";
 import { inspectRun } from "../store/run_record.ts";
 import { runReportOf } from "../platform/run_outcome.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
+import type { RecordingSource } from "../platform/run_outcome.ts";
 import { executeRun } from "../cli/run_turn.ts";
 import type { ScenarioSpec } from "./load.ts";
 import type { TurnEvidence } from "./evidence.ts";
@@ -23,12 +24,13 @@ export interface SuiteTurn {
   stop: AbortSignal;
   kill: AbortSignal;
   /** The run exists (before the agent starts): the state file can name it from now on. */
-  onCreated(runId: string): void;
+  onCreated(runId: string): void | Promise<void>;
 }
 
 export interface TurnResult {
   evidence: TurnEvidence;
   transcript: TranscriptItem[];
+  recordings: RecordingSource[];
 }
 
 export type TurnRunner = (turn: SuiteTurn) => Promise<TurnResult>;
@@ -70,6 +72,7 @@ export function recordedTurn(home: string, runId: string, prompt: string): TurnR
   return {
     evidence: { runId, prompt, status, reason: record.terminalReason, costUsd, result },
     transcript: [...report.outcome.transcript],
+    recordings: report.recordings,
   };
 }
 

@@ -17,6 +17,7 @@ export function checkResult(
     detail: `${name} ${outcome}`,
     score: null,
     by: null,
+    reason: null,
     ...fields,
   };
 }

@@ -42,6 +42,7 @@ function evidence(cwd: string, overrides: Partial<Evidence> = {}): Evidence {
       { kind: "message", speaker: "user", text: "refund" },
       { kind: "message", speaker: "assistant", text: "Sorry, refunded." },
     ],
+    recordings: [],
     ...overrides,
   };
 }

@@ -22,6 +22,7 @@ const SCENARIO = {
 const EVIDENCE: Evidence = {
   cwd: "/",
   turns: [],
+  recordings: [],
   transcript: [
     { kind: "message", speaker: "user", text: "I want a refund for 1234." },
     { kind: "tool", name: "issue_refund", arguments: { order: "1234" }, result: "refunded" },
@@ -68,6 +69,7 @@ Deno.test("runJudge() with pass: a checkpoint met when the score reaches it, and
     met: true,
     detail: "score 0.8 ≥ 0.7: Refunded, said when.",
     score: 0.8,
+    reason: "Refunded, said when.",
   });
   // What the judge was shown: the scenario, the rubric, the transcript with the tool call; and the tool.
   const [request] = model.requests;

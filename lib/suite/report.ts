@@ -1,0 +1,378 @@
+// A suite run reported to the platform as it goes, through the outbox (lib/platform): before the
+// first scenario starts, a live report is written and delivered (provision, start, batch, so the
+// execution is visible while it runs); as each scenario starts, its ONGOING ping; as each finishes,
+// its result (transcript, checkpoints and metrics in call_metadata) and recordings. Deliveries run
+// one at a time in the background, so a slow or absent platform never holds a scenario up, and a
+// crash or an outage loses nothing: the entry stays in the outbox, a resume of the suite run goes
+// on with the same one, and `reins report --pending` sends what is ready. Nothing here changes a
+// scenario's status or the suite's exit code.
+import type { Settings } from "../core/config.ts";
+import { describeError } from "../core/errors.ts";
+import type { RetryPolicy } from "../net/retry.ts";
+import { PlatformClient, type PlatformTarget } from "../platform/client.ts";
+import { deliverEntry, type ReportOutcome } from "../platform/deliver.ts";
+import { readEntry, removeEntry } from "../platform/outbox.ts";
+import type {
+  CheckpointInput,
+  MetricInput,
+  ScenarioInput,
+  ScenarioOutcome,
+} from "../platform/payloads.ts";
+import { rememberReport } from "../platform/reported.ts";
+import {
+  createReport,
+  scenarioFinished,
+  scenarioStarted,
+  updateReport,
+} from "../platform/report_entry.ts";
+import type { RecordingSource } from "../platform/run_outcome.ts";
+import { knownCost } from "./evidence.ts";
+import type { ScenarioSpec, Suite } from "./load.ts";
+import type { PlanFile, PlanPlatform } from "./plan.ts";
+import type { ScenarioEnd } from "./runner.ts";
+import type { Instance, ScenarioState, SuiteRunHandle } from "./state.ts";
+
+/** The platform's scenario for one of the suite's. */
+export function scenarioInputOf(spec: ScenarioSpec): ScenarioInput {
+  return {
+    name: spec.key,
+    scenarioKey: spec.key,
+    // The seed shows a scenario by its use case first: the name a person gave it.
+    useCase: spec.name !== spec.key ? spec.name : undefined,
+    tests: spec.tests,
+    instruction: spec.instruction,
+    persona: spec.persona,
+  };
+}
+
+/** What a finished scenario reports: the seed's ScenarioResult, from its state and evidence. */
+export function scenarioOutcomeOf(
+  end: ScenarioEnd,
+  suite: { name: string; suiteRunId: string },
+): ScenarioOutcome {
+  const { state, evidence } = end;
+  const checkpoints: CheckpointInput[] = state.checks.filter((check) => check.checkpoint).map((
+    check,
+  ) => ({
+    name: check.name,
+    kind: check.kind,
+    passed: check.met,
+    detail: check.detail,
+    ...(check.by ? { by: check.by } : {}),
+    ...(check.outcome === "grading_error" ? { gradingError: true } : {}),
+  }));
+  const metrics: MetricInput[] = state.checks.flatMap((check) =>
+    check.kind === "judge" && check.score !== null
+      ? [{ name: check.name, score: check.score, reason: check.reason ?? check.detail }]
+      : []
+  );
+  const gradingFailures = state.checks.filter((check) => check.outcome === "grading_error")
+    .map((check) => `${check.name}: ${check.detail}`);
+  return {
+    scenario: state.instance.key,
+    transcript: evidence?.transcript ?? [],
+    checkpoints,
+    metrics,
+    problems: state.status === "error" ? [state.reason ?? "the scenario could not run"] : [],
+    gradingFailures,
+    ended: state.ended ?? state.reason ?? state.status,
+    passed: state.status === "passed",
+    spentUsd: evidence ? knownCost(evidence) : 0,
+    seconds: (state.durationMs ?? 0) / 1000,
+    metadata: {
+      reins_suite: suite.name,
+      reins_suite_run_id: suite.suiteRunId,
+      reins_instance: state.instance.id,
+      reins_status: state.status,
+      reins_run_ids: state.runIds,
+      reins_attempts: state.attempts.length,
+      reins_turns: state.turns,
+    },
+  };
+}
+
+export interface ReporterOptions {
+  home: string;
+  settings: Settings;
+  target: PlatformTarget;
+  suite: Suite;
+  handle: SuiteRunHandle;
+  /** The scenarios this suite run plays (every one, including those a resume finds finished). */
+  instances: readonly Instance[];
+  /** A shard's plan, whose calls were allocated by `suite plan`. */
+  plan?: { file: PlanFile; platform: PlanPlatform };
+  retry?: RetryPolicy;
+  /** One line for people, about the report (never the suite's results). */
+  note(message: string): void;
+}
+
+/** What the report came to, in lines for people. */
+export interface ReportSummary {
+  outcome: ReportOutcome | null;
+  lines: string[];
+}
+
+function callKeysOf(instances: readonly Instance[], entryKeys: readonly string[]) {
+  return Object.fromEntries(instances.map((instance, i) => [instance.id, entryKeys[i]]));
+}
+
+/** The live report of one suite run. */
+export class SuiteReporter {
+  readonly #options: ReporterOptions;
+  readonly #client: PlatformClient;
+  readonly #outboxId: string;
+  readonly #keys: Record<string, string>;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #last: ReportOutcome | null = null;
+  /** What stopped reporting for good (the sandbox refused the host, say). */
+  #broken: string | null = null;
+
+  private constructor(options: ReporterOptions, outboxId: string, keys: Record<string, string>) {
+    this.#options = options;
+    this.#client = new PlatformClient(options.target, { proxy: options.settings.proxy });
+    this.#outboxId = outboxId;
+    this.#keys = keys;
+  }
+
+  get outboxId(): string {
+    return this.#outboxId;
+  }
+
+  /**
+   * Writes the live report (or finds the one a resumed suite run made) and delivers it: the
+   * platform has the execution and its calls before the first scenario starts, unless it is down.
+   * Null when nothing is left to report (every scenario skipped, or a resume with all sent).
+   */
+  static async begin(options: ReporterOptions): Promise<SuiteReporter | null> {
+    const { home, handle } = options;
+    const kept = handle.header.report;
+    if (kept && readEntry(home, kept.outboxId)?.ok) {
+      const reporter = new SuiteReporter(options, kept.outboxId, kept.keys);
+      await reporter.#deliverNow();
+      return reporter;
+    }
+    const specs = new Map(options.suite.scenarios.map((spec) => [spec.index, spec]));
+    // A resume whose report is gone (sent whole, or removed) reports what is left as a new one.
+    const instances = options.instances.filter((instance) => {
+      const spec = specs.get(instance.index);
+      if (spec === undefined || spec.skip !== null) return false;
+      if (kept === null) return true;
+      const state = handle.readScenario(instance.id);
+      return state.status === "pending" || state.status === "running";
+    });
+    if (instances.length === 0) return null;
+    const planned = options.plan;
+    const byInstance = new Map(planned?.file.instances.map((i) => [i.id, i.callExecutionId]) ?? []);
+    const entry = createReport(home, {
+      name: options.suite.name,
+      target: options.target,
+      live: true,
+      modality: "text",
+      scenarios: instances.map((instance) => ({
+        runId: null,
+        scenario: scenarioInputOf(specs.get(instance.index)!),
+        outcome: null,
+        recordings: [],
+      })),
+      preallocated: planned
+        ? {
+          runTestId: planned.platform.runTestId,
+          testExecutionId: planned.platform.testExecutionId,
+          callExecutionIds: instances.map((instance) => byInstance.get(instance.id) ?? ""),
+        }
+        : undefined,
+    });
+    const keys = callKeysOf(instances, entry.calls.map((call) => call.scenarioKey));
+    handle.header.report = { outboxId: entry.id, keys };
+    handle.saveHeader();
+    const reporter = new SuiteReporter(options, entry.id, keys);
+    await reporter.#deliverNow();
+    return reporter;
+  }
+
+  /** A scenario's conversation began (its first run exists): its ONGOING ping. */
+  async started(state: ScenarioState, runId: string): Promise<void> {
+    const key = this.#keys[state.instance.id];
+    if (key === undefined || this.#broken) return;
+    await this.#change(scenarioStarted(key, runId));
+  }
+
+  /** A scenario has its final status: its result and recordings. */
+  async finished(end: ScenarioEnd, recordings: readonly RecordingSource[]): Promise<void> {
+    const key = this.#keys[end.state.instance.id];
+    if (key === undefined || this.#broken || end.state.status === "skipped") return;
+    const { handle, suite } = this.#options;
+    const outcome = scenarioOutcomeOf(end, { name: suite.name, suiteRunId: handle.id });
+    await this.#change(scenarioFinished(key, {
+      runId: end.state.runIds[0] ?? null,
+      outcome: { ...outcome, scenario: key },
+      recordings,
+    }));
+  }
+
+  async #change(change: Parameters<typeof updateReport>[2]): Promise<void> {
+    try {
+      await updateReport(this.#options.home, this.#outboxId, change);
+    } catch (error) {
+      this.#broken ??= `the report in outbox/${this.#outboxId}.json could not be changed: ${
+        describeError(error)
+      }`;
+      return;
+    }
+    this.#schedule();
+  }
+
+  /** A delivery soon: one at a time, and one more after the one running when asked meanwhile. */
+  #schedule(): void {
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        await this.#deliverNow();
+      } while (this.#again && !this.#broken);
+      this.#running = null;
+    })();
+  }
+
+  async #deliverNow(): Promise<void> {
+    if (this.#broken) return;
+    try {
+      this.#last = await deliverEntry(this.#options.home, this.#outboxId, this.#client, {
+        retry: this.#options.retry,
+      });
+    } catch (error) {
+      // Not the platform's doing (a sandbox that may not reach it): stop trying, say so.
+      this.#broken = error instanceof Deno.errors.NotCapable
+        ? `the sandbox may not reach ${new URL(this.#options.target.url).host} (build with ` +
+          "HARNESS_PLATFORM_URL set, or add the host to REINS_ALLOW_NET)"
+        : describeError(error);
+    }
+  }
+
+  /** Waits for the deliveries, sends what is left once more, and says where it all went. */
+  async close(): Promise<ReportSummary> {
+    while (this.#running) await this.#running;
+    if (!this.#broken && this.#last?.state !== "reported") await this.#deliverNow();
+    this.#client.close();
+    const outcome = this.#last;
+    const where = `outbox/${this.#outboxId}.json`;
+    if (this.#broken) {
+      return {
+        outcome,
+        lines: [`not reported to the platform: ${this.#broken}; kept in ${where}`],
+      };
+    }
+    if (outcome === null) return { outcome, lines: [] };
+    const lines: string[] = [];
+    switch (outcome.state) {
+      case "reported":
+        lines.push(`reported to the platform: ${outcome.url}`);
+        break;
+      case "open":
+        lines.push(
+          `reported so far to the platform: ${outcome.url} (${outcome.reason}); ` +
+            "the rest is sent when the suite run is resumed",
+        );
+        break;
+      case "pending":
+      case "busy":
+        lines.push(
+          `the suite run finished, but reporting it to the platform did not: ${outcome.reason}`,
+          `kept in ${where}: reins report --pending sends it (the exit code does not count it)`,
+        );
+        break;
+      case "refused":
+        lines.push(`the platform refused the suite's report: ${outcome.reason}`);
+        if (outcome.hint) lines.push(`hint: ${outcome.hint}`);
+        lines.push(`kept in ${where} and not retried (the exit code does not count it)`);
+        break;
+      case "unreadable":
+        lines.push(`not reported to the platform: ${outcome.reason}`);
+        break;
+    }
+    for (const problem of outcome.problems) lines.push(`partly reported: ${problem}`);
+    return { outcome, lines };
+  }
+}
+
+/**
+ * `suite plan`: provisions, starts and allocates the calls of every planned scenario once, and
+ * returns the ids for the plan file. The test is remembered, so later runs of the suite join it.
+ * Throws the platform's error when it could not be done (the plan is then not written).
+ */
+export async function allocatePlan(
+  options: {
+    home: string;
+    settings: Settings;
+    target: PlatformTarget;
+    suite: Suite;
+    instances: readonly Instance[];
+    retry?: RetryPolicy;
+  },
+): Promise<{ platform: PlanPlatform; callExecutionIds: string[] }> {
+  const specs = new Map(options.suite.scenarios.map((spec) => [spec.index, spec]));
+  const entry = createReport(options.home, {
+    name: options.suite.name,
+    target: options.target,
+    live: true,
+    modality: "text",
+    scenarios: options.instances.map((instance) => ({
+      runId: null,
+      scenario: scenarioInputOf(specs.get(instance.index)!),
+      outcome: null,
+      recordings: [],
+    })),
+  });
+  using client = new PlatformClient(options.target, { proxy: options.settings.proxy });
+  try {
+    const outcome = await deliverEntry(options.home, entry.id, client, { retry: options.retry });
+    const read = readEntry(options.home, entry.id);
+    const allocated = read?.ok ? read.entry : null;
+    if (
+      allocated === null || !allocated.allocated || allocated.runTestId === null ||
+      allocated.testExecutionId === null ||
+      allocated.calls.some((call) => call.callExecutionId === null)
+    ) {
+      throw new PlanNotAllocated(outcome.reason ?? "the platform allocated no calls", outcome.hint);
+    }
+    const url = outcome.url!;
+    rememberReport(options.home, {
+      test: {
+        base_url: allocated.baseUrl,
+        modality: allocated.provision.modality,
+        name: allocated.name,
+        run_test_id: allocated.runTestId,
+        scenario_keys: allocated.calls.map((call) => call.scenarioKey),
+        test_execution_id: allocated.testExecutionId,
+        url,
+      },
+      runs: {},
+    });
+    return {
+      platform: {
+        baseUrl: allocated.baseUrl,
+        workspaceId: allocated.workspaceId,
+        name: allocated.name,
+        runTestId: allocated.runTestId,
+        testExecutionId: allocated.testExecutionId,
+        url,
+      },
+      callExecutionIds: allocated.calls.map((call) => call.callExecutionId!),
+    };
+  } finally {
+    // The shards report into the calls; this process never will.
+    removeEntry(options.home, entry.id);
+  }
+}
+
+/** The platform did not provision, start and allocate a plan's calls. */
+export class PlanNotAllocated extends Error {
+  constructor(message: string, readonly hint: string | null) {
+    super(message);
+    this.name = "PlanNotAllocated";
+  }
+}

@@ -1,0 +1,237 @@
+// `reins suite run` reporting to the strict fake platform, under the binary's sandbox: provision,
+// start and batch before the first scenario starts, ONGOING as each starts, one result each as it
+// finishes; a re-run of the suite joins the remembered test; a platform outage or refusal never
+// changes the exit code; kill -9 mid-suite and --resume go on with the same execution.
+import assert from "node:assert/strict";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
+import { type FakePlatform, startFakePlatform } from "../fixtures/fake_platform.ts";
+import { listEntryIds } from "../../lib/platform/outbox.ts";
+
+const EXAMPLE_DIR = new URL("../../examples/suite/", import.meta.url).pathname;
+const SHOP_AGENT = `${EXAMPLE_DIR}agents/shop.sh`;
+
+function envFor(platform: { url: string; apiKey: string; secretKey: string }, extra = {}) {
+  return {
+    HARNESS_PLATFORM_URL: platform.url,
+    HARNESS_PLATFORM_API_KEY: platform.apiKey,
+    HARNESS_PLATFORM_SECRET_KEY: platform.secretKey,
+    ...extra,
+  };
+}
+
+function routes(platform: FakePlatform): string[] {
+  return platform.requests.map((r) => `${r.route}${r.replayed ? " (replayed)" : ""}`);
+}
+
+/** Each call's requests in order: `status`, `result`. */
+function byCall(platform: FakePlatform): Map<string, string[]> {
+  const calls = new Map<string, string[]>();
+  for (const request of platform.requests) {
+    if (request.route !== "status" && request.route !== "result") continue;
+    calls.set(request.id!, [...(calls.get(request.id!) ?? []), request.route]);
+  }
+  return calls;
+}
+
+Deno.test("reins suite run reports as it goes: provision, start and batch first, then ONGOING and one result per scenario", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  let batchedMs = 0;
+  const platform = startFakePlatform({
+    afterHandle: (seen) => {
+      if (seen.route === "batch") batchedMs = Date.now();
+    },
+  });
+  try {
+    const result = await reins(["suite", "run", "suite.yaml", "--json"], {
+      home,
+      cwd: EXAMPLE_DIR,
+      allowRun: [SHOP_AGENT],
+      env: envFor(platform, { ALK_HARNESS_JOB_ID: "job-42" }),
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const run = JSON.parse(result.stdout);
+    assert.equal(run.report.state, "reported");
+    assert.match(run.report.url, /^\/dashboard\/simulate\/test\/[^/]+\/[^/]+$/);
+
+    const sequence = routes(platform);
+    assert.deepEqual(sequence.slice(0, 3), ["provision", "start", "batch"]);
+    assert.equal(
+      sequence.filter((r) => r === "provision" || r === "start" || r === "batch").length,
+      3,
+    );
+    // The execution existed before any scenario began.
+    const firstRunStartedMs = Math.min(
+      ...run.scenarios.flatMap((s: { runIds: string[] }) => s.runIds).map((id: string) =>
+        Date.parse(JSON.parse(Deno.readTextFileSync(`${home}/runs/${id}/run.json`)).startedAt)
+      ),
+    );
+    assert.ok(batchedMs > 0 && batchedMs <= firstRunStartedMs, "batch came before the first run");
+    // Every call: its ONGOING ping, then exactly one result.
+    const calls = byCall(platform);
+    assert.equal(calls.size, 4);
+    for (const steps of calls.values()) assert.deepEqual(steps, ["status", "result"]);
+
+    const [provision, start] = platform.requests;
+    const body = provision.body as { name: string; personas: Record<string, unknown>[] };
+    assert.equal(body.name, "checkout-support");
+    assert.deepEqual(body.personas[0], {
+      name: "Dana",
+      scenario_key: "refund-late-order",
+      scenario_name: "Refund for a late order",
+      role: "customer",
+      situation: "Your order 1234 is ten days late and you want your money back.",
+      outcome: "The agent refunds order 1234 and says when the money arrives.",
+      persona: { name: "Dana", role: "customer", mood: "impatient" },
+    });
+    assert.deepEqual((start.body as { harness_job_id: string }).harness_job_id, "job-42");
+
+    const results = [...platform.calls.values()].map((call) => call.results[0]);
+    const refund = results.find((r) => r.call_metadata.harness_scenario === "refund-late-order")!;
+    assert.equal(refund.status, "completed");
+    assert.equal(refund.call_summary, "refund-late-order: passed (8/8)");
+    assert.equal(refund.call_metadata.harness_met, 8);
+    assert.equal(refund.call_metadata.harness_spent_usd, 0.006);
+    const judged = refund.call_metadata.harness_evaluations.filter((e) => e.name === "resolution");
+    assert.deepEqual(judged.map((e) => e.kind), ["judge", "metric"]);
+    assert.equal(
+      "decided_by" in judged[0] && judged[0].decided_by,
+      "resolution (mock:resolution.json)",
+    );
+    assert.equal("score" in judged[1] && judged[1].score, 0.9);
+    assert.deepEqual(
+      refund.transcript.map((row) => row.speaker_role),
+      ["user", "assistant", "user", "tool_calls", "tool_call_result", "assistant"],
+    );
+    assert.deepEqual(listEntryIds(home), [], "the outbox is empty once all is acknowledged");
+
+    // The same suite again joins the remembered test with a new execution.
+    const again = await reins(["suite", "run", "suite.yaml", "--json", "--filter", "refund-*"], {
+      home,
+      cwd: EXAMPLE_DIR,
+      allowRun: [SHOP_AGENT],
+      env: envFor(platform),
+    });
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(platform.tests.size, 1);
+    assert.equal(platform.executions.size, 2);
+    assert.equal(JSON.parse(again.stdout).report.runTestId, run.report.runTestId);
+  } finally {
+    await platform.close();
+  }
+});
+
+Deno.test("reins suite run keeps its exit code when the platform refuses or cannot be reached, and says so", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const platform = startFakePlatform();
+  try {
+    const refused = await reins(["suite", "run", "suite.yaml", "--filter", "no-refund-*"], {
+      home,
+      cwd: EXAMPLE_DIR,
+      allowRun: [SHOP_AGENT],
+      env: envFor(platform, { HARNESS_PLATFORM_SECRET_KEY: "wrong" }),
+    });
+    assert.equal(refused.code, 0, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /the platform refused the suite's report: POST \/run-tests\/provision\/ failed \(401\)/,
+    );
+    assert.match(refused.stderr, /the exit code does not count it/);
+
+    // Nothing listens on the port of a closed server.
+    const closed = startFakePlatform();
+    const closedUrl = closed.url;
+    await closed.close();
+    const down = await reins(["suite", "run", "suite.yaml", "--filter", "no-refund-*,refund-*"], {
+      home,
+      cwd: EXAMPLE_DIR,
+      allowRun: [SHOP_AGENT],
+      env: envFor({ ...platform, url: closedUrl }),
+    });
+    assert.equal(down.code, 0, down.stderr);
+    assert.match(
+      down.stderr,
+      /the suite run finished, but reporting it to the platform did not: .*could not be sent/,
+    );
+    assert.match(down.stderr, /reins report --pending sends it/);
+  } finally {
+    await platform.close();
+  }
+});
+
+Deno.test("reins suite run --resume after kill -9 reports into the same execution: one provision, one result per scenario", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const agent = `${dir.path}/agent.sh`;
+  await Deno.writeTextFile(
+    agent,
+    `#!/bin/sh\nprompt=$(cat)\necho $$ > ${dir.path}/pid-$prompt\nwhile [ -f ${dir.path}/hold-$prompt ]; do sleep 0.05; done\necho "answer to $prompt"\n`,
+  );
+  await Deno.chmod(agent, 0o755);
+  await Deno.writeTextFile(
+    `${dir.path}/suite.yaml`,
+    [
+      "suite: resumable",
+      "driver: command",
+      `exec: ${agent}`,
+      "scenarios:",
+      ...["a", "b", "c"].map((key) =>
+        `  - {key: ${key}, turns: [${key}], checks: [{regex: 'answer to ${key}'}]}`
+      ),
+    ].join("\n"),
+  );
+  await Deno.writeTextFile(`${dir.path}/hold-b`, "");
+  const platform = startFakePlatform();
+  try {
+    const child = spawnReins(["suite", "run", "suite.yaml", "--jobs", "1"], {
+      home,
+      cwd: dir.path,
+      allowRun: [agent],
+      env: envFor(platform),
+    });
+    const started = () => {
+      try {
+        return Deno.statSync(`${dir.path}/pid-b`).isFile;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 30_000;
+    // b's agent runs and its ONGOING ping is in.
+    const ongoing = () => [...platform.calls.values()].some((call) => call.status === "ongoing");
+    while (!started() || !ongoing()) {
+      if (Date.now() > deadline) throw new Error("b never started");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill("SIGKILL");
+    await child.status;
+    await child.stdout.cancel();
+    await child.stderr.cancel();
+    try {
+      Deno.kill(Number(Deno.readTextFileSync(`${dir.path}/pid-b`).trim()), "SIGKILL");
+    } catch { /* gone */ }
+    await Deno.remove(`${dir.path}/hold-b`);
+    assert.equal(listEntryIds(home).length, 1, "the open report stays in the outbox");
+
+    const resumed = await reins(["suite", "run", "suite.yaml", "--resume", "--json"], {
+      home,
+      cwd: dir.path,
+      allowRun: [agent],
+      env: envFor(platform),
+    });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.equal(JSON.parse(resumed.stdout).report.state, "reported");
+    assert.equal(platform.tests.size, 1);
+    assert.equal(platform.executions.size, 1);
+    assert.equal(routes(platform).filter((r) => r === "batch").length, 1);
+    const results = [...platform.calls.values()].map((call) => call.results.length);
+    assert.deepEqual(results, [1, 1, 1]);
+    assert.deepEqual(
+      [...platform.calls.values()].map((call) => call.results[0].call_metadata.harness_scenario),
+      ["a", "b", "c"],
+    );
+  } finally {
+    await platform.close();
+  }
+});
