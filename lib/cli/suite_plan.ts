@@ -203,7 +203,9 @@ export async function suiteMerge(ctx: CommandContext): Promise<number> {
     ctx.io.warn(
       `shard${merged.missingShards.length === 1 ? "" : "s"} ${
         merged.missingShards.map((i) => `${i}/${merged.shards}`).join(", ")
-      } missing: their scenarios are not in the table`,
+      } missing: ${
+        merged.missingShards.length === 1 ? "its" : "their"
+      } scenarios are not in the table`,
     );
     return ExitCode.runFailed;
   }
