@@ -344,10 +344,11 @@ async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instanc
     await finish(null);
     return;
   }
+  // Saved with the attempt's working directory (playAttempt): a crash before that leaves a
+  // pending scenario, which a resume plays all the same.
   const firstStart = state.startedAt === null;
   state.status = "running";
   state.startedAt ??= nowIso();
-  handle.writeScenario(state);
   if (firstStart) await hooks?.onStart?.(state, spec);
   while (true) {
     const attempt: Attempt = {
@@ -360,7 +361,6 @@ async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instanc
       workdir: null,
     };
     state.attempts.push(attempt);
-    handle.writeScenario(state);
     const startedMs = Date.now();
     let played: Played;
     try {
