@@ -16,7 +16,8 @@ import {
   type ShardRun,
   writePlan,
 } from "../suite/plan.ts";
-import { type Instance, readScenarioStates, readSuiteRunAt, suitesDir } from "../suite/state.ts";
+import { type Instance, readScenarioStates, readSuiteRunAt } from "../suite/state.ts";
+import { DataRoot } from "../store/data_root.ts";
 import type { Suite } from "../suite/load.ts";
 import { exitCodeOf, formatTable, totalsOf } from "../suite/table.ts";
 import { loadOrExplain } from "./suite_run.ts";
@@ -145,7 +146,7 @@ function shardRunsIn(dir: string): ShardRun[] {
   } else {
     let entries: Deno.DirEntry[];
     try {
-      entries = [...Deno.readDirSync(suitesDir(absolute))];
+      entries = [...Deno.readDirSync(joinPath(absolute, "suites"))];
     } catch (error) {
       if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
         throw new UsageError(
@@ -162,14 +163,16 @@ function shardRunsIn(dir: string): ShardRun[] {
         a.name.localeCompare(b.name)
       )
     ) {
-      folders.push(joinPath(suitesDir(absolute), entry.name));
+      folders.push(joinPath(absolute, "suites", entry.name));
     }
   }
   const runs: ShardRun[] = [];
   for (const folder of folders) {
-    const header = readSuiteRunAt(folder, folder, folder);
+    // A shard's folder may come from another machine: it is read as a root of its own.
+    using root = new DataRoot(folder);
+    const header = readSuiteRunAt(root, folder, folder);
     if (!isSuiteRun && header.options.shard === null) continue;
-    runs.push({ header, states: readScenarioStates(folder, header, folder), source: folder });
+    runs.push({ header, states: readScenarioStates(root, header, folder), source: folder });
   }
   return runs;
 }

@@ -7,7 +7,7 @@ import { intFlag, stringFlag } from "./args.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { Output } from "./output.ts";
-import { reconcileCheaply } from "../store/liveness.ts";
+import { openStore } from "../store/store.ts";
 import { loadSuite, type Suite, SuiteFileError } from "../suite/load.ts";
 import { type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
@@ -251,12 +251,12 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
   const jobs = intFlag(ctx.flags, "jobs", { max: 256 }) ?? suite.jobs ?? 1;
   const junit = stringFlag(ctx.flags, "junit");
   const settings = await ctx.settings();
-  const home = settings.home;
-  await reconcileCheaply(home);
-
-  const started = startSuiteRun(home, suite, mode, { jobs, report: false });
-  using handle = started.handle;
   const { io } = ctx;
+  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  await store.reconcileCheaply();
+
+  const started = startSuiteRun(store, suite, mode, { jobs, report: false });
+  using handle = started.handle;
   const quiet = io.quiet || io.jsonMode;
   const reporter = ctx.flags["no-report"] === true
     ? null
@@ -292,7 +292,7 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
 
   const { resolveModel } = await import("../drivers/loop/resolve_model.ts");
   const { recordingLoader } = await import("../session/replay.ts");
-  const loadRecording = recordingLoader(home);
+  const loadRecording = recordingLoader(store);
   let stopped = false;
   try {
     ({ stopped } = await runSuite({
@@ -302,7 +302,7 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
       jobs,
       stop: stop.signal,
       kill: kill.signal,
-      runTurn: engineTurns(home, settings, (message) => io.warn(message)),
+      runTurn: engineTurns(store, settings, (message) => io.warn(message)),
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
       hooks: {
         onStart: (state) => progress.started(state),
@@ -321,7 +321,7 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
   }
   handle.end(stopped ? "stopped" : "finished");
   const reported = await reporter?.close();
-  const states = readScenarioStates(home, handle.header);
+  const states = readScenarioStates(store, handle.header);
   if (junit) {
     await writeJunit(junit, suite.name, states, {
       timestamp: handle.header.createdAt,

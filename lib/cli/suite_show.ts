@@ -5,6 +5,7 @@ import { intFlag, stringFlag } from "./args.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import { redact } from "../core/redact.ts";
+import { DataRoot } from "../store/data_root.ts";
 import type { Output } from "./output.ts";
 import {
   listSuiteRunIds,
@@ -107,9 +108,10 @@ export async function suiteShow(ctx: CommandContext): Promise<number> {
       hint: "reins suite show [ID]",
     });
   }
-  const id = resolveSuiteRunId(ctx.home, ctx.positionals[0] ?? "last");
-  const header = readSuiteRun(ctx.home, id);
-  const states = readScenarioStates(ctx.home, header);
+  using root = new DataRoot(ctx.home);
+  const id = resolveSuiteRunId(root, ctx.positionals[0] ?? "last");
+  const header = readSuiteRun(root, id);
+  const states = readScenarioStates(root, header);
   const junit = stringFlag(ctx.flags, "junit");
   if (junit) {
     await writeJunit(junit, header.suite, states, {
@@ -146,10 +148,11 @@ export function suiteList(ctx: CommandContext): Promise<number> {
     });
   }
   const rows: ReturnType<typeof listRow>[] = [];
-  for (const id of listSuiteRunIds(ctx.home).slice(0, limit)) {
+  using root = new DataRoot(ctx.home);
+  for (const id of listSuiteRunIds(root).slice(0, limit)) {
     try {
-      const header = readSuiteRun(ctx.home, id);
-      rows.push(listRow(header, readScenarioStates(ctx.home, header)));
+      const header = readSuiteRun(root, id);
+      rows.push(listRow(header, readScenarioStates(root, header)));
     } catch (error) {
       ctx.io.warn(`suite run ${id} cannot be read: ${(error as Error).message}`);
     }

@@ -3,6 +3,7 @@
 // are), a rerun of another's failures or errors (a new suite run linked to it), or one shard of a
 // plan. Everything here is checked before anything runs.
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import type { Suite } from "./load.ts";
 import { globMatcher } from "./glob.ts";
 import { type PlanFile, planSlice } from "./plan.ts";
@@ -67,9 +68,9 @@ function sameFile(suite: Suite, header: SuiteRunFile): boolean {
 }
 
 /** The suite run to resume: the one named, else this file's latest that did not finish. */
-function findResumable(home: string, suite: Suite, ref: string | null): SuiteRunFile {
+function findResumable(root: DataRoot, suite: Suite, ref: string | null): SuiteRunFile {
   if (ref !== null) {
-    const header = readSuiteRun(home, resolveSuiteRunId(home, ref));
+    const header = readSuiteRun(root, resolveSuiteRunId(root, ref));
     if (!sameFile(suite, header)) {
       throw new UsageError(
         `Suite run ${header.id} ran ${header.file} (suite ${
@@ -80,10 +81,10 @@ function findResumable(home: string, suite: Suite, ref: string | null): SuiteRun
     }
     return header;
   }
-  for (const id of listSuiteRunIds(home)) {
+  for (const id of listSuiteRunIds(root)) {
     let header: SuiteRunFile;
     try {
-      header = readSuiteRun(home, id);
+      header = readSuiteRun(root, id);
     } catch {
       continue;
     }
@@ -95,7 +96,7 @@ function findResumable(home: string, suite: Suite, ref: string | null): SuiteRun
 }
 
 export function startSuiteRun(
-  home: string,
+  root: DataRoot,
   suite: Suite,
   mode: StartMode,
   options: { jobs: number; report: boolean },
@@ -107,7 +108,7 @@ export function startSuiteRun(
   switch (mode.kind) {
     case "fresh": {
       const instances = instancesOf(suite, mode);
-      const handle = SuiteRunHandle.create(home, {
+      const handle = SuiteRunHandle.create(root, {
         suite: suite.name,
         file: suite.file,
         digest: suite.digest,
@@ -117,7 +118,7 @@ export function startSuiteRun(
       return { handle, todo: instances.map(({ name: _, ...bare }) => bare), resumed: false };
     }
     case "resume": {
-      const header = findResumable(home, suite, mode.ref);
+      const header = findResumable(root, suite, mode.ref);
       if (header.digest !== suite.digest) {
         throw new ReinsError(
           "conflict",
@@ -129,12 +130,12 @@ export function startSuiteRun(
           },
         );
       }
-      const handle = SuiteRunHandle.resume(home, header.id);
+      const handle = SuiteRunHandle.resume(root, header.id);
       try {
         handle.header.options.jobs = options.jobs;
         handle.header.options.report = options.report;
         handle.saveHeader();
-        const states = readScenarioStates(home, handle.header);
+        const states = readScenarioStates(root, handle.header);
         const todo = states.filter((state) => !isFinished(state.status)).map((s) => s.instance);
         return { handle, todo, resumed: true };
       } catch (error) {
@@ -143,10 +144,10 @@ export function startSuiteRun(
       }
     }
     case "rerun": {
-      const fromId = resolveSuiteRunId(home, mode.from);
-      const from = readSuiteRun(home, fromId);
+      const fromId = resolveSuiteRunId(root, mode.from);
+      const from = readSuiteRun(root, fromId);
       const wanted = new Set<string>(mode.which);
-      const states = readScenarioStates(home, from).filter((state) => wanted.has(state.status));
+      const states = readScenarioStates(root, from).filter((state) => wanted.has(state.status));
       const keys = new Map(suite.scenarios.map((spec) => [spec.key, spec]));
       const instances: (Instance & { name: string })[] = [];
       const gone: string[] = [];
@@ -170,7 +171,7 @@ export function startSuiteRun(
           { hint: `reins suite show ${fromId} shows its results`, exitCode: 0 },
         );
       }
-      const handle = SuiteRunHandle.create(home, {
+      const handle = SuiteRunHandle.create(root, {
         suite: suite.name,
         file: suite.file,
         digest: suite.digest,
@@ -200,7 +201,7 @@ export function startSuiteRun(
         ...instance,
         name: names.get(instance.index) ?? instance.key,
       }));
-      const handle = SuiteRunHandle.create(home, {
+      const handle = SuiteRunHandle.create(root, {
         suite: suite.name,
         file: suite.file,
         digest: suite.digest,

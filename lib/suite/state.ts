@@ -8,11 +8,7 @@ import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
-import {
-  ensurePrivateDir,
-  readPrivateText,
-  writePrivateFileAtomic,
-} from "../core/private_files.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
 export const SUITE_RUN_TYPE = "reins.suite-run";
@@ -121,15 +117,6 @@ export const ScenarioState = z.object({
 }).strict();
 export type ScenarioState = z.infer<typeof ScenarioState>;
 
-export function suitesDir(home: string): string {
-  return joinPath(home, "suites");
-}
-
-export function suiteRunDir(home: string, id: string): string {
-  if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as a suite run id`);
-  return joinPath(suitesDir(home), id);
-}
-
 function headerPath(dir: string): string {
   return joinPath(dir, "suite-run.json");
 }
@@ -189,14 +176,14 @@ export function pendingScenario(instance: Instance, name: string): ScenarioState
  * process only (the lock says which); each scenario's file by the task running that scenario.
  */
 export class SuiteRunHandle implements Disposable {
-  readonly home: string;
+  readonly root: DataRoot;
   readonly dir: string;
   header: SuiteRunFile;
   readonly #lock: Deno.FsFile;
 
-  private constructor(home: string, header: SuiteRunFile, lock: Deno.FsFile) {
-    this.home = home;
-    this.dir = suiteRunDir(home, header.id);
+  private constructor(root: DataRoot, header: SuiteRunFile, lock: Deno.FsFile) {
+    this.root = root;
+    this.dir = root.layout.suite(header.id);
     this.header = header;
     this.#lock = lock;
   }
@@ -205,8 +192,8 @@ export class SuiteRunHandle implements Disposable {
     return this.header.id;
   }
 
-  static #takeLock(home: string, dir: string, id: string): Deno.FsFile {
-    ensurePrivateDir(home, dir);
+  static #takeLock(root: DataRoot, dir: string, id: string): Deno.FsFile {
+    root.ensureDir(dir);
     const lock = Deno.openSync(joinPath(dir, "lock"), {
       read: true,
       write: true,
@@ -224,7 +211,7 @@ export class SuiteRunHandle implements Disposable {
 
   /** Creates a suite run: its header and a pending state for every instance. */
   static create(
-    home: string,
+    root: DataRoot,
     init: {
       suite: string;
       file: string;
@@ -234,8 +221,8 @@ export class SuiteRunHandle implements Disposable {
     },
   ): SuiteRunHandle {
     const id = newId();
-    const dir = suiteRunDir(home, id);
-    const lock = SuiteRunHandle.#takeLock(home, dir, id);
+    const dir = root.layout.suite(id);
+    const lock = SuiteRunHandle.#takeLock(root, dir, id);
     const now = nowIso();
     const header: SuiteRunFile = {
       type: SUITE_RUN_TYPE,
@@ -253,8 +240,8 @@ export class SuiteRunHandle implements Disposable {
       sessions: [{ pid: Deno.pid, startedAt: now, endedAt: null, resumed: false }],
       report: null,
     };
-    const handle = new SuiteRunHandle(home, header, lock);
-    ensurePrivateDir(home, joinPath(dir, "scenarios"));
+    const handle = new SuiteRunHandle(root, header, lock);
+    root.ensureDir(joinPath(dir, "scenarios"));
     for (const instance of init.instances) {
       const { name, ...bare } = instance;
       handle.writeScenario(pendingScenario(bare, name));
@@ -265,11 +252,11 @@ export class SuiteRunHandle implements Disposable {
   }
 
   /** Opens an existing suite run to resume it. */
-  static resume(home: string, id: string): SuiteRunHandle {
-    const dir = suiteRunDir(home, id);
-    const header = readSuiteRun(home, id);
-    const lock = SuiteRunHandle.#takeLock(home, dir, id);
-    const handle = new SuiteRunHandle(home, header, lock);
+  static resume(root: DataRoot, id: string): SuiteRunHandle {
+    const dir = root.layout.suite(id);
+    const header = readSuiteRun(root, id);
+    const lock = SuiteRunHandle.#takeLock(root, dir, id);
+    const handle = new SuiteRunHandle(root, header, lock);
     header.state = "running";
     header.finishedAt = null;
     header.sessions.push({ pid: Deno.pid, startedAt: nowIso(), endedAt: null, resumed: true });
@@ -279,23 +266,18 @@ export class SuiteRunHandle implements Disposable {
 
   saveHeader(): void {
     this.header.updatedAt = nowIso();
-    writePrivateFileAtomic(
-      this.home,
-      headerPath(this.dir),
-      `${JSON.stringify(this.header, null, 2)}\n`,
-    );
+    this.root.writeFileAtomic(headerPath(this.dir), `${JSON.stringify(this.header, null, 2)}\n`);
   }
 
   writeScenario(state: ScenarioState): void {
-    writePrivateFileAtomic(
-      this.home,
+    this.root.writeFileAtomic(
       scenarioPath(this.dir, state.instance.id),
       `${JSON.stringify(state, null, 2)}\n`,
     );
   }
 
   readScenario(instanceId: string): ScenarioState {
-    return readScenarioState(this.home, this.dir, instanceId);
+    return readScenarioState(this.root, this.dir, instanceId);
   }
 
   /** Marks the end of this process's part: finished, or stopped with work left. */
@@ -319,8 +301,12 @@ export class SuiteRunHandle implements Disposable {
   }
 }
 
-export function readSuiteRunAt(home: string, dir: string, shownId: string): SuiteRunFile {
-  const text = readPrivateText(home, headerPath(dir));
+/**
+ * A suite run's header from its folder. `root` is the data root it is under — or, for a shard's
+ * folder brought from another machine, a root made of that folder itself.
+ */
+export function readSuiteRunAt(root: DataRoot, dir: string, shownId: string): SuiteRunFile {
+  const text = root.readText(headerPath(dir));
   if (text === null) {
     throw new NotFoundError(`No suite run ${shownId}`, {
       hint: "list them with: reins suite list",
@@ -329,13 +315,12 @@ export function readSuiteRunAt(home: string, dir: string, shownId: string): Suit
   return parseJson(SuiteRunFile, text, `suite run ${shownId}`);
 }
 
-export function readSuiteRun(home: string, id: string): SuiteRunFile {
-  return readSuiteRunAt(home, suiteRunDir(home, id), id);
+export function readSuiteRun(root: DataRoot, id: string): SuiteRunFile {
+  return readSuiteRunAt(root, root.layout.suite(id), id);
 }
 
-export function readScenarioState(home: string, dir: string, instanceId: string): ScenarioState {
-  const path = scenarioPath(dir, instanceId);
-  const text = readPrivateText(home, path);
+export function readScenarioState(root: DataRoot, dir: string, instanceId: string): ScenarioState {
+  const text = root.readText(scenarioPath(dir, instanceId));
   if (text === null) {
     throw new ReinsError(
       "data_root",
@@ -350,19 +335,21 @@ export function readScenarioState(home: string, dir: string, instanceId: string)
 
 /** Every scenario's state of a suite run, in the suite run's order. */
 export function readScenarioStates(
-  home: string,
+  root: DataRoot,
   header: SuiteRunFile,
   dir?: string,
 ): ScenarioState[] {
-  const at = dir ?? suiteRunDir(home, header.id);
-  return header.instances.map((instance) => readScenarioState(home, at, instance.id));
+  const at = dir ?? root.layout.suite(header.id);
+  return header.instances.map((instance) => readScenarioState(root, at, instance.id));
 }
 
 /** Suite run ids in the data root, newest first. */
-export function listSuiteRunIds(home: string): string[] {
+export function listSuiteRunIds(root: DataRoot): string[] {
   let names: string[];
   try {
-    names = [...Deno.readDirSync(suitesDir(home))].filter((e) => e.isDirectory).map((e) => e.name);
+    names = [...Deno.readDirSync(root.layout.suites())].filter((e) => e.isDirectory).map((e) =>
+      e.name
+    );
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return [];
     throw error;
@@ -371,8 +358,8 @@ export function listSuiteRunIds(home: string): string[] {
 }
 
 /** A suite run id from an id, a unique prefix of one, or `last`. */
-export function resolveSuiteRunId(home: string, ref: string): string {
-  const ids = listSuiteRunIds(home);
+export function resolveSuiteRunId(root: DataRoot, ref: string): string {
+  const ids = listSuiteRunIds(root);
   if (ref === "last") {
     if (ids.length === 0) {
       throw new NotFoundError("No suite runs yet", { hint: "run one with: reins suite run FILE" });

@@ -1,15 +1,15 @@
 // One agent turn of a scenario, as the runner needs it: a prompt in a context, recorded as a run
 // with trigger `suite` and the scenario's first run as its family parent; out comes the settled
-// run's summary and what it recorded (for the transcript). The engine does the turn; this maps a
-// scenario's settings onto its request and reads back what was stored.
-import type { Settings } from "../core/config.ts";
-import { readEvents } from "../store/event_log.ts";
-import { runDir } from "../store/run_files.ts";
-import { inspectRun } from "../store/run_record.ts";
-import { runReportOf } from "../platform/run_outcome.ts";
+// run's evidence and what it recorded (the transcript, its recordings). The turn engine
+// (lib/turn) does the turn; this maps a scenario's settings onto its request and reads back what
+// was stored, through the same mapping a platform report uses.
+import { assertNever } from "../core/assert_never.ts";
+import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
+import type { AgentSpec } from "../drivers/driver.ts";
+import type { Store } from "../store/store.ts";
+import { runTurn } from "../turn/run_turn.ts";
+import { type RecordingSource, runReportOf } from "../platform/run_outcome.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
-import type { RecordingSource } from "../platform/run_outcome.ts";
-import { executeRun } from "../cli/run_turn.ts";
 import type { ScenarioSpec } from "./load.ts";
 import type { TurnEvidence } from "./evidence.ts";
 
@@ -21,6 +21,7 @@ export interface SuiteTurn {
   parentRunId: string | null;
   /** The turn's limit: the scenario's turnSeconds, or less when the scenario's time runs out. */
   timeoutSeconds: number | null;
+  /** End the turn (its run ends interrupted); `kill`: kill the agent now. */
   stop: AbortSignal;
   kill: AbortSignal;
   /** The run exists (before the agent starts): the state file can name it from now on. */
@@ -49,20 +50,38 @@ export function scenarioSettings(settings: Settings, scenario: ScenarioSpec): Se
   };
 }
 
-/** Reads back what a settled turn recorded: its transcript, as a platform report maps it. */
-export function recordedTurn(home: string, runId: string, prompt: string): TurnResult {
-  const { record } = inspectRun(home, runId);
-  const { events } = readEvents(home, runId);
-  const report = runReportOf(record, events, { runDir: runDir(home, runId) });
-  let costUsd: number | null = null;
-  for (const event of events) {
-    if (event.type === "usage.updated" && event.ignored === undefined) {
-      costUsd = event.payload.costUsd ?? null;
-    }
+/** The engine's agent for a scenario (load.ts made sure a command scenario has its exec). */
+export function agentOf(scenario: ScenarioSpec): AgentSpec {
+  switch (scenario.driver) {
+    case "loop":
+      return { kind: "loop", model: scenario.model, baseUrl: null };
+    case "command":
+      return { kind: "command", exec: scenario.exec!, idleTimeoutSeconds: null };
+    case "claude":
+    case "codex":
+    case "gemini":
+    case "opencode":
+      return {
+        kind: "harness",
+        driver: HARNESS_DRIVERS.find((name) => name === scenario.driver)!,
+        idleTimeoutSeconds: null,
+      };
+    default:
+      return assertNever(scenario.driver, "driver");
   }
+}
+
+/** Reads back what a settled turn recorded: its transcript, as a platform report maps it. */
+export function recordedTurn(store: Store, runId: string, prompt: string): TurnResult {
+  const { record } = store.inspectRun(runId);
+  const { events } = store.readEvents(runId);
+  const report = runReportOf(record, events, { runDir: store.layout.run(runId) });
+  let costUsd: number | null = null;
   let result: string | null = null;
   for (const event of events) {
-    if ((event.type === "completed" || event.type === "failed") && event.ignored === undefined) {
+    if (event.ignored !== undefined) continue;
+    if (event.type === "usage.updated") costUsd = event.payload.costUsd ?? null;
+    if (event.type === "completed" || event.type === "failed") {
       result = typeof event.payload.result === "string" ? event.payload.result : null;
     }
   }
@@ -76,38 +95,36 @@ export function recordedTurn(home: string, runId: string, prompt: string): TurnR
   };
 }
 
-/** Turns through the engine of `reins run`, one at a time per scenario, many scenarios at once. */
+/** Turns through the engine, one at a time per scenario, many scenarios at once. */
 export function engineTurns(
-  home: string,
+  store: Store,
   settings: Settings,
   warn: (message: string) => void,
 ): TurnRunner {
   return async (turn) => {
     const { scenario } = turn;
-    const { summary } = await executeRun({
-      home,
-      settings: scenarioSettings(settings, scenario),
-      driverName: scenario.driver,
-      prompt: turn.prompt,
-      cwd: turn.cwd,
-      contextId: turn.contextId,
-      approval: scenario.approve,
-      budget: {
-        maxTurns: scenario.budget.maxTurns,
-        maxTokens: scenario.budget.maxTokens,
-        maxUsd: scenario.budget.maxUsd,
+    const { summary } = await runTurn(
+      store,
+      scenarioSettings(settings, scenario),
+      {
+        agent: agentOf(scenario),
+        prompt: turn.prompt,
+        cwd: turn.cwd,
+        contextId: turn.contextId,
+        approval: scenario.approve,
+        budget: {
+          maxTurns: scenario.budget.maxTurns,
+          maxTokens: scenario.budget.maxTokens,
+          maxUsd: scenario.budget.maxUsd,
+        },
+        timeoutSeconds: turn.timeoutSeconds,
+        parentRunId: turn.parentRunId,
+        trigger: "suite",
+        env: scenario.env,
       },
-      timeoutSeconds: turn.timeoutSeconds,
-      model: scenario.driver === "loop" ? scenario.model : null,
-      baseUrl: null,
-      exec: scenario.exec,
-      idleTimeoutSeconds: null,
-      parentRunId: turn.parentRunId,
-      trigger: "suite",
-      attachments: [],
-      warn,
-      onCreated: (runId) => turn.onCreated(runId),
-    });
-    return recordedTurn(home, summary.runId, turn.prompt);
+      { stop: turn.stop, kill: turn.kill },
+      { warn, onCreated: (runId) => turn.onCreated(runId) },
+    );
+    return recordedTurn(store, summary.runId, turn.prompt);
   };
 }

@@ -17,7 +17,7 @@ interface ChildResult {
   heapKiB: number;
 }
 
-const AGENT = "#!/bin/sh\nprompt=$(cat)\necho \"answer to $prompt\"\n";
+const AGENT = '#!/bin/sh\nprompt=$(cat)\necho "answer to $prompt"\n';
 
 async function writeSuite(dir: string, scenarios: number): Promise<string> {
   await Deno.writeTextFile(`${dir}/agent.sh`, AGENT);
@@ -45,10 +45,12 @@ async function child(mode: "suite" | "engine", dir: string, scenarios: number): 
   const { loadSettings } = await import("../../lib/core/config.ts");
   const { loadSuite } = await import("../../lib/suite/load.ts");
   const { engineTurns } = await import("../../lib/suite/turns.ts");
+  const { openStore } = await import("../../lib/store/store.ts");
   const home = `${dir}/home-${mode}-${scenarios}`;
   const settings = loadSettings({ REINS_HOME: home });
   const suite = await loadSuite(await writeSuite(dir, scenarios));
-  const runTurn = engineTurns(home, settings, () => {});
+  using store = openStore(home);
+  const runTurn = engineTurns(store, settings, () => {});
   const never = new AbortController().signal;
   let turns = 0;
   const started = performance.now();
@@ -56,7 +58,7 @@ async function child(mode: "suite" | "engine", dir: string, scenarios: number): 
     const { runSuite } = await import("../../lib/suite/runner.ts");
     const { startSuiteRun } = await import("../../lib/suite/start.ts");
     const { readScenarioStates } = await import("../../lib/suite/state.ts");
-    const run = startSuiteRun(home, suite, { kind: "fresh", filter: null, repeat: 1 }, {
+    const run = startSuiteRun(store, suite, { kind: "fresh", filter: null, repeat: 1 }, {
       jobs: JOBS,
       report: false,
     });
@@ -71,7 +73,7 @@ async function child(mode: "suite" | "engine", dir: string, scenarios: number): 
       makeModel: () => Promise.reject(new Error("no models in this bench")),
     });
     run.handle.end("finished");
-    const states = readScenarioStates(home, run.handle.header);
+    const states = readScenarioStates(store, run.handle.header);
     const passed = states.filter((state) => state.status === "passed").length;
     if (passed !== scenarios) throw new Error(`${scenarios - passed} scenarios did not pass`);
     turns = states.reduce((sum, state) => sum + state.turns, 0);
@@ -109,7 +111,11 @@ async function child(mode: "suite" | "engine", dir: string, scenarios: number): 
   console.log(JSON.stringify(result));
 }
 
-async function side(mode: "suite" | "engine", dir: string, scenarios: number): Promise<ChildResult> {
+async function side(
+  mode: "suite" | "engine",
+  dir: string,
+  scenarios: number,
+): Promise<ChildResult> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -128,7 +134,9 @@ async function side(mode: "suite" | "engine", dir: string, scenarios: number): P
     stderr: "piped",
   }).output();
   if (!output.success) {
-    throw new Error(`the ${mode} child failed: ${new TextDecoder().decode(output.stderr).slice(-800)}`);
+    throw new Error(
+      `the ${mode} child failed: ${new TextDecoder().decode(output.stderr).slice(-800)}`,
+    );
   }
   const result = JSON.parse(new TextDecoder().decode(output.stdout)) as ChildResult;
   if (result.turns !== scenarios * TURNS) {

@@ -9,9 +9,7 @@ import { instancesOf, startSuiteRun } from "../../lib/suite/start.ts";
 import { readScenarioStates } from "../../lib/suite/state.ts";
 import { engineTurns } from "../../lib/suite/turns.ts";
 import { resolveModel } from "../../lib/drivers/loop/resolve_model.ts";
-import { loadRun } from "../../lib/store/run_record.ts";
-import { ContextMap } from "../../lib/store/contexts.ts";
-import { runFamily } from "../../lib/store/family.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
 import { tempDir } from "../support/reins.ts";
 
 /** A command agent: says who it is and which turn, and appends the prompt to log.txt. */
@@ -33,12 +31,12 @@ async function suiteIn(dir: string, yaml: string, files: Record<string, string> 
 }
 
 async function play(
-  home: string,
+  store: Store,
   suite: ReturnType<typeof parseSuite>,
   options: { jobs?: number; stop?: AbortSignal; hooks?: RunnerHooks } = {},
 ) {
-  const settings = loadSettings({ REINS_HOME: home });
-  const started = startSuiteRun(home, suite, { kind: "fresh", filter: null, repeat: 1 }, {
+  const settings = loadSettings({ REINS_HOME: store.home });
+  const started = startSuiteRun(store, suite, { kind: "fresh", filter: null, repeat: 1 }, {
     jobs: options.jobs ?? 2,
     report: false,
   });
@@ -50,17 +48,17 @@ async function play(
     jobs: options.jobs ?? 2,
     stop: options.stop ?? new AbortController().signal,
     kill: new AbortController().signal,
-    runTurn: engineTurns(home, settings, () => {}),
+    runTurn: engineTurns(store, settings, () => {}),
     makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl }),
     hooks: options.hooks,
   });
   handle.end(outcome.stopped ? "stopped" : "finished");
-  return { ...outcome, id: handle.id, states: readScenarioStates(home, handle.header) };
+  return { ...outcome, id: handle.id, states: readScenarioStates(store, handle.header) };
 }
 
 Deno.test("runSuite() plays a scenario's turns as one context: one session, one family, trigger suite", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
+  using store = openStore(`${dir.path}/home`);
   const suite = await suiteIn(
     dir.path,
     [
@@ -76,25 +74,25 @@ Deno.test("runSuite() plays a scenario's turns as one context: one session, one 
       "      - {file: log.txt, contains: two}",
     ].join("\n"),
   );
-  const { states } = await play(home, suite);
+  const { states } = await play(store, suite);
   const [state] = states;
   assert.equal(state.status, "passed", JSON.stringify(state.checks));
   assert.equal(state.turns, 3);
   assert.equal(state.runIds.length, 3);
-  const records = state.runIds.map((id) => loadRun(home, id));
+  const records = state.runIds.map((id) => store.loadRun(id));
   assert.deepEqual(records.map((r) => r.trigger), ["suite", "suite", "suite"]);
   assert.equal(new Set(records.map((r) => r.sessionId)).size, 1, "one harness session");
   assert.equal(new Set(records.map((r) => r.contextId)).size, 1, "one context");
   assert.deepEqual(records.map((r) => r.parentRunId), [null, state.runIds[0], state.runIds[0]]);
-  const family = runFamily(home, state.runIds[2]);
+  const family = store.runFamily(state.runIds[2]);
   assert.deepEqual(family.runs.map((m) => m.record.id), state.runIds);
-  const entry = new ContextMap(home).get(records[0].contextId!);
+  const entry = store.contexts.get(records[0].contextId!);
   assert.equal(entry?.session_id, records[0].sessionId);
 });
 
 Deno.test("runSuite() gives each scenario a fresh copy of the workdir, runs setup there, and keeps only copies that did not pass", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
+  using store = openStore(`${dir.path}/home`);
   const suite = await suiteIn(
     dir.path,
     [
@@ -110,7 +108,7 @@ Deno.test("runSuite() gives each scenario a fresh copy of the workdir, runs setu
     ].join("\n"),
     { "fixture/log.txt": "seed\n" },
   );
-  const { states } = await play(home, suite, { jobs: 3 });
+  const { states } = await play(store, suite, { jobs: 3 });
   assert.deepEqual(states.map((s) => s.status), ["passed", "failed", "error"]);
   assert.equal(states[2].reason, 'setup "echo nope >&2; exit 4" exited with code 4: nope');
   assert.equal(states[2].turns, 0);
@@ -124,7 +122,7 @@ Deno.test("runSuite() gives each scenario a fresh copy of the workdir, runs setu
 
 Deno.test("runSuite() retries a scenario that could not run, up to retry.errors, but never a failure", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
+  using store = openStore(`${dir.path}/home`);
   const counter = `${dir.path}/attempts`;
   const flaky =
     `#!/bin/sh\necho x >> ${counter}\n[ "$(wc -l < ${counter} | tr -d ' ')" -ge 2 ] || { echo "crashed" >&2; exit 9; }\necho fine\n`;
@@ -142,7 +140,7 @@ Deno.test("runSuite() retries a scenario that could not run, up to retry.errors,
     { "flaky.sh": flaky },
   );
   const retried: string[] = [];
-  const { states } = await play(home, suite, {
+  const { states } = await play(store, suite, {
     jobs: 1,
     hooks: { onRetry: (state, reason) => retried.push(`${state.instance.id}: ${reason}`) },
   });
@@ -154,8 +152,8 @@ Deno.test("runSuite() retries a scenario that could not run, up to retry.errors,
   // The retry is a fresh conversation: another context, its own runs.
   assert.notEqual(flakyState.attempts[0].runIds[0], flakyState.runIds[0]);
   assert.notEqual(
-    loadRun(home, flakyState.attempts[0].runIds[0]).contextId,
-    loadRun(home, flakyState.runIds[0]).contextId,
+    store.loadRun(flakyState.attempts[0].runIds[0]).contextId,
+    store.loadRun(flakyState.runIds[0]).contextId,
   );
   assert.equal(failing.status, "failed");
   assert.equal(failing.attempts.length, 1);
@@ -163,7 +161,7 @@ Deno.test("runSuite() retries a scenario that could not run, up to retry.errors,
 
 Deno.test("runSuite() ends a scenario at timeouts.scenarioSeconds and a turn at timeouts.turnSeconds, as errors with the reason", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
+  using store = openStore(`${dir.path}/home`);
   const slow = "#!/bin/sh\necho thinking\nsleep 30\n";
   const suite = await suiteIn(
     dir.path,
@@ -178,7 +176,7 @@ Deno.test("runSuite() ends a scenario at timeouts.scenarioSeconds and a turn at 
     { "slow.sh": slow },
   );
   const started = Date.now();
-  const { states } = await play(home, suite);
+  const { states } = await play(store, suite);
   assert.ok(Date.now() - started < 20_000, "the sleeps were stopped");
   assert.deepEqual(states.map((s) => s.status), ["error", "error"]);
   assert.equal(states[0].reason, "timed out after 1 s (timeouts.scenarioSeconds)");
@@ -187,7 +185,7 @@ Deno.test("runSuite() ends a scenario at timeouts.scenarioSeconds and a turn at 
 
 Deno.test("runSuite() plays a simulated user until it ends the conversation, or until maxTurns", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
+  using store = openStore(`${dir.path}/home`);
   const suite = await suiteIn(
     dir.path,
     [
@@ -212,12 +210,12 @@ Deno.test("runSuite() plays a simulated user until it ends the conversation, or 
       "silent.json": JSON.stringify([{ text: "" }]),
     },
   );
-  const { states } = await play(home, suite, { jobs: 3 });
+  const { states } = await play(store, suite, { jobs: 3 });
   const [ends, talks, silent] = states;
   assert.equal(ends.status, "passed", JSON.stringify(ends.checks));
   assert.equal(ends.turns, 2);
   assert.equal(ends.ended, "the simulated user ended it: satisfied");
-  assert.deepEqual(talks.runIds.map((id) => loadRun(home, id).goal), ["Hello", "more"]);
+  assert.deepEqual(talks.runIds.map((id) => store.loadRun(id).goal), ["Hello", "more"]);
   assert.equal(talks.ended, "the simulated user reached maxTurns (2)");
   assert.equal(silent.status, "error");
   assert.match(silent.reason!, /neither wrote a message nor ended the conversation/);
@@ -225,7 +223,7 @@ Deno.test("runSuite() plays a simulated user until it ends the conversation, or 
 
 Deno.test("runSuite() honours a stop: scenarios in flight and not started stay unfinished, skips are final", async () => {
   await using dir = await tempDir();
-  const home = `${dir.path}/home`;
+  using store = openStore(`${dir.path}/home`);
   const suite = await suiteIn(
     dir.path,
     [
@@ -240,7 +238,7 @@ Deno.test("runSuite() honours a stop: scenarios in flight and not started stay u
     { "slow.sh": "#!/bin/sh\necho thinking\nsleep 30\n" },
   );
   const stop = new AbortController();
-  const { states, stopped } = await play(home, suite, {
+  const { states, stopped } = await play(store, suite, {
     jobs: 1,
     stop: stop.signal,
     hooks: { onStart: () => void setTimeout(() => stop.abort(), 300) },
@@ -253,7 +251,7 @@ Deno.test("runSuite() honours a stop: scenarios in flight and not started stay u
     "the suite run was stopped",
   ]]);
   assert.equal(states[2].attempts.length, 0);
-  assert.equal(loadRun(home, states[1].attempts[0].runIds[0]).status, "interrupted");
+  assert.equal(store.loadRun(states[1].attempts[0].runIds[0]).status, "interrupted");
 });
 
 Deno.test("instancesOf() repeats scenarios as key.N and filters by key", async () => {

@@ -8,6 +8,7 @@ import {
   SuiteRunHandle,
 } from "../../lib/suite/state.ts";
 import { tempDir } from "../support/reins.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 const OPTIONS = { jobs: 2, filter: null, repeat: 1, report: false, shard: null, rerunOf: null };
 const INSTANCES = [
@@ -16,7 +17,7 @@ const INSTANCES = [
 ];
 
 function create(home: string) {
-  return SuiteRunHandle.create(home, {
+  return SuiteRunHandle.create(new DataRoot(home), {
     suite: "s",
     file: "/x/suite.yaml",
     digest: "sha256:00",
@@ -33,10 +34,10 @@ Deno.test("SuiteRunHandle.create() writes the header and a pending state per sce
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
   using handle = create(home);
-  const header = readSuiteRun(home, handle.id);
+  const header = readSuiteRun(new DataRoot(home), handle.id);
   assert.equal(header.state, "running");
   assert.deepEqual(header.instances.map((i) => i.id), ["a", "b"]);
-  const states = readScenarioStates(home, header);
+  const states = readScenarioStates(new DataRoot(home), header);
   assert.deepEqual(states.map((s) => [s.instance.id, s.name, s.status]), [["a", "A", "pending"], [
     "b",
     "B",
@@ -65,7 +66,7 @@ Deno.test("SuiteRunHandle refuses a second driver of the same suite run, in this
   const handle = create(home);
   handle.end("stopped");
   assert.throws(
-    () => SuiteRunHandle.resume(home, handle.id),
+    () => SuiteRunHandle.resume(new DataRoot(home), handle.id),
     /is being run by another reins process/,
   );
   const child = new Deno.Command(Deno.execPath(), {
@@ -74,7 +75,10 @@ Deno.test("SuiteRunHandle refuses a second driver of the same suite run, in this
       `import { SuiteRunHandle } from "${
         new URL("../../lib/suite/state.ts", import.meta.url).href
       }";` +
-      `try { SuiteRunHandle.resume(${JSON.stringify(home)}, ${
+      `import { DataRoot } from "${
+        new URL("../../lib/store/data_root.ts", import.meta.url).href
+      }";` +
+      `try { SuiteRunHandle.resume(new DataRoot(${JSON.stringify(home)}), ${
         JSON.stringify(handle.id)
       }); console.log("resumed"); }` +
       ` catch (e) { console.log(e.message); }`,
@@ -87,7 +91,7 @@ Deno.test("SuiteRunHandle refuses a second driver of the same suite run, in this
   handle.close();
   const resumedOut = new TextDecoder().decode((await child.output()).stdout).trim();
   assert.equal(resumedOut, "resumed");
-  using again = SuiteRunHandle.resume(home, handle.id);
+  using again = SuiteRunHandle.resume(new DataRoot(home), handle.id);
   // The first session, the child's resume, and this one.
   assert.deepEqual(again.header.sessions.map((s) => s.resumed), [false, true, true]);
   assert.equal(again.header.state, "running");
@@ -100,12 +104,18 @@ Deno.test("resolveSuiteRunId() takes an id, a unique prefix or last; listSuiteRu
   first.close();
   const second = create(home);
   second.close();
-  assert.deepEqual(listSuiteRunIds(home), [second.id, first.id]);
-  assert.equal(resolveSuiteRunId(home, "last"), second.id);
-  assert.equal(resolveSuiteRunId(home, second.id), second.id);
-  assert.equal(resolveSuiteRunId(home, second.id.slice(0, 30)), second.id);
-  assert.throws(() => resolveSuiteRunId(home, "ffff"), /No suite run "ffff"/);
+  assert.deepEqual(listSuiteRunIds(new DataRoot(home)), [second.id, first.id]);
+  assert.equal(resolveSuiteRunId(new DataRoot(home), "last"), second.id);
+  assert.equal(resolveSuiteRunId(new DataRoot(home), second.id), second.id);
+  assert.equal(resolveSuiteRunId(new DataRoot(home), second.id.slice(0, 30)), second.id);
+  assert.throws(() => resolveSuiteRunId(new DataRoot(home), "ffff"), /No suite run "ffff"/);
   const common = first.id.split("").findIndex((c, i) => c !== second.id[i]);
-  assert.throws(() => resolveSuiteRunId(home, first.id.slice(0, common)), /matches 2 suite runs/);
-  assert.throws(() => resolveSuiteRunId(`${dir.path}/empty`, "last"), /No suite runs yet/);
+  assert.throws(
+    () => resolveSuiteRunId(new DataRoot(home), first.id.slice(0, common)),
+    /matches 2 suite runs/,
+  );
+  assert.throws(
+    () => resolveSuiteRunId(new DataRoot(`${dir.path}/empty`), "last"),
+    /No suite runs yet/,
+  );
 });
