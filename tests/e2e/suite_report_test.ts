@@ -139,16 +139,20 @@ Deno.test("reins suite run keeps its exit code when the platform refuses or cann
     );
     assert.match(refused.stderr, /the exit code does not count it/);
 
-    // Nothing listens on the port of a closed server.
-    const closed = startFakePlatform();
-    const closedUrl = closed.url;
-    await closed.close();
+    // A platform that is down: a port this test holds, whose every connection is dropped at
+    // once. (A closed server's port could be taken by another test meanwhile.)
+    const dropping = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    (async () => {
+      for await (const conn of dropping) conn.close();
+    })().catch(() => {});
+    const downUrl = `http://127.0.0.1:${(dropping.addr as Deno.NetAddr).port}`;
     const down = await reins(["suite", "run", "suite.yaml", "--filter", "no-refund-*,refund-*"], {
       home,
       cwd: EXAMPLE_DIR,
       allowRun: [SHOP_AGENT],
-      env: envFor({ ...platform, url: closedUrl }),
+      env: envFor({ ...platform, url: downUrl }),
     });
+    dropping.close();
     assert.equal(down.code, 0, down.stderr);
     assert.match(
       down.stderr,
