@@ -2,6 +2,7 @@
 // This file parses the subcommand and its flags and hands over to one module per subcommand, loaded
 // only when that subcommand runs.
 import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
 import { nearest } from "./suggest.ts";
 
@@ -27,14 +28,19 @@ export const description =
   "platform is configured the suite run is reported as it goes (--no-report: not). plan, run " +
   "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix).";
 
-export const flags = {
+export const flags = defineFlags({
   jobs: {
-    type: "string",
+    type: "integer",
+    max: 256,
     value: "N",
     description: "scenarios at once (default: the file's jobs, else 1)",
   },
-  filter: { type: "string", value: "GLOB", description: "only scenarios whose key matches (a,b*)" },
-  repeat: { type: "string", value: "N", description: "play each scenario N times" },
+  filter: {
+    type: "string",
+    value: "GLOB",
+    description: "only scenarios whose key matches (a,b*)",
+  },
+  repeat: { type: "integer", max: 1000, value: "N", description: "play each scenario N times" },
   resume: {
     type: "boolean",
     description: "finish a suite run cut short (ID after FILE; default: the latest)",
@@ -59,12 +65,15 @@ export const flags = {
     value: "I/N",
     description: "which shard (else REINS_SHARD or JOB_COMPLETION_INDEX)",
   },
-  shards: { type: "string", value: "N", description: "suite plan: how many shards" },
+  shards: { type: "integer", max: 10_000, value: "N", description: "suite plan: how many shards" },
   out: { type: "string", value: "FILE", description: "suite plan: where to write the plan" },
   junit: { type: "string", value: "FILE", description: "also write JUnit XML to FILE" },
   "no-report": { type: "boolean", description: "do not report to the platform" },
-  limit: { type: "string", value: "N", description: "suite list: at most N suite runs" },
-} as const;
+  limit: { type: "integer", value: "N", description: "suite list: at most N suite runs" },
+});
+
+/** What each subcommand is handed: the suite command's typed flags. */
+export type SuiteContext = CommandContext<typeof flags>;
 
 const SUBCOMMANDS = ["run", "validate", "show", "list", "plan", "merge"] as const;
 type Subcommand = typeof SUBCOMMANDS[number];
@@ -90,7 +99,7 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
   merge: ["junit"],
 };
 
-export async function run(ctx: CommandContext): Promise<number> {
+export async function run(ctx: SuiteContext): Promise<number> {
   const [given, ...rest] = ctx.positionals;
   if (given === undefined) {
     throw new UsageError(
@@ -108,7 +117,8 @@ export async function run(ctx: CommandContext): Promise<number> {
   }
   const sub = given as Subcommand;
   for (const name of Object.keys(flags) as (keyof typeof flags)[]) {
-    if (ctx.flags[name] !== undefined && !ALLOWED[sub].includes(name)) {
+    const value: unknown = ctx.flags[name];
+    if (value !== undefined && value !== false && !ALLOWED[sub].includes(name)) {
       throw new UsageError(`--${name} does not go with 'reins suite ${sub}'`, {
         hint: `see reins suite --help`,
       });

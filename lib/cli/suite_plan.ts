@@ -2,8 +2,7 @@
 // scenarios split into N round-robin shards, with the platform's calls allocated once for all of
 // them when reporting; merge: the shards' suite runs put back together as one table, JUnit and
 // exit code, saying which shards are missing.
-import type { CommandContext } from "./command.ts";
-import { intFlag, stringFlag } from "./args.ts";
+import type { SuiteContext } from "./suite.ts";
 import { ExitCode, PlatformError, UsageError } from "../core/errors.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { newId } from "../core/ids.ts";
@@ -23,27 +22,25 @@ import { exitCodeOf, formatTable, totalsOf } from "../suite/table.ts";
 import { loadOrExplain } from "./suite_run.ts";
 import { scenarioJson, writeJunit } from "./suite_show.ts";
 
-export async function suitePlan(ctx: CommandContext): Promise<number> {
+export async function suitePlan(ctx: SuiteContext): Promise<number> {
   const [path, ...extra] = ctx.positionals;
   if (path === undefined || extra.length > 0) {
     throw new UsageError("reins suite plan takes one suite file", {
       hint: "reins suite plan FILE --shards N --out PLAN",
     });
   }
-  const shards = intFlag(ctx.flags, "shards", { max: 10_000 });
-  const out = stringFlag(ctx.flags, "out");
+  const shards = ctx.flags.shards;
+  const out = ctx.flags.out;
   if (shards === undefined) throw new UsageError("reins suite plan needs --shards N");
   if (out === undefined) {
     throw new UsageError("reins suite plan needs --out FILE (where the plan goes)");
   }
   const loaded = await loadOrExplain(ctx.io, path);
   if ("exit" in loaded) return loaded.exit;
-  const filter = stringFlag(ctx.flags, "filter") ?? null;
-  const repeat = intFlag(ctx.flags, "repeat", { max: 1000 }) ?? 1;
+  const filter = ctx.flags.filter ?? null;
+  const repeat = ctx.flags.repeat ?? 1;
   const instances = instancesOf(loaded, { filter, repeat }).map(({ name: _, ...bare }) => bare);
-  const allocated = ctx.flags["no-report"] === true
-    ? null
-    : await allocateCalls(ctx, loaded, instances);
+  const allocated = ctx.flags["no-report"] ? null : await allocateCalls(ctx, loaded, instances);
   const plan: PlanFile = {
     type: "reins.suite-plan",
     version: 1,
@@ -88,7 +85,7 @@ export async function suitePlan(ctx: CommandContext): Promise<number> {
  * exit 5: shards without their calls would each report on their own.
  */
 async function allocateCalls(
-  ctx: CommandContext,
+  ctx: SuiteContext,
   suite: Suite,
   instances: readonly Instance[],
 ): Promise<{ platform: PlanPlatform; calls: Map<string, string> } | null> {
@@ -177,7 +174,7 @@ function shardRunsIn(dir: string): ShardRun[] {
   return runs;
 }
 
-export async function suiteMerge(ctx: CommandContext): Promise<number> {
+export async function suiteMerge(ctx: SuiteContext): Promise<number> {
   if (ctx.positionals.length === 0) {
     throw new UsageError("reins suite merge needs the shards' folders", {
       hint: "reins suite merge DIR... (suites/<id> folders, or data roots)",
@@ -185,7 +182,7 @@ export async function suiteMerge(ctx: CommandContext): Promise<number> {
   }
   const runs = ctx.positionals.flatMap(shardRunsIn);
   const merged = mergeShards(runs);
-  const junit = stringFlag(ctx.flags, "junit");
+  const junit = ctx.flags.junit;
   if (junit) await writeJunit(junit, merged.suite, merged.states, {});
   const totals = totalsOf(merged.states);
   if (ctx.io.jsonMode) {

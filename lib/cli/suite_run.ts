@@ -2,8 +2,7 @@
 // a rerun, a shard), plays it with live progress on stderr, prints the table (or JSON), writes
 // JUnit, and reports to the platform when it is configured. SIGINT/SIGTERM stop it: the scenarios
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
-import type { CommandContext } from "./command.ts";
-import { intFlag, stringFlag } from "./args.ts";
+import type { SuiteContext } from "./suite.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { Output } from "./output.ts";
@@ -53,7 +52,7 @@ export async function loadOrExplain(
   }
 }
 
-export async function suiteValidate(ctx: CommandContext): Promise<number> {
+export async function suiteValidate(ctx: SuiteContext): Promise<number> {
   const [path, ...extra] = ctx.positionals;
   if (path === undefined || extra.length > 0) {
     throw new UsageError("reins suite validate takes one suite file", {
@@ -105,14 +104,14 @@ function rerunWhich(value: string): ("failed" | "error")[] {
   return [...which];
 }
 
-async function modeOf(ctx: CommandContext, extra: string[]): Promise<StartMode> {
+async function modeOf(ctx: SuiteContext, extra: string[]): Promise<StartMode> {
   const f = ctx.flags;
-  const filter = stringFlag(f, "filter") ?? null;
-  const repeat = intFlag(f, "repeat", { max: 1000 }) ?? 1;
-  const rerun = stringFlag(f, "rerun");
-  const from = stringFlag(f, "from");
-  const planPath = stringFlag(f, "plan");
-  const resume = f.resume === true;
+  const filter = f.filter ?? null;
+  const repeat = f.repeat ?? 1;
+  const rerun = f.rerun;
+  const from = f.from;
+  const planPath = f.plan;
+  const resume = f.resume;
   const chosen = [
     resume && "--resume",
     rerun !== undefined && "--rerun",
@@ -150,7 +149,7 @@ async function modeOf(ctx: CommandContext, extra: string[]): Promise<StartMode> 
   }
   if (planPath !== undefined) {
     const plan = await readPlan(resolvePath(planPath));
-    const given = stringFlag(f, "shard");
+    const given = f.shard;
     const shard = given !== undefined ? parseShard(given) : shardFromEnv(ctx.env, plan.shards);
     if (shard === null) {
       throw new UsageError(
@@ -186,7 +185,7 @@ function reportJson(reporter: SuiteReporter | null, reported: ReportSummary | un
  * its plan allocated. A line says why there is none, except when --no-report asked.
  */
 async function startReport(given: {
-  ctx: CommandContext;
+  ctx: SuiteContext;
   settings: Settings;
   suite: Suite;
   handle: SuiteRunHandle;
@@ -239,7 +238,7 @@ async function startReport(given: {
   return reporter;
 }
 
-export async function suiteRun(ctx: CommandContext): Promise<number> {
+export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const [path, ...extra] = ctx.positionals;
   if (path === undefined) {
     throw new UsageError("reins suite run needs a suite file", { hint: "reins suite run FILE" });
@@ -248,8 +247,8 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
   if ("exit" in loaded) return loaded.exit;
   const suite = loaded;
   const mode = await modeOf(ctx, extra);
-  const jobs = intFlag(ctx.flags, "jobs", { max: 256 }) ?? suite.jobs ?? 1;
-  const junit = stringFlag(ctx.flags, "junit");
+  const jobs = ctx.flags.jobs ?? suite.jobs ?? 1;
+  const junit = ctx.flags.junit;
   const settings = await ctx.settings();
   const { io } = ctx;
   using store = openStore(settings.home, { warn: (message) => io.warn(message) });
@@ -258,7 +257,7 @@ export async function suiteRun(ctx: CommandContext): Promise<number> {
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });
   using handle = started.handle;
   const quiet = io.quiet || io.jsonMode;
-  const reporter = ctx.flags["no-report"] === true
+  const reporter = ctx.flags["no-report"]
     ? null
     : await startReport({ ctx, settings, suite, handle, mode, quiet });
   if (!quiet) {

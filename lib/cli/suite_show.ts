@@ -1,7 +1,6 @@
 // `reins suite show [ID]` (a suite run's results table, or JSON) and `reins suite list` (suite
 // runs, newest first, with their counts). Both only read the state files under suites/.
-import type { CommandContext } from "./command.ts";
-import { intFlag, stringFlag } from "./args.ts";
+import type { SuiteContext } from "./suite.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import { redact } from "../core/redact.ts";
@@ -102,7 +101,7 @@ export function printResults(
   for (const line of formatTable(states, { elapsedMs: elapsedOf(header) })) io.print(line);
 }
 
-export async function suiteShow(ctx: CommandContext): Promise<number> {
+export async function suiteShow(ctx: SuiteContext): Promise<number> {
   if (ctx.positionals.length > 1) {
     throw new UsageError("reins suite show takes one suite run id", {
       hint: "reins suite show [ID]",
@@ -112,7 +111,7 @@ export async function suiteShow(ctx: CommandContext): Promise<number> {
   const id = resolveSuiteRunId(root, ctx.positionals[0] ?? "last");
   const header = readSuiteRun(root, id);
   const states = readScenarioStates(root, header);
-  const junit = stringFlag(ctx.flags, "junit");
+  const junit = ctx.flags.junit;
   if (junit) {
     await writeJunit(junit, header.suite, states, {
       timestamp: header.createdAt,
@@ -140,8 +139,8 @@ export async function suiteShow(ctx: CommandContext): Promise<number> {
   return header.state === "finished" ? exitCodeOf(totalsOf(states)) : ExitCode.runFailed;
 }
 
-export function suiteList(ctx: CommandContext): Promise<number> {
-  const limit = intFlag(ctx.flags, "limit") ?? 20;
+export function suiteList(ctx: SuiteContext): Promise<number> {
+  const limit = ctx.flags.limit ?? 20;
   if (ctx.positionals.length > 0) {
     throw new UsageError("reins suite list takes no arguments", {
       hint: "reins suite list [--limit N]",
