@@ -57,6 +57,9 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
       TMPDIR: tempDir,
       // The child's HOME is scratch; keep Deno's module cache where the test runner's is.
       DENO_DIR: DENO_DIR,
+      // regression: Deno's own update check (CONNECT dl.deno.land, once a day per DENO_DIR) went
+      // through a test's HTTP_PROXY, which the test counted as reins's traffic.
+      DENO_NO_UPDATE_CHECK: "1",
       ...options.env,
     },
     stdin: options.stdin === undefined ? "null" : "piped",
