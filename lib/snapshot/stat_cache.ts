@@ -1,0 +1,119 @@
+// What the last snapshot of a directory learned about its files, so the next one (most runs
+// start in the directory the last one did) need not read a file whose size, times and inode
+// are unchanged: the digest and place of its content are taken from here, as git does with
+// its index. A file whose times are within two seconds of the cache's writing is read anyway:
+// Deno reports ctime in whole seconds, so a change in that second could leave every time as it
+// was. The cache is a hint: a missing, torn or
+// foreign one only means reading every file again.
+import { createHash } from "node:crypto";
+import { joinPath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_files.ts";
+import { snapshotsDir } from "./paths.ts";
+
+const CACHE_TYPE = "reins.snapshot-cache";
+/** A file modified this close to the cache's writing is not trusted to be unchanged. */
+const RACY_MS = 2000;
+
+export interface FileStat {
+  size: number;
+  mtimeMs: number | null;
+  ctimeMs: number | null;
+  ino: number | null;
+}
+
+export interface CachedContent {
+  sha256: string;
+  pack: string;
+  offset: number;
+}
+
+type Row = [number, number, number, number, string, string, number];
+
+function cachePath(home: string, cwd: string): string {
+  const key = createHash("sha256").update(cwd).digest("hex").slice(0, 32);
+  return joinPath(snapshotsDir(home), "cache", `${key}.json`);
+}
+
+export class StatCache {
+  readonly #rows: Map<string, Row>;
+  readonly #writtenMs: number;
+
+  private constructor(rows: Map<string, Row>, writtenMs: number) {
+    this.#rows = rows;
+    this.#writtenMs = writtenMs;
+  }
+
+  /** How many files it knows. */
+  get size(): number {
+    return this.#rows.size;
+  }
+
+  static empty(): StatCache {
+    return new StatCache(new Map(), 0);
+  }
+
+  /** The cache of `cwd`'s last snapshot, or an empty one. */
+  static load(home: string, cwd: string): StatCache {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(Deno.readTextFileSync(cachePath(home, cwd)));
+    } catch {
+      return StatCache.empty();
+    }
+    const value = raw as { type?: unknown; cwd?: unknown; writtenMs?: unknown; files?: unknown };
+    if (
+      value?.type !== CACHE_TYPE || value.cwd !== cwd || typeof value.writtenMs !== "number" ||
+      typeof value.files !== "object" || value.files === null
+    ) {
+      return StatCache.empty();
+    }
+    const rows = new Map<string, Row>();
+    for (const [path, row] of Object.entries(value.files as Record<string, unknown>)) {
+      if (
+        Array.isArray(row) && row.length === 7 && typeof row[4] === "string" &&
+        /^[0-9a-f]{64}$/.test(row[4]) && typeof row[5] === "string" && typeof row[6] === "number"
+      ) {
+        rows.set(path, row as Row);
+      }
+    }
+    return new StatCache(rows, value.writtenMs);
+  }
+
+  /** The content of `path` when its stat says it is the file the cache saw, else null. */
+  find(path: string, stat: FileStat): CachedContent | null {
+    const row = this.#rows.get(path);
+    if (!row || stat.mtimeMs === null || stat.ctimeMs === null || stat.ino === null) return null;
+    const [size, mtimeMs, ctimeMs, ino, sha256, pack, offset] = row;
+    if (size !== stat.size || mtimeMs !== stat.mtimeMs || ctimeMs !== stat.ctimeMs) return null;
+    if (ino !== stat.ino) return null;
+    if (Math.max(mtimeMs, ctimeMs) + RACY_MS >= this.#writtenMs) return null;
+    return { sha256, pack, offset };
+  }
+
+  /** Writes the cache of `cwd` from this snapshot's files (no fsync: it is only a hint). */
+  static save(
+    home: string,
+    cwd: string,
+    files: Iterable<{ path: string; stat: FileStat; content: CachedContent }>,
+  ): void {
+    const out: Record<string, Row> = {};
+    for (const { path, stat, content } of files) {
+      if (stat.mtimeMs === null || stat.ctimeMs === null || stat.ino === null) continue;
+      out[path] = [
+        stat.size,
+        stat.mtimeMs,
+        stat.ctimeMs,
+        stat.ino,
+        content.sha256,
+        content.pack,
+        content.offset,
+      ];
+    }
+    const path = cachePath(home, cwd);
+    ensurePrivateDir(home, joinPath(snapshotsDir(home), "cache"));
+    const temp = `${path}.${crypto.randomUUID()}.tmp`;
+    const text = JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs: Date.now(), files: out });
+    Deno.writeTextFileSync(temp, text, { mode: 0o600 });
+    Deno.renameSync(temp, path);
+  }
+}

@@ -1,0 +1,248 @@
+// Takes the snapshot of a run's working directory as the run starts, so a replay can start from
+// the state the run started from. Each content is stored once (blobs.ts), so an unchanged tree
+// snapshotted again writes no file bytes, only its manifest. A tree over the cap is not
+// snapshotted: the manifest says so and why. A file that cannot be read is left out and counted.
+// It never changes the working directory. Reads are synchronous, in stretches between yields.
+import { createHash } from "node:crypto";
+import { nowIso } from "../core/clock.ts";
+import { joinPath } from "../core/paths.ts";
+import { writePrivateFileAtomic } from "../core/private_files.ts";
+import { BlobIndex, type BlobLocation, PackWriter } from "./blobs.ts";
+import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
+import type { SnapshotManifest } from "./manifest.ts";
+import { describeSize, manifestPath } from "./paths.ts";
+import { walkTree, yieldNow } from "./walk.ts";
+
+export const DEFAULT_SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_SNAPSHOT_MAX_ENTRIES = 100_000;
+
+export interface SnapshotOptions {
+  /** Files adding up to more than this are not snapshotted (0: never snapshot). */
+  maxBytes?: number;
+  /** Trees with more paths than this are not snapshotted. */
+  maxEntries?: number;
+}
+
+export interface SnapshotSummary {
+  state: SnapshotManifest["state"];
+  reason: string | null;
+  files: number;
+  bytes: number;
+  /** Bytes written to the blob store this time. */
+  storedBytes: number;
+  /** Bytes read from files this time (files the last snapshot saw unchanged are not read). */
+  readBytes: number;
+  leftOut: number;
+  manifest: string;
+}
+
+/** Files up to this size are read whole; bigger ones are hashed, then copied, in chunks. */
+const WHOLE_FILE = 4 * 1024 * 1024;
+const CHUNK = 1024 * 1024;
+/** Bytes read between two yields to the event loop. */
+const STRETCH = 8 * 1024 * 1024;
+
+function sha256Of(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Reads `path` in chunks, giving each to `each`; the sha256 and size of what was read. */
+function readChunks(
+  path: string,
+  each: (chunk: Uint8Array) => void,
+): { sha256: string; size: number } {
+  const hash = createHash("sha256");
+  let size = 0;
+  using file = Deno.openSync(path, { read: true });
+  const buffer = new Uint8Array(CHUNK);
+  while (true) {
+    const got = file.readSync(buffer);
+    if (got === null) break;
+    const chunk = buffer.subarray(0, got);
+    hash.update(chunk);
+    each(chunk);
+    size += got;
+  }
+  return { sha256: hash.digest("hex"), size };
+}
+
+/** One snapshot's view of the store: what the index has, and what this snapshot added. */
+class Store {
+  readonly #index: BlobIndex;
+  readonly pack: PackWriter;
+  readonly added = new Map<string, BlobLocation>();
+  storedBytes = 0;
+  /** One byte more than a small file may have, so a file that grew is seen to. */
+  readonly #scratch = new Uint8Array(WHOLE_FILE + 1);
+
+  constructor(home: string) {
+    this.#index = BlobIndex.open(home);
+    this.pack = new PackWriter(home);
+  }
+
+  find(sha256: string): BlobLocation | null {
+    return this.added.get(sha256) ?? this.#index.find(sha256);
+  }
+
+  /** Stores a file's content (unless the store has it) and returns its digest and place. */
+  /** Reads a small file whole into a buffer kept for the purpose; null when it is not small. */
+  #readSmall(path: string): Uint8Array | null {
+    using file = Deno.openSync(path, { read: true });
+    let filled = 0;
+    while (true) {
+      const got = file.readSync(this.#scratch.subarray(filled));
+      if (got === null) return this.#scratch.subarray(0, filled);
+      filled += got;
+      if (filled === this.#scratch.length) return null;
+    }
+  }
+
+  put(path: string, size: number): { sha256: string; size: number; at: BlobLocation } {
+    const small = size <= WHOLE_FILE ? this.#readSmall(path) : null;
+    if (small !== null) {
+      const bytes = small;
+      const sha256 = sha256Of(bytes);
+      const known = this.find(sha256);
+      if (known) return { sha256, size: bytes.length, at: known };
+      const at = { pack: this.pack.id, offset: this.pack.offset, size: bytes.length };
+      this.pack.write(bytes);
+      this.added.set(sha256, at);
+      this.storedBytes += bytes.length;
+      return { sha256, size: bytes.length, at };
+    }
+    const first = readChunks(path, () => {});
+    const known = this.find(first.sha256);
+    if (known) return { ...first, at: known };
+    // Copied while hashed again: what is stored is named by what was read this time.
+    const offset = this.pack.offset;
+    const copied = readChunks(path, (chunk) => this.pack.write(chunk));
+    const at = { pack: this.pack.id, offset, size: copied.size };
+    this.added.set(copied.sha256, at);
+    this.storedBytes += copied.size;
+    return { ...copied, at };
+  }
+
+  /** Makes what this snapshot added durable, then lists it in the index. */
+  commit(): void {
+    this.pack.finish();
+    if (this.added.size > 0) this.#index.addAll(this.added);
+  }
+
+  close(): void {
+    this.pack.abandon();
+    this.#index.close();
+  }
+}
+
+function unreadable(error: unknown): boolean {
+  return error instanceof Deno.errors.PermissionDenied || error instanceof Deno.errors.NotFound ||
+    error instanceof Deno.errors.IsADirectory;
+}
+
+/** "64 MiB". */
+function sizeOf(bytes: number): string {
+  return describeSize(0, bytes).slice("0 files, ".length);
+}
+
+/**
+ * Snapshots `cwd` for run `runId`: the contents of its files, then the manifest. Returns what it
+ * did; a tree over the caps gets a manifest that says it was skipped and why.
+ */
+export async function takeSnapshot(
+  home: string,
+  runId: string,
+  cwd: string,
+  options: SnapshotOptions = {},
+): Promise<SnapshotSummary> {
+  const maxBytes = options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES;
+  const maxEntries = options.maxEntries ?? DEFAULT_SNAPSHOT_MAX_ENTRIES;
+  const manifest: SnapshotManifest = {
+    type: "reins.snapshot",
+    version: 1,
+    runId,
+    cwd,
+    takenAt: nowIso(),
+    state: "taken",
+    reason: null,
+    files: 0,
+    bytes: 0,
+    leftOut: 0,
+    storedBytes: 0,
+    entries: [],
+  };
+  const walk = maxBytes <= 0
+    ? { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: "off" as const }
+    : await walkTree(cwd, { maxBytes, maxEntries });
+  manifest.leftOut = walk.leftOut;
+  let readBytes = 0;
+  if (walk.stopped !== null) {
+    manifest.state = "skipped";
+    manifest.reason = walk.stopped === "off"
+      ? "snapshots are turned off (snapshot.maxBytes is 0 in config.json)"
+      : walk.stopped === "bytes"
+      ? `its files add up to more than the ${sizeOf(maxBytes)} cap ` +
+        "(snapshot.maxBytes in config.json)"
+      : `it has more than ${maxEntries} paths (snapshot.maxEntries in config.json)`;
+  } else {
+    const store = new Store(home);
+    const cache = StatCache.load(home, cwd);
+    const seen: { path: string; stat: FileStat; content: CachedContent }[] = [];
+    let misses = 0;
+    let stretch = 0;
+    try {
+      for (const entry of walk.entries) {
+        if (entry.type !== "file") {
+          manifest.entries.push(entry);
+          continue;
+        }
+        const { path, mode, ...stat } = entry;
+        const cached = cache.find(path, stat);
+        let content: CachedContent;
+        let size = stat.size;
+        if (cached) content = cached;
+        else {
+          misses++;
+          try {
+            const put = store.put(joinPath(cwd, path), stat.size);
+            content = { sha256: put.sha256, pack: put.at.pack, offset: put.at.offset };
+            // Read as it is now, which may differ from what the walk saw.
+            if (put.size !== stat.size) size = put.size;
+            else seen.push({ path, stat, content });
+          } catch (error) {
+            if (!unreadable(error)) throw error;
+            manifest.leftOut++;
+            continue;
+          }
+          readBytes += size;
+          stretch += size;
+        }
+        if (cached) seen.push({ path, stat, content });
+        manifest.entries.push({ type: "file", path, mode, size, ...content });
+        manifest.files++;
+        manifest.bytes += size;
+        if (stretch >= STRETCH) {
+          stretch = 0;
+          await yieldNow();
+        }
+      }
+      store.commit();
+      manifest.storedBytes = store.storedBytes;
+    } finally {
+      store.close();
+    }
+    // Every file as the cache had it (and no other files): it is still right as it is.
+    if (misses > 0 || seen.length !== cache.size) StatCache.save(home, cwd, seen);
+  }
+  const path = manifestPath(home, runId);
+  writePrivateFileAtomic(home, path, `${JSON.stringify(manifest)}\n`);
+  return {
+    state: manifest.state,
+    reason: manifest.reason,
+    files: manifest.files,
+    bytes: manifest.bytes,
+    storedBytes: manifest.storedBytes,
+    readBytes,
+    leftOut: manifest.leftOut,
+    manifest: path,
+  };
+}

@@ -1,0 +1,309 @@
+// Snapshots of a working directory in a real temp tree: what is kept (and left out), blobs stored
+// once across runs, the cap, putting the tree back exactly, and what changed since.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { changedSinceStart, diffSnapshot } from "../../lib/snapshot/diff.ts";
+import { readManifest, type SnapshotManifest } from "../../lib/snapshot/manifest.ts";
+import { describeSize, packPath } from "../../lib/snapshot/paths.ts";
+import { restoreSnapshot, SnapshotDamagedError } from "../../lib/snapshot/restore.ts";
+import { takeSnapshot } from "../../lib/snapshot/take.ts";
+import { tempDir } from "../support/reins.ts";
+
+const sha = (text: string | Uint8Array) => createHash("sha256").update(text).digest("hex");
+
+/** The bytes a manifest's file entry points at, read from its pack. */
+function stored(home: string, entry: SnapshotManifest["entries"][number]): Uint8Array {
+  assert.equal(entry.type, "file");
+  if (entry.type !== "file") throw new Error("not a file");
+  const pack = Deno.readFileSync(packPath(home, entry.pack));
+  return pack.subarray(entry.offset, entry.offset + entry.size);
+}
+
+/** A small project: nested files, an empty directory, an executable, a link, .git, ignores. */
+async function project(root: string): Promise<void> {
+  await Deno.mkdir(`${root}/src/lib`, { recursive: true });
+  await Deno.mkdir(`${root}/empty`);
+  await Deno.mkdir(`${root}/.git/objects`, { recursive: true });
+  await Deno.mkdir(`${root}/node_modules/x`, { recursive: true });
+  await Deno.writeTextFile(`${root}/notes.txt`, "Buy milk.\n");
+  await Deno.writeTextFile(`${root}/src/main.ts`, "console.log(1);\n");
+  await Deno.writeTextFile(`${root}/src/lib/same.txt`, "same\n");
+  await Deno.writeTextFile(`${root}/src/same-too.txt`, "same\n");
+  await Deno.writeTextFile(`${root}/run.sh`, "#!/bin/sh\necho hi\n");
+  await Deno.chmod(`${root}/run.sh`, 0o755);
+  await Deno.symlink("notes.txt", `${root}/latest`);
+  await Deno.writeTextFile(`${root}/.git/HEAD`, "ref: refs/heads/main\n");
+  await Deno.writeTextFile(`${root}/node_modules/x/index.js`, "module.exports = 1;\n");
+  await Deno.writeTextFile(`${root}/debug.log`, "noise\n");
+  await Deno.writeTextFile(`${root}/.gitignore`, "node_modules/\n*.log\n");
+}
+
+function manifestOf(home: string, runId: string): SnapshotManifest {
+  const read = readManifest(home, runId);
+  assert.ok(read?.ok, JSON.stringify(read));
+  return read.manifest;
+}
+
+Deno.test("takeSnapshot() lists each kept path with its mode, size and sha256, leaving out .git and ignored files", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await project(work.path);
+  const summary = await takeSnapshot(home.path, "run-1", work.path);
+  assert.deepEqual(
+    { ...summary, manifest: undefined },
+    {
+      state: "taken",
+      reason: null,
+      files: 6,
+      bytes: 10 + 16 + 5 + 5 + 18 + 20,
+      storedBytes: 10 + 16 + 5 + 18 + 20, // same.txt twice, stored once
+      readBytes: 10 + 16 + 5 + 5 + 18 + 20,
+      leftOut: 3,
+      manifest: undefined,
+    },
+  );
+  const manifest = manifestOf(home.path, "run-1");
+  assert.equal(manifest.cwd, work.path);
+  const mode = (path: string) => Deno.statSync(`${work.path}/${path}`).mode! & 0o7777;
+  const file = (path: string, content: string) => ({
+    type: "file",
+    path,
+    mode: mode(path),
+    size: content.length,
+    sha256: sha(content),
+  });
+  const withoutPlace = manifest.entries.map((entry) => {
+    if (entry.type !== "file") return entry;
+    const { pack: _pack, offset: _offset, ...rest } = entry;
+    return rest;
+  });
+  assert.deepEqual(withoutPlace, [
+    file(".gitignore", "node_modules/\n*.log\n"),
+    { type: "dir", path: "empty", mode: mode("empty") },
+    { type: "symlink", path: "latest", target: "notes.txt" },
+    file("notes.txt", "Buy milk.\n"),
+    file("run.sh", "#!/bin/sh\necho hi\n"),
+    { type: "dir", path: "src", mode: mode("src") },
+    { type: "dir", path: "src/lib", mode: mode("src/lib") },
+    file("src/lib/same.txt", "same\n"),
+    file("src/main.ts", "console.log(1);\n"),
+    file("src/same-too.txt", "same\n"),
+  ]);
+  assert.equal(mode("run.sh") & 0o100, 0o100, "the executable bit is kept");
+  for (const entry of manifest.entries) {
+    if (entry.type === "file") {
+      assert.equal(sha(stored(home.path, entry)), entry.sha256, entry.path);
+    }
+  }
+  const [same, sameToo] = manifest.entries.filter((e) => e.path.includes("same"));
+  assert.deepEqual(
+    same.type === "file" && sameToo.type === "file" && [same.offset, same.pack],
+    sameToo.type === "file" && [sameToo.offset, sameToo.pack],
+    "equal contents are stored once",
+  );
+  const packs = [...Deno.readDirSync(`${home.path}/snapshots/packs`)];
+  assert.equal(packs.length, 1);
+  assert.equal(
+    (await Deno.stat(`${home.path}/snapshots/packs/${packs[0].name}`)).mode! & 0o777,
+    0o600,
+  );
+  assert.equal(
+    (await Deno.stat(`${home.path}/snapshots/manifests/run-1.json`)).mode! & 0o777,
+    0o600,
+  );
+});
+
+Deno.test("takeSnapshot() of an unchanged tree writes no file bytes; a changed file adds only its own", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await project(work.path);
+  const first = await takeSnapshot(home.path, "run-1", work.path);
+  const second = await takeSnapshot(home.path, "run-2", work.path);
+  assert.ok(first.storedBytes > 0);
+  assert.equal(second.storedBytes, 0);
+  assert.deepEqual(manifestOf(home.path, "run-2").entries, manifestOf(home.path, "run-1").entries);
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "Buy oat milk.\n");
+  const third = await takeSnapshot(home.path, "run-3", work.path);
+  assert.equal(third.storedBytes, 14);
+});
+
+Deno.test("takeSnapshot() stores a file bigger than it reads whole, chunk by chunk", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  const big = new Uint8Array(9 * 1024 * 1024).map((_, i) => (i * 7) & 0xff);
+  await Deno.writeFile(`${work.path}/big.bin`, big);
+  const summary = await takeSnapshot(home.path, "run-1", work.path);
+  assert.equal(summary.storedBytes, big.length);
+  const [entry] = manifestOf(home.path, "run-1").entries;
+  assert.deepEqual(entry.type === "file" && [entry.size, entry.sha256], [big.length, sha(big)]);
+  assert.deepEqual(stored(home.path, entry), big);
+  assert.equal((await takeSnapshot(home.path, "run-2", work.path)).storedBytes, 0);
+});
+
+Deno.test("takeSnapshot() skips a tree over its cap and says why, storing nothing", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await Deno.writeFile(`${work.path}/a.bin`, new Uint8Array(600));
+  await Deno.writeFile(`${work.path}/b.bin`, new Uint8Array(600));
+  const summary = await takeSnapshot(home.path, "run-1", work.path, { maxBytes: 1024 });
+  assert.equal(summary.state, "skipped");
+  assert.equal(
+    summary.reason,
+    "its files add up to more than the 1 KiB cap (snapshot.maxBytes in config.json)",
+  );
+  assert.equal(manifestOf(home.path, "run-1").entries.length, 0);
+  assert.throws(() => Deno.statSync(`${home.path}/snapshots/packs`), Deno.errors.NotFound);
+  const off = await takeSnapshot(home.path, "run-2", work.path, { maxBytes: 0 });
+  assert.equal(off.reason, "snapshots are turned off (snapshot.maxBytes is 0 in config.json)");
+  const many = await takeSnapshot(home.path, "run-3", work.path, { maxEntries: 1 });
+  assert.equal(many.reason, "it has more than 1 paths (snapshot.maxEntries in config.json)");
+});
+
+Deno.test("restoreSnapshot() puts the tree back exactly, and diffSnapshot() then finds nothing changed", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await using copy = await tempDir();
+  await project(work.path);
+  await takeSnapshot(home.path, "run-1", work.path);
+  // The tree moves on after the snapshot: the restore is of how it was.
+  await Deno.writeTextFile(`${work.path}/NOTES.md`, "# Notes\n");
+  await Deno.remove(`${work.path}/empty`);
+  const manifest = manifestOf(home.path, "run-1");
+  assert.deepEqual(await restoreSnapshot(home.path, manifest, copy.path), {
+    files: 6,
+    bytes: manifest.bytes,
+  });
+  assert.deepEqual(await diffSnapshot(manifest, copy.path), {
+    added: [],
+    removed: [],
+    changed: [],
+  });
+  assert.equal(await Deno.readLink(`${copy.path}/latest`), "notes.txt");
+  assert.equal(
+    (await Deno.stat(`${copy.path}/run.sh`)).mode! & 0o777,
+    (await Deno.stat(`${work.path}/run.sh`)).mode! & 0o777,
+  );
+  assert.ok((await Deno.stat(`${copy.path}/empty`)).isDirectory);
+  assert.deepEqual(await diffSnapshot(manifest, work.path), {
+    added: ["NOTES.md"],
+    removed: ["empty"],
+    changed: [],
+  });
+});
+
+Deno.test("restoreSnapshot() says a snapshot whose content is gone or altered is damaged", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "Buy milk.\n");
+  await takeSnapshot(home.path, "run-1", work.path);
+  const manifest = manifestOf(home.path, "run-1");
+  const [entry] = manifest.entries;
+  assert.ok(entry.type === "file");
+  const pack = packPath(home.path, entry.pack);
+  const bytes = await Deno.readFile(pack);
+  bytes[entry.offset] ^= 1;
+  await Deno.writeFile(pack, bytes);
+  await using altered = await tempDir();
+  await assert.rejects(
+    () => restoreSnapshot(home.path, manifest, altered.path),
+    (error: Error) =>
+      error instanceof SnapshotDamagedError &&
+      error.message ===
+        `The snapshot of run run-1 is damaged: the content of notes.txt is not what was stored ` +
+          `(sha256 ${sha("Buy milk.\n")})`,
+  );
+  await Deno.remove(pack);
+  await using gone = await tempDir();
+  await assert.rejects(
+    () => restoreSnapshot(home.path, manifest, gone.path),
+    (error: Error) =>
+      error instanceof SnapshotDamagedError &&
+      error.message === `The snapshot of run run-1 is damaged: its pack ${entry.pack} is gone`,
+  );
+});
+
+Deno.test("takeSnapshot() starts a new blob index when the old one is damaged, and keeps working", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "Buy milk.\n");
+  await takeSnapshot(home.path, "run-1", work.path);
+  await Deno.writeTextFile(`${home.path}/snapshots/blobs.sqlite`, "not a database at all");
+  for (const suffix of ["-wal", "-shm"]) {
+    await Deno.remove(`${home.path}/snapshots/blobs.sqlite${suffix}`).catch(() => {});
+  }
+  const again = await takeSnapshot(home.path, "run-2", work.path);
+  assert.equal(again.storedBytes, 10, "without its index the content is stored again");
+  await using copy = await tempDir();
+  await restoreSnapshot(home.path, manifestOf(home.path, "run-1"), copy.path);
+  assert.equal(await Deno.readTextFile(`${copy.path}/notes.txt`), "Buy milk.\n");
+  assert.ok(Deno.statSync(`${home.path}/snapshots/blobs.sqlite.damaged`).isFile);
+});
+
+Deno.test("changedSinceStart() lists the files an agent added, changed and removed", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await project(work.path);
+  await takeSnapshot(home.path, "run-1", work.path);
+  await Deno.writeTextFile(`${work.path}/src/main.ts`, "console.log(2);\n");
+  await Deno.chmod(`${work.path}/notes.txt`, 0o600);
+  await Deno.remove(`${work.path}/src/lib/same.txt`);
+  await Deno.writeTextFile(`${work.path}/src/lib/new.ts`, "export {};\n");
+  await Deno.writeTextFile(`${work.path}/more.log`, "ignored, as before\n");
+  await Deno.remove(`${work.path}/latest`);
+  await Deno.symlink("run.sh", `${work.path}/latest`);
+  assert.deepEqual(await changedSinceStart(home.path, "run-1", work.path), {
+    added: ["src/lib/new.ts"],
+    removed: ["src/lib/same.txt"],
+    changed: ["latest", "notes.txt", "src/main.ts"],
+  });
+  assert.equal(await changedSinceStart(home.path, "no-such-run", work.path), null);
+});
+
+Deno.test("describeSize() says what a snapshot holds as people read sizes", () => {
+  assert.equal(describeSize(3, 2048), "3 files, 2 KiB");
+  assert.equal(describeSize(1, 1), "1 file, 1 byte");
+  assert.equal(describeSize(0, 0), "0 files, 0 bytes");
+  assert.equal(describeSize(12, 1536), "12 files, 1.5 KiB");
+  assert.equal(describeSize(5000, 50 * 1024 * 1024), "5000 files, 50 MiB");
+});
+
+Deno.test("takeSnapshot() reads only the files that changed since the last snapshot of the directory", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  const past = new Date(Date.now() - 60_000);
+  for (const name of ["a.txt", "b.txt"]) {
+    await Deno.writeTextFile(`${work.path}/${name}`, `${name} content\n`);
+    await Deno.utime(`${work.path}/${name}`, past, past);
+  }
+  // ctime cannot be set back: wait until the files are older than the racy window.
+  await new Promise((resolve) => setTimeout(resolve, 2100));
+  const first = await takeSnapshot(home.path, "run-1", work.path);
+  assert.equal(first.readBytes, 28);
+  const second = await takeSnapshot(home.path, "run-2", work.path);
+  assert.equal(second.readBytes, 0, "unchanged files are taken from the last snapshot");
+  assert.deepEqual(manifestOf(home.path, "run-2").entries, manifestOf(home.path, "run-1").entries);
+  // Same size, and its mtime put back: its ctime still moved, so it is read.
+  const before = Deno.statSync(`${work.path}/b.txt`);
+  await Deno.writeTextFile(`${work.path}/b.txt`, "b.txt CONTENT\n");
+  await Deno.utime(`${work.path}/b.txt`, before.atime!, before.mtime!);
+  const third = await takeSnapshot(home.path, "run-3", work.path);
+  assert.equal(third.readBytes, 14);
+  const b = manifestOf(home.path, "run-3").entries.find((entry) => entry.path === "b.txt")!;
+  assert.ok(b.type === "file");
+  assert.equal(b.sha256, sha("b.txt CONTENT\n"));
+});
+
+Deno.test("takeSnapshot() reads again a file changed within the racy window of the last snapshot", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  const file = `${work.path}/notes.txt`;
+  await Deno.writeTextFile(file, "one\n");
+  await takeSnapshot(home.path, "run-1", work.path);
+  // Just written: its times are too close to the cache's to vouch for it, even if unchanged.
+  assert.equal((await takeSnapshot(home.path, "run-2", work.path)).readBytes, 4);
+  await Deno.writeTextFile(file, "two\n");
+  await takeSnapshot(home.path, "run-3", work.path);
+  const [entry] = manifestOf(home.path, "run-3").entries;
+  assert.ok(entry.type === "file");
+  assert.equal(entry.sha256, sha("two\n"));
+});
