@@ -13,9 +13,9 @@ import { openStore, type Store } from "../store/store.ts";
 import { describeProblems } from "../store/event_log.ts";
 import {
   compareReplay,
-  copyWorkingDirectory,
   type Divergence,
   recordingLoader,
+  replayDirectory,
   replayPlan,
   type ReplayVerdict,
 } from "../session/replay.ts";
@@ -27,8 +27,10 @@ import { turnSignals } from "./signals.ts";
 export const usage = "reins replay RUN [--cwd DIR] [--timeout SECONDS]";
 export const description =
   "Re-runs a recorded loop run: its recorded model outputs are served in order as the model " +
-  "(replay:RUN) and the tools really run, in a fresh temp copy of the run's working directory " +
-  "(kept afterwards, to look at) unless --cwd is given. Approvals are answered as the recording " +
+  "(replay:RUN) and the tools really run, in a fresh directory under the data root (tmp/, kept " +
+  "afterwards to look at) that holds the run's working directory as the run found it (its " +
+  "snapshot; without one, a copy of the directory as it is now, and a line that says so), " +
+  "unless --cwd is given. Approvals are answered as the recording " +
   "answered them. Prints whether the replay reproduced the recording or diverged — a tool " +
   "result that differs, or the script running out — and where. Exit 0 when it reproduced, 1 " +
   "when it diverged. --json prints {runId, replayOf, cwd, status, reason, diverged, divergences, " +
@@ -37,7 +39,7 @@ export const flags = defineFlags({
   cwd: {
     type: "string",
     value: "DIR",
-    description: "replay in DIR instead of a fresh copy of the recorded working directory",
+    description: "replay in DIR instead of the run's starting directory, restored",
   },
   timeout: {
     type: "number",
@@ -67,11 +69,12 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   for (const problem of describeProblems(original.id, recorded)) io.warn(problem);
   const plan = replayPlan(original, recorded.events);
   const given = ctx.flags.cwd;
-  const cwd = given === undefined ? await copyWorkingDirectory(original.cwd) : checkCwd(given);
+  const where = given === undefined
+    ? await replayDirectory(store.home, original)
+    : { cwd: checkCwd(given), note: `in ${checkCwd(given)}` };
+  const cwd = where.cwd;
   io.note(
-    `reins: replaying run ${original.id} (${plan.outputs.length} model outputs) in ${cwd}${
-      given === undefined ? `, a copy of ${original.cwd}` : ""
-    }`,
+    `reins: replaying run ${original.id} (${plan.outputs.length} model outputs) ${where.note}`,
   );
 
   const { createLoopDriver } = await import("../drivers/loop/mod.ts");

@@ -19,6 +19,7 @@ import {
 } from "../session/format.ts";
 import { followRun, PendingTracker } from "../session/follow.ts";
 import { RunTally } from "../session/stats.ts";
+import { glanceSnapshot, snapshotLine } from "../snapshot/paths.ts";
 import type { Output } from "./output.ts";
 
 export const usage = "reins show RUN [--short | --verbose] [--follow] [--json]";
@@ -91,7 +92,8 @@ async function showRun(ctx: CommandContext<Flags>): Promise<number> {
   const formatter = new EventFormatter(mode, record.startedAt);
   const tally = new RunTally();
   const pending = new PendingTracker();
-  io.print(`${formatHeader(record, mode).join("\n")}\n\n`);
+  const snapshot = mode === "verbose" ? snapshotLine(glanceSnapshot(store.home, runId)) : undefined;
+  io.print(`${formatHeader(record, mode, { snapshot }).join("\n")}\n\n`);
   const tail = store.tail(runId);
   tail.readEach((batch) => {
     for (const problem of batch.problems) {

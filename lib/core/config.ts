@@ -35,6 +35,14 @@ const ModelPrice = z.object({
  * OpenTelemetry export (docs/otel.md). The OTEL_EXPORTER_OTLP_* variables win over these; an
  * endpoint here (or in the environment) also exports every run when it settles.
  */
+/** The snapshot of the working directory taken as each run starts (lib/snapshot/). */
+const SnapshotSettings = z.object({
+  /** A tree whose files add up to more is not snapshotted (0: no snapshots); 64 MiB. */
+  maxBytes: z.number().int().nonnegative().default(64 * 1024 * 1024),
+  /** A tree with more paths is not snapshotted. */
+  maxEntries: z.number().int().positive().default(100_000),
+}).strict();
+
 const OtelSettings = z.object({
   /** Base URL: traces go to `<endpoint>/v1/traces`, as with OTEL_EXPORTER_OTLP_ENDPOINT. */
   endpoint: z.string().min(1).optional(),
@@ -58,6 +66,7 @@ export const ConfigFile = z.object({
   }).strict().default({}),
   prices: z.record(z.string(), ModelPrice).default({}),
   otel: OtelSettings.default({}),
+  snapshot: SnapshotSettings.default({ maxBytes: 64 * 1024 * 1024, maxEntries: 100_000 }),
 }).strict();
 export type ConfigFile = z.infer<typeof ConfigFile>;
 
@@ -97,6 +106,7 @@ export const Settings = z.object({
     opencode: DriverSettings,
   }),
   prices: z.record(z.string(), ModelPrice),
+  snapshot: SnapshotSettings,
   otel: z.object({
     /** The OTEL_* variables that are set, as given: lib/otel/ reads them as the SDKs do. */
     env: z.record(z.string(), z.string()),
@@ -217,6 +227,7 @@ export function loadSettings(
       opencode: { ...file.drivers.opencode, ...programOverride(env.REINS_OPENCODE_BIN) },
     },
     prices: file.prices,
+    snapshot: file.snapshot,
     otel: {
       env: Object.fromEntries(
         Object.entries(env).filter(([name, value]) => name.startsWith("OTEL_") && value !== ""),

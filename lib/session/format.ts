@@ -321,7 +321,11 @@ export class EventFormatter {
 }
 
 /** The lines above the events: the run, its status and where it ran (verbose: every field). */
-export function formatHeader(record: RunRecord, mode: ShowMode): string[] {
+export function formatHeader(
+  record: RunRecord,
+  mode: ShowMode,
+  extra: { snapshot?: string } = {},
+): string[] {
   const reason = record.terminalReason ? ` (${preview(record.terminalReason, 120)})` : "";
   const lines = [
     `run ${record.id} · ${record.status}${reason} · ${record.harness} (driver ${record.driver}) · ${record.trigger}`,
@@ -338,7 +342,7 @@ export function formatHeader(record: RunRecord, mode: ShowMode): string[] {
         record.nativeSessionId ? ` (native ${record.nativeSessionId})` : ""
       }${record.contextId ? `, context ${record.contextId}` : ""}`,
     );
-    lines.push(`  cwd ${record.cwd}`);
+    lines.push(`  cwd ${record.cwd}${extra.snapshot ? `: ${extra.snapshot}` : ""}`);
     if (record.goal !== null) lines.push(`  goal ${quoted(record.goal, LIMITS.verbose.text)}`);
   }
   const ended = record.endedAt === null

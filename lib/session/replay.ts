@@ -1,13 +1,20 @@
 // Replaying a recorded loop run: its `model.completed` payloads served in order as the model
-// (`replay:RUN`), the decisions it recorded for its approvals, a fresh copy of its working
-// directory, and the verdict — whether the replay did what the recording did, and where it first
-// did not. Running the replay is the CLI's job (lib/cli/replay.ts); this module reads and compares.
+// (`replay:RUN`), the decisions it recorded for its approvals, its working directory as the run
+// found it (restored from the run's snapshot, else a copy of the directory as it is now), and
+// the verdict — whether the replay did what the recording did, and where it first did not.
+// Running the replay is the CLI's job (lib/cli/replay.ts); this module reads and compares.
+import { newId } from "../core/ids.ts";
 import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_files.ts";
+import { readManifest } from "../snapshot/manifest.ts";
+import { describeSize } from "../snapshot/paths.ts";
+import { restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";
 import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { readEvents } from "../store/event_log.ts";
 import { resolveRun } from "../store/lookup.ts";
+import { Layout } from "../store/layout.ts";
 
 /** One recorded model answer: what `replay:RUN` serves, in order. */
 export type RecordedOutput = PayloadOf<"model.completed">;
@@ -102,11 +109,69 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
   };
 }
 
+export interface ReplayDirectory {
+  /** Where the replay runs: a fresh directory, kept afterwards to look at. */
+  cwd: string;
+  /** "snapshot": the tree the run started from; "copy": the directory as it is now. */
+  source: "snapshot" | "copy";
+  /** One line for people: where it is and what it holds, or why it is only a copy. */
+  note: string;
+}
+
+/** A fresh directory under the data root's tmp/ for one replay. */
+function freshReplayDir(home: string): string {
+  const tmp = new Layout(home).tmp();
+  const dir = joinPath(tmp, `replay-${newId()}`);
+  ensurePrivateDir(home, tmp);
+  Deno.mkdirSync(dir, { mode: 0o700 });
+  return Deno.realPathSync(dir);
+}
+
 /**
- * Copies the directory `from` into a new temp directory (files with their modes, directories,
- * symbolic links as links) and returns the copy's real path. Other kinds of file are left out.
+ * The directory to replay `run` in: its snapshot restored into a fresh directory under the data
+ * root, so the replay starts from the state the recorded run started from. With no usable
+ * snapshot (none was taken, it was skipped, it is damaged), a copy of the recorded directory as
+ * it is now, and a note that says so.
  */
-export async function copyWorkingDirectory(from: string): Promise<string> {
+export async function replayDirectory(home: string, run: RunRecord): Promise<ReplayDirectory> {
+  const read = readManifest(home, run.id);
+  let why: string;
+  if (read === null) why = "no snapshot was taken";
+  else if (!read.ok) why = `its snapshot cannot be read (${read.reason})`;
+  else if (read.manifest.state === "skipped") {
+    why = `its snapshot was skipped: ${read.manifest.reason}`;
+  } else {
+    const cwd = freshReplayDir(home);
+    try {
+      const restored = await restoreSnapshot(home, read.manifest, cwd);
+      return {
+        cwd,
+        source: "snapshot",
+        note: `in ${cwd}: ${run.cwd} as the run found it (${
+          describeSize(restored.files, restored.bytes)
+        })`,
+      };
+    } catch (error) {
+      await Deno.remove(cwd, { recursive: true }).catch(() => {});
+      if (!(error instanceof SnapshotDamagedError)) throw error;
+      why = error.message.replace(/^The snapshot of run \S+ is/, "its snapshot is");
+    }
+  }
+  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(home));
+  return {
+    cwd,
+    source: "copy",
+    note: `in ${cwd}, a copy of ${run.cwd} as it is now: ${why}, so the replay may diverge ` +
+      "where the directory has changed since",
+  };
+}
+
+/**
+ * Copies the directory `from` into `to` (a new temp directory when not given): files with their
+ * modes, directories, symbolic links as links. Returns the copy's real path. Other kinds of file
+ * are left out.
+ */
+export async function copyWorkingDirectory(from: string, into?: string): Promise<string> {
   let info: Deno.FileInfo;
   try {
     info = await Deno.stat(from);
@@ -123,8 +188,13 @@ export async function copyWorkingDirectory(from: string): Promise<string> {
       hint: "give the directory to replay in with --cwd DIR",
     });
   }
-  const to = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-replay-" }));
-  await copyTree(from, to);
+  const to = into ?? await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-replay-" }));
+  try {
+    await copyTree(from, to);
+  } catch (error) {
+    if (into !== undefined) await Deno.remove(into, { recursive: true }).catch(() => {});
+    throw error;
+  }
   return to;
 }
 

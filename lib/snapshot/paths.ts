@@ -1,10 +1,14 @@
-// Where snapshots live under the data root, and how their size reads for people. Free of
-// dependencies: the start of every run (take.ts) imports it.
+// Where snapshots live under the data root, how their size reads for people, and a cheap look at
+// what a run's snapshot holds. Free of dependencies (no zod): the start of every run (take.ts)
+// and `reins show` import it.
+import { assertNever } from "../core/assert_never.ts";
 import { safeName } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
+import { Layout } from "../store/layout.ts";
+import { readPrivateText } from "../core/private_files.ts";
 
 export function snapshotsDir(home: string): string {
-  return joinPath(home, "snapshots");
+  return new Layout(home).snapshots();
 }
 
 export function packPath(home: string, pack: string): string {
@@ -29,4 +33,45 @@ export function describeSize(files: number, bytes: number): string {
     ? String(Math.round(value))
     : value.toFixed(1);
   return `${count}, ${shown} ${bytes === 1 ? "byte" : units[unit]}`;
+}
+
+/** What a run's snapshot holds, read without checking every entry (manifest.ts checks). */
+export type SnapshotGlance =
+  | { state: "taken"; files: number; bytes: number }
+  | { state: "skipped"; reason: string }
+  | { state: "unreadable"; reason: string };
+
+/** A glance at `runId`'s snapshot, or null when it has none. */
+export function glanceSnapshot(home: string, runId: string): SnapshotGlance | null {
+  const text = readPrivateText(home, manifestPath(home, runId));
+  if (text === null) return null;
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { state: "unreadable", reason: `it is not JSON: ${(error as Error).message}` };
+  }
+  if (raw?.type !== "reins.snapshot") return { state: "unreadable", reason: "not a snapshot" };
+  if (raw.state === "skipped") return { state: "skipped", reason: String(raw.reason ?? "") };
+  if (raw.state === "taken" && typeof raw.files === "number" && typeof raw.bytes === "number") {
+    return { state: "taken", files: raw.files, bytes: raw.bytes };
+  }
+  return { state: "unreadable", reason: "its summary is missing" };
+}
+
+/** What `reins show --verbose` says of a run's snapshot (nothing for a run that has none). */
+export function snapshotLine(glance: SnapshotGlance | null): string | undefined {
+  if (glance === null) return undefined;
+  switch (glance.state) {
+    case "taken":
+      return `started with ${
+        describeSize(glance.files, glance.bytes)
+      } (reins replay restores them)`;
+    case "skipped":
+      return `no snapshot: ${glance.reason}`;
+    case "unreadable":
+      return `its snapshot cannot be read: ${glance.reason}`;
+    default:
+      return assertNever(glance, "snapshot state");
+  }
 }

@@ -25,6 +25,7 @@ export interface CachedContent {
   sha256: string;
   pack: string;
   offset: number;
+  size: number;
 }
 
 type Row = [number, number, number, number, string, string, number];
@@ -87,7 +88,13 @@ export class StatCache {
     if (size !== stat.size || mtimeMs !== stat.mtimeMs || ctimeMs !== stat.ctimeMs) return null;
     if (ino !== stat.ino) return null;
     if (Math.max(mtimeMs, ctimeMs) + RACY_MS >= this.#writtenMs) return null;
-    return { sha256, pack, offset };
+    return { sha256, pack, offset, size };
+  }
+
+  /** What the cache knew of `path`, whatever its stat says now: a hint for where content is. */
+  known(path: string): CachedContent | null {
+    const row = this.#rows.get(path);
+    return row ? { sha256: row[4], pack: row[5], offset: row[6], size: row[0] } : null;
   }
 
   /** Writes the cache of `cwd` from this snapshot's files (no fsync: it is only a hint). */
@@ -110,10 +117,26 @@ export class StatCache {
       ];
     }
     const path = cachePath(home, cwd);
-    ensurePrivateDir(home, joinPath(snapshotsDir(home), "cache"));
+    const dir = joinPath(snapshotsDir(home), "cache");
+    ensurePrivateDir(home, dir);
     const temp = `${path}.${crypto.randomUUID()}.tmp`;
     const text = JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs: Date.now(), files: out });
-    Deno.writeTextFileSync(temp, text, { mode: 0o600 });
-    Deno.renameSync(temp, path);
+    try {
+      try {
+        Deno.writeTextFileSync(temp, text, { mode: 0o600 });
+      } catch (error) {
+        // Removed since this process made it: made again, once.
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+        Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        Deno.writeTextFileSync(temp, text, { mode: 0o600 });
+      }
+      Deno.renameSync(temp, path);
+    } catch (error) {
+      // Only a hint: the next snapshot reads the files again.
+      if (error instanceof Deno.errors.NotCapable) throw error;
+      try {
+        Deno.removeSync(temp);
+      } catch { /* not written */ }
+    }
   }
 }

@@ -5,7 +5,7 @@
 // It never changes the working directory. Reads are synchronous, in stretches between yields.
 import { createHash } from "node:crypto";
 import { nowIso } from "../core/clock.ts";
-import { joinPath } from "../core/paths.ts";
+import { isInside, joinPath } from "../core/paths.ts";
 import { writePrivateFileAtomic } from "../core/private_files.ts";
 import { BlobIndex, type BlobLocation, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
@@ -68,7 +68,9 @@ function readChunks(
 
 /** One snapshot's view of the store: what the index has, and what this snapshot added. */
 class Store {
-  readonly #index: BlobIndex;
+  readonly #home: string;
+  /** Opened on the first content the stat cache cannot place (a run in a known tree never does). */
+  #index: BlobIndex | null = null;
   readonly pack: PackWriter;
   readonly added = new Map<string, BlobLocation>();
   storedBytes = 0;
@@ -76,15 +78,22 @@ class Store {
   readonly #scratch = new Uint8Array(WHOLE_FILE + 1);
 
   constructor(home: string) {
-    this.#index = BlobIndex.open(home);
+    this.#home = home;
     this.pack = new PackWriter(home);
   }
 
-  find(sha256: string): BlobLocation | null {
-    return this.added.get(sha256) ?? this.#index.find(sha256);
+  #indexed(): BlobIndex {
+    return this.#index ??= BlobIndex.open(this.#home);
   }
 
-  /** Stores a file's content (unless the store has it) and returns its digest and place. */
+  /** Where content `sha256` is stored, if it is; `hint` is where the stat cache last saw it. */
+  find(sha256: string, hint: CachedContent | null): BlobLocation | null {
+    const added = this.added.get(sha256);
+    if (added) return added;
+    if (hint?.sha256 === sha256) return { pack: hint.pack, offset: hint.offset, size: hint.size };
+    return this.#indexed().find(sha256);
+  }
+
   /** Reads a small file whole into a buffer kept for the purpose; null when it is not small. */
   #readSmall(path: string): Uint8Array | null {
     using file = Deno.openSync(path, { read: true });
@@ -97,12 +106,17 @@ class Store {
     }
   }
 
-  put(path: string, size: number): { sha256: string; size: number; at: BlobLocation } {
+  /** Stores a file's content (unless the store has it) and returns its digest and place. */
+  put(
+    path: string,
+    size: number,
+    hint: CachedContent | null,
+  ): { sha256: string; size: number; at: BlobLocation } {
     const small = size <= WHOLE_FILE ? this.#readSmall(path) : null;
     if (small !== null) {
       const bytes = small;
       const sha256 = sha256Of(bytes);
-      const known = this.find(sha256);
+      const known = this.find(sha256, hint);
       if (known) return { sha256, size: bytes.length, at: known };
       const at = { pack: this.pack.id, offset: this.pack.offset, size: bytes.length };
       this.pack.write(bytes);
@@ -111,7 +125,7 @@ class Store {
       return { sha256, size: bytes.length, at };
     }
     const first = readChunks(path, () => {});
-    const known = this.find(first.sha256);
+    const known = this.find(first.sha256, hint);
     if (known) return { ...first, at: known };
     // Copied while hashed again: what is stored is named by what was read this time.
     const offset = this.pack.offset;
@@ -125,18 +139,54 @@ class Store {
   /** Makes what this snapshot added durable, then lists it in the index. */
   commit(): void {
     this.pack.finish();
-    if (this.added.size > 0) this.#index.addAll(this.added);
+    if (this.added.size > 0) this.#indexed().addAll(this.added);
   }
 
   close(): void {
     this.pack.abandon();
-    this.#index.close();
+    this.#index?.close();
   }
 }
 
 function unreadable(error: unknown): boolean {
   return error instanceof Deno.errors.PermissionDenied || error instanceof Deno.errors.NotFound ||
     error instanceof Deno.errors.IsADirectory;
+}
+
+// What reins keeps at the top of its data root: never part of a snapshot. Reading reins's own
+// sqlite files from the process that has them open would even drop that connection's locks
+// (closing any descriptor of a file releases the process's POSIX locks on it).
+const DATA_ROOT_ENTRIES = [
+  "runs",
+  "contexts",
+  "outbox",
+  "snapshots",
+  "suites",
+  "tmp",
+  "logs",
+  "index.sqlite",
+  "index.sqlite-wal",
+  "index.sqlite-shm",
+  "index.dirty",
+  "platform.json",
+  ".platform.json.lock",
+  "serve.token",
+  "config.json",
+];
+
+/** The paths under `cwd` that are the data root's (none when it is elsewhere). */
+function dataRootIn(home: string, cwd: string): Set<string> {
+  let root: string;
+  let dir: string;
+  try {
+    root = Deno.realPathSync(home);
+    dir = Deno.realPathSync(cwd);
+  } catch {
+    return new Set();
+  }
+  if (root === dir) return new Set(DATA_ROOT_ENTRIES);
+  if (!isInside(root, dir)) return new Set();
+  return new Set([root.slice(dir === "/" ? 1 : dir.length + 1)]);
 }
 
 /** "64 MiB". */
@@ -172,7 +222,7 @@ export async function takeSnapshot(
   };
   const walk = maxBytes <= 0
     ? { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: "off" as const }
-    : await walkTree(cwd, { maxBytes, maxEntries });
+    : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(home, cwd) });
   manifest.leftOut = walk.leftOut;
   let readBytes = 0;
   if (walk.stopped !== null) {
@@ -203,8 +253,8 @@ export async function takeSnapshot(
         else {
           misses++;
           try {
-            const put = store.put(joinPath(cwd, path), stat.size);
-            content = { sha256: put.sha256, pack: put.at.pack, offset: put.at.offset };
+            const put = store.put(joinPath(cwd, path), stat.size, cache.known(path));
+            content = { sha256: put.sha256, ...put.at };
             // Read as it is now, which may differ from what the walk saw.
             if (put.size !== stat.size) size = put.size;
             else seen.push({ path, stat, content });
@@ -217,7 +267,15 @@ export async function takeSnapshot(
           stretch += size;
         }
         if (cached) seen.push({ path, stat, content });
-        manifest.entries.push({ type: "file", path, mode, size, ...content });
+        manifest.entries.push({
+          type: "file",
+          path,
+          mode,
+          size,
+          sha256: content.sha256,
+          pack: content.pack,
+          offset: content.offset,
+        });
         manifest.files++;
         manifest.bytes += size;
         if (stretch >= STRETCH) {

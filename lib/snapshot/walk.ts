@@ -33,6 +33,8 @@ export interface WalkLimits {
   maxBytes: number;
   /** Stop once more than this many paths were seen. */
   maxEntries: number;
+  /** Paths (relative, "/"-separated) left out with everything below them. */
+  exclude?: ReadonlySet<string>;
 }
 
 class Stop extends Error {
@@ -74,7 +76,9 @@ export async function walkTree(root: string, limits: WalkLimits): Promise<Walk> 
       }
       const path = relative === "" ? entry.name : `${relative}/${entry.name}`;
       if (walk.entries.length >= limits.maxEntries) throw new Stop("entries");
-      if (entry.name === ".git" || rules.ignores(path, entry.isDirectory)) {
+      if (
+        entry.name === ".git" || limits.exclude?.has(path) || rules.ignores(path, entry.isDirectory)
+      ) {
         walk.leftOut++;
         continue;
       }

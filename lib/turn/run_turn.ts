@@ -16,6 +16,7 @@ import { ContextLock } from "./context_lock.ts";
 import { logDecisions } from "./decisions.ts";
 import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
 import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
+import { snapshotAtRunStart } from "../snapshot/run_start.ts";
 
 /** How long a timed-out agent is given to stop before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -215,8 +216,15 @@ async function driveAndSettle(
     for (const file of request.attachments ?? []) {
       record({ type: "attachment.added", payload: await store.attachFile(runId, file) });
     }
-    // ── Before the driver starts: work on the run that must precede the agent (a snapshot of
-    // the working directory, say) goes here, recording what it did as events of the run.
+    // ── Before the driver starts: work on the run that must precede the agent. The working
+    // directory as the agent finds it, for a replay to start from (lib/snapshot/).
+    await snapshotAtRunStart(
+      store.home,
+      runId,
+      request.cwd,
+      settings,
+      (message) => hooks.warn?.(message),
+    );
     const result = await driver.start(
       {
         prompt: request.prompt,

@@ -6,13 +6,18 @@ import { startFakeChat } from "../fixtures/fake_chat.ts";
 import { inOrder, text } from "../fixtures/fake_model_server.ts";
 import { reins, tempDir } from "../support/reins.ts";
 
-/** A listener standing in for a proxy: it counts connections and answers each with a 502. */
-function countingProxy() {
+/**
+ * A listener standing in for a proxy: it keeps the first line of each request and answers a 502.
+ * (Other tests running in parallel may stumble on its port: what counts is what it was asked.)
+ */
+function recordingProxy() {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  let connections = 0;
+  const asked: string[] = [];
   (async () => {
     for await (const conn of listener) {
-      connections++;
+      const buffer = new Uint8Array(4096);
+      const got = await conn.read(buffer).catch(() => null);
+      asked.push(new TextDecoder().decode(buffer.subarray(0, got ?? 0)).split("\r\n")[0]);
       const reply = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
       await conn.write(new TextEncoder().encode(reply)).catch(() => {});
       conn.close();
@@ -20,9 +25,7 @@ function countingProxy() {
   })().catch(() => {});
   return {
     url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    get connections() {
-      return connections;
-    },
+    asked,
     close: () => listener.close(),
   };
 }
@@ -31,7 +34,7 @@ function countingProxy() {
 // exported proxy answered with the proxy's 502
 Deno.test("reins run --model openai:… reaches a loopback endpoint directly while HTTP_PROXY is set", async () => {
   await using dir = await tempDir();
-  const proxy = countingProxy();
+  const proxy = recordingProxy();
   await using server = startFakeChat(inOrder(text("straight through")));
   try {
     const result = await reins(
@@ -44,7 +47,8 @@ Deno.test("reins run --model openai:… reaches a loopback endpoint directly whi
     assert.equal(result.code, 0, result.stderr);
     assert.equal(JSON.parse(result.stdout).result, "straight through");
     assert.equal(server.modelCalls().length, 1);
-    assert.equal(proxy.connections, 0);
+    const host = new URL(server.url).host;
+    assert.deepEqual(proxy.asked.filter((line) => line.includes(host)), []);
   } finally {
     proxy.close();
   }

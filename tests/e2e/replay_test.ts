@@ -1,6 +1,7 @@
 // `reins replay` end to end: a loop run recorded with a mock model and real tools in a temp
-// working directory, replayed — reproducing it exactly, diverging when a file its tools read has
-// changed, and running out of script when its recording was cut short.
+// working directory, replayed — reproducing it exactly, diverging when a file its tools read
+// differs (replayed without its snapshot, in a changed copy), and running out of script when its
+// recording was cut short. tests/e2e/replay_snapshot_test.ts has the snapshot's side.
 import assert from "node:assert/strict";
 import { reins, tempDir } from "../support/reins.ts";
 
@@ -66,7 +67,7 @@ const toolOutcomes = (events: Event[]) =>
     error: payload.error,
   }));
 
-Deno.test("reins replay RUN reproduces a recorded loop run exactly in a copy of its directory", async () => {
+Deno.test("reins replay RUN reproduces a recorded loop run exactly in its restored directory", async () => {
   await using recording = await recordRun();
   const { home, cwd, runId } = recording;
   const replay = await reins(["replay", runId, "--json"], { home, cwd, allowRun: ["sh"] });
@@ -120,9 +121,11 @@ Deno.test("reins replay RUN reproduces a recorded loop run exactly in a copy of 
   }
 });
 
-Deno.test("reins replay RUN says where it diverged when a file the tools read has changed", async () => {
+Deno.test("reins replay RUN says where it diverged when a file the tools read differs", async () => {
   await using recording = await recordRun();
   const { home, cwd, runId } = recording;
+  // Without its snapshot the replay runs in a copy of the directory as it is now, which differs.
+  Deno.removeSync(`${home}/snapshots/manifests/${runId}.json`);
   Deno.writeTextFileSync(`${cwd}/input.txt`, "alpha\nbeta\ngamma\n");
   const replay = await reins(["replay", runId], { home, cwd, allowRun: ["sh"] });
   const copy = /in (\S+), a copy of/.exec(replay.stderr)?.[1] ?? "";

@@ -231,6 +231,8 @@ Deno.test("takeSnapshot() starts a new blob index when the old one is damaged, a
   for (const suffix of ["-wal", "-shm"]) {
     await Deno.remove(`${home.path}/snapshots/blobs.sqlite${suffix}`).catch(() => {});
   }
+  // Without the directory's stat cache either, only the index could say the content is there.
+  await Deno.remove(`${home.path}/snapshots/cache`, { recursive: true });
   const again = await takeSnapshot(home.path, "run-2", work.path);
   assert.equal(again.storedBytes, 10, "without its index the content is stored again");
   await using copy = await tempDir();
@@ -306,4 +308,24 @@ Deno.test("takeSnapshot() reads again a file changed within the racy window of t
   const [entry] = manifestOf(home.path, "run-3").entries;
   assert.ok(entry.type === "file");
   assert.equal(entry.sha256, sha("two\n"));
+});
+
+// regression: a run whose working directory held the data root (the tests' default, or a run in
+// ~) read reins's own index.sqlite, and closing that descriptor dropped the open index
+// connection's POSIX locks: the run's later index updates were lost and `reins runs` never saw
+// it waiting
+Deno.test("takeSnapshot() leaves the data root out of a working directory that holds it", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/.reins`;
+  await Deno.mkdir(`${home}/runs/r1`, { recursive: true });
+  await Deno.writeTextFile(`${home}/index.sqlite`, "reins's own");
+  await Deno.writeTextFile(`${dir.path}/notes.txt`, "Buy milk.\n");
+  const around = await takeSnapshot(home, "run-1", dir.path);
+  const paths = (runId: string) => manifestOf(home, runId).entries.map((entry) => entry.path);
+  assert.deepEqual(paths("run-1"), ["notes.txt"]);
+  assert.equal(around.leftOut, 1);
+  // The data root as the working directory: its own entries are left out, the rest is kept.
+  await Deno.writeTextFile(`${home}/script.json`, "[]");
+  await takeSnapshot(home, "run-2", home);
+  assert.deepEqual(paths("run-2"), ["script.json"]);
 });
