@@ -5,8 +5,9 @@
 // It never changes the working directory. Reads are synchronous, in stretches between yields.
 import { createHash } from "node:crypto";
 import { nowIso } from "../core/clock.ts";
-import { isInside, joinPath } from "../core/paths.ts";
-import { writePrivateFileAtomic } from "../core/private_files.ts";
+import { dirnameOf, isInside, joinPath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_files.ts";
+import { redactJsonText } from "../core/redact.ts";
 import { BlobIndex, type BlobLocation, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
 import type { SnapshotManifest } from "./manifest.ts";
@@ -189,6 +190,26 @@ function dataRootIn(home: string, cwd: string): Set<string> {
   return new Set([root.slice(dir === "/" ? 1 : dir.length + 1)]);
 }
 
+/**
+ * Writes a manifest in place atomically (temp file, rename), 0600 and redacted like every file
+ * reins writes, but without the fsyncs of a run's record: they cost more than the rest of a
+ * small tree's snapshot, on the start of every run, and a manifest lost to a power cut only
+ * means a replay in a copy, said as such.
+ */
+function writeManifest(home: string, path: string, text: string): void {
+  ensurePrivateDir(home, dirnameOf(path));
+  const temp = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    Deno.writeTextFileSync(temp, redactJsonText(text), { mode: 0o600, createNew: true });
+    Deno.renameSync(temp, path);
+  } catch (error) {
+    try {
+      Deno.removeSync(temp);
+    } catch { /* not written */ }
+    throw error;
+  }
+}
+
 /** "64 MiB". */
 function sizeOf(bytes: number): string {
   return describeSize(0, bytes).slice("0 files, ".length);
@@ -292,7 +313,7 @@ export async function takeSnapshot(
     if (misses > 0 || seen.length !== cache.size) StatCache.save(home, cwd, seen);
   }
   const path = manifestPath(home, runId);
-  writePrivateFileAtomic(home, path, `${JSON.stringify(manifest)}\n`);
+  writeManifest(home, path, `${JSON.stringify(manifest)}\n`);
   return {
     state: manifest.state,
     reason: manifest.reason,
