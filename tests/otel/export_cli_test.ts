@@ -2,7 +2,12 @@
 // `reins run`, exported to a fake OTLP receiver on port 0 as the OTEL_* variables direct.
 import assert from "node:assert/strict";
 import { reins, tempDir } from "../support/reins.ts";
-import { attributeOf, type OtlpSpan, startFakeCollector } from "../fixtures/fake_otlp.ts";
+import {
+  attributeOf,
+  DEAD_COLLECTOR_URL,
+  type OtlpSpan,
+  startFakeCollector,
+} from "../fixtures/fake_otlp.ts";
 
 const SENTINEL = "sk-sentinel-abcdefghijklmnop0123";
 
@@ -207,19 +212,15 @@ Deno.test("reins export otel exits 5 when the collector is down, refuses or reje
   const home = `${dir.path}/home`;
   await recordLoopRun(home, `${dir.path}/work`);
 
-  // Nothing listens on a port a closed server just had.
-  const gone = startFakeCollector();
-  const deadUrl = gone.url;
-  await gone.close();
   const down = await reins(["export", "otel", "last"], {
     home,
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: deadUrl, OTEL_EXPORTER_OTLP_TIMEOUT: "1000" },
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: DEAD_COLLECTOR_URL, OTEL_EXPORTER_OTLP_TIMEOUT: "1000" },
   });
   assert.equal(down.code, 5);
   // regression: Deno's fetch says only "fetch failed"; the reason is in its cause.
   assert.match(
     down.stderr,
-    /not exported \(1 run\): cannot reach 127\.0\.0\.1:\d+: tcp connect error: Connection refused/,
+    /not exported \(1 run\): cannot reach 127\.0\.0\.1:1023: tcp connect error: Connection refused/,
   );
   assert.match(down.stderr, /nothing was kept: run the export again/);
 

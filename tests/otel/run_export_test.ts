@@ -8,7 +8,12 @@ import { SETTLE_BUDGET_MS } from "../../lib/otel/export.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/mod.ts";
 import { reins, tempDir } from "../support/reins.ts";
-import { type Answer, attributeOf, startFakeCollector } from "../fixtures/fake_otlp.ts";
+import {
+  type Answer,
+  attributeOf,
+  DEAD_COLLECTOR_URL,
+  startFakeCollector,
+} from "../fixtures/fake_otlp.ts";
 
 /** A mock model script: one tool call, then an answer; or a script that runs dry (a failed run). */
 async function script(dir: string, kind: "completes" | "fails"): Promise<string> {
@@ -67,9 +72,7 @@ for (const [name, answer] of COLLECTORS) {
     await using collector = startFakeCollector();
     let url = collector.url;
     if (answer === "down") {
-      const gone = startFakeCollector();
-      url = gone.url;
-      await gone.close();
+      url = DEAD_COLLECTOR_URL;
     } else collector.answer(answer);
     const env = { OTEL_EXPORTER_OTLP_ENDPOINT: url };
 

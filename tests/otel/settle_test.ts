@@ -7,7 +7,7 @@ import { exportOnSettle } from "../../lib/otel/export.ts";
 import { listOtlpEntryIds, readOtlpEntry } from "../../lib/otel/outbox.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { reins, tempDir } from "../support/reins.ts";
-import { type Answer, startFakeCollector } from "../fixtures/fake_otlp.ts";
+import { type Answer, DEAD_COLLECTOR_URL, startFakeCollector } from "../fixtures/fake_otlp.ts";
 
 async function recordRun(home: string, cwd: string): Promise<string> {
   const result = await reins(["run", "--json", "look around"], { home, cwd });
@@ -78,9 +78,7 @@ for (const [name, answer] of FAILURES) {
     await using collector = startFakeCollector();
     let url = collector.url;
     if (answer === "down") {
-      const gone = startFakeCollector();
-      url = gone.url;
-      await gone.close();
+      url = DEAD_COLLECTOR_URL;
     } else collector.answer(answer);
     const { settle, warnings } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: url });
 
@@ -164,16 +162,14 @@ Deno.test("reins doctor shows where traces go and the trace exports waiting in t
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
   const runId = await recordRun(home, dir.path);
-  const gone = startFakeCollector();
-  await gone.close();
-  const env = { OTEL_EXPORTER_OTLP_ENDPOINT: gone.url };
+  const env = { OTEL_EXPORTER_OTLP_ENDPOINT: DEAD_COLLECTOR_URL };
   assert.equal((await settleWith(home, env).settle(runId, 500))![0].state, "pending");
 
   const doctor = await reins(["doctor", "--json"], { home, env });
   assert.equal(doctor.code, 0, doctor.stderr);
   const otel = JSON.parse(doctor.stdout).otel;
   assert.deepEqual(otel, {
-    endpoint: `${gone.url}/v1/traces`,
+    endpoint: `${DEAD_COLLECTOR_URL}/v1/traces`,
     source: "OTEL_EXPORTER_OTLP_ENDPOINT",
     exportOnSettle: true,
     content: false,
@@ -188,7 +184,7 @@ Deno.test("reins doctor shows where traces go and the trace exports waiting in t
   assert.match(
     human.stdout,
     new RegExp(
-      `\\notel {9}${gone.url}/v1/traces \\(from OTEL_EXPORTER_OTLP_ENDPOINT\\); on settle: yes; content: no; sandbox net: granted\\n`,
+      `\\notel {9}${DEAD_COLLECTOR_URL}/v1/traces \\(from OTEL_EXPORTER_OTLP_ENDPOINT\\); on settle: yes; content: no; sandbox net: granted\\n`,
     ),
   );
   assert.match(
