@@ -1,0 +1,94 @@
+// The bearer token that guards `reins serve`: read from --token-file, or generated on first start
+// into the data root (`serve.token`, 0600) and reused after. Checking a presented token compares
+// SHA-256 digests in constant time, so neither the token's length nor its prefix leaks through
+// the time an answer takes.
+import { createHash, timingSafeEqual } from "node:crypto";
+import { UsageError } from "../core/errors.ts";
+
+/** The part of the store the token lives in (a DataRoot). */
+export interface TokenHome {
+  readonly layout: { serveToken(): string };
+  readText(path: string): string | null;
+  writeFileAtomic(path: string, data: string | Uint8Array): void;
+}
+/** Tokens shorter than this are refused: they could be guessed over the network. */
+export const MIN_TOKEN_LENGTH = 16;
+
+export interface ServeToken {
+  token: string;
+  /** Where it came from. */
+  path: string;
+  /** True when this start made it. */
+  generated: boolean;
+}
+
+function newToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+function checkToken(token: string, path: string): string {
+  if (token.length < MIN_TOKEN_LENGTH) {
+    throw new UsageError(
+      `The token in ${path} is ${token.length} characters long: at least ${MIN_TOKEN_LENGTH} are needed`,
+      { hint: "put a long random string in it, e.g. from: openssl rand -base64 32" },
+    );
+  }
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    throw new UsageError(`The token in ${path} holds spaces, control or non-ASCII characters`, {
+      hint: "a bearer token is one line of printable ASCII characters",
+    });
+  }
+  return token;
+}
+
+/** The token of --token-file (its first line, trimmed). */
+export function readTokenFile(path: string): ServeToken {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    throw new UsageError(`Cannot read the token file ${path}: ${(error as Error).message}`, {
+      hint: "give --token-file a readable file holding the bearer token on its first line",
+      cause: error,
+    });
+  }
+  return { token: checkToken(text.split("\n")[0].trim(), path), path, generated: false };
+}
+
+/** The data root's token (`serve.token`), made (0600) when there is none yet. */
+export function dataRootToken(home: TokenHome): ServeToken {
+  const path = home.layout.serveToken();
+  const existing = home.readText(path);
+  if (existing !== null && existing.trim() !== "") {
+    return { token: checkToken(existing.split("\n")[0].trim(), path), path, generated: false };
+  }
+  // As bytes: text is redacted on its way to a file, and a random token may look like a key.
+  home.writeFileAtomic(path, new TextEncoder().encode(`${newToken()}\n`));
+  // Two servers starting at once each write one: the file's is the token, whoever wrote last.
+  const written = (home.readText(path) ?? "").split("\n")[0].trim();
+  return { token: checkToken(written, path), path, generated: true };
+}
+
+/** Checks `Authorization: Bearer …` headers against one token. */
+export class BearerCheck {
+  readonly #digest: Uint8Array;
+
+  constructor(token: string) {
+    this.#digest = digest(token);
+  }
+
+  /** Whether the header value presents the token. */
+  allows(authorization: string | undefined): boolean {
+    if (authorization === undefined) return false;
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+    // Hash even a malformed header, so that it takes as long as a wrong token.
+    const presented = digest(match ? match[1] : authorization);
+    return timingSafeEqual(presented, this.#digest) && match !== null;
+  }
+}
+
+function digest(text: string): Uint8Array {
+  return createHash("sha256").update(text).digest();
+}

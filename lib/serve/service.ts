@@ -1,0 +1,541 @@
+// The A2A methods over reins: a task is a run (its id is the run id), a contextId is a reins
+// context (a new uuid v7 when the message has none), a message on a waiting task answers what it
+// asked, CancelTask stops the agent and records the run interrupted. Turns run through the
+// TurnRunner the command gives; at most `maxTurns` at once, and a message beyond that is refused
+// with an error that says so rather than queued out of sight.
+import { sleep } from "../core/clock.ts";
+import { describeError } from "../core/errors.ts";
+import { isSafeName, newId } from "../core/ids.ts";
+import type { RunEvent } from "../store/contracts.ts";
+import type { z } from "zod";
+import {
+  CancelTaskRequest,
+  ForgetContextRequest,
+  GetTaskRequest,
+  INTERRUPTED_STATES,
+  ListTasksRequest,
+  type ListTasksResponse,
+  type MessageIn,
+  SendMessageRequest,
+  type StreamResponse,
+  SubscribeToTaskRequest,
+  type Task,
+  type TaskState,
+  TERMINAL_STATES,
+} from "./a2a/wire.ts";
+import { errorInfo, invalidParams, RPC, RpcError } from "./jsonrpc.ts";
+import { endsStream, LiveTask, type Subscription, type TurnControl } from "./live_task.ts";
+import { approvalAnswer, checkAcceptedOutput, messageText } from "./messages.ts";
+import { TaskLookup } from "./task_lookup.ts";
+import { CANCEL_REASON, recordState, TaskView } from "./task_view.ts";
+import type { ServeStore, TurnRunner } from "./turns.ts";
+
+/** The reason turns still running when the server stops are stopped with. */
+export const SHUTDOWN_REASON = "reins serve stopped";
+/** The method of the forget extension, and its URI (declared in the agent card). */
+export const FORGET_METHOD = "ForgetContext";
+export const FORGET_EXTENSION = "urn:reins:a2a:context-forget:v1";
+
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 100;
+
+export interface ServiceOptions {
+  store: ServeStore;
+  runTurn: TurnRunner;
+  /** At most this many turns at once. */
+  maxTurns: number;
+  /** How long CancelTask lets the agent stop before killing it. */
+  cancelGraceMs?: number;
+  warn?(message: string): void;
+}
+
+/** A method's answer: a result object, or a stream of items (SSE). */
+export type CallResult =
+  | { result: unknown }
+  | {
+    stream: (send: (item: StreamResponse) => Promise<void>, closed: AbortSignal) => Promise<void>;
+  };
+
+function parse<S extends z.ZodType>(schema: S, params: Record<string, unknown>): z.infer<S> {
+  const parsed = schema.safeParse(params);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue.path.map(String).join(".") || "params";
+  const message = issue.code === "invalid_type" && issue.input === undefined
+    ? "is required"
+    : issue.message;
+  throw invalidParams(field, message);
+}
+
+function unsupported(message: string, reason: string, taskId?: string): RpcError {
+  return new RpcError(RPC.unsupportedOperation, message, [
+    errorInfo(reason, taskId === undefined ? {} : { taskId }),
+  ]);
+}
+
+interface Started {
+  live: LiveTask;
+  subscription: Subscription | null;
+}
+
+export class A2AService {
+  readonly #store: ServeStore;
+  readonly #runTurn: TurnRunner;
+  readonly #maxTurns: number;
+  readonly #cancelGraceMs: number;
+  readonly #warn: (message: string) => void;
+  readonly #lookup: TaskLookup;
+  /** Tasks whose turns run in this server, by task id. */
+  readonly #live = new Map<string, LiveTask>();
+  /** Every turn under way, created or still waiting to be, for the drain. */
+  readonly #turns = new Set<{ control: TurnControl; done: Promise<void> }>();
+  #stopping = false;
+
+  constructor(options: ServiceOptions) {
+    this.#store = options.store;
+    this.#runTurn = options.runTurn;
+    this.#maxTurns = options.maxTurns;
+    this.#cancelGraceMs = options.cancelGraceMs ?? 5_000;
+    this.#warn = options.warn ?? (() => {});
+    this.#lookup = new TaskLookup(options.store);
+  }
+
+  /** Turns under way (running, or waiting for their context). */
+  get activeTurns(): number {
+    return this.#turns.size;
+  }
+
+  async call(method: string, params: Record<string, unknown>): Promise<CallResult> {
+    switch (method) {
+      case "SendMessage":
+        return { result: await this.#sendMessage(parse(SendMessageRequest, params)) };
+      case "SendStreamingMessage":
+        return await this.#sendStreamingMessage(parse(SendMessageRequest, params));
+      case "GetTask":
+        return { result: this.#getTask(parse(GetTaskRequest, params)) };
+      case "ListTasks":
+        return { result: this.#listTasks(parse(ListTasksRequest, params)) };
+      case "CancelTask":
+        return { result: await this.#cancelTask(parse(CancelTaskRequest, params)) };
+      case "SubscribeToTask":
+        return this.#subscribe(parse(SubscribeToTaskRequest, params));
+      case FORGET_METHOD:
+        return { result: this.#forget(parse(ForgetContextRequest, params)) };
+      case "CreateTaskPushNotificationConfig":
+      case "GetTaskPushNotificationConfig":
+      case "ListTaskPushNotificationConfigs":
+      case "DeleteTaskPushNotificationConfig":
+        throw new RpcError(
+          RPC.pushNotificationNotSupported,
+          "Push notifications are not supported: stream with SendStreamingMessage or SubscribeToTask, or poll GetTask",
+        );
+      case "GetExtendedAgentCard":
+        throw unsupported(
+          "This agent has no extended agent card: the public card is all there is",
+          "EXTENDED_AGENT_CARD_NOT_SUPPORTED",
+        );
+      default:
+        throw new RpcError(RPC.methodNotFound, `Method not found: ${JSON.stringify(method)}`);
+    }
+  }
+
+  // ---- SendMessage / SendStreamingMessage --------------------------------------------------
+
+  async #sendMessage(request: SendMessageRequest): Promise<{ task: Task }> {
+    checkAcceptedOutput(request.configuration?.acceptedOutputModes);
+    const historyLength = request.configuration?.historyLength;
+    const blocking = request.configuration?.returnImmediately !== true;
+    if (request.message.taskId !== undefined) {
+      const live = this.#answer(request.message);
+      if (blocking) await this.#untilSettledOrInterrupted(live);
+      return { task: live.view.snapshot({ historyLength }) };
+    }
+    const { live, subscription } = await this.#start(
+      request.message,
+      blocking ? { historyLength: 0 } : null,
+    );
+    if (subscription) await drainUntilEnd(subscription, true);
+    return { task: live.view.snapshot({ historyLength }) };
+  }
+
+  async #sendStreamingMessage(request: SendMessageRequest): Promise<CallResult> {
+    checkAcceptedOutput(request.configuration?.acceptedOutputModes);
+    const historyLength = request.configuration?.historyLength;
+    let subscription: Subscription | null;
+    if (request.message.taskId !== undefined) {
+      const live = this.#answer(request.message);
+      subscription = live.subscribe((view) => view.snapshot({ historyLength }));
+      if (subscription === null) {
+        // The answer let the turn end in the same instant: what remains is its final state.
+        return finalStream(live.view.snapshot({ historyLength }));
+      }
+    } else {
+      subscription = (await this.#start(request.message, { historyLength })).subscription;
+    }
+    return { stream: streamOf(subscription!, { closeAtInterrupted: true, closeAtFirst: true }) };
+  }
+
+  /**
+   * Starts a turn for a new task; resolves once its run exists, with a subscription that begins
+   * with the Task as it is then (its history as `subscribe` says), unless `subscribe` is null.
+   */
+  async #start(
+    message: MessageIn,
+    subscribe: { historyLength: number | undefined } | null,
+  ): Promise<Started> {
+    if (this.#stopping) {
+      throw new RpcError(RPC.internalError, "reins serve is stopping: it starts no new tasks", [
+        errorInfo("SERVER_STOPPING"),
+      ]);
+    }
+    if (this.#turns.size >= this.#maxTurns) {
+      throw new RpcError(
+        RPC.internalError,
+        `reins serve is running as many turns as it may at once (${this.#maxTurns}, --max-turns): send again when one has finished`,
+        [errorInfo("TOO_MANY_TURNS", { maxTurns: String(this.#maxTurns) })],
+      );
+    }
+    const contextId = message.contextId ?? newId();
+    if (!isSafeName(contextId)) {
+      throw invalidParams(
+        "message.contextId",
+        "a context id is 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+      );
+    }
+    const prompt = messageText(message);
+    const control: TurnControl = { stop: new AbortController(), kill: new AbortController() };
+    let live: LiveTask | null = null;
+    const early: RunEvent[] = [];
+    let resolveStarted!: (started: Started) => void;
+    let rejectStarted!: (error: unknown) => void;
+    const started = new Promise<Started>((resolve, reject) => {
+      resolveStarted = resolve;
+      rejectStarted = reject;
+    });
+    const turn = this.#runTurn({ prompt, contextId }, {
+      stop: control.stop.signal,
+      kill: control.kill.signal,
+    }, {
+      warn: (text) => this.#warn(text),
+      onEvent: (event) => live ? live.publish(event) : early.push(event),
+      onCreated: (runId) => {
+        const record = this.#store.loadRun(runId);
+        live = new LiveTask(
+          new TaskView(record),
+          control,
+          (after, before) => this.#readRange(runId, after, before),
+        );
+        for (const event of early.splice(0)) live.publish(event);
+        this.#live.set(runId, live);
+        // Subscribed here, before the driver starts, so that no event of the turn is missed.
+        const subscription = subscribe ? live.subscribe((view) => view.snapshot(subscribe)) : null;
+        resolveStarted({ live, subscription });
+      },
+    });
+    const entry = {
+      control,
+      done: turn.then(
+        () => {},
+        (error) => {
+          if (live === null) rejectStarted(error);
+          else this.#warn(`task ${live.taskId}: ${describeError(error)}`);
+        },
+      ).finally(() => {
+        this.#turns.delete(entry);
+        const ended = live as LiveTask | null;
+        if (ended === null) return;
+        ended.end();
+        if (TERMINAL_STATES.has(ended.view.state)) this.#lookup.keep(ended.view);
+        this.#live.delete(ended.taskId);
+      }),
+    };
+    this.#turns.add(entry);
+    try {
+      return await started;
+    } catch (error) {
+      throw new RpcError(
+        RPC.internalError,
+        `The task could not start: ${describeError(error)}`,
+        [errorInfo("TURN_NOT_STARTED")],
+      );
+    }
+  }
+
+  #readRange(runId: string, after: number, before: number): RunEvent[] {
+    return this.#store.readEvents(runId).events.filter((e) =>
+      e.sequence > after && e.sequence < before
+    );
+  }
+
+  /** Answers what task `message.taskId` waits for with the message; returns the live task. */
+  #answer(message: MessageIn): LiveTask {
+    const taskId = message.taskId!;
+    const live = this.#live.get(taskId);
+    const view = live?.view ?? this.#lookup.view(taskId);
+    if (message.contextId !== undefined && message.contextId !== view.contextId) {
+      throw invalidParams(
+        "message.contextId",
+        `task ${taskId} belongs to context ${JSON.stringify(view.contextId)}, not ${
+          JSON.stringify(message.contextId)
+        }`,
+      );
+    }
+    if (TERMINAL_STATES.has(view.state)) {
+      throw unsupported(
+        `Task ${taskId} is ${
+          stateWord(view.state)
+        }: it takes no more messages (send a new message on its context to go on)`,
+        "TASK_TERMINAL",
+        taskId,
+      );
+    }
+    if (live === undefined || live.ended) {
+      throw unsupported(
+        `Task ${taskId} is not run by this server: it takes no messages here`,
+        "TASK_NOT_RUN_HERE",
+        taskId,
+      );
+    }
+    const pending = live.view.pending;
+    if (pending === null || view.state !== "TASK_STATE_INPUT_REQUIRED") {
+      throw unsupported(
+        `Task ${taskId} is working and has asked nothing: a message on it answers an approval or a question (send new work as a new message on its context)`,
+        "TASK_NOT_WAITING",
+        taskId,
+      );
+    }
+    let stored: RunEvent;
+    if (pending.kind === "approval") {
+      const { decision, reason } = approvalAnswer(message);
+      stored = this.#store.appendToRun(taskId, {
+        type: "approval.resolved",
+        payload: { approvalId: pending.id, decision, by: "a2a", reason },
+      });
+    } else {
+      const answer = message.parts.map((p) => p.text ?? "").join("\n").trim();
+      if (answer === "") throw invalidParams("message.parts", "the answer has no text");
+      stored = this.#store.appendToRun(taskId, {
+        type: "question.answered",
+        payload: { questionId: pending.id, answer },
+      });
+    }
+    live.publish(stored);
+    return live;
+  }
+
+  async #untilSettledOrInterrupted(live: LiveTask): Promise<void> {
+    const state = live.view.state;
+    if (TERMINAL_STATES.has(state) || state === "TASK_STATE_INPUT_REQUIRED") return;
+    const subscription = live.subscribe((view) => view.snapshot({ historyLength: 0 }));
+    if (subscription) await drainUntilEnd(subscription, true);
+  }
+
+  // ---- GetTask / ListTasks ------------------------------------------------------------------
+
+  #view(taskId: string): TaskView {
+    return this.#live.get(taskId)?.view ?? this.#lookup.view(taskId);
+  }
+
+  #getTask(request: GetTaskRequest): Task {
+    if (request.historyLength !== undefined && request.historyLength < 0) {
+      throw invalidParams("historyLength", "must be 0 or more");
+    }
+    return this.#view(request.id).snapshot({ historyLength: request.historyLength });
+  }
+
+  #listTasks(request: ListTasksRequest): ListTasksResponse {
+    const pageSize = request.pageSize ?? DEFAULT_PAGE_SIZE;
+    if (pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
+      throw invalidParams("pageSize", `must be from 1 to ${MAX_PAGE_SIZE}: got ${pageSize}`);
+    }
+    if (request.historyLength !== undefined && request.historyLength < 0) {
+      throw invalidParams("historyLength", "must be 0 or more");
+    }
+    const after = request.pageToken ? readPageToken(request.pageToken) : null;
+    const wanted = request.status && request.status !== "TASK_STATE_UNSPECIFIED"
+      ? request.status
+      : null;
+    const since = request.statusTimestampAfter ? Date.parse(request.statusTimestampAfter) : null;
+    const rows = this.#lookup.records(request.contextId).map((record) => {
+      const live = this.#live.get(record.id);
+      return {
+        record,
+        state: live ? live.view.state : recordState(record),
+        timestamp: live ? live.view.statusTimestamp : (record.endedAt ?? record.startedAt),
+      };
+    }).filter((row) =>
+      (wanted === null || row.state === wanted) &&
+      (since === null || Date.parse(row.timestamp) >= since)
+    );
+    // Newest status first; the id breaks ties, so that pages never overlap or skip.
+    rows.sort((a, b) =>
+      a.timestamp === b.timestamp
+        ? (a.record.id < b.record.id ? 1 : -1)
+        : (a.timestamp < b.timestamp ? 1 : -1)
+    );
+    const start = after === null ? 0 : rows.findIndex((row) =>
+      row.timestamp < after.timestamp ||
+      (row.timestamp === after.timestamp && row.record.id < after.id)
+    );
+    const page = start < 0 ? [] : rows.slice(start, start + pageSize);
+    const last = page.at(-1);
+    const more = start >= 0 && start + pageSize < rows.length;
+    return {
+      tasks: page.map((row) =>
+        (this.#live.get(row.record.id)?.view ?? this.#lookup.view(row.record.id, row.record))
+          .snapshot({
+            historyLength: request.historyLength ?? 0,
+            includeArtifacts: request.includeArtifacts === true,
+          })
+      ),
+      nextPageToken: more && last ? pageToken(last.timestamp, last.record.id) : "",
+      pageSize,
+      totalSize: rows.length,
+    };
+  }
+
+  // ---- CancelTask / SubscribeToTask ---------------------------------------------------------
+
+  async #cancelTask(request: CancelTaskRequest): Promise<Task> {
+    const live = this.#live.get(request.id);
+    const view = live?.view ?? this.#lookup.view(request.id);
+    if (TERMINAL_STATES.has(view.state)) {
+      throw new RpcError(
+        RPC.taskNotCancelable,
+        `Task ${request.id} is ${stateWord(view.state)} already: there is nothing to cancel`,
+        [errorInfo("TASK_NOT_CANCELABLE", { taskId: request.id })],
+      );
+    }
+    if (live === undefined || live.ended) {
+      throw new RpcError(
+        RPC.taskNotCancelable,
+        `Task ${request.id} is not run by this server, which cannot stop it`,
+        [errorInfo("TASK_NOT_CANCELABLE", { taskId: request.id })],
+      );
+    }
+    // The outcome is recorded first, so that whatever the agent does while it stops, the run
+    // is interrupted by the cancel; then the agent (its whole process group) is stopped.
+    live.publish(this.#store.appendToRun(request.id, {
+      type: "status.changed",
+      payload: { status: "interrupted", reason: CANCEL_REASON },
+    }));
+    await stopTurn(live, CANCEL_REASON, this.#cancelGraceMs);
+    return live.view.snapshot();
+  }
+
+  #subscribe(request: SubscribeToTaskRequest): CallResult {
+    const live = this.#live.get(request.id);
+    const view = live?.view ?? this.#lookup.view(request.id);
+    if (TERMINAL_STATES.has(view.state)) {
+      throw unsupported(
+        `Task ${request.id} is ${
+          stateWord(view.state)
+        }: there is nothing more to stream (GetTask has it all)`,
+        "TASK_TERMINAL",
+        request.id,
+      );
+    }
+    const subscription = live?.subscribe((v) => v.snapshot());
+    if (!subscription) {
+      throw unsupported(
+        `Task ${request.id} is not run by this server, which can stream only its own turns`,
+        "TASK_NOT_RUN_HERE",
+        request.id,
+      );
+    }
+    // A subscriber to a task that waits for input watches on until its next pause.
+    return { stream: streamOf(subscription, { closeAtInterrupted: true, closeAtFirst: false }) };
+  }
+
+  // ---- ForgetContext (extension) ------------------------------------------------------------
+
+  #forget(request: ForgetContextRequest): Record<string, unknown> {
+    if (!isSafeName(request.contextId)) {
+      throw invalidParams("contextId", "is not a context id reins could have made");
+    }
+    const dropped = this.#store.contexts.forget(request.contextId);
+    return { contextId: request.contextId, forgotten: dropped !== null, sessionId: dropped };
+  }
+
+  // ---- stopping -----------------------------------------------------------------------------
+
+  /**
+   * Starts no new task; lets the turns under way finish for up to `graceMs`, then stops them
+   * (killing what has not stopped `killGraceMs` later) and waits for every one to be recorded.
+   */
+  async drain(graceMs: number, killGraceMs = 5_000): Promise<void> {
+    this.#stopping = true;
+    const all = () => Promise.all([...this.#turns].map((turn) => turn.done));
+    const finished = all().then(() => true);
+    if (await Promise.race([finished, sleep(graceMs).then(() => false)])) return;
+    for (const turn of this.#turns) turn.control.stop.abort(SHUTDOWN_REASON);
+    if (await Promise.race([finished, sleep(killGraceMs).then(() => false)])) return;
+    for (const turn of this.#turns) turn.control.kill.abort(SHUTDOWN_REASON);
+    await all();
+  }
+}
+
+/** Stops a turn: stop now, kill after `graceMs`, resolved once the turn has returned. */
+async function stopTurn(live: LiveTask, reason: string, graceMs: number): Promise<void> {
+  live.control.stop.abort(reason);
+  const stopped = live.finished.then(() => true);
+  if (await Promise.race([stopped, sleep(graceMs).then(() => false)])) return;
+  live.control.kill.abort(reason);
+  await Promise.race([stopped, sleep(graceMs)]);
+}
+
+async function drainUntilEnd(subscription: Subscription, atInterrupted: boolean): Promise<void> {
+  const first = subscription.first.status.state;
+  if (TERMINAL_STATES.has(first) || (atInterrupted && first === "TASK_STATE_INPUT_REQUIRED")) {
+    subscription.close();
+    return;
+  }
+  while (true) {
+    const item = await subscription.next();
+    if (item === null || endsStream(item, atInterrupted)) break;
+  }
+  subscription.close();
+}
+
+/** A stream: the subscription's Task, then its items, to the end of the turn or its next pause. */
+function streamOf(
+  subscription: Subscription,
+  options: { closeAtInterrupted: boolean; closeAtFirst: boolean },
+): (send: (item: StreamResponse) => Promise<void>, closed: AbortSignal) => Promise<void> {
+  return async (send, closed) => {
+    try {
+      await send({ task: subscription.first });
+      const first = subscription.first.status.state;
+      if (TERMINAL_STATES.has(first)) return;
+      if (options.closeAtFirst && INTERRUPTED_STATES.has(first)) return;
+      while (!closed.aborted) {
+        const item = await subscription.next(closed);
+        if (item === null) return;
+        await send(item);
+        if (endsStream(item, options.closeAtInterrupted)) return;
+      }
+    } finally {
+      subscription.close();
+    }
+  };
+}
+
+function finalStream(task: Task): CallResult {
+  return { stream: async (send) => await send({ task }) };
+}
+
+function stateWord(state: TaskState): string {
+  return state.replace("TASK_STATE_", "").toLowerCase().replace("_", "-");
+}
+
+function pageToken(timestamp: string, id: string): string {
+  return btoa(JSON.stringify([timestamp, id])).replace(/=+$/, "");
+}
+
+function readPageToken(token: string): { timestamp: string; id: string } {
+  try {
+    const [timestamp, id] = JSON.parse(atob(token));
+    if (typeof timestamp === "string" && typeof id === "string") return { timestamp, id };
+  } catch { /* falls through */ }
+  throw invalidParams("pageToken", "is not a token a ListTasks answer gave");
+}

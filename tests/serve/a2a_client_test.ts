@@ -1,0 +1,320 @@
+// The A2A server through the official client (@a2a-js/sdk 1.3.0, ClientFactory/Client) from
+// Deno: the card, send, stream, get, list, cancel, subscribe, a two-turn conversation, input
+// required, forget. Real turns: the command driver running sh agents, the built-in loop.
+import assert from "node:assert/strict";
+import {
+  GetTaskRequest,
+  ListTasksRequest,
+  SendMessageRequest,
+  type Task,
+  TaskState,
+} from "@a2a-js/sdk";
+import { commandAgent, eventually, FIXTURES, startTestServer } from "./_server.ts";
+
+/** A SendMessageRequest from its ProtoJSON form, as a client program would write it. */
+const send = (text: string, message: Record<string, unknown> = {}, configuration = {}) =>
+  SendMessageRequest.fromJSON({
+    message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...message },
+    configuration,
+  });
+
+/** The text of a task's `response` artifact. */
+const answerOf = (task: Task) =>
+  task.artifacts.flatMap((a) => a.parts).map((p) =>
+    p.content?.$case === "text" ? p.content.value : ""
+  ).join("");
+
+Deno.test("the official client reads the agent card: JSONRPC 1.0, streaming, bearer, the forget extension", async () => {
+  await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+  const client = await t.client();
+  const card = await client.getAgentCard();
+  assert.equal(card.name, "reins (command)");
+  assert.deepEqual(card.supportedInterfaces.map((i) => [i.protocolBinding, i.protocolVersion]), [
+    ["JSONRPC", "1.0"],
+  ]);
+  assert.equal(card.supportedInterfaces[0].url, t.server.url);
+  assert.equal(card.capabilities?.streaming, true);
+  assert.equal(card.capabilities?.pushNotifications, false);
+  assert.deepEqual(card.capabilities?.extensions.map((e) => e.uri), [
+    "urn:reins:a2a:context-forget:v1",
+  ]);
+  assert.ok(card.securitySchemes.bearer);
+  assert.equal(client.protocolVersion, "1.0");
+});
+
+Deno.test("SendMessage runs a turn and returns the completed task, which GetTask and ListTasks find", async () => {
+  await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+  const client = await t.client();
+  const result = await client.sendMessage(send("count the TODOs"));
+  assert.ok(!("messageId" in result), "a task, not a message");
+  const task = result as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(answerOf(task), "heard: count the TODOs\nnative: none\ndone\n");
+  const record = t.store.loadRun(task.id);
+  assert.equal(record.trigger, "a2a");
+  assert.equal(record.contextId, task.contextId);
+  const got = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+  assert.deepEqual(got.artifacts, task.artifacts);
+  const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: task.contextId }));
+  assert.deepEqual(listed.tasks.map((x) => x.id), [task.id]);
+  assert.equal(listed.nextPageToken, "");
+});
+
+/** Collects a stream of the official client as [case, value] pairs. */
+async function collect(
+  stream: AsyncGenerator<import("@a2a-js/sdk").StreamResponse>,
+): Promise<[string, unknown][]> {
+  const items: [string, unknown][] = [];
+  for await (const item of stream) items.push([item.payload!.$case, item.payload!.value]);
+  return items;
+}
+
+Deno.test("SendStreamingMessage streams the task, text chunks, tool and usage updates, and closes at completion", async () => {
+  await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+  const client = await t.client();
+  const items = await collect(client.sendMessageStream(send("stream it")));
+  assert.equal(items[0][0], "task");
+  const task = items[0][1] as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_WORKING);
+  const last = items.at(-1)!;
+  assert.equal(last[0], "statusUpdate");
+  assert.equal(
+    (last[1] as import("@a2a-js/sdk").TaskStatusUpdateEvent).status?.state,
+    TaskState.TASK_STATE_COMPLETED,
+  );
+  const chunks = items.filter(([kind]) => kind === "artifactUpdate").map(([, v]) =>
+    v as import("@a2a-js/sdk").TaskArtifactUpdateEvent
+  );
+  const streamed = chunks.map((c) =>
+    c.artifact!.parts.map((p) => p.content?.$case === "text" ? p.content.value : "").join("")
+  ).join("");
+  assert.deepEqual(chunks.map((c) => c.append), chunks.map((_, i) => i > 0));
+  assert.deepEqual(chunks.map((c) => c.lastChunk), chunks.map((_, i) => i === chunks.length - 1));
+  const got = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+  assert.equal(streamed, answerOf(got), "the stream reassembles to the task's artifact");
+  const updates = items.filter(([kind]) => kind === "statusUpdate").map(([, v]) =>
+    v as import("@a2a-js/sdk").TaskStatusUpdateEvent
+  );
+  const data = updates.flatMap((u) => u.status?.message?.parts ?? []).flatMap((p) =>
+    p.content?.$case === "data" ? [p.content.value as { event: string }] : []
+  );
+  assert.deepEqual(data.map((d) => d.event), ["tool.started", "tool.completed", "usage.updated"]);
+  assert.deepEqual(data[0], {
+    event: "tool.started",
+    callId: "c1",
+    tool: "grep",
+    args: { pattern: "TODO" },
+  });
+});
+
+Deno.test("two messages on one contextId are two tasks that continue one harness session", async () => {
+  await using t = await startTestServer();
+  const client = await t.client();
+  const first = await client.sendMessage(send("Remember the word heliotrope")) as Task;
+  assert.equal(first.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const session = JSON.parse(
+    await Deno.readTextFile(`${t.home}/contexts/${first.contextId}/harness-session.json`),
+  );
+  const second = await client.sendMessage(
+    send("What did I ask you first?", { contextId: first.contextId }),
+  ) as Task;
+  assert.equal(second.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.notEqual(second.id, first.id);
+  assert.equal(second.contextId, first.contextId);
+  assert.match(answerOf(second), /heliotrope/, "the demo model quotes the earlier prompt");
+  const [one, two] = [t.store.loadRun(first.id), t.store.loadRun(second.id)];
+  assert.equal(two.sessionId, one.sessionId);
+  assert.equal(two.relation, "resume");
+  const after = JSON.parse(
+    await Deno.readTextFile(`${t.home}/contexts/${first.contextId}/harness-session.json`),
+  );
+  assert.equal(after.session_id, session.session_id);
+  const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: first.contextId }));
+  assert.deepEqual(listed.tasks.map((x) => x.id), [second.id, first.id], "newest first");
+});
+
+const WRITE = { id: "c1", name: "write_file", args: { path: "out.txt", content: "hello" } };
+
+async function askingAgent(dir: string) {
+  const script = `${dir}/ask.json`;
+  await Deno.writeTextFile(script, JSON.stringify([{ toolCalls: [WRITE] }, { text: "wrote it" }]));
+  return { kind: "loop" as const, model: `mock:${script}`, baseUrl: null };
+}
+
+Deno.test("an approval the agent asks for is TASK_STATE_INPUT_REQUIRED; the next message on the task answers it", async () => {
+  await using t = await startTestServer({ agent: askingAgent, approval: "ask" });
+  const client = await t.client();
+  const asked = await client.sendMessage(send("write the file")) as Task;
+  assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const question = asked.status!.message!;
+  assert.match(
+    question.parts.map((p) => p.content?.$case === "text" ? p.content.value : "").join(""),
+    /write_file .*"out\.txt".* Reply "allow" or "deny"/,
+  );
+  assert.equal(await Deno.stat(`${t.work}/out.txt`).catch(() => null), null, "not before approval");
+
+  // A mismatched context is refused, and a working task takes no message.
+  await assert.rejects(
+    client.sendMessage(send("allow", { taskId: asked.id, contextId: "another" })),
+    (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32602,
+  );
+  const done = await client.sendMessage(
+    send("allow, go ahead", { taskId: asked.id, contextId: asked.contextId }),
+  ) as Task;
+  assert.equal(done.id, asked.id);
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(answerOf(done), "wrote it");
+  assert.equal(await Deno.readTextFile(`${t.work}/out.txt`), "hello");
+  const events = t.store.readEvents(asked.id).events;
+  const resolved = events.find((e) => e.type === "approval.resolved")!;
+  assert.deepEqual(resolved.payload, {
+    approvalId: "approval-1",
+    decision: "allow",
+    by: "a2a",
+    reason: "go ahead",
+  });
+  const roles = done.history.map((m) => m.role);
+  assert.deepEqual(roles, [1, 2, 1], "prompt, the agent's question, the answer");
+  // A message to a finished task is refused.
+  await assert.rejects(
+    client.sendMessage(send("again", { taskId: asked.id })),
+    (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32004,
+  );
+});
+
+Deno.test("SubscribeToTask gives every subscriber the current task, then the same events in the same order", async () => {
+  await using t = await startTestServer({ agent: askingAgent, approval: "ask" });
+  const client = await t.client();
+  const asked = await client.sendMessage(send("write the file")) as Task;
+  assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const [a, b] = [
+    client.resubscribeTask({ id: asked.id, tenant: "" }),
+    (await t.client()).resubscribeTask({ id: asked.id, tenant: "" }),
+  ];
+  const firstA = await a.next();
+  const firstB = await b.next();
+  assert.equal(firstA.value?.payload?.$case, "task");
+  assert.equal(
+    (firstA.value!.payload!.value as Task).status?.state,
+    TaskState.TASK_STATE_INPUT_REQUIRED,
+  );
+  assert.deepEqual(firstB.value, firstA.value);
+  const rest = Promise.all([collect(a), collect(b)]);
+  await client.sendMessage(send("deny: not that file", { taskId: asked.id }));
+  const [itemsA, itemsB] = await rest;
+  assert.deepEqual(itemsB, itemsA);
+  const states = itemsA.filter(([k]) => k === "statusUpdate").map(([, v]) =>
+    (v as import("@a2a-js/sdk").TaskStatusUpdateEvent).status?.state
+  );
+  assert.equal(states.at(-1), TaskState.TASK_STATE_COMPLETED);
+  assert.ok(states.includes(TaskState.TASK_STATE_WORKING));
+  assert.equal(await Deno.stat(`${t.work}/out.txt`).catch(() => null), null, "denied: not written");
+  // A finished task has nothing to stream.
+  await assert.rejects(
+    collect(client.resubscribeTask({ id: asked.id, tenant: "" })),
+    (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32004,
+  );
+});
+
+Deno.test("ForgetContext (the card's extension) drops the context's session: the next message starts afresh", async () => {
+  await using t = await startTestServer();
+  const client = await t.client();
+  const first = await client.sendMessage(send("Remember the word heliotrope")) as Task;
+  const sessionFile = `${t.home}/contexts/${first.contextId}/harness-session.json`;
+  const session = JSON.parse(await Deno.readTextFile(sessionFile)).session_id;
+  const transport = client.transport as unknown as {
+    callExtensionMethod(
+      method: string,
+      params: unknown,
+      options: unknown,
+    ): Promise<{ result: unknown }>;
+  };
+  const answer = await transport.callExtensionMethod(
+    "ForgetContext",
+    { contextId: first.contextId },
+    {
+      serviceParameters: {
+        "A2A-Version": "1.0",
+        "A2A-Extensions": "urn:reins:a2a:context-forget:v1",
+      },
+    },
+  );
+  assert.deepEqual(answer.result, {
+    contextId: first.contextId,
+    forgotten: true,
+    sessionId: session,
+  });
+  assert.equal(await Deno.stat(sessionFile).catch(() => null), null);
+  const second = await client.sendMessage(
+    send("What did I ask you first?", { contextId: first.contextId }),
+  ) as Task;
+  assert.doesNotMatch(answerOf(second), /heliotrope/);
+  assert.notEqual(t.store.loadRun(second.id).sessionId, t.store.loadRun(first.id).sessionId);
+  const again = await transport.callExtensionMethod("ForgetContext", { contextId: "never-seen" }, {
+    serviceParameters: { "A2A-Version": "1.0" },
+  });
+  assert.deepEqual(again.result, { contextId: "never-seen", forgotten: false, sessionId: null });
+});
+
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("CancelTask stops the agent and its process group and records the run interrupted", async () => {
+  await using t = await startTestServer({
+    agent: commandAgent(`sh ${FIXTURES}sleeper.sh`),
+    server: { cancelGraceMs: 2_000 },
+  });
+  const client = await t.client();
+  const task = await client.sendMessage(send("work", {}, { returnImmediately: true })) as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_WORKING);
+  const pidFile = `${t.work}/child.pid`;
+  const child = Number(
+    await eventually(
+      () => Deno.readTextFile(pidFile).catch(() => ""),
+      "the agent's child to start",
+    ),
+  );
+  assert.ok(alive(child));
+  t.defer(() => {
+    if (alive(child)) Deno.kill(child, "SIGKILL");
+  });
+  const canceled = await client.cancelTask({ id: task.id, tenant: "", metadata: undefined });
+  assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+  const record = t.store.loadRun(task.id);
+  assert.equal(record.status, "interrupted");
+  assert.equal(record.terminalReason, "canceled by an A2A client (CancelTask)");
+  assert.equal(alive(child), false, "the agent's child went with it");
+  const got = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+  assert.equal(got.status?.state, TaskState.TASK_STATE_CANCELED);
+  await assert.rejects(
+    client.cancelTask({ id: task.id, tenant: "", metadata: undefined }),
+    (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32002,
+  );
+});
+
+Deno.test("tasks survive a restart: GetTask and ListTasks answer from the recorded runs", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-serve-" }));
+  try {
+    let task: Task;
+    {
+      await using t = await startTestServer({
+        dir,
+        agent: commandAgent(`sh ${FIXTURES}talker.sh`),
+      });
+      task = await (await t.client()).sendMessage(send("before the restart")) as Task;
+    }
+    await using t = await startTestServer({ dir, agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+    const client = await t.client();
+    const got = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+    assert.deepEqual(got, task);
+    const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: task.contextId }));
+    assert.deepEqual(listed.tasks.map((x) => x.id), [task.id]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
