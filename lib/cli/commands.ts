@@ -76,6 +76,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => import("./suite.ts"),
   },
   {
+    name: "serve",
+    summary: "serve the agent over A2A 1.0 (JSON-RPC, SSE); tasks are recorded runs",
+    load: () => import("./serve.ts"),
+  },
+  {
     name: "doctor",
     summary: "check the data root, sandbox, harnesses and platform settings",
     load: () => import("./doctor.ts"),

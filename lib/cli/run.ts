@@ -101,7 +101,7 @@ async function readPrompt(ctx: CommandContext<Flags>): Promise<string> {
   return text.replace(/\n$/, "");
 }
 
-function checkCwd(path: string): string {
+export function checkCwd(path: string): string {
   const absolute = resolvePath(path);
   let info: Deno.FileInfo;
   try {
@@ -118,9 +118,16 @@ function checkCwd(path: string): string {
   return absolute;
 }
 
+/** The flags that describe an agent (reins run's, and reins serve's). */
+export interface AgentFlagValues {
+  readonly "idle-timeout": number | undefined;
+  readonly exec: string | undefined;
+  readonly model: string | undefined;
+  readonly "base-url": string | undefined;
+}
+
 /** The agent the flags describe; a flag that belongs to another driver is refused. */
-function agentFlags(ctx: CommandContext<Flags>, driverName: DriverName): AgentSpec {
-  const f = ctx.flags;
+export function agentFlags(f: AgentFlagValues, driverName: DriverName): AgentSpec {
   const idleTimeoutSeconds = f["idle-timeout"] ?? null;
   const exec = f.exec ?? null;
   if (exec !== null && driverName !== "command") {
@@ -156,7 +163,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       hint: "a turn without --context never waits for another",
     });
   }
-  const agent = agentFlags(ctx, driverName);
+  const agent = agentFlags(ctx.flags, driverName);
   const cwd = checkCwd(f.cwd ?? Deno.cwd());
   const prompt = await readPrompt(ctx);
   const settings = await ctx.settings();
