@@ -1,0 +1,182 @@
+// `reins serve` end to end, under the binary's sandbox flags: it prints its card's URL, makes its
+// token (0600) in the data root, serves the official client, refuses a public address without a
+// token file, survives a restart, and stops gracefully on SIGTERM with every turn recorded.
+import assert from "node:assert/strict";
+import { GetTaskRequest, SendMessageRequest, type Task, TaskState } from "@a2a-js/sdk";
+import { officialClient } from "../serve/_server.ts";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
+
+const FIXTURES = new URL("../serve/fixtures/", import.meta.url).pathname;
+
+const send = (text: string, configuration = {}) =>
+  SendMessageRequest.fromJSON({
+    message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] },
+    configuration,
+  });
+
+interface Served {
+  child: Deno.ChildProcess;
+  cardUrl: string;
+  base: string;
+  stderr: () => Promise<string>;
+}
+
+/** Starts `reins serve ARGS` and waits for the card URL on its first stdout line. */
+async function serve(home: string, args: string[]): Promise<Served> {
+  const child = spawnReins(["serve", "--port", "0", ...args], {
+    home,
+    allowPaths: [FIXTURES],
+  });
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += value;
+  }
+  reader.releaseLock();
+  const stderr = new Response(child.stderr).text();
+  const cardUrl = out.trim();
+  assert.match(
+    cardUrl,
+    /^http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json$/,
+    await (
+      out === "" ? stderr : Promise.resolve(out)
+    ),
+  );
+  return { child, cardUrl, base: new URL("/", cardUrl).href, stderr: () => stderr };
+}
+
+async function stop(served: Served): Promise<{ code: number; stderr: string }> {
+  served.child.kill("SIGTERM");
+  const [status, stderr] = await Promise.all([served.child.status, served.stderr()]);
+  await served.child.stdout.cancel().catch(() => {});
+  return { code: status.code, stderr };
+}
+
+Deno.test("reins serve prints its card URL, makes its token 0600, serves, and exits 0 on SIGTERM", async () => {
+  await using dir = await tempDir();
+  const served = await serve(dir.path, [
+    "--driver",
+    "command",
+    "--exec",
+    `sh ${FIXTURES}talker.sh`,
+  ]);
+  const tokenFile = `${dir.path}/serve.token`;
+  assert.equal((await Deno.stat(tokenFile)).mode! & 0o777, 0o600);
+  const token = (await Deno.readTextFile(tokenFile)).trim();
+  assert.ok(token.length >= 32);
+  const card = await (await fetch(served.cardUrl)).json();
+  assert.equal(card.supportedInterfaces[0].url, served.base);
+  const client = await officialClient(served.base, token);
+  const task = await client.sendMessage(send("hello")) as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const { code, stderr } = await stop(served);
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /bearer token in .*serve\.token \(new\)/);
+  assert.doesNotMatch(stderr, new RegExp(token), "the token is never printed");
+  const shown = await reins(["show", task.id, "--json"], { home: dir.path });
+  assert.equal(JSON.parse(shown.stdout).record.trigger, "a2a");
+
+  // A restart keeps the token and answers for the task it ran before.
+  const again = await serve(dir.path, ["--driver", "command", "--exec", `sh ${FIXTURES}talker.sh`]);
+  assert.equal((await Deno.readTextFile(tokenFile)).trim(), token);
+  const got = await (await officialClient(again.base, token)).getTask(
+    GetTaskRequest.fromJSON({ id: task.id }),
+  );
+  assert.deepEqual(got, task);
+  assert.equal((await stop(again)).code, 0);
+});
+
+Deno.test("reins serve --host 0.0.0.0 without --token-file refuses to start", async () => {
+  await using dir = await tempDir();
+  const result = await reins(["serve", "--host", "0.0.0.0"], { home: dir.path });
+  assert.equal(result.code, 2);
+  assert.match(
+    result.stderr,
+    /will not listen on 0\.0\.0\.0 with a generated token: give one with --token-file/,
+  );
+  assert.equal(await Deno.stat(`${dir.path}/serve.token`).catch(() => null), null);
+});
+
+Deno.test("reins serve --token-file uses that token, and refuses a short one", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/token`;
+  await Deno.writeTextFile(file, "short\n");
+  const refused = await reins(["serve", "--token-file", file], { home: dir.path });
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /is 5 characters long: at least 16 are needed/);
+  await Deno.writeTextFile(file, "a-token-of-my-own-0123456789\n");
+  const served = await serve(dir.path, ["--token-file", file]);
+  const wrong = await fetch(served.base, { method: "POST", body: "{}" });
+  assert.equal(wrong.status, 401);
+  await wrong.body?.cancel();
+  const client = await officialClient(served.base, "a-token-of-my-own-0123456789");
+  const task = await client.sendMessage(send("hi")) as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal((await stop(served)).code, 0);
+});
+
+Deno.test("SIGTERM lets a running turn finish within --grace; past it the turn is stopped and recorded", async () => {
+  await using dir = await tempDir();
+  const served = await serve(dir.path, [
+    "--driver",
+    "command",
+    "--exec",
+    `sh ${FIXTURES}sleeper.sh`,
+    "--grace",
+    "1",
+    "--cwd",
+    dir.path,
+  ]);
+  const token = (await Deno.readTextFile(`${dir.path}/serve.token`)).trim();
+  const client = await officialClient(served.base, token);
+  const task = await client.sendMessage(send("work", { returnImmediately: true })) as Task;
+  let child = 0;
+  for (let i = 0; i < 200 && !child; i++) {
+    child = Number(await Deno.readTextFile(`${dir.path}/child.pid`).catch(() => "0"));
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  try {
+    const started = Date.now();
+    const { code, stderr } = await stop(served);
+    assert.equal(code, 0, stderr);
+    assert.ok(Date.now() - started >= 1000, "the turn had its grace");
+    assert.match(stderr, /no new tasks; running turns get 1 s to finish/);
+    const shown = JSON.parse((await reins(["show", task.id, "--json"], { home: dir.path })).stdout);
+    assert.equal(shown.record.status, "interrupted");
+    assert.match(shown.record.terminalReason, /stopped/);
+  } finally {
+    try {
+      Deno.kill(child, "SIGKILL");
+    } catch { /* gone with its process group */ }
+  }
+});
+
+Deno.test("SIGTERM lets a turn that finishes within --grace complete, and its blocking send is answered", async () => {
+  await using dir = await tempDir();
+  const served = await serve(dir.path, [
+    "--driver",
+    "command",
+    "--exec",
+    `sh ${FIXTURES}brief.sh`,
+    "--grace",
+    "20",
+    "--cwd",
+    dir.path,
+  ]);
+  const token = (await Deno.readTextFile(`${dir.path}/serve.token`)).trim();
+  const client = await officialClient(served.base, token);
+  const sent = client.sendMessage(send("work"));
+  for (let i = 0; i < 200; i++) {
+    if (await Deno.stat(`${dir.path}/started`).catch(() => null)) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  served.child.kill("SIGTERM");
+  const task = await sent as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const { code, stderr } = await stop(served);
+  assert.equal(code, 0, stderr);
+  const shown = JSON.parse((await reins(["show", task.id, "--json"], { home: dir.path })).stdout);
+  assert.equal(shown.record.status, "completed");
+});
