@@ -119,6 +119,11 @@ export function a2aHandler(options: A2AHttpOptions): HttpHandler {
         extra["a2a-extensions"] = FORGET_EXTENSION;
       }
       if ("result" in result) return jsonResponse(resultText(id, result.result), extra);
+      if ("resultJson" in result) {
+        return jsonResponse(
+          `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.resultJson}}`,
+        );
+      }
       return sseResponse(id, result.stream, options.onError);
     },
   };

@@ -49,9 +49,10 @@ export interface ServiceOptions {
   warn?(message: string): void;
 }
 
-/** A method's answer: a result object, or a stream of items (SSE). */
+/** A method's answer: a result object (or its JSON text), or a stream of items (SSE). */
 export type CallResult =
   | { result: unknown }
+  | { resultJson: string }
   | {
     stream: (send: (item: StreamResponse) => Promise<void>, closed: AbortSignal) => Promise<void>;
   };
@@ -112,7 +113,7 @@ export class A2AService {
       case "SendStreamingMessage":
         return await this.#sendStreamingMessage(parse(SendMessageRequest, params));
       case "GetTask":
-        return { result: this.#getTask(parse(GetTaskRequest, params)) };
+        return { resultJson: this.#getTask(parse(GetTaskRequest, params)) };
       case "ListTasks":
         return { result: this.#listTasks(parse(ListTasksRequest, params)) };
       case "CancelTask":
@@ -336,11 +337,11 @@ export class A2AService {
     return this.#live.get(taskId)?.view ?? this.#lookup.view(taskId);
   }
 
-  #getTask(request: GetTaskRequest): Task {
+  #getTask(request: GetTaskRequest): string {
     if (request.historyLength !== undefined && request.historyLength < 0) {
       throw invalidParams("historyLength", "must be 0 or more");
     }
-    return this.#view(request.id).snapshot({ historyLength: request.historyLength });
+    return this.#view(request.id).snapshotText({ historyLength: request.historyLength });
   }
 
   #listTasks(request: ListTasksRequest): ListTasksResponse {

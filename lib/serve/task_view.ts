@@ -75,6 +75,7 @@ export class TaskView {
   #usage: Record<string, unknown> | null = null;
   #promptSeen = false;
   readonly #goal: string | null;
+  readonly #texts = new Map<string, string>();
 
   constructor(record: TaskRecord) {
     this.taskId = record.id;
@@ -271,6 +272,21 @@ export class TaskView {
         record.endedAt ?? this.statusTimestamp,
       );
     }
+  }
+
+  /**
+   * The Task as JSON text. A settled task never changes, so its text is made once per set of
+   * options (GetTask of a finished task is the most asked question there is).
+   */
+  snapshotText(options: SnapshotOptions = {}): string {
+    if (!TERMINAL.has(this.#state)) return JSON.stringify(this.snapshot(options));
+    const key = `${options.historyLength ?? ""}/${options.includeArtifacts ?? ""}`;
+    let text = this.#texts.get(key);
+    if (text === undefined) {
+      text = JSON.stringify(this.snapshot(options));
+      if (this.#texts.size < 8) this.#texts.set(key, text);
+    }
+    return text;
   }
 
   /** The Task as it stands. */

@@ -1,14 +1,16 @@
 // Buffered reading from one connection, with at most one read outstanding at any time: the server
 // reads heads and bodies through it, and while it streams a response it leaves a read pending to
 // notice the client going away — the next request then picks up that same read instead of racing
-// it. It counts every byte it took off the socket, which is what the body limits are held to.
+// it. Reads go straight into the buffer, which starts small (an idle kept-alive connection costs
+// a few KiB) and grows only for a body. It counts every byte it took off the socket, which is
+// what the body limits are held to.
 
+const INITIAL_SIZE = 4 * 1024;
 const READ_SIZE = 64 * 1024;
 
 export class ConnReader {
   readonly #conn: Deno.Conn;
-  readonly #scratch = new Uint8Array(READ_SIZE);
-  #data = new Uint8Array(READ_SIZE);
+  #data = new Uint8Array(INITIAL_SIZE);
   #start = 0;
   #end = 0;
   #pending: Promise<boolean> | null = null;
@@ -36,10 +38,10 @@ export class ConnReader {
   /** Drops `count` bytes from the front of the buffer. */
   consume(count: number): void {
     this.#start += count;
-    if (this.#start !== this.#end) return;
+    if (this.#start !== this.#end || this.#pending !== null) return;
     this.#start = this.#end = 0;
-    // A large body grew the buffer: give it back rather than hold it for an idle keep-alive.
-    if (this.#data.length > 2 * READ_SIZE) this.#data = new Uint8Array(READ_SIZE);
+    // A body grew the buffer: give it back rather than hold it for an idle keep-alive.
+    if (this.#data.length > READ_SIZE) this.#data = new Uint8Array(INITIAL_SIZE);
   }
 
   /** Takes `count` bytes off the front, as a copy. */
@@ -67,30 +69,37 @@ export class ConnReader {
   }
 
   async #read(max: number): Promise<boolean> {
-    const got = await this.#conn.read(this.#scratch.subarray(0, max));
+    this.#makeRoom(max);
+    // Nothing moves the buffer while this read is pending (consume keeps it while one is).
+    const at = this.#end;
+    const room = Math.min(max, this.#data.length - at);
+    const got = await this.#conn.read(this.#data.subarray(at, at + room));
     if (got === null) {
       this.#eof = true;
       return false;
     }
     this.bytesRead += got;
-    this.#append(this.#scratch.subarray(0, got));
+    this.#end = at + got;
     return true;
   }
 
-  #append(bytes: Uint8Array): void {
-    if (this.#end + bytes.length > this.#data.length) {
-      const live = this.#end - this.#start;
-      if (live + bytes.length <= this.#data.length) {
-        this.#data.copyWithin(0, this.#start, this.#end);
-      } else {
-        const grown = new Uint8Array(Math.max(this.#data.length * 2, live + bytes.length));
-        grown.set(this.#data.subarray(this.#start, this.#end));
-        this.#data = grown;
-      }
+  /** Room after the live bytes: moved to the front, or grown, when a read needs it. */
+  #makeRoom(wanted: number): void {
+    const free = this.#data.length - this.#end;
+    const live = this.#end - this.#start;
+    if (free >= Math.min(wanted, INITIAL_SIZE) && free > 0) return;
+    if (this.#start > 0 && this.#start >= live) {
+      this.#data.copyWithin(0, this.#start, this.#end);
       this.#start = 0;
       this.#end = live;
+      if (this.#data.length - this.#end >= Math.min(wanted, INITIAL_SIZE)) return;
     }
-    this.#data.set(bytes, this.#end);
-    this.#end += bytes.length;
+    const grown = new Uint8Array(
+      Math.max(this.#data.length * 2, live + Math.min(wanted, READ_SIZE)),
+    );
+    grown.set(this.#data.subarray(this.#start, this.#end));
+    this.#data = grown;
+    this.#start = 0;
+    this.#end = live;
   }
 }

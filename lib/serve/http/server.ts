@@ -321,10 +321,14 @@ export class HttpServer {
       const at = found >= 0 && found + HEAD_END.length <= limits.maxHeadBytes ? found : -1;
       if (at >= 0) {
         connection.disarm();
-        const bytes = reader.take(at + HEAD_END.length).subarray(0, at);
+        const bytes = reader.buffered.subarray(0, at);
         try {
-          return parseHead(bytes);
+          // parseHead decodes the bytes to text at once: consuming them after is safe.
+          const parsed = parseHead(bytes);
+          reader.consume(at + HEAD_END.length);
+          return parsed;
         } catch (error) {
+          reader.consume(at + HEAD_END.length);
           if (!(error instanceof HttpError)) throw error;
           await this.#refuse(connection, error);
           return null;

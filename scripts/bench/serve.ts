@@ -1,0 +1,315 @@
+// `reins serve` under load: requests per second for GetTask and for SendMessage (the command
+// driver running `true`), 16 clients on kept-alive connections, against a bare Deno.serve that
+// answers the same JSON — and SendMessage against the same turns run by runTurn() in process,
+// which is what a recorded turn costs without HTTP; the memory 500 idle connections cost each;
+// and how fast a megabyte of `[` is refused. Both servers are subprocesses; the load comes from this process over raw
+// sockets (the same client for both), so the ratio compares the servers, not the clients.
+import { compare, figure } from "./_lib.ts";
+import { permissionFlags } from "../permissions.ts";
+import { loadSettings } from "../../lib/core/config.ts";
+import { newId } from "../../lib/core/ids.ts";
+import { openStore } from "../../lib/store/store.ts";
+import { runTurn } from "../../lib/turn/run_turn.ts";
+
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+const CLIENTS = 16;
+const SECONDS = 3;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+interface Server {
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts a server subprocess whose first stdout line holds its URL (or its port). */
+async function start(args: string[], env: Record<string, string>): Promise<Server> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the server exited before listening: ${out}`);
+    out += value;
+  }
+  reader.releaseLock();
+  const port = Number(/:(\d+)/.exec(out)?.[1] ?? out.trim());
+  return {
+    port,
+    pid: child.pid,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+    },
+  };
+}
+
+function request(body: string, token: string): Uint8Array {
+  return encoder.encode(
+    `POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
+      `authorization: Bearer ${token}\r\na2a-version: 1.0\r\n` +
+      `content-length: ${encoder.encode(body).length}\r\n\r\n${body}`,
+  );
+}
+
+/** One kept-alive connection: send, read one Content-Length-framed answer, repeat. */
+class Connection {
+  readonly #conn: Deno.Conn;
+  readonly #buffer = new Uint8Array(256 * 1024);
+  #have = 0;
+  constructor(conn: Deno.Conn) {
+    this.#conn = conn;
+  }
+  static async open(port: number): Promise<Connection> {
+    return new Connection(await Deno.connect({ hostname: "127.0.0.1", port }));
+  }
+  async exchange(bytes: Uint8Array): Promise<string> {
+    let written = 0;
+    while (written < bytes.length) written += await this.#conn.write(bytes.subarray(written));
+    while (true) {
+      const text = decoder.decode(this.#buffer.subarray(0, this.#have));
+      const end = text.indexOf("\r\n\r\n");
+      if (end >= 0) {
+        const length = Number(/content-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
+        const total = end + 4 + length;
+        if (this.#have >= total) {
+          const body = text.slice(end + 4, total);
+          this.#buffer.copyWithin(0, total, this.#have);
+          this.#have -= total;
+          return body;
+        }
+      }
+      const n = await this.#conn.read(this.#buffer.subarray(this.#have));
+      if (n === null) throw new Error("the server closed the connection");
+      this.#have += n;
+    }
+  }
+  close(): void {
+    this.#conn.close();
+  }
+}
+
+/** Requests per second with CLIENTS connections sending `bytes` for SECONDS. */
+async function rate(port: number, bytes: Uint8Array): Promise<number> {
+  const connections = await Promise.all(
+    Array.from({ length: CLIENTS }, () => Connection.open(port)),
+  );
+  try {
+    // Warm up (JIT, caches), then count.
+    const warmEnd = performance.now() + 500;
+    await Promise.all(connections.map(async (c) => {
+      while (performance.now() < warmEnd) await c.exchange(bytes);
+    }));
+    let count = 0;
+    const start = performance.now();
+    const end = start + SECONDS * 1000;
+    await Promise.all(connections.map(async (c) => {
+      while (performance.now() < end) {
+        await c.exchange(bytes);
+        count++;
+      }
+    }));
+    return count / ((performance.now() - start) / 1000);
+  } finally {
+    for (const c of connections) c.close();
+  }
+}
+
+function rssKiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${pid}/status`))![1]);
+}
+
+/** RSS growth in KiB per connection with 500 kept-alive idle connections (each asked once). */
+async function idleCost(server: Server, bytes: Uint8Array): Promise<number> {
+  const warm = await Connection.open(server.port);
+  for (let i = 0; i < 200; i++) await warm.exchange(bytes);
+  warm.close();
+  await new Promise((r) => setTimeout(r, 300));
+  const before = rssKiB(server.pid);
+  const connections: Connection[] = [];
+  for (let i = 0; i < 500; i++) {
+    const c = await Connection.open(server.port);
+    await c.exchange(bytes);
+    connections.push(c);
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  const after = rssKiB(server.pid);
+  for (const c of connections) c.close();
+  return Math.max(1, after - before) / 500;
+}
+
+/** Turns per second of `true` on the command driver, 16 at once, straight through runTurn(). */
+async function turnRate(home: string, cwd: string): Promise<number> {
+  const store = openStore(home);
+  const settings = loadSettings({ REINS_HOME: home, HOME: cwd, REINS_CONFIG: `${cwd}/none.json` });
+  const signals = { stop: new AbortController().signal, kill: new AbortController().signal };
+  const turn = () =>
+    runTurn(store, settings, {
+      agent: { kind: "command", exec: "true", idleTimeoutSeconds: null },
+      prompt: "hi",
+      cwd,
+      contextId: newId(),
+      approval: "auto",
+      budget: {},
+      timeoutSeconds: null,
+      parentRunId: null,
+      trigger: "a2a",
+    }, signals);
+  try {
+    const warmEnd = performance.now() + 500;
+    await Promise.all(Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < warmEnd) await turn();
+    }));
+    let count = 0;
+    const start = performance.now();
+    const end = start + SECONDS * 1000;
+    await Promise.all(Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < end) {
+        await turn();
+        count++;
+      }
+    }));
+    return count / ((performance.now() - start) / 1000);
+  } finally {
+    store.close();
+  }
+}
+
+export default async function (): Promise<void> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-serve-" }));
+  const servers: Server[] = [];
+  try {
+    const home = `${dir}/home`;
+    const flags = permissionFlags({
+      home,
+      cwd: dir,
+      tempDir: "/tmp",
+      netHosts: [],
+      programs: ["true"],
+    });
+    const ours = await start([
+      "run",
+      "--quiet",
+      "--config",
+      CONFIG,
+      ...flags,
+      MAIN,
+      "serve",
+      "--port",
+      "0",
+      "--driver",
+      "command",
+      "--exec",
+      "true",
+      "--max-turns",
+      String(CLIENTS),
+      "--cwd",
+      dir,
+    ], { REINS_HOME: home, HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" });
+    servers.push(ours);
+    const token = (await Deno.readTextFile(`${home}/serve.token`)).trim();
+    const send = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "SendMessage",
+      params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } },
+    });
+    const probe = await Connection.open(ours.port);
+    const sent = JSON.parse(await probe.exchange(request(send, token)));
+    const taskId = sent.result.task.id as string;
+    const get = request(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: taskId } }),
+      token,
+    );
+    const getAnswer = await probe.exchange(get);
+    const sendAnswer = JSON.stringify(sent);
+    probe.close();
+
+    // The baseline: Deno.serve answering each POST with the same JSON text, reading its body.
+    const bare = await start([
+      "run",
+      "--quiet",
+      "--allow-net=127.0.0.1",
+      "--allow-env=BENCH_ANSWERS",
+      new URL("./_bare_server.ts", import.meta.url).pathname,
+    ], { BENCH_ANSWERS: JSON.stringify({ GetTask: getAnswer, SendMessage: sendAnswer }) });
+    servers.push(bare);
+
+    const getOurs = await rate(ours.port, get);
+    const getBare = await rate(bare.port, get);
+    compare({
+      name: "GetTask, 16 clients (auth, JSON-RPC, task from the recorded run)",
+      ours: getOurs,
+      baseline: getBare,
+      unit: "req/s",
+      better: "higher",
+      goal: ">= 0.5",
+      baselineName: "bare Deno.serve, same JSON",
+    });
+    const sendOurs = await rate(ours.port, request(send, token));
+    const sendBare = await rate(bare.port, request(send, token));
+    compare({
+      name: "SendMessage, 16 clients (a recorded run of `true` each, blocking)",
+      ours: sendOurs,
+      baseline: sendBare,
+      unit: "req/s",
+      better: "higher",
+      goal: ">= 0.5",
+      baselineName: "bare Deno.serve, same JSON",
+    });
+
+    // What the turns themselves cost, without HTTP: runTurn() in this process, 16 at once.
+    const engineRate = await turnRate(`${dir}/engine-home`, dir);
+    compare({
+      name: "SendMessage, 16 clients, against the same turns run by runTurn() in process",
+      ours: sendOurs,
+      baseline: engineRate,
+      unit: "turns/s",
+      better: "higher",
+      goal: ">= 0.5",
+      baselineName: "runTurn(), 16 at once",
+    });
+
+    const oursIdle = await idleCost(ours, get);
+    const bareIdle = await idleCost(bare, get);
+    compare({
+      name: "memory per idle kept-alive connection (500 open)",
+      ours: oursIdle,
+      baseline: bareIdle,
+      unit: "KiB",
+      better: "lower",
+      goal: "<= 2",
+      baselineName: "bare Deno.serve",
+    });
+
+    // How long a megabyte of '[' takes to be refused: sending it, and the answer.
+    const brackets = "[".repeat(1_000_000);
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const c = await Connection.open(ours.port);
+      const bytes = request(brackets, token);
+      const startAt = performance.now();
+      const answer = JSON.parse(await c.exchange(bytes));
+      times.push(performance.now() - startAt);
+      c.close();
+      if (answer.error?.code !== -32600) throw new Error(`unexpected answer ${answer}`);
+    }
+    times.sort((a, b) => a - b);
+    figure(
+      "a megabyte of '[' refused (-32600), from the first byte sent to the answer, median of 5 (goal < 100 ms)",
+      `${times[2].toFixed(1)} ms`,
+    );
+  } finally {
+    for (const server of servers) await server.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
