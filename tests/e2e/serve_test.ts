@@ -180,3 +180,35 @@ Deno.test("SIGTERM lets a turn that finishes within --grace complete, and its bl
   const shown = JSON.parse((await reins(["show", task.id, "--json"], { home: dir.path })).stdout);
   assert.equal(shown.record.status, "completed");
 });
+
+Deno.test("after a crash of reins serve mid-turn, the restarted server answers GetTask for the interrupted run", async () => {
+  await using dir = await tempDir();
+  const args = ["--driver", "command", "--exec", `sh ${FIXTURES}sleeper.sh`, "--cwd", dir.path];
+  const served = await serve(dir.path, args);
+  const token = (await Deno.readTextFile(`${dir.path}/serve.token`)).trim();
+  const task = await (await officialClient(served.base, token)).sendMessage(
+    send("work", { returnImmediately: true }),
+  ) as Task;
+  let child = 0;
+  for (let i = 0; i < 200 && !child; i++) {
+    child = Number(await Deno.readTextFile(`${dir.path}/child.pid`).catch(() => "0"));
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  served.child.kill("SIGKILL");
+  await served.child.status;
+  await served.child.stdout.cancel().catch(() => {});
+  await served.stderr();
+  try {
+    Deno.kill(child, "SIGKILL");
+  } catch { /* gone */ }
+  const again = await serve(dir.path, args);
+  const got = await (await officialClient(again.base, token)).getTask(
+    GetTaskRequest.fromJSON({ id: task.id }),
+  );
+  assert.equal(got.status?.state, TaskState.TASK_STATE_FAILED);
+  const said = got.status?.message?.parts.map((p) =>
+    p.content?.$case === "text" ? p.content.value : ""
+  ).join("");
+  assert.match(said ?? "", /^The run was interrupted: /);
+  assert.equal((await stop(again)).code, 0);
+});

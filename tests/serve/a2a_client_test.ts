@@ -318,3 +318,17 @@ Deno.test("tasks survive a restart: GetTask and ListTasks answer from the record
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a second message on a busy context waits for the first turn, then resumes its session", async () => {
+  await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}brief.sh`) });
+  const client = await t.client();
+  const first = client.sendMessage(send("one", { contextId: "shared" }));
+  await eventually(() => Deno.stat(`${t.work}/started`).catch(() => null), "the first turn");
+  const second = client.sendMessage(send("two", { contextId: "shared" }));
+  const [one, two] = await Promise.all([first, second]) as Task[];
+  assert.equal(one.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(two.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const [a, b] = [t.store.loadRun(one.id), t.store.loadRun(two.id)];
+  assert.ok(b.startedAt >= a.endedAt!, "the second turn started after the first ended");
+  assert.equal(b.sessionId, a.sessionId);
+});
