@@ -467,22 +467,37 @@ export class A2AService {
   async drain(graceMs: number, killGraceMs = 5_000): Promise<void> {
     this.#stopping = true;
     const all = () => Promise.all([...this.#turns].map((turn) => turn.done));
-    const finished = all().then(() => true);
-    if (await Promise.race([finished, sleep(graceMs).then(() => false)])) return;
+    const finished = all();
+    if (await within(finished, graceMs)) return;
     for (const turn of this.#turns) turn.control.stop.abort(SHUTDOWN_REASON);
-    if (await Promise.race([finished, sleep(killGraceMs).then(() => false)])) return;
+    if (await within(finished, killGraceMs)) return;
     for (const turn of this.#turns) turn.control.kill.abort(SHUTDOWN_REASON);
     await all();
   }
 }
 
+/** After a kill, how long the turn may take to record its end before CancelTask answers anyway. */
+const KILLED_TURN_WAIT_MS = 15_000;
+
 /** Stops a turn: stop now, kill after `graceMs`, resolved once the turn has returned. */
 async function stopTurn(live: LiveTask, reason: string, graceMs: number): Promise<void> {
   live.control.stop.abort(reason);
-  const stopped = live.finished.then(() => true);
-  if (await Promise.race([stopped, sleep(graceMs).then(() => false)])) return;
+  if (await within(live.finished, graceMs)) return;
   live.control.kill.abort(reason);
-  await Promise.race([stopped, sleep(graceMs)]);
+  await within(live.finished, KILLED_TURN_WAIT_MS);
+}
+
+/** Whether `work` settles within `ms` (its timer cleared either way). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      work.then(() => true),
+      sleep(ms, timer.signal).then(() => false, () => false),
+    ]);
+  } finally {
+    timer.abort();
+  }
 }
 
 async function drainUntilEnd(subscription: Subscription, atInterrupted: boolean): Promise<void> {

@@ -208,6 +208,7 @@ Deno.test("beyond --max-turns a new message is refused with a clear error; the r
       ...message(text),
       configuration: { returnImmediately: true },
     });
+    assert.ok(body.result, JSON.stringify(body));
     const pid = Number(
       await eventually(
         () => Deno.readTextFile(`${t.work}/child.pid`).catch(() => ""),
