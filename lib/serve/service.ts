@@ -5,6 +5,7 @@
 // with an error that says so rather than queued out of sight.
 import { sleep } from "../core/clock.ts";
 import { describeError } from "../core/errors.ts";
+import { redact } from "../core/redact.ts";
 import { isSafeName, newId } from "../core/ids.ts";
 import type { RunEvent } from "../store/contracts.ts";
 import type { z } from "zod";
@@ -220,23 +221,33 @@ export class A2AService {
       warn: (text) => this.#warn(text),
       onEvent: (event) => live ? live.publish(event) : early.push(event),
       onCreated: (runId) => {
-        const record = this.#store.loadRun(runId);
-        live = new LiveTask(
-          new TaskView(record),
-          control,
-          (after, before) => this.#readRange(runId, after, before),
-        );
-        for (const event of early.splice(0)) live.publish(event);
-        this.#live.set(runId, live);
-        // Subscribed here, before the driver starts, so that no event of the turn is missed.
-        const subscription = subscribe ? live.subscribe((view) => view.snapshot(subscribe)) : null;
-        resolveStarted({ live, subscription });
+        try {
+          const record = this.#store.loadRun(runId);
+          live = new LiveTask(
+            new TaskView(record),
+            control,
+            (after, before) => this.#readRange(runId, after, before),
+          );
+          for (const event of early.splice(0)) live.publish(event);
+          this.#live.set(runId, live);
+          // Subscribed here, before the driver starts, so that no event of the turn is missed.
+          const subscription = subscribe
+            ? live.subscribe((view) => view.snapshot(subscribe))
+            : null;
+          resolveStarted({ live, subscription });
+        } catch (error) {
+          // The turn fails with this (its run records why); the request hears of it at once.
+          rejectStarted(error);
+          throw error;
+        }
       },
     });
     const entry = {
       control,
       done: turn.then(
-        () => {},
+        () => {
+          if (live === null) rejectStarted(new Error("the turn ended before its run existed"));
+        },
         (error) => {
           if (live === null) rejectStarted(error);
           else this.#warn(`task ${live.taskId}: ${describeError(error)}`);
@@ -256,7 +267,7 @@ export class A2AService {
     } catch (error) {
       throw new RpcError(
         RPC.internalError,
-        `The task could not start: ${describeError(error)}`,
+        `The task could not start: ${redact(describeError(error))}`,
         [errorInfo("TURN_NOT_STARTED")],
       );
     }

@@ -264,3 +264,19 @@ async function drain(response: Response): Promise<number> {
   await response.body?.cancel();
   return response.status;
 }
+
+Deno.test("a turn that cannot start (a missing mock model) is -32603 saying why, and no task is made", async () => {
+  await using t = await startTestServer({
+    agent: (dir) => ({ kind: "loop", model: `mock:${dir}/missing.json`, baseUrl: null }),
+  });
+  const { body } = await t.rpc("SendMessage", message("hi"));
+  const error = errorOf(body);
+  assert.equal(error.code, -32603);
+  assert.match(
+    error.message,
+    /^The task could not start: Cannot read the mock model file .*missing\.json: no such file$/,
+  );
+  const listed = await t.rpc("ListTasks", {});
+  assert.deepEqual((listed.body.result as { tasks: unknown[] }).tasks, []);
+  assert.equal(t.server.service.activeTurns, 0, "its slot is free again");
+});
