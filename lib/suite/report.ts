@@ -158,7 +158,7 @@ export class SuiteReporter {
       const spec = specs.get(instance.index);
       if (spec === undefined || spec.skip !== null) return false;
       if (kept === null) return true;
-      const state = handle.readScenario(instance.id);
+      const state = handle.readScenario(instance);
       return state.status === "pending" || state.status === "running";
     });
     if (instances.length === 0) return null;

@@ -154,9 +154,10 @@ async function playAttempt(
       throw new AttemptEnd(`timed out after ${spec.scenarioSeconds} s (timeouts.scenarioSeconds)`);
     }
   };
+  // Saved with the attempt's first run (below), or with its end: each save is an fsync, and a
+  // crash before the first run leaves a scenario a resume plays all the same.
   const cwd = await makeWorkdir(spec, handle.id);
   attempt.workdir = cwd;
-  handle.writeScenario(state);
   const evidence: Evidence = { cwd, turns: [], transcript: [], recordings: [] };
   try {
     for (const command of spec.setup) {
@@ -191,15 +192,16 @@ async function playAttempt(
         kill: options.kill,
         onCreated: async (runId) => {
           attempt.runIds.push(runId);
-          handle.writeScenario(state);
-          if (parentRunId === null) await options.hooks?.onConversation?.(state, runId);
+          // The attempt's first run is saved at once (a crash then leaves the attempt and its
+          // working directory findable); later ones go with the attempt's end.
+          if (parentRunId === null) {
+            handle.writeScenario(state);
+            await options.hooks?.onConversation?.(state, runId);
+          }
         },
       });
       parentRunId ??= turnEvidence.runId;
-      if (!attempt.runIds.includes(turnEvidence.runId)) {
-        attempt.runIds.push(turnEvidence.runId);
-        handle.writeScenario(state);
-      }
+      if (!attempt.runIds.includes(turnEvidence.runId)) attempt.runIds.push(turnEvidence.runId);
       evidence.turns.push(turnEvidence);
       evidence.transcript.push(...transcript);
       evidence.recordings.push(...recordings);
@@ -333,7 +335,8 @@ async function runOne(
 /** Plays one scenario to its final status (or leaves it unfinished when the suite stops). */
 async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instance: Instance) {
   const { handle, hooks } = options;
-  const state = handle.readScenario(instance.id);
+  const state = handle.readScenario(instance);
+  state.name = spec.name;
   const finish = async (evidence: Evidence | null) => {
     handle.writeScenario(state);
     await hooks?.onEnd?.({ state, spec, evidence });
@@ -383,7 +386,6 @@ async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instanc
     }
     const errors = state.attempts.filter((a) => a.status === "error").length;
     if (played.status === "error" && errors <= spec.retryErrors && !options.stop.aborted) {
-      handle.writeScenario(state);
       hooks?.onRetry?.(state, played.reason ?? "it could not run");
       continue;
     }

@@ -1,7 +1,7 @@
 // A suite run's state in the data root, so a crash loses nothing and a resume knows what is left:
 // suites/<id>/suite-run.json (the suite file's digest, the options, the scenarios in order) and
-// suites/<id>/scenarios/<instance>.json (status, attempts, run ids, check results), each replaced
-// atomically and fsynced like run.json, 0600 in 0700 directories. One process drives a suite run
+// suites/<id>/scenarios/<instance>.json (status, attempts, run ids, check results) once a scenario
+// has begun, each replaced atomically and fsynced like run.json, 0600 in 0700 directories. One process drives a suite run
 // at a time: it holds suites/<id>/lock, which the OS drops when the process dies.
 import { z } from "zod";
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
@@ -242,11 +242,7 @@ export class SuiteRunHandle implements Disposable {
     };
     const handle = new SuiteRunHandle(root, header, lock);
     root.ensureDir(joinPath(dir, "scenarios"));
-    for (const instance of init.instances) {
-      const { name, ...bare } = instance;
-      handle.writeScenario(pendingScenario(bare, name));
-    }
-    // The header last: a suite run whose header exists has every scenario's file.
+    // A scenario has a file once it has begun: one the header lists without a file is pending.
     handle.saveHeader();
     return handle;
   }
@@ -276,8 +272,8 @@ export class SuiteRunHandle implements Disposable {
     );
   }
 
-  readScenario(instanceId: string): ScenarioState {
-    return readScenarioState(this.root, this.dir, instanceId);
+  readScenario(instance: Instance): ScenarioState {
+    return readScenarioState(this.root, this.dir, instance);
   }
 
   /** Marks the end of this process's part: finished, or stopped with work left. */
@@ -319,18 +315,23 @@ export function readSuiteRun(root: DataRoot, id: string): SuiteRunFile {
   return readSuiteRunAt(root, root.layout.suite(id), id);
 }
 
-export function readScenarioState(root: DataRoot, dir: string, instanceId: string): ScenarioState {
-  const text = root.readText(scenarioPath(dir, instanceId));
-  if (text === null) {
+/** A scenario's state; one that has not begun has no file yet and is pending. */
+export function readScenarioState(
+  root: DataRoot,
+  dir: string,
+  instance: Instance,
+): ScenarioState {
+  const text = root.readText(scenarioPath(dir, instance.id));
+  if (text === null) return pendingScenario(instance, instance.key);
+  const state = parseJson(ScenarioState, text, `the state of scenario ${instance.id}`);
+  if (state.instance.id !== instance.id) {
     throw new ReinsError(
       "data_root",
-      `The state of scenario ${instanceId} is missing from ${dir}`,
-      {
-        hint: "the suite run's folder was changed by hand; run the suite afresh",
-      },
+      `The state file of scenario ${instance.id} in ${dir} is ${state.instance.id}'s`,
+      { hint: "the suite run's folder was changed by hand; run the suite afresh" },
     );
   }
-  return parseJson(ScenarioState, text, `the state of scenario ${instanceId}`);
+  return state;
 }
 
 /** Every scenario's state of a suite run, in the suite run's order. */
@@ -340,7 +341,7 @@ export function readScenarioStates(
   dir?: string,
 ): ScenarioState[] {
   const at = dir ?? root.layout.suite(header.id);
-  return header.instances.map((instance) => readScenarioState(root, at, instance.id));
+  return header.instances.map((instance) => readScenarioState(root, at, instance));
 }
 
 /** Suite run ids in the data root, newest first. */

@@ -30,17 +30,26 @@ function modeOf(path: string): number {
   return Deno.statSync(path).mode! & 0o777;
 }
 
-Deno.test("SuiteRunHandle.create() writes the header and a pending state per scenario, 0600 in 0700 folders", async () => {
+Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending until its file is written, 0600 in 0700 folders", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
   using handle = create(home);
   const header = readSuiteRun(new DataRoot(home), handle.id);
   assert.equal(header.state, "running");
   assert.deepEqual(header.instances.map((i) => i.id), ["a", "b"]);
-  const states = readScenarioStates(new DataRoot(home), header);
-  assert.deepEqual(states.map((s) => [s.instance.id, s.name, s.status]), [["a", "A", "pending"], [
+  const pending = readScenarioStates(new DataRoot(home), header);
+  assert.deepEqual(pending.map((s) => [s.instance.id, s.status]), [["a", "pending"], [
     "b",
-    "B",
+    "pending",
+  ]]);
+  assert.deepEqual([...Deno.readDirSync(`${handle.dir}/scenarios`)], []);
+
+  const a = { ...pending[0], name: "A", status: "passed" as const };
+  handle.writeScenario(a);
+  const states = readScenarioStates(new DataRoot(home), header);
+  assert.deepEqual(states.map((s) => [s.instance.id, s.name, s.status]), [["a", "A", "passed"], [
+    "b",
+    "b",
     "pending",
   ]]);
   for (const path of [`${home}/suites`, handle.dir, `${handle.dir}/scenarios`]) {
@@ -56,8 +65,11 @@ Deno.test("SuiteRunHandle.create() writes the header and a pending state per sce
     assert.equal(modeOf(path), 0o600, path);
   }
   // Atomic replacement leaves no temp file behind.
-  const names = [...Deno.readDirSync(`${handle.dir}/scenarios`)].map((e) => e.name).sort();
-  assert.deepEqual(names, ["a.json", "b.json"]);
+  handle.writeScenario({ ...a, status: "failed" });
+  assert.deepEqual([...Deno.readDirSync(`${handle.dir}/scenarios`)].map((e) => e.name), ["a.json"]);
+  // A file that is another scenario's is refused, not taken for this one.
+  Deno.copyFileSync(`${handle.dir}/scenarios/a.json`, `${handle.dir}/scenarios/b.json`);
+  assert.throws(() => readScenarioStates(new DataRoot(home), header), /is a's/);
 });
 
 Deno.test("SuiteRunHandle refuses a second driver of the same suite run, in this process or another", async () => {
