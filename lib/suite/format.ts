@@ -174,6 +174,8 @@ export const SuiteFile = z.object({
   description: z.string().optional(),
   /** Scenarios at once. */
   jobs: z.number().int().positive().max(256).optional(),
+  /** How the platform shows the calls: "voice" for spoken scenarios (their recordings play). */
+  modality: z.enum(["text", "voice"]).optional(),
   /** Checks every scenario gets, after its own. */
   checks: RawChecks.optional(),
   ...Overridable,

@@ -63,6 +63,8 @@ export interface Suite {
   /** `sha256:<hex>` of the file's bytes. */
   digest: string;
   jobs: number | null;
+  /** How the platform shows the calls. */
+  modality: "text" | "voice";
   scenarios: ScenarioSpec[];
 }
 
@@ -566,6 +568,7 @@ export function parseSuite(file: string, bytes: Uint8Array): Suite {
     file,
     digest: sha256(bytes),
     jobs: parsed.data.jobs ?? null,
+    modality: parsed.data.modality ?? "text",
     scenarios,
   };
 }

@@ -168,7 +168,7 @@ export class SuiteReporter {
       name: options.suite.name,
       target: options.target,
       live: true,
-      modality: "text",
+      modality: options.suite.modality,
       scenarios: instances.map((instance) => ({
         runId: null,
         scenario: scenarioInputOf(specs.get(instance.index)!),
@@ -319,7 +319,7 @@ export async function allocatePlan(
     name: options.suite.name,
     target: options.target,
     live: true,
-    modality: "text",
+    modality: options.suite.modality,
     scenarios: options.instances.map((instance) => ({
       runId: null,
       scenario: scenarioInputOf(specs.get(instance.index)!),

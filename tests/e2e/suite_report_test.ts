@@ -239,3 +239,60 @@ Deno.test("reins suite run --resume after kill -9 reports into the same executio
     await platform.close();
   }
 });
+
+Deno.test("reins suite run uploads the files a scenario's turns attached as its call's recordings, as a voice suite", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const agent = `${dir.path}/agent.sh`;
+  await Deno.writeTextFile(
+    agent,
+    [
+      "#!/bin/sh",
+      "cat > /dev/null",
+      "printf 'RIFF-fake-audio-%s' \"$REINS_RUN_ID\" > call.wav",
+      `echo '{"type":"attachment.added","payload":{"path":"call.wav"}}'`,
+      "echo 'spoken answer'",
+    ].join("\n"),
+  );
+  await Deno.chmod(agent, 0o755);
+  await Deno.writeTextFile(
+    `${dir.path}/suite.yaml`,
+    [
+      "suite: spoken",
+      "modality: voice",
+      "driver: command",
+      `exec: ${agent}`,
+      "scenarios:",
+      "  - {key: call, turns: [hello], checks: [{regex: spoken}]}",
+    ].join("\n"),
+  );
+  const platform = startFakePlatform();
+  try {
+    const result = await reins(["suite", "run", "suite.yaml", "--json"], {
+      home,
+      cwd: dir.path,
+      allowRun: [agent],
+      env: envFor(platform),
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const run = JSON.parse(result.stdout);
+    assert.equal(run.report.state, "reported");
+    assert.equal((platform.requests[0].body as { modality: string }).modality, "voice");
+    const [call] = [...platform.calls.values()];
+    assert.equal(call.results.length, 1);
+    const runId = run.scenarios[0].runIds[0];
+    const expected = new TextEncoder().encode(`RIFF-fake-audio-${runId}`);
+    const sha256 = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", expected)))
+      .map((b) => b.toString(16).padStart(2, "0")).join("");
+    assert.deepEqual(
+      call.recordings.map((r) => ({ filename: r.filename, bytes: r.bytes, sha256: r.sha256 })),
+      [{ filename: "call.wav", bytes: expected.length, sha256 }],
+    );
+    assert.deepEqual(
+      platform.requests.map((r) => r.route),
+      ["provision", "start", "batch", "status", "result", "recording"],
+    );
+  } finally {
+    await platform.close();
+  }
+});
