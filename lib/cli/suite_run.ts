@@ -313,6 +313,11 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
         onRetry: (state, reason) => progress.retrying(state, reason),
       },
     }));
+  } catch (error) {
+    // What stopped every scenario (the sandbox refused the agent): the rest is left for --resume.
+    handle.end("stopped");
+    await reporter?.close();
+    throw error;
   } finally {
     clearTimeout(graceTimer);
     for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);

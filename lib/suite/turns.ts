@@ -103,7 +103,7 @@ export function engineTurns(
 ): TurnRunner {
   return async (turn) => {
     const { scenario } = turn;
-    const { summary } = await runTurn(
+    const { summary, error } = await runTurn(
       store,
       scenarioSettings(settings, scenario),
       {
@@ -125,6 +125,9 @@ export function engineTurns(
       { stop: turn.stop, kill: turn.kill },
       { warn, onCreated: (runId) => turn.onCreated(runId) },
     );
+    // The sandbox refusing the agent refuses every scenario alike: the suite stops (exit 4)
+    // rather than record each as an error.
+    if (error instanceof Deno.errors.NotCapable) throw error;
     return recordedTurn(store, summary.runId, turn.prompt);
   };
 }

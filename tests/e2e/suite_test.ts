@@ -331,3 +331,27 @@ Deno.test("reins suite run stops on SIGINT: the rest stays unfinished, exit 1, a
   assert.equal(resumed.code, 0, resumed.stderr);
   assert.match(resumed.stderr, new RegExp(`resuming suite run ${id}: 2 of 3 scenarios left`));
 });
+
+Deno.test("reins suite run stops at exit 4 when the sandbox refuses the agent, leaving the scenarios for --resume", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await countingSuite(dir.path, ["a", "b"], ["retry: {errors: 2}"]);
+  const refused = await reins(["suite", "run", "suite.yaml", "--jobs", "1"], {
+    home,
+    cwd: dir.path,
+  });
+  assert.equal(refused.code, 4, refused.stderr);
+  assert.match(refused.stderr, /The sandbox refused run access to ".*agent\.sh"/);
+  const listed = JSON.parse((await reins(["suite", "list", "--json"], { home })).stdout);
+  assert.equal(listed.suiteRuns[0].state, "stopped");
+  assert.equal(listed.suiteRuns[0].totals.unfinished, 2);
+  // No retries were spent on it, and a resume with the agent allowed finishes the suite run.
+  const a = scenarioFile(home, "a") as { attempts: unknown[] } | null;
+  assert.ok(a === null || a.attempts.length === 1);
+  const resumed = await reins(["suite", "run", "suite.yaml", "--resume"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  assert.equal(resumed.code, 0, resumed.stderr);
+});
