@@ -2,6 +2,7 @@
 // scenarios split into N round-robin shards, with the platform's calls allocated once for all of
 // them when reporting; merge: the shards' suite runs put back together as one table, JUnit and
 // exit code, saying which shards are missing.
+import { nowIso } from "../core/clock.ts";
 import type { SuiteContext } from "./suite.ts";
 import { ExitCode, PlatformError, UsageError } from "../core/errors.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
@@ -47,7 +48,7 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
     id: newId(),
     suite: loaded.name,
     digest: loaded.digest,
-    createdAt: new Date().toISOString(),
+    createdAt: nowIso(),
     shards,
     repeat,
     filter,

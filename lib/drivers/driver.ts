@@ -1,6 +1,7 @@
 // The driver interface: one prompt in, events out. A driver emits the events of the turn (never
 // the terminal `completed` / `failed`: the run command appends those from the result it returns)
 // and must stop promptly when its signal aborts. It does not touch the run store directly.
+import { assertNever } from "../core/assert_never.ts";
 import type { DriverName, HarnessDriver, Settings } from "../core/config.ts";
 import { UsageError } from "../core/errors.ts";
 import type { EventInput } from "../store/contracts.ts";
@@ -26,7 +27,7 @@ export function driverNameOf(agent: AgentSpec): DriverName {
     case "harness":
       return agent.driver;
     default:
-      return assertNever(agent);
+      return assertNever(agent, "agent kind");
   }
 }
 
@@ -44,10 +45,6 @@ export function agentOf<K extends AgentSpec["kind"]>(
     `Cannot run the ${driver} driver with a ${input.agent.kind} agent: it takes a ${kind} agent`,
     { hint: `give --driver ${driverNameOf(input.agent)}'s flags to that driver` },
   );
-}
-
-function assertNever(value: never): never {
-  throw new Error(`Unknown agent kind ${JSON.stringify(value)}`);
 }
 
 export type ApprovalPolicy = "auto" | "ask" | "deny";

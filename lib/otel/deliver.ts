@@ -2,6 +2,7 @@
 // exponential backoff with full jitter, its Retry-After when it gives one) inside a time budget,
 // and the outbox entries sent the same way, each under its lock, removed once acknowledged.
 // Nothing here throws for what a collector or the network does; the outcome says what happened.
+import { sleep } from "../core/clock.ts";
 import { describeError } from "../core/errors.ts";
 import {
   listOtlpEntryIds,
@@ -52,7 +53,7 @@ export async function sendWithRetry(body: Uint8Array, policy: SendPolicy): Promi
     const remaining = policy.deadlineMs === null ? null : policy.deadlineMs - Date.now();
     if (waitMs > cap || (remaining !== null && waitMs >= remaining)) return outcome;
     policy.onRetry?.(outcome.reason, waitMs);
-    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    await sleep(waitMs);
   }
 }
 

@@ -4,6 +4,7 @@
 // the platform's reports rather than among them: their readers list only the files directly in
 // `outbox/`. A file holds the finished request (already redacted) and never the headers, which
 // are credentials and are taken from the settings when it is sent.
+import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { isSafeName, newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
@@ -47,7 +48,7 @@ function entryPath(home: string, id: string): string {
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
 export function writeOtlpEntry(home: string, entry: OtlpEntry): void {
-  entry.updatedAt = new Date().toISOString();
+  entry.updatedAt = nowIso();
   ensurePrivateDir(home, otlpOutboxDir(home));
   writePrivateFileAtomic(home, entryPath(home, entry.id), `${JSON.stringify(entry)}\n`);
 }
@@ -62,7 +63,7 @@ export function createOtlpEntry(
     endpoint: string | null;
   },
 ): OtlpEntry {
-  const now = new Date().toISOString();
+  const now = nowIso();
   const spans = fields.request.resourceSpans.reduce(
     (sum, rs) => sum + rs.scopeSpans.reduce((n, ss) => n + ss.spans.length, 0),
     0,

@@ -3,6 +3,7 @@
 // instance state, so any number of data roots (and of turns on them) can be open in one process
 // without sharing anything. This is the zod-free base of Store (store.ts): the paths that must
 // start fast (`reins runs`, the cheap reconciliation every command does) use it alone.
+import { nowIso } from "../core/clock.ts";
 import {
   type CheckedDirs,
   ensurePrivateDir,
@@ -71,7 +72,7 @@ export class DataRoot implements Disposable {
   warn(message: string): void {
     this.#warn(message);
     try {
-      this.appendLine(this.layout.log(), `${new Date().toISOString()} ${message}`);
+      this.appendLine(this.layout.log(), `${nowIso()} ${message}`);
     } catch { /* the log is as unwritable as the rest */ }
   }
 

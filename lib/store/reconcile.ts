@@ -2,6 +2,7 @@
 // outcome is marked interrupted, with a `status.changed` event at the next sequence; a run.json
 // that disagrees with its log is corrected to the log (a copy of it kept first); a damaged one is
 // rebuilt from the events. A run whose owner is alive is never touched.
+import { nowIso } from "../core/clock.ts";
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import { removeStaleTemps } from "../core/private_files.ts";
@@ -165,7 +166,7 @@ function settleUnreadable(root: DataRoot, runId: string, why: string): void {
         writeRecord(root, {
           ...file.record,
           status: "interrupted",
-          endedAt: new Date().toISOString(),
+          endedAt: nowIso(),
           terminalReason: `${INTERRUPTED_REASON}; it cannot be reconciled: ${why}`,
         });
       }

@@ -1,6 +1,7 @@
 // How a turn ends, as a pure function: from what the driver returned (or threw) and what stopped
 // it (the turn's timeout, the caller's stop signal) to the run's outcome and the terminal event
 // that records it. No files, no processes, no clock: the engine appends what this returns.
+import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
 import type { DriverResult } from "../drivers/driver.ts";
 import type { EventInput, SettledStatus, Usage } from "../store/contracts.ts";
@@ -75,7 +76,7 @@ function terminalEvent(status: SettledStatus, reason: string | null, result: str
         payload: { status: "interrupted", reason },
       } satisfies EventInput;
     default:
-      return assertNever(status);
+      return assertNever(status, "run status");
   }
 }
 
@@ -105,8 +106,4 @@ export function stopReasonOf(signal: AbortSignal): string {
     return reason.message;
   }
   return "stopped";
-}
-
-function assertNever(value: never): never {
-  throw new Error(`Unhandled status ${JSON.stringify(value)}`);
 }

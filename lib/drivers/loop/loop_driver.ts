@@ -2,6 +2,7 @@
 // policy), feed the results back, until it answers without a tool call, the budget runs out or
 // the signal aborts. It emits the turn's events and returns its outcome; it never writes the
 // run store itself and never emits the terminal `completed` / `failed`.
+import { nowIso } from "../../core/clock.ts";
 import { describeError, ReinsError } from "../../core/errors.ts";
 import type { ToolCall } from "../../store/contracts.ts";
 import {
@@ -223,11 +224,11 @@ class Loop {
   async #runTool(call: ToolCall): Promise<ToolResult & { startedAt: string; finishedAt: string }> {
     const refusal = await this.#approve(call);
     await this.#hooks.beforeTool(call);
-    const startedAt = new Date().toISOString();
+    const startedAt = nowIso();
     const result: ToolResult = refusal !== null
       ? { ok: false, error: refusal }
       : await this.toolbox.run(call, this.signal);
-    const outcome = { ...result, startedAt, finishedAt: new Date().toISOString() };
+    const outcome = { ...result, startedAt, finishedAt: nowIso() };
     await this.#hooks.afterTool(call, outcome);
     return outcome;
   }
