@@ -10,20 +10,36 @@ Deno.test("six reins run --context same started together make one session, one t
   await using dir = await tempDir("reins-e2e-lock-");
   const home = `${dir.path}/home`;
   const log = `${dir.path}/spans.log`;
-  const exec =
-    `sh -c 'echo start $REINS_RUN_ID >> ${log}; sleep 0.2; echo end $REINS_RUN_ID >> ${log}'`;
-  const results = await Promise.all(
-    Array.from(
-      { length: 6 },
-      () =>
-        reins(["run", "--driver", "command", "--exec", exec, "--context", "same", "--json", "go"], {
-          home,
-          cwd: dir.path,
-        }),
-    ),
+  const release = `${dir.path}/release`;
+  // The first agent holds the context until the five others say they wait for it, however long
+  // a busy machine takes to start them; the agents after it pass straight through.
+  const exec = `sh -c 'echo start $REINS_RUN_ID >> ${log}; ` +
+    `while [ ! -e ${release} ]; do sleep 0.05; done; echo end $REINS_RUN_ID >> ${log}'`;
+  const children = Array.from(
+    { length: 6 },
+    () =>
+      spawnReins(
+        ["run", "--driver", "command", "--exec", exec, "--context", "same", "--json", "go"],
+        { home, cwd: dir.path },
+      ),
   );
-  for (const result of results) assert.equal(result.code, 0, result.stderr);
-  const summaries = results.map((result) => JSON.parse(result.stdout));
+  const stderrs = children.map(() => "");
+  const reading = children.map(async (child, i) => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      stderrs[i] += chunk;
+    }
+  });
+  const stdouts = children.map((child) => new Response(child.stdout).text());
+  const deadline = Date.now() + 60_000;
+  while (stderrs.filter((text) => /waiting for run/.test(text)).length < 5) {
+    assert.ok(Date.now() < deadline, `five turns never said they wait:\n${stderrs.join("\n")}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  Deno.writeTextFileSync(release, "");
+  const codes = await Promise.all(children.map(async (child) => (await child.status).code));
+  await Promise.all(reading);
+  for (const [i, code] of codes.entries()) assert.equal(code, 0, stderrs[i]);
+  const summaries = (await Promise.all(stdouts)).map((text) => JSON.parse(text));
   assert.equal(new Set(summaries.map((s) => s.sessionId)).size, 1, "one session");
   assert.equal(new Set(summaries.map((s) => s.runId)).size, 6);
   using store = openStore(home);
@@ -38,11 +54,9 @@ Deno.test("six reins run --context same started together make one session, one t
       lines[i + 1][1],
     ]);
   }
-  // Those that waited said so, naming a run of this context or one being started.
-  const waited = results.filter((result) => /waiting for run/.test(result.stderr));
-  assert.ok(waited.length >= 1, results.map((r) => r.stderr).join("\n"));
+  // The five that waited said so, naming a run of this context or one being started.
   const runIds = new Set(summaries.map((s) => s.runId));
-  for (const { stderr } of waited) {
+  for (const stderr of stderrs.filter((text) => /waiting for run/.test(text))) {
     const [, holder] = stderr.match(/waiting for run (.+?) to finish: it holds context 'same'/)!;
     assert.ok(holder === "(being started)" || runIds.has(holder), stderr);
   }
@@ -52,13 +66,16 @@ Deno.test("reins run --no-wait on a busy context exits 7 with context busy (run 
   await using dir = await tempDir("reins-e2e-lock-");
   const home = `${dir.path}/home`;
   const started = `${dir.path}/started`;
+  const release = `${dir.path}/release`;
   const holder = spawnReins(
     [
       "run",
       "--driver",
       "command",
       "--exec",
-      `sh -c 'touch ${started}; sleep 1.5; echo held'`,
+      // Held until the test says so, not for a fixed time: on a busy machine each reins below
+      // can take over a second to start, and a timed holder let go before the last one ran.
+      `sh -c 'touch ${started}; while [ ! -e ${release} ]; do sleep 0.05; done; echo held'`,
       "--context",
       "ticket-7",
       "--json",
@@ -107,6 +124,7 @@ Deno.test("reins run --no-wait on a busy context exits 7 with context busy (run 
     assert.equal(json.code, 7);
     assert.equal(JSON.parse(json.stdout).error.code, "context_busy");
   } finally {
+    Deno.writeTextFileSync(release, "");
     const output = await holder.output();
     assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
   }
