@@ -335,6 +335,54 @@ export function writePrivateFileAtomic(
   syncDir(dir);
 }
 
+/**
+ * writePrivateFileAtomic without blocking: the same checks, temp file, lock, fsync, rename and
+ * fsync of the directory, with the waits for the disk awaited rather than held. For writers that
+ * save often while other work runs in the same process (a suite saving each scenario's state as
+ * other scenarios play).
+ */
+export async function writePrivateFileAtomicAsync(
+  root: string,
+  path: string,
+  data: string | Uint8Array,
+  checked?: CheckedDirs,
+): Promise<void> {
+  const absPath = resolvePath(path, resolvePath(root));
+  const dir = dirnameOf(absPath);
+  ensurePrivateDir(root, dir, checked);
+  checkFile(root, absPath, "write");
+  removeStaleTemps(absPath);
+  const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
+  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+  const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
+  const file = await Deno.open(temp, { write: true, createNew: true, mode: FILE_MODE });
+  try {
+    await file.lock(true);
+    let written = 0;
+    while (written < bytes.length) written += await file.write(bytes.subarray(written));
+    await file.sync();
+    await Deno.chmod(temp, FILE_MODE);
+    await Deno.rename(temp, absPath);
+  } catch (error) {
+    try {
+      await Deno.remove(temp);
+    } catch { /* already renamed or gone */ }
+    throw error;
+  } finally {
+    file.close();
+  }
+  try {
+    const handle = await Deno.open(dir, { read: true });
+    try {
+      await handle.sync();
+    } finally {
+      handle.close();
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+  }
+}
+
 function syncDir(dir: string): void {
   try {
     const handle = Deno.openSync(dir, { read: true });

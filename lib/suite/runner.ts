@@ -195,7 +195,7 @@ async function playAttempt(
           // The attempt's first run is saved at once (a crash then leaves the attempt and its
           // working directory findable); later ones go with the attempt's end.
           if (parentRunId === null) {
-            handle.writeScenario(state);
+            await handle.writeScenario(state);
             await options.hooks?.onConversation?.(state, runId);
           }
         },
@@ -338,7 +338,7 @@ async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instanc
   const state = handle.readScenario(instance);
   state.name = spec.name;
   const finish = async (evidence: Evidence | null) => {
-    handle.writeScenario(state);
+    await handle.writeScenario(state);
     await hooks?.onEnd?.({ state, spec, evidence });
   };
   if (spec.skip !== null) {
@@ -374,7 +374,7 @@ async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instanc
       attempt.endedAt = nowIso();
       attempt.reason = "the suite run was stopped";
       state.status = "pending";
-      handle.writeScenario(state);
+      await handle.writeScenario(state);
       return;
     }
     attempt.endedAt = nowIso();

@@ -8,6 +8,7 @@ import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
+import { writePrivateFileAtomicAsync } from "../core/private_files.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
@@ -265,8 +266,13 @@ export class SuiteRunHandle implements Disposable {
     this.root.writeFileAtomic(headerPath(this.dir), `${JSON.stringify(this.header, null, 2)}\n`);
   }
 
-  writeScenario(state: ScenarioState): void {
-    this.root.writeFileAtomic(
+  /**
+   * Saves a scenario's state (atomic, fsynced) without blocking the other scenarios meanwhile:
+   * the waits for the disk are awaited. One scenario's saves are made one after another.
+   */
+  async writeScenario(state: ScenarioState): Promise<void> {
+    await writePrivateFileAtomicAsync(
+      this.root.home,
       scenarioPath(this.dir, state.instance.id),
       `${JSON.stringify(state, null, 2)}\n`,
     );

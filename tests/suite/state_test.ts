@@ -45,7 +45,7 @@ Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending unti
   assert.deepEqual([...Deno.readDirSync(`${handle.dir}/scenarios`)], []);
 
   const a = { ...pending[0], name: "A", status: "passed" as const };
-  handle.writeScenario(a);
+  await handle.writeScenario(a);
   const states = readScenarioStates(new DataRoot(home), header);
   assert.deepEqual(states.map((s) => [s.instance.id, s.name, s.status]), [["a", "A", "passed"], [
     "b",
@@ -65,8 +65,15 @@ Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending unti
     assert.equal(modeOf(path), 0o600, path);
   }
   // Atomic replacement leaves no temp file behind.
-  handle.writeScenario({ ...a, status: "failed" });
+  await handle.writeScenario({ ...a, status: "failed" });
   assert.deepEqual([...Deno.readDirSync(`${handle.dir}/scenarios`)].map((e) => e.name), ["a.json"]);
+  // What it saves passes the secrets choke point, as every file of the data root does.
+  await handle.writeScenario({
+    ...a,
+    reason: "the key sk-abcdefghijklmnopqrstuvwxyz0123 was refused",
+  });
+  const saved = await Deno.readTextFile(`${handle.dir}/scenarios/a.json`);
+  assert.match(saved, /the key \[redacted\] was refused/);
   // A file that is another scenario's is refused, not taken for this one.
   Deno.copyFileSync(`${handle.dir}/scenarios/a.json`, `${handle.dir}/scenarios/b.json`);
   assert.throws(() => readScenarioStates(new DataRoot(home), header), /is a's/);
