@@ -7,6 +7,7 @@ import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
 import { dirnameOf } from "./paths.ts";
 import { distrustOf, UntrustedFileError } from "./private_files.ts";
+import { headerListSecrets, headerSecrets } from "./header_secrets.ts";
 import { rememberSecrets, secretsInArgs } from "./redact.ts";
 // The data root's layout is a leaf module of names (no store code): every path under the data
 // root is built there, the config file's too.
@@ -248,13 +249,20 @@ export function loadSettings(
   return parsed.data;
 }
 
-/** The credentials settings hold: API keys, the platform's key and secret, keys in driver args. */
+/**
+ * The credentials settings hold: API keys, the platform's key and secret, keys in driver args, the
+ * OpenTelemetry collector's credential headers.
+ */
 export function secretsOfSettings(settings: Settings): string[] {
   return [
     settings.openai.apiKey,
     settings.platform.apiKey,
     settings.platform.secretKey,
     ...HARNESS_DRIVERS.flatMap((driver) => secretsInArgs(settings.drivers[driver].args)),
+    // What the OpenTelemetry collector is sent: its keys travel in headers.
+    ...headerListSecrets(settings.otel.env.OTEL_EXPORTER_OTLP_HEADERS),
+    ...headerListSecrets(settings.otel.env.OTEL_EXPORTER_OTLP_TRACES_HEADERS),
+    ...headerSecrets(settings.otel.file.headers ?? {}),
   ].filter((value): value is string => typeof value === "string");
 }
 

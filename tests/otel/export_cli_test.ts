@@ -286,3 +286,34 @@ Deno.test("reins export otel says what is wrong with its arguments, exit 2", asy
   assert.equal(grpc.code, 2);
   assert.match(grpc.stderr, /Cannot export: OTEL_EXPORTER_OTLP_PROTOCOL=grpc/);
 });
+
+Deno.test("the collector's credential never reaches a run's files, even when the agent prints it", async () => {
+  // regression: only the export redacted the header values; an agent that echoed its
+  // environment wrote the collector's key into events.jsonl.
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const home = `${dir.path}/home`;
+  const key = "hc-team-key-0a1b2c3d4e5f";
+  await Deno.writeTextFile(
+    `${dir.path}/leaky.sh`,
+    'printf "%s\\n" "$OTEL_EXPORTER_OTLP_HEADERS"\n',
+  );
+  const env = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_EXPORTER_OTLP_HEADERS: `x-honeycomb-team=${key}`,
+  };
+  const ran = await reins(
+    ["run", "--driver", "command", "--exec", `sh ${dir.path}/leaky.sh`, "--json", "go"],
+    { home, cwd: dir.path, env },
+  );
+  assert.equal(ran.code, 0, ran.stderr);
+  assert.ok(!ran.stdout.includes(key), "not in the answer printed");
+  const { runId } = JSON.parse(ran.stdout);
+  const events = await Deno.readTextFile(`${home}/runs/${runId}/events.jsonl`);
+  assert.ok(!events.includes(key), "not in events.jsonl");
+  assert.match(events, /x-honeycomb-team=\[redacted\]/);
+  const exported = await reins(["export", "otel", runId, "--otel-content"], { home, env });
+  assert.equal(exported.code, 0, exported.stderr);
+  for (const request of collector.received) assert.ok(!request.raw.includes(key));
+  assert.equal(collector.received.at(-1)!.headers.get("x-honeycomb-team"), key, "it is still sent");
+});
