@@ -177,6 +177,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     driver: driverNameOf(agent),
     maxTurns,
     warn: (message) => io.warn(message),
+    log: (message) => io.note(`reins serve: ${new Date().toISOString()} ${message}`),
     onError: (error) =>
       io.warn(`serve: ${error instanceof Error ? error.stack ?? error.message : String(error)}`),
     runTurn: (turn, signals, hooks) =>

@@ -38,6 +38,8 @@ export interface ServerOptions {
   /** How long CancelTask lets an agent stop before it is killed. */
   cancelGraceMs?: number;
   warn?(message: string): void;
+  /** A line for the operator when a task starts and when it ends. */
+  log?(message: string): void;
   onError?(error: unknown): void;
   onConnectionClosed?(report: ConnectionReport): void;
 }
@@ -69,6 +71,7 @@ export function startServer(options: ServerOptions): RunningServer {
     maxTurns: options.maxTurns,
     cancelGraceMs: options.cancelGraceMs,
     warn: options.warn,
+    log: options.log,
   });
   // The card needs the port, known once listening; the handler reads the card when asked.
   let cardJson = "";

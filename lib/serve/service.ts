@@ -48,6 +48,8 @@ export interface ServiceOptions {
   /** How long CancelTask lets the agent stop before killing it. */
   cancelGraceMs?: number;
   warn?(message: string): void;
+  /** A line for the operator when a task starts and when it ends. */
+  log?(message: string): void;
 }
 
 /** A method's answer: a result object (or its JSON text), or a stream of items (SSE). */
@@ -86,6 +88,7 @@ export class A2AService {
   readonly #maxTurns: number;
   readonly #cancelGraceMs: number;
   readonly #warn: (message: string) => void;
+  readonly #log: (message: string) => void;
   readonly #lookup: TaskLookup;
   /** Tasks whose turns run in this server, by task id. */
   readonly #live = new Map<string, LiveTask>();
@@ -99,6 +102,7 @@ export class A2AService {
     this.#maxTurns = options.maxTurns;
     this.#cancelGraceMs = options.cancelGraceMs ?? 5_000;
     this.#warn = options.warn ?? (() => {});
+    this.#log = options.log ?? (() => {});
     this.#lookup = new TaskLookup(options.store);
   }
 
@@ -230,6 +234,7 @@ export class A2AService {
           );
           for (const event of early.splice(0)) live.publish(event);
           this.#live.set(runId, live);
+          this.#log(`task ${runId} started on context ${contextId}`);
           // Subscribed here, before the driver starts, so that no event of the turn is missed.
           const subscription = subscribe
             ? live.subscribe((view) => view.snapshot(subscribe))
@@ -259,6 +264,7 @@ export class A2AService {
         ended.end();
         if (TERMINAL_STATES.has(ended.view.state)) this.#lookup.keep(ended.view);
         this.#live.delete(ended.taskId);
+        this.#log(`task ${ended.taskId} ${stateWord(ended.view.state)}`);
       }),
     };
     this.#turns.add(entry);

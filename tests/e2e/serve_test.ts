@@ -74,6 +74,11 @@ Deno.test("reins serve prints its card URL, makes its token 0600, serves, and ex
   const { code, stderr } = await stop(served);
   assert.equal(code, 0, stderr);
   assert.match(stderr, /bearer token in .*serve\.token \(new\)/);
+  assert.match(
+    stderr,
+    new RegExp(`reins serve: \\S+Z task ${task.id} started on context ${task.contextId}\n`),
+  );
+  assert.match(stderr, new RegExp(`reins serve: \\S+Z task ${task.id} completed\n`));
   assert.doesNotMatch(stderr, new RegExp(token), "the token is never printed");
   const shown = await reins(["show", task.id, "--json"], { home: dir.path });
   assert.equal(JSON.parse(shown.stdout).record.trigger, "a2a");
