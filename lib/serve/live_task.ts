@@ -2,15 +2,20 @@
 // and the streams watching it. Each event is folded in once, in sequence order, and what it
 // causes goes to every subscriber in that same order (A2A 1.0 §3.5.2); an event that arrives
 // after a gap (an answer appended by `reins approve` in another shell) brings the missing ones in
-// from the log first. A subscriber that stops reading is dropped once its queue is full, so one
-// slow client costs bounded memory and never holds the others back.
+// from the log first. A subscriber's queue holds text as ranges of the view's own text (which
+// the task keeps anyway), joined while it waits: an agent that streams faster than a client
+// reads costs that client nothing per delta. One that falls behind by too many other items, or
+// stops reading (and so stops taking writes, which time out), is dropped, so one slow client
+// never holds the others back.
 import type { RunEvent } from "../store/contracts.ts";
 import type { StreamResponse, Task } from "./a2a/wire.ts";
 import { INTERRUPTED_STATES, TERMINAL_STATES } from "./a2a/wire.ts";
 import type { TaskView } from "./task_view.ts";
 
-/** Items a subscriber may fall behind by before it is dropped. */
+/** Items other than text a subscriber may fall behind by before it is dropped. */
 export const MAX_QUEUED_ITEMS = 10_000;
+/** The most text one stream item carries, well under what SSE readers take as one event (4 MiB). */
+export const MAX_CHUNK_TEXT = 64 * 1024;
 
 /** Whether a stream item ends a stream that closes at `interrupted` states as well as terminal. */
 export function endsStream(item: StreamResponse, atInterrupted: boolean): boolean {
@@ -19,29 +24,84 @@ export function endsStream(item: StreamResponse, atInterrupted: boolean): boolea
   return TERMINAL_STATES.has(state) || (atInterrupted && INTERRUPTED_STATES.has(state));
 }
 
+type ArtifactChunk = Extract<StreamResponse, { artifactUpdate: unknown }>["artifactUpdate"];
+
+/** Queued text: a range of the view's text, sent as one or more artifact chunks. */
+interface TextRange {
+  template: ArtifactChunk;
+  from: number;
+  to: number;
+  append: boolean;
+  lastChunk: boolean;
+}
+
+type Queued = { item: StreamResponse } | { text: TextRange };
+
+function isTextChunk(chunk: ArtifactChunk): boolean {
+  const parts = chunk.artifact.parts;
+  return parts.length === 1 && typeof parts[0].text === "string";
+}
+
 export class Subscription {
   /** The Task as it stood when the subscription began: the stream's first item. */
   readonly first: Task;
-  readonly #queue: StreamResponse[] = [];
+  readonly #queue: Queued[] = [];
+  /** Where the next text chunk starts in the view's text. */
+  #textAt: number;
+  readonly #text: () => string;
+  #items = 0;
   #wake: (() => void) | null = null;
   #closed = false;
   /** Set when the subscriber fell too far behind and was dropped. */
   overflowed = false;
   readonly #onClose: (subscription: Subscription) => void;
 
-  constructor(first: Task, onClose: (subscription: Subscription) => void) {
+  /** `textAt`: how much of `text()` the first item holds already (streamed chunks follow it). */
+  constructor(
+    first: Task,
+    text: { at: number; source: () => string },
+    onClose: (subscription: Subscription) => void,
+  ) {
     this.first = first;
+    this.#textAt = text.at;
+    this.#text = text.source;
     this.#onClose = onClose;
   }
 
   push(item: StreamResponse): void {
     if (this.#closed) return;
-    if (this.#queue.length >= MAX_QUEUED_ITEMS) {
-      this.overflowed = true;
-      this.close();
-      return;
+    if ("artifactUpdate" in item && isTextChunk(item.artifactUpdate)) {
+      const chunk = item.artifactUpdate;
+      const from = this.#textAt;
+      this.#textAt += chunk.artifact.parts[0].text!.length;
+      const last = this.#queue.at(-1);
+      if (
+        last && "text" in last && !last.text.lastChunk && chunk.append === true &&
+        last.text.template.artifact.artifactId === chunk.artifact.artifactId
+      ) {
+        last.text.to = this.#textAt;
+        last.text.lastChunk = chunk.lastChunk === true;
+      } else {
+        this.#queue.push({
+          text: {
+            template: chunk,
+            from,
+            to: this.#textAt,
+            append: chunk.append === true,
+            lastChunk: chunk.lastChunk === true,
+          },
+        });
+      }
+    } else {
+      if (this.#items >= MAX_QUEUED_ITEMS) {
+        this.overflowed = true;
+        this.#queue.length = 0;
+        this.close();
+        return;
+      }
+      this.#items++;
+      this.#queue.push({ item });
     }
-    this.#queue.push(item);
     this.#wake?.();
   }
 
@@ -56,8 +116,15 @@ export class Subscription {
   /** The next item, or null once closed and drained (or when `signal` aborts). */
   async next(signal?: AbortSignal): Promise<StreamResponse | null> {
     while (true) {
-      const item = this.#queue.shift();
-      if (item !== undefined) return item;
+      const head = this.#queue[0];
+      if (head !== undefined) {
+        if ("item" in head) {
+          this.#queue.shift();
+          this.#items--;
+          return head.item;
+        }
+        return this.#takeText(head.text);
+      }
       if (this.#closed || signal?.aborted) return null;
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -69,6 +136,28 @@ export class Subscription {
         signal?.addEventListener("abort", done, { once: true });
       });
     }
+  }
+
+  /** At most MAX_CHUNK_TEXT of the range at the head of the queue, as one chunk. */
+  #takeText(range: TextRange): StreamResponse {
+    const end = Math.min(range.to, range.from + MAX_CHUNK_TEXT);
+    const whole = end === range.to;
+    const { template } = range;
+    const chunk: ArtifactChunk = {
+      ...template,
+      artifact: {
+        ...template.artifact,
+        parts: [{ ...template.artifact.parts[0], text: this.#text().slice(range.from, end) }],
+      },
+      append: range.append,
+      lastChunk: whole && range.lastChunk,
+    };
+    if (whole) this.#queue.shift();
+    else {
+      range.from = end;
+      range.append = true;
+    }
+    return { artifactUpdate: chunk };
   }
 }
 
@@ -140,6 +229,7 @@ export class LiveTask {
     if (this.#ended) return null;
     const subscription = new Subscription(
       snapshot(this.view),
+      { at: this.view.text.length, source: () => this.view.text },
       (s) => this.#subscriptions.delete(s),
     );
     this.#subscriptions.add(subscription);

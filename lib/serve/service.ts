@@ -543,7 +543,16 @@ function streamOf(
       if (options.closeAtFirst && INTERRUPTED_STATES.has(first)) return;
       while (!closed.aborted) {
         const item = await subscription.next(closed);
-        if (item === null) return;
+        if (item === null) {
+          if (subscription.overflowed) {
+            throw new RpcError(
+              RPC.internalError,
+              "This stream fell too far behind the task and was closed: SubscribeToTask again, or GetTask",
+              [errorInfo("STREAM_TOO_FAR_BEHIND")],
+            );
+          }
+          return;
+        }
         await send(item);
         if (endsStream(item, options.closeAtInterrupted)) return;
       }

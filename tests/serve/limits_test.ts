@@ -185,3 +185,53 @@ async function waitFor(check: () => boolean, ms = 5_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+Deno.test("a subscriber that stops reading is dropped; the task and the other streams go on", async () => {
+  // 20,000 chunks of 1 KiB: more than the socket buffers of a reader that reads nothing hold.
+  const lines = 20_000;
+  await using t = await startTestServer({
+    agent: commandAgent(`sh ${FIXTURES}flood_on_go.sh ${lines} 1024`),
+    server: { limits: { writeTimeoutMs: 2_000 } },
+  });
+  const client = await t.client();
+  const stream = client.sendMessageStream(
+    (await import("@a2a-js/sdk")).SendMessageRequest.fromJSON({
+      message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "flood" }] },
+    }),
+  );
+  const first = await stream.next();
+  const taskId = (first.value!.payload!.value as { id: string }).id;
+  // A subscriber that asks for the stream and never reads a byte of it.
+  const stalled = await Deno.connect({ hostname: "127.0.0.1", port: t.server.addr.port });
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 9,
+    method: "SubscribeToTask",
+    params: { id: taskId },
+  });
+  await writeAll(stalled, encoder.encode(head(`content-length: ${body.length}\r\n`) + body));
+  await waitFor(() => {
+    try {
+      return Deno.statSync(`${t.work}/ready`).isFile;
+    } catch {
+      return false;
+    }
+  });
+  await Deno.writeTextFile(`${t.work}/go`, "");
+  let text = "";
+  let last = "";
+  for await (const item of stream) {
+    const payload = item.payload!;
+    if (payload.$case === "artifactUpdate") {
+      for (const part of payload.value.artifact!.parts) {
+        if (part.content?.$case === "text") text += part.content.value;
+      }
+    }
+    if (payload.$case === "statusUpdate") last = String(payload.value.status?.state);
+  }
+  assert.equal(last, "3", "TASK_STATE_COMPLETED");
+  assert.equal(text.length, lines * 1025, "every chunk reached the reader");
+  // The stalled one was let go rather than buffered without end.
+  await waitFor(() => t.server.http.connectionCount <= 1, 20_000);
+  stalled.close();
+});
