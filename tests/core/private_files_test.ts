@@ -111,50 +111,47 @@ function currentVersion(file: string): number {
   }
 }
 
-Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 20 SIGKILLs during 1,000 rewrites", async () => {
+// regression: this test once failed under load with "18 !== 20": each child was given only the
+// versions left up to 1,000, so a child the (starved) test process was slow to kill finished its
+// work and exited before the kill. Now a child under fire always has more to write than it can
+// finish, every kill must be the SIGKILL that ended its child, and a last child, never killed,
+// writes the rest.
+Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 20 SIGKILLs mid-rewrite, then completes 1,000 versions", async () => {
   await using dir = await tempDir();
   const root = dir.path;
   const file = `${root}/state/record.json`;
-  let next = 0;
-  let kills = 0;
-  while (next < 1000) {
-    const proc = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--quiet",
-        CHILD,
-        "rewrite",
-        root,
-        file,
-        String(next),
-        String(1000 - next),
-      ],
+  const spawnRewriter = (from: number, count: number) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", CHILD, "rewrite", root, file, String(from), String(count)],
       stdout: "null",
       stderr: "null",
     }).spawn();
-    if (kills < 20) {
-      // Kill once this child is busy rewriting (it has committed a version past `next`), at a
-      // random moment of its writing, so kills land mid-write rather than during start-up.
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline && currentVersion(file) < next) {
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      await new Promise((r) => setTimeout(r, Math.random() * 40));
-      try {
-        proc.kill("SIGKILL");
-      } catch { /* already exited */ }
-      kills++;
-    }
-    const status = await proc.status;
+  const committed = () => {
     const text = Deno.readTextFileSync(file);
     const value = JSON.parse(text) as { version: number };
     assert.equal(text, versionContent(value.version), "the file equals one committed version");
-    next = value.version + 1;
-    if (status.success) break;
+    return value.version;
+  };
+  let next = 0;
+  for (let kill = 1; kill <= 20; kill++) {
+    // Far more versions than it can write before it is killed, however slow this process is.
+    const proc = spawnRewriter(next, 1_000_000);
+    // Kill once this child is busy rewriting (it has committed a version past `next`), at a
+    // random moment of its writing, so kills land mid-write rather than during start-up.
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline && currentVersion(file) < next) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise((r) => setTimeout(r, Math.random() * 40));
+    proc.kill("SIGKILL");
+    const status = await proc.status;
+    assert.equal(status.signal, "SIGKILL", `kill ${kill} ended its child`);
+    next = committed() + 1;
   }
-  assert.equal(kills, 20);
-  assert.equal(JSON.parse(Deno.readTextFileSync(file)).version, 999);
+  const last = Math.max(next + 1, 1000);
+  const status = await spawnRewriter(next, last - next).status;
+  assert.ok(status.success, "the last child, never killed, finishes");
+  assert.equal(committed(), last - 1);
   const leftovers = [...Deno.readDirSync(`${root}/state`)].map((e) => e.name).filter((n) =>
     n.endsWith(".tmp")
   );
