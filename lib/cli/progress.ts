@@ -8,9 +8,15 @@ export interface Progress {
   stop(): void;
 }
 
-export async function startProgress(runId: string): Promise<Progress> {
+/**
+ * `shortId` names the run as people should type it (a prefix unique when it is asked for); the
+ * bar shows the command that answers an approval or question the run waits for.
+ */
+export async function startProgress(shortId: () => string): Promise<Progress> {
   const { default: $ } = await import("dax");
-  const bar = $.progress({ prefix: `run ${runId.slice(0, 8)}`, message: "starting" });
+  const { WaitingAnnouncer } = await import("./waiting.ts");
+  const waiting = new WaitingAnnouncer(shortId);
+  const bar = $.progress({ prefix: `run ${shortId()}`, message: "starting" });
   const started = Date.now();
   let turns = 0;
   let tools = 0;
@@ -27,6 +33,12 @@ export async function startProgress(runId: string): Promise<Progress> {
   const ticker = setInterval(render, 1000);
   return {
     update(event) {
+      const waits = waiting.update(event);
+      if (waits.length > 0) {
+        last = `waiting: ${waiting.command(waits.at(-1)!)}`;
+        render();
+        return;
+      }
       switch (event.type) {
         case "model.completed":
           turns++;
@@ -39,8 +51,9 @@ export async function startProgress(runId: string): Promise<Progress> {
         case "usage.updated":
           tokens = (event.payload.inputTokens ?? 0) + (event.payload.outputTokens ?? 0);
           break;
-        case "approval.requested":
-          last = `waiting: reins approve ${runId.slice(0, 8)} ${event.payload.approvalId}`;
+        case "approval.resolved":
+        case "question.answered":
+          last = "answered";
           break;
         default:
           return;

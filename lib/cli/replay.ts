@@ -110,7 +110,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       },
       onCreated: async (runId) => {
         signals.runStarted(runId);
-        if (io.stderrIsTerminal && !io.quiet && !io.jsonMode) progress = await startProgress(runId);
+        if (io.stderrIsTerminal && !io.quiet && !io.jsonMode) {
+          progress = await startProgress(() => store.uniqueRunPrefix(runId));
+        }
       },
     },
   );

@@ -12,6 +12,7 @@ import { openStore } from "../store/store.ts";
 import type { AgentSpec } from "../drivers/driver.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
+import { WaitingAnnouncer } from "./waiting.ts";
 import { turnSignals } from "./signals.ts";
 
 export const usage = "reins run [PROMPT | -] [--driver NAME] [--context ID] [flags]";
@@ -186,6 +187,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   });
 
   let progress: Progress | null = null;
+  let waiting: WaitingAnnouncer | null = null;
   const printEvent = f.events ? (event: RunEvent) => io.json(event) : null;
   using signals = turnSignals((message) => io.warn(message));
   const { summary, problems, error } = await runTurn(
@@ -210,6 +212,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       onEvent: (event) => {
         printEvent?.(event);
         progress?.update(event);
+        // Without the progress line (piped, --json, --events), one line on stderr says what the
+        // run waits for and the command that answers it.
+        for (const asked of waiting?.update(event) ?? []) io.note(`reins: ${waiting!.line(asked)}`);
       },
       onContextBusy: (holder) => {
         io.note(
@@ -220,8 +225,11 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       },
       onCreated: async (runId) => {
         signals.runStarted(runId);
+        const shortId = () => store.uniqueRunPrefix(runId);
         if (io.stderrIsTerminal && !io.quiet && !io.jsonMode && !f.events) {
-          progress = await startProgress(runId);
+          progress = await startProgress(shortId);
+        } else {
+          waiting = new WaitingAnnouncer(shortId);
         }
       },
     },

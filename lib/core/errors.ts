@@ -11,6 +11,8 @@ export const ExitCode = {
   platform: 5,
   dataRoot: 6,
   contextBusy: 7,
+  /** `reins approve` / `answer` too late: the run has settled and the decision was not given. */
+  settled: 8,
 } as const;
 export type ExitCode = typeof ExitCode[keyof typeof ExitCode];
 
@@ -23,6 +25,7 @@ export type ErrorCode =
   | "run_failed"
   | "conflict"
   | "context_busy"
+  | "run_settled"
   | "internal";
 
 export interface ReinsErrorOptions {
@@ -40,6 +43,7 @@ const defaultExit: Record<ErrorCode, ExitCode> = {
   run_failed: ExitCode.runFailed,
   conflict: ExitCode.runFailed,
   context_busy: ExitCode.contextBusy,
+  run_settled: ExitCode.settled,
   internal: ExitCode.runFailed,
 };
 
@@ -118,6 +122,23 @@ export class ContextBusyError extends ReinsError {
     this.name = "ContextBusyError";
     this.contextId = contextId;
     this.holderRunId = holderRunId;
+  }
+}
+
+/**
+ * A decision (`reins approve`) or an answer (`reins answer`) for a run that has already settled:
+ * nothing waits for it any more, so it was not given to the agent. Exit 8.
+ */
+export class RunSettledError extends ReinsError {
+  readonly runId: string;
+  constructor(runId: string, status: string, what: string) {
+    super(
+      "run_settled",
+      `Ignored: run ${runId} has already ended (${status}), so ${what} reached no agent`,
+      { hint: `reins show ${runId} says how it ended; start a new turn to go on` },
+    );
+    this.name = "RunSettledError";
+    this.runId = runId;
   }
 }
 

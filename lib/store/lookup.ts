@@ -5,7 +5,7 @@ import { safeName } from "../core/ids.ts";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { runDirectoryNames } from "./index_db.ts";
-import { type RunFilter, runQuery } from "./list.ts";
+import { type RunFilter, runQuery, uniquePrefix } from "./list.ts";
 import { storeIndex } from "./reindex.ts";
 import { inspectRun } from "./run_record.ts";
 import { exists } from "./run_files.ts";
@@ -60,4 +60,19 @@ export function listRuns(root: DataRoot, filter: RunFilter = {}): RunRecord[] {
   const query = runQuery(filter);
   const index = storeIndex(root);
   return index === null ? [] : index.list(query).map((text) => JSON.parse(text) as RunRecord);
+}
+
+/**
+ * The shortest prefix of `runId` (8 characters at least) that no other run's id starts with, as
+ * runs/ holds them now: for a command printed for people to type (`reins approve PREFIX ID`).
+ * Run ids are time-ordered, so two runs started within a minute share their first 8 characters.
+ */
+export function uniqueRunPrefix(root: DataRoot, runId: string): string {
+  let before: string | null = null;
+  let after: string | null = null;
+  for (const name of runDirectoryNames(root)) {
+    if (name < runId && (before === null || name > before)) before = name;
+    if (name > runId && (after === null || name < after)) after = name;
+  }
+  return uniquePrefix(runId, [before, after]);
 }

@@ -18,11 +18,11 @@ import { DataRoot, type DataRootOptions } from "./data_root.ts";
 import { type PendingDecision, pendingDecisions } from "./decisions.ts";
 import { type EventsRead, readEvents } from "./event_log.ts";
 import { EventTail } from "./event_tail.ts";
-import { type RunFamily, runFamily, sessionEvents } from "./family.ts";
+import { conversationEvents, type RunFamily, runFamily, sessionEvents } from "./family.ts";
 import type { RunIndex } from "./index_db.ts";
 import type { RunFilter } from "./list.ts";
 import { type OwnerState, ownerState } from "./liveness.ts";
-import { listRuns, resolveRun, resolveRunId } from "./lookup.ts";
+import { listRuns, resolveRun, resolveRunId, uniqueRunPrefix } from "./lookup.ts";
 import {
   reconcileInterruptedRuns,
   reconcileRun,
@@ -98,6 +98,11 @@ export class Store extends DataRoot {
     return resolveRunId(this, ref);
   }
 
+  /** The shortest prefix that names `runId` alone now (8 characters at least), for people to type. */
+  uniqueRunPrefix(runId: string): string {
+    return uniqueRunPrefix(this, runId);
+  }
+
   resolveRun(ref: string): RunRecord {
     return resolveRun(this, ref);
   }
@@ -112,6 +117,11 @@ export class Store extends DataRoot {
 
   sessionEvents(sessionId: string, options?: { excludeRunId?: string }): RunEvent[] {
     return sessionEvents(this, sessionId, options);
+  }
+
+  /** The events of several sessions' runs as one conversation, oldest run first. */
+  conversationEvents(sessionIds: readonly string[]): RunEvent[] {
+    return conversationEvents(this, sessionIds);
   }
 
   /** The run's approvals and questions that nothing has answered yet, oldest first. */

@@ -126,3 +126,23 @@ Deno.test("listRunJson() gives the same id prefixes for a long listing as for a 
   }
   assert.deepEqual((await home.store.listRunJson({ limit: 3 })).prefixes, []);
 });
+
+// regression: approval hints named the run by its first 8 characters, which runs started within
+// about a minute of each other share (the ids are time-ordered).
+Deno.test("uniqueRunPrefix() is the shortest prefix, 8 characters at least, that names the run alone", async () => {
+  await using home = await storeHome();
+  const ids = makeRuns(home.store, [{}, {}, {}]);
+  for (const id of ids) {
+    const prefix = home.store.uniqueRunPrefix(id);
+    assert.ok(id.startsWith(prefix) && prefix.length >= 8, prefix);
+    assert.deepEqual(ids.filter((other) => other.startsWith(prefix)), [id]);
+    assert.equal(home.store.resolveRunId(prefix), id);
+    // One character less would name another run too (unless 8 is already the floor).
+    if (prefix.length > 8) {
+      const shorter = prefix.slice(0, -1);
+      assert.ok(ids.filter((other) => other.startsWith(shorter)).length > 1, shorter);
+    }
+  }
+  // Three runs made within a millisecond or so share their first 8 characters.
+  assert.ok(home.store.uniqueRunPrefix(ids[1]).length > 8);
+});
