@@ -384,14 +384,19 @@ export function formatPending(record: RunRecord, pending: readonly PendingDecisi
   return lines.map(oneLine);
 }
 
-/** The last line: how the run ended (or that it is still going) and what it took. */
-export function formatFooter(record: RunRecord, tally: RunTally): string {
+/**
+ * The last line: how the run ended (or that it is still going) and what it took. A run still
+ * going has gone on from its start until `nowMs`, however long ago its last event was (a run
+ * waiting for approval writes nothing while it waits).
+ */
+export function formatFooter(record: RunRecord, tally: RunTally, nowMs = Date.now()): string {
   const stats = tally.stats(record);
   const active = record.status === "queued" || record.status === "running" ||
     record.status === "waiting";
+  const sinceStart = Math.max(stats.durationMs, nowMs - Date.parse(record.startedAt));
   const state = active
     ? `${record.status} for ${
-      formatDuration(stats.durationMs)
+      formatDuration(Number.isFinite(sinceStart) ? sinceStart : stats.durationMs)
     } so far (follow it: reins show ${record.id} --follow)`
     : `${record.status} after ${formatDuration(stats.durationMs)}`;
   return `${state} · ${plural(stats.events, "event")} · ${statsSummary(stats)}`;
@@ -403,6 +408,7 @@ export function formatTranscript(
   events: readonly RunEvent[],
   pending: readonly PendingDecision[],
   mode: ShowMode,
+  nowMs = Date.now(),
 ): string {
   const formatter = new EventFormatter(mode, record.startedAt);
   const tally = new RunTally();
@@ -414,6 +420,6 @@ export function formatTranscript(
   }
   lines.push("");
   lines.push(...formatPending(record, pending));
-  lines.push(formatFooter(record, tally));
+  lines.push(formatFooter(record, tally, nowMs));
   return lines.join("\n");
 }

@@ -4,9 +4,11 @@
 import assert from "node:assert/strict";
 import type { RunRecord } from "../../lib/store/contracts.ts";
 import { pendingDecisions } from "../../lib/store/decisions.ts";
+import { RunTally } from "../../lib/session/stats.ts";
 import { parseEventLog } from "../../lib/store/event_log.ts";
 import {
   EventFormatter,
+  formatFooter,
   formatPending,
   formatTranscript,
   type ShowMode,
@@ -47,7 +49,14 @@ for (const name of FIXTURE_NAMES) {
       const { record, events } = loadFixture(name);
       assertGolden(
         `${name}.${mode}.txt`,
-        formatTranscript(record, events, pendingDecisions(events), mode),
+        // A run still going is shown as it would be 3 s after it started.
+        formatTranscript(
+          record,
+          events,
+          pendingDecisions(events),
+          mode,
+          Date.parse(record.startedAt) + 3_000,
+        ),
       );
     });
   }
@@ -97,4 +106,23 @@ Deno.test("formatPending() gives no command for a question a settled run left un
   assert.deepEqual(formatPending(record, pendingDecisions(events)), [
     `question q1 ("Which directory⏎should I search?") was never answered: the run failed first`,
   ]);
+});
+
+// regression: a run waiting for approval was said to be "waiting for 20 ms so far" seconds later:
+// the time was measured to its last event, and a waiting run writes none while it waits.
+Deno.test("formatFooter() counts a run still going from its start to now, not to its last event", () => {
+  const { record, events } = loadFixture("approval_waiting");
+  const tally = new RunTally();
+  for (const event of events) tally.add(event);
+  const lastEventMs = Date.parse(events.at(-1)!.timestamp) - Date.parse(record.startedAt);
+  assert.ok(lastEventMs < 1_000, "the fixture's last event came within a second");
+  const started = Date.parse(record.startedAt);
+  assert.match(formatFooter(record, tally, started + 3_000), /^waiting for 3\.0 s so far /);
+  assert.match(formatFooter(record, tally, started + 125_000), /^waiting for 2m 05s so far /);
+  // A settled run took what its record says, whenever it is shown.
+  const settled = loadFixture("approval_denied");
+  const settledTally = new RunTally();
+  for (const event of settled.events) settledTally.add(event);
+  const shown = formatFooter(settled.record, settledTally, Date.now());
+  assert.equal(formatFooter(settled.record, settledTally, 0), shown);
 });
