@@ -11,7 +11,8 @@ import { isActive } from "../store/run_files.ts";
 export const usage = "reins runs [--context ID] [--session ID] [--status S] [--active] [--limit N]";
 export const description =
   "Lists runs, newest first: id (the shortest prefix that names it), status, harness, context, " +
-  "start, duration and goal. --json prints the full records as one JSON array. Runs whose " +
+  "start, duration and goal. --json prints the full records as one JSON array, each with its " +
+  "id as `runId` (as every command's JSON names a run) and as `id` (as run.json has it). Runs whose " +
   "process is gone are marked interrupted first.";
 export const flags = defineFlags({
   context: { type: "string", value: "ID", description: "only the runs of this context" },
@@ -69,7 +70,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const { records, prefixes } = await root.listRunJson(filter, { prefixes: !ctx.io.jsonMode });
   if (ctx.io.jsonMode) {
     // The index holds each record's JSON: joined as they are, not parsed and printed again.
-    ctx.io.print(`[${records.join(",")}]`);
+    ctx.io.print(`[${records.map(withRunId).join(",")}]`);
     return 0;
   }
   if (records.length === 0) {
@@ -81,6 +82,18 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const rows = records.map((text) => JSON.parse(text) as Row);
   ctx.io.print(formatTable(rows, prefixes, Date.now(), terminalWidth(ctx.io.stdoutIsTerminal)));
   return 0;
+}
+
+/**
+ * A record's JSON with `runId` first: every command names a run `runId` in its JSON (`run`,
+ * `approve`, `replay`, the events…); a record keeps its own `id` too, as run.json has it. The
+ * store writes `id` as a record's first field, so the id is read off the text, not parsed.
+ */
+export function withRunId(record: string): string {
+  const start = '{"id":"';
+  const end = record.startsWith(start) ? record.indexOf('"', start.length) : -1;
+  const id = end > 0 ? record.slice(start.length, end) : (JSON.parse(record) as { id: string }).id;
+  return `{"runId":${JSON.stringify(id)},${record.slice(1)}`;
 }
 
 function filtered(filter: Record<string, unknown>): boolean {

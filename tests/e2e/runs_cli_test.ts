@@ -84,7 +84,14 @@ Deno.test("reins runs --json prints the full records, and the filters narrow the
   using c = record(home.store, { context: "a", settle: false });
   const all = await reins(["runs", "--json"], { home: home.path, cwd: home.cwd });
   assert.equal(all.code, 0, all.stderr);
-  assert.deepEqual(JSON.parse(all.stdout), [c, b, a].map((w) => home.store.loadRun(w.runId)));
+  // regression: `run --json` named the id `runId` and `runs --json` only `id`. Each row is the
+  // record with `runId` first (the name every command's JSON uses) and `id` kept.
+  const rows = JSON.parse(all.stdout);
+  assert.deepEqual(
+    rows,
+    [c, b, a].map((w) => ({ runId: w.runId, ...home.store.loadRun(w.runId) })),
+  );
+  assert.deepEqual(Object.keys(rows[0]).slice(0, 2), ["runId", "id"]);
   const ids = async (...args: string[]) => {
     const result = await reins(["runs", "--json", ...args], { home: home.path, cwd: home.cwd });
     assert.equal(result.code, 0, result.stderr);
