@@ -6,7 +6,9 @@ import { openStore } from "../store/store.ts";
 export const usage = "reins contexts";
 export const description =
   "Lists the contexts reins remembers: each one's session id, the harness's own session id, " +
-  "the driver and when it was last used. `reins forget CONTEXT` drops one.";
+  "the driver and when it was last used — the session used last, with the other drivers that " +
+  "keep a session on the context after it (+codex). --json prints every driver's session under " +
+  "`sessions` (docs/contexts.md). `reins forget CONTEXT` drops them all.";
 export const flags = defineFlags({});
 type Flags = typeof flags;
 
@@ -30,7 +32,9 @@ function execute(ctx: CommandContext<Flags>): number {
     e.contextId,
     e.session_id,
     e.native_session_id ?? "-",
-    e.driver,
+    // The driver used last, then the others that keep a session on the context.
+    [e.driver, ...e.sessions.filter((s) => s.driver !== e.driver).map((s) => `+${s.driver}`)]
+      .join(" "),
     new Date(e.updated_ms).toISOString().replace("T", " ").slice(0, 19),
   ]);
   const head = ["CONTEXT", "SESSION", "NATIVE SESSION", "DRIVER", "LAST USED (UTC)"];

@@ -133,6 +133,9 @@ export function createCommandDriver(): Driver {
         });
       }
       const [program, ...args] = splitCommandLine(agent.exec);
+      // The request first, as every driver records it: a later turn (of any driver on the
+      // context, the built-in loop's included) reads the conversation from these messages.
+      sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
       const env: Record<string, string> = {
         ...input.env,
         REINS_PROMPT: input.prompt,

@@ -1,5 +1,6 @@
-// Context id → harness session: `contexts/<context id>/harness-session.json`, so the next turn on
-// a context continues the same conversation. Works in memory when there is no data root, and when
+// Context id → harness sessions: `contexts/<context id>/harness-session.json`, so the next turn
+// on a context continues the same conversation — each driver its own (claude its Claude Code
+// session, codex its thread, …), with the one used last at the top (docs/contexts.md). Works in memory when there is no data root, and when
 // the file cannot be written it says so once per map and goes on with what it remembers. The
 // file is read on every get(), so a long-lived map (a server's) sees what other processes wrote;
 // only what could not be saved is kept in memory. It does not decide whether to resume (the turn
@@ -9,17 +10,25 @@
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
 import { trustProblem } from "../core/private_files.ts";
-import { HARNESS_SESSION_TYPE, HarnessSession } from "./contracts.ts";
+import { type DriverSession, HARNESS_SESSION_TYPE, HarnessSession } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 
 export { HARNESS_SESSION_FILE } from "./layout.ts";
 
 export interface ContextEntry extends HarnessSession {
   contextId: string;
+  /** Every driver's session, the one used last first. */
+  sessions: DriverSession[];
 }
 
-/** Reads an entry; anything unreadable, foreign or with an empty session reads as absent. */
-export function readHarnessSession(path: string): HarnessSession | null {
+/** A context's sessions as read: `sessions` always there, one per driver, newest first. */
+export type ContextSessions = HarnessSession & { sessions: DriverSession[] };
+
+/**
+ * Reads an entry; anything unreadable, foreign or with an empty session reads as absent. A file
+ * written before reins kept a session per driver (no `sessions`) reads as a map of one.
+ */
+export function readHarnessSession(path: string): ContextSessions | null {
   let text: string;
   try {
     if (Deno.lstatSync(path).isSymlink) return null;
@@ -29,17 +38,51 @@ export function readHarnessSession(path: string): HarnessSession | null {
   }
   try {
     const parsed = HarnessSession.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : null;
+    return parsed.success ? withSessions(parsed.data) : null;
   } catch {
     return null;
   }
+}
+
+/** The last-used session as one driver's entry. */
+function lastUsed(entry: HarnessSession): DriverSession {
+  return {
+    driver: entry.driver,
+    harness: entry.harness,
+    session_id: entry.session_id,
+    native_session_id: entry.native_session_id,
+    created_ms: entry.created_ms,
+    updated_ms: entry.updated_ms,
+  };
+}
+
+/**
+ * `entry` with one session per driver, the one used last first. The top-level fields decide for
+ * their driver (they are what a reins of before `sessions` wrote and read); its entry in
+ * `sessions`, when it names the same session, keeps that session's own creation time.
+ */
+function withSessions(entry: HarnessSession): ContextSessions {
+  const listed = entry.sessions ?? [];
+  const top =
+    listed.find((session) =>
+      session.driver === entry.driver && session.session_id === entry.session_id &&
+      session.native_session_id === entry.native_session_id
+    ) ?? lastUsed(entry);
+  const byDriver = new Map<string, DriverSession>([[top.driver, top]]);
+  for (const session of listed) {
+    if (!byDriver.has(session.driver)) byDriver.set(session.driver, session);
+  }
+  const sessions = [...byDriver.values()].sort((a, b) =>
+    a.driver === entry.driver ? -1 : b.driver === entry.driver ? 1 : b.updated_ms - a.updated_ms
+  );
+  return { ...entry, sessions };
 }
 
 export class ContextMap {
   readonly #root: DataRoot | null;
   readonly #report: (message: string) => void;
   /** Entries this map could not save (all of them with no data root); null: forgotten. */
-  readonly #unsaved = new Map<string, HarnessSession | null>();
+  readonly #unsaved = new Map<string, ContextSessions | null>();
   readonly #distrusted = new Set<string>();
   #reported = false;
 
@@ -58,11 +101,17 @@ export class ContextMap {
     return this.#root.layout.harnessSession(contextId);
   }
 
-  get(contextId: string): HarnessSession | null {
+  /** The context's sessions (the one used last at the top), or null for none. */
+  get(contextId: string): ContextSessions | null {
     if (this.#unsaved.has(contextId)) return this.#unsaved.get(contextId) ?? null;
     const path = this.entryPath(contextId);
     if (path === null || !this.vet(contextId)) return null;
     return readHarnessSession(path);
+  }
+
+  /** The session `driver` keeps under the context, or null when it has none there. */
+  session(contextId: string, driver: string): DriverSession | null {
+    return this.get(contextId)?.sessions.find((session) => session.driver === driver) ?? null;
   }
 
   /**
@@ -95,24 +144,37 @@ export class ContextMap {
   }
 
   /**
-   * Remembers the session of a context. `created_ms` survives updates; `updated_ms` moves. An
-   * empty session id is not remembered.
+   * Remembers `session` as its driver's session under the context, and as the one used last.
+   * Each driver's `created_ms` survives its updates; `updated_ms` moves. The other drivers'
+   * sessions are kept. An empty session id is not remembered.
    */
   put(
     contextId: string,
     session: { sessionId: string; nativeSessionId: string | null; harness: string; driver: string },
     nowMs: number = Date.now(),
-  ): HarnessSession | null {
+  ): ContextSessions | null {
     if (session.sessionId === "") return null;
     const previous = this.get(contextId);
-    const entry: HarnessSession = {
-      type: HARNESS_SESSION_TYPE,
+    const own = previous?.sessions.find((entry) => entry.driver === session.driver);
+    const current: DriverSession = {
+      driver: session.driver,
+      harness: session.harness,
       session_id: session.sessionId,
       native_session_id: session.nativeSessionId || null,
-      harness: session.harness,
-      driver: session.driver,
-      created_ms: previous?.created_ms ?? nowMs,
-      updated_ms: Math.max(nowMs, previous?.updated_ms ?? 0),
+      created_ms: own?.created_ms ?? nowMs,
+      updated_ms: Math.max(nowMs, own?.updated_ms ?? 0, previous?.updated_ms ?? 0),
+    };
+    const others = (previous?.sessions ?? []).filter((entry) => entry.driver !== session.driver);
+    const entry: ContextSessions = {
+      type: HARNESS_SESSION_TYPE,
+      session_id: current.session_id,
+      native_session_id: current.native_session_id,
+      harness: current.harness,
+      driver: current.driver,
+      // The context's first use, whichever driver it was.
+      created_ms: Math.min(previous?.created_ms ?? current.created_ms, current.created_ms),
+      updated_ms: current.updated_ms,
+      sessions: [current, ...others],
     };
     const path = this.entryPath(contextId);
     if (path === null || this.#root === null) {
@@ -163,7 +225,7 @@ export class ContextMap {
     return dropped;
   }
 
-  /** Every context with a readable entry, most recently used first. */
+  /** Every context with a readable entry (and all its drivers' sessions), most recently used first. */
   list(): ContextEntry[] {
     if (this.#root === null) {
       return [...this.#unsaved.entries()].flatMap(([contextId, entry]) =>

@@ -256,7 +256,23 @@ export function terminalStatusOf(event: Pick<RunEvent, "type" | "payload">): Set
 
 export const HARNESS_SESSION_TYPE = "reins.harness-session";
 
-/** contexts/<context id>/harness-session.json. */
+/** One driver's session under a context: what that driver resumes on the context's next turn. */
+export const DriverSession = z.object({
+  driver: z.string().min(1),
+  harness: z.string().min(1),
+  session_id: z.string().min(1),
+  native_session_id: z.string().min(1).nullable(),
+  created_ms: z.number().int().nonnegative(),
+  updated_ms: z.number().int().nonnegative(),
+});
+export type DriverSession = z.infer<typeof DriverSession>;
+
+/**
+ * contexts/<context id>/harness-session.json (docs/contexts.md). The top-level fields are the
+ * session used last — all a file written before reins kept one session per driver has, and what
+ * such a reins still reads — and `sessions` holds every driver's own, one entry per driver.
+ * A file without `sessions` is a map of one.
+ */
 export const HarnessSession = z.object({
   type: z.literal(HARNESS_SESSION_TYPE),
   session_id: z.string().min(1),
@@ -265,5 +281,6 @@ export const HarnessSession = z.object({
   driver: z.string().min(1),
   created_ms: z.number().int().nonnegative(),
   updated_ms: z.number().int().nonnegative(),
+  sessions: z.array(DriverSession).optional(),
 });
 export type HarnessSession = z.infer<typeof HarnessSession>;

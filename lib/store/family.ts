@@ -1,6 +1,6 @@
 // Views over several runs: a run family (a root run and every run descending from it through
-// parentRunId, with usage summed) and a session's earlier events, from which a driver rebuilds
-// the conversation. Both find the runs through the index and read the events from the files.
+// parentRunId, with usage summed) and a session's (or a context's sessions') earlier events, from
+// which a driver rebuilds the conversation. Both find the runs through the index and read the events from the files.
 import { NotFoundError } from "../core/errors.ts";
 import { type RunEvent, type RunRecord, type Usage, USAGE_COUNTERS } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
@@ -117,6 +117,30 @@ export function sessionEvents(
   for (const text of index.sessionRuns(sessionId)) {
     const { id } = JSON.parse(text) as RunRecord;
     if (id === options.excludeRunId) continue;
+    for (const event of readEvents(root, id).events) {
+      if (event.ignored === undefined) events.push(event);
+    }
+  }
+  return events;
+}
+
+/**
+ * The events of the runs of several sessions — the sessions a context keeps, one per driver — as
+ * one conversation: oldest run first across all of them (by start, then id), each run's events in
+ * sequence order, leaving out what arrived after a run settled. The built-in loop rebuilds its
+ * history from this, so it continues what any harness said on the context.
+ */
+export function conversationEvents(root: DataRoot, sessionIds: readonly string[]): RunEvent[] {
+  const index = storeIndex(root);
+  if (index === null) return [];
+  const runs = [...new Set(sessionIds)]
+    .flatMap((sessionId) => index.sessionRuns(sessionId))
+    .map((text) => JSON.parse(text) as RunRecord)
+    .sort((a, b) =>
+      a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : a.id < b.id ? -1 : 1
+    );
+  const events: RunEvent[] = [];
+  for (const { id } of runs) {
     for (const event of readEvents(root, id).events) {
       if (event.ignored === undefined) events.push(event);
     }

@@ -112,21 +112,31 @@ async function recordTurn(
   const { driver, lock, hooks } = parts;
   const { contextId } = request;
 
-  // The context's session (under its lock): resume it when this driver made it, else start afresh.
-  const entry = contextId === null ? null : store.contexts.get(contextId);
+  // The context's sessions (under its lock): each driver keeps its own, so this driver resumes
+  // the one it made there, whichever drivers ran on the context in between.
+  const context = contextId === null ? null : store.contexts.get(contextId);
+  const own = context?.sessions.find((session) => session.driver === driver.name) ?? null;
   let resume: DriverInput["resume"] = null;
-  if (entry && entry.driver === driver.name) {
-    resume = { sessionId: entry.session_id, nativeSessionId: entry.native_session_id };
-  } else if (entry) {
+  if (own) {
+    resume = { sessionId: own.session_id, nativeSessionId: own.native_session_id };
+  } else if (context && driver.name !== "loop") {
     hooks.warn?.(
-      `context '${contextId}' was last used with --driver ${entry.driver}; starting a fresh ${driver.name} session`,
+      `context '${contextId}' has no ${driver.name} session yet: starting one (its ${
+        context.sessions.map((session) => session.driver).join(", ")
+      } session${context.sessions.length === 1 ? " is" : "s are"} kept for their drivers)`,
     );
   }
   const sessionId = resume?.sessionId ?? newId();
-  // The built-in loop rebuilds its history from the session's earlier runs; codex needs them
-  // to turn its thread-wide usage totals into this turn's. Other harnesses keep their own.
+  // The run this turn continues: the last of the session it resumes.
+  const resumedFromRunId = request.resumedFromRunId ??
+    (resume ? store.listRuns({ sessionId, limit: 1 })[0]?.id ?? null : null);
+  // The built-in loop rebuilds its history from the context's recorded turns, whichever driver
+  // ran them; codex needs its own session's runs to turn its thread-wide usage totals into this
+  // turn's. Other harnesses keep their own history.
   const history = request.history ??
-    (resume && (driver.name === "loop" || driver.name === "codex")
+    (driver.name === "loop" && context
+      ? store.conversationEvents(context.sessions.map((session) => session.session_id))
+      : resume && driver.name === "codex"
       ? store.sessionEvents(sessionId)
       : []);
 
@@ -135,14 +145,14 @@ async function recordTurn(
     contextId,
     nativeSessionId: resume?.nativeSessionId ?? null,
     parentRunId: request.parentRunId,
-    resumedFromRunId: request.resumedFromRunId ?? null,
+    resumedFromRunId,
     relation: request.relation ?? (resume ? "resume" : null),
     harness: driver.harness,
     driver: driver.name,
     trigger: request.trigger,
     cwd: request.cwd,
     goal: request.prompt,
-    resumeOf: resume ? sessionId : request.resumedFromRunId ?? null,
+    resumeOf: resume ? sessionId : resumedFromRunId,
   });
   try {
     lock?.holdFor(writer.runId);

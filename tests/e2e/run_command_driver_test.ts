@@ -47,6 +47,7 @@ Deno.test("reins run --driver command records protocol lines as events and plain
   const types = shown.events.map((e: { type: string }) => e.type);
   assert.deepEqual(types, [
     "run.started",
+    "message.completed",
     "message.delta",
     "session.linked",
     "tool.started",
@@ -61,7 +62,8 @@ Deno.test("reins run --driver command records protocol lines as events and plain
     shown.events.map((e: { sequence: number }) => e.sequence),
     types.map((_: unknown, i: number) => i),
   );
-  const problem = shown.events[6].payload;
+  assert.deepEqual(shown.events[1].payload, { role: "user", text: "count the TODOs" });
+  const problem = shown.events[7].payload;
   assert.match(problem.reason, /expected number, received string at payload.iteration/);
   assert.equal(shown.record.nativeSessionId, `native-${summary.sessionId}`);
 

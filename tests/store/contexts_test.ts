@@ -48,6 +48,14 @@ Deno.test("ContextMap round-trips through a data root: 0600 file, 0700 dirs, cre
   const first = map.put("ctx_1", SESSION, 1_000)!;
   const path = map.entryPath("ctx_1")!;
   const onDisk = readHarnessSession(path)!;
+  const session = {
+    driver: "command",
+    harness: "fixture-harness",
+    session_id: "sess-1",
+    native_session_id: null,
+    created_ms: 1_000,
+    updated_ms: 1_000,
+  };
   assert.deepEqual(onDisk, {
     type: "reins.harness-session",
     session_id: "sess-1",
@@ -56,6 +64,7 @@ Deno.test("ContextMap round-trips through a data root: 0600 file, 0700 dirs, cre
     driver: "command",
     created_ms: 1_000,
     updated_ms: 1_000,
+    sessions: [session],
   });
   assert.deepEqual(first, onDisk);
   assert.equal(mode(path), 0o600);
@@ -111,4 +120,98 @@ Deno.test("ContextMap.put() reports an unwritable root once and goes on in memor
     reports[0],
     /^the session of context 'ctx_1' could not be written to .*; this conversation is remembered only until this process ends$/,
   );
+});
+
+const CLAUDE = {
+  sessionId: "s-claude",
+  nativeSessionId: "n-claude",
+  harness: "claude-code",
+  driver: "claude",
+};
+const CODEX = {
+  sessionId: "s-codex",
+  nativeSessionId: "thread-9",
+  harness: "codex",
+  driver: "codex",
+};
+
+// regression: a context held one harness session: claude then codex forgot the claude session,
+// and going back to claude started over.
+Deno.test("ContextMap keeps one session per driver under a context, the one used last on top", async () => {
+  await using dir = await tempDir();
+  using store = openStore(`${dir.path}/home`);
+  const map = store.contexts;
+  map.put("t", CLAUDE, 1_000);
+  map.put("t", CODEX, 2_000);
+  assert.equal(map.session("t", "claude")?.native_session_id, "n-claude");
+  assert.equal(map.session("t", "codex")?.native_session_id, "thread-9");
+  assert.equal(map.session("t", "gemini"), null);
+  const both = map.get("t")!;
+  // The top-level fields are the session used last: what a reins of before `sessions` reads.
+  assert.deepEqual(
+    [both.driver, both.session_id, both.native_session_id, both.created_ms, both.updated_ms],
+    ["codex", "s-codex", "thread-9", 1_000, 2_000],
+  );
+  assert.deepEqual(both.sessions.map((s) => s.driver), ["codex", "claude"]);
+  // Back to claude: its own session, its own creation time, now on top.
+  map.put("t", { ...CLAUDE, nativeSessionId: "n-claude-2" }, 3_000);
+  const back = readHarnessSession(map.entryPath("t")!)!;
+  assert.equal(back.driver, "claude");
+  assert.deepEqual(back.sessions, [
+    {
+      driver: "claude",
+      harness: "claude-code",
+      session_id: "s-claude",
+      native_session_id: "n-claude-2",
+      created_ms: 1_000,
+      updated_ms: 3_000,
+    },
+    {
+      driver: "codex",
+      harness: "codex",
+      session_id: "s-codex",
+      native_session_id: "thread-9",
+      created_ms: 2_000,
+      updated_ms: 2_000,
+    },
+  ]);
+  assert.deepEqual(map.list().map((e) => [e.contextId, e.sessions.length]), [["t", 2]]);
+  assert.equal(map.forget("t"), "s-claude");
+  assert.equal(map.session("t", "codex"), null, "forget drops every driver's session");
+});
+
+Deno.test("readHarnessSession() reads a file of one session (written before sessions) as a map of one", async () => {
+  await using dir = await tempDir();
+  using store = openStore(`${dir.path}/home`);
+  const map = store.contexts;
+  const path = map.entryPath("old")!;
+  Deno.mkdirSync(`${dir.path}/home/contexts/old`, { recursive: true, mode: 0o700 });
+  Deno.chmodSync(`${dir.path}/home`, 0o700);
+  Deno.chmodSync(`${dir.path}/home/contexts`, 0o700);
+  const old = {
+    type: "reins.harness-session",
+    session_id: "s-old",
+    native_session_id: "n-old",
+    harness: "claude-code",
+    driver: "claude",
+    created_ms: 5,
+    updated_ms: 6,
+  };
+  Deno.writeTextFileSync(path, JSON.stringify(old), { mode: 0o600 });
+  const read = map.get("old")!;
+  assert.deepEqual(read.sessions, [{
+    driver: "claude",
+    harness: "claude-code",
+    session_id: "s-old",
+    native_session_id: "n-old",
+    created_ms: 5,
+    updated_ms: 6,
+  }]);
+  assert.equal(map.session("old", "claude")?.session_id, "s-old");
+  // A second driver joins it; the old session is kept.
+  map.put("old", CODEX, 10);
+  assert.deepEqual(map.get("old")!.sessions.map((s) => [s.driver, s.session_id]), [
+    ["codex", "s-codex"],
+    ["claude", "s-old"],
+  ]);
 });

@@ -22,3 +22,14 @@ Deno.test("docs/events.md shows a valid example line of every event type", () =>
   }
   assert.deepEqual([...seen].sort(), [...EVENT_TYPES].sort());
 });
+
+Deno.test("docs/contexts.md shows a harness-session.json the contract accepts, with two drivers", async () => {
+  const { HarnessSession } = await import("../../lib/store/contracts.ts");
+  const text = Deno.readTextFileSync(`${REPO}docs/contexts.md`);
+  const block = /```json\n([\s\S]*?)```/.exec(text)?.[1];
+  assert.ok(block, "a json example");
+  const parsed = HarnessSession.safeParse(JSON.parse(block));
+  assert.ok(parsed.success, parsed.error?.message);
+  assert.deepEqual(parsed.data.sessions?.map((s) => s.driver), ["claude", "codex"]);
+  assert.equal(parsed.data.sessions?.[0].session_id, parsed.data.session_id);
+});
