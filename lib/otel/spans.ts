@@ -494,10 +494,17 @@ export function runSpans(
 
   const traceId = traceIdOf(record.id);
   const rootSpanId = rootSpanIdOf(record.id);
-  const links = [
-    { runId: record.parentRunId, relation: "parent" },
-    { runId: record.resumedFromRunId, relation: "resumed_from" },
-  ].filter((link): link is { runId: string; relation: string } => link.runId !== null)
+  // One link per run: a suite scenario's second turn resumes the run that is also its parent.
+  const related = new Map<string, string[]>();
+  for (
+    const [runId, relation] of [
+      [record.parentRunId, "parent"],
+      [record.resumedFromRunId, "resumed_from"],
+    ] as const
+  ) {
+    if (runId !== null) related.set(runId, [...(related.get(runId) ?? []), relation]);
+  }
+  const links = [...related].map(([runId, relations]) => ({ runId, relation: relations.join(",") }))
     .map(({ runId, relation }) => ({
       traceId: traceIdOf(runId),
       spanId: rootSpanIdOf(runId),

@@ -18,6 +18,10 @@ interface SuiteRun {
   scenarios: { key: string; status: string; runIds: string[] }[];
 }
 
+const relationOf = (link: OtlpSpan["links"][number]) =>
+  (attributeOf(link.attributes, "reins.link.relation") as { stringValue?: string } | undefined)
+    ?.stringValue;
+
 const str = (span: OtlpSpan, key: string) =>
   (attributeOf(span.attributes, key) as { stringValue?: string } | undefined)?.stringValue;
 
@@ -44,18 +48,27 @@ Deno.test("reins suite run exports each scenario's runs as they settle, grouped 
   );
   const byRun = new Map(roots.map((span) => [str(span, "reins.run.id")!, span]));
   for (const scenario of run.scenarios) {
-    const [first, ...later] = scenario.runIds.map((id) => byRun.get(id)!);
+    const turns = scenario.runIds.map((id) => byRun.get(id)!);
+    const [first, ...later] = turns;
     // The suite's command agent, or the built-in loop for the scenario that asks for it.
     assert.equal(first.name, `invoke_agent ${str(first, "reins.harness")}`);
     assert.match(first.name, /^invoke_agent (command|reins)$/);
     assert.equal(str(first, "reins.trigger"), "suite");
     const conversation = str(first, "gen_ai.conversation.id");
     assert.ok(conversation, `scenario ${scenario.key} has a conversation id`);
-    for (const turn of later) {
+    later.forEach((turn, i) => {
       assert.equal(str(turn, "gen_ai.conversation.id"), conversation, "one conversation");
       assert.equal(str(turn, "reins.run.parent_id"), str(first, "reins.run.id"));
-      assert.deepEqual(turn.links.map((link) => link.spanId), [first.spanId]);
-    }
+      // Linked to its first turn (its parent) and to the turn it resumes, once per run.
+      const resumed = turns[i];
+      assert.equal(str(turn, "reins.run.resumed_from_id"), str(resumed, "reins.run.id"));
+      assert.deepEqual(
+        turn.links.map((link) => [link.spanId, relationOf(link)]),
+        resumed === first
+          ? [[first.spanId, "parent,resumed_from"]]
+          : [[first.spanId, "parent"], [resumed.spanId, "resumed_from"]],
+      );
+    });
   }
   const tools = collector.spans().filter((span) => span.name === "execute_tool issue_refund");
   assert.ok(tools.length >= 2, "the agent's refund tool calls are spans");
