@@ -331,3 +331,47 @@ Deno.test("a second message on a busy context waits for the first turn, then res
   assert.ok(b.startedAt >= a.endedAt!, "the second turn started after the first ended");
   assert.equal(b.sessionId, a.sessionId);
 });
+
+/** A driver that asks the person a question and answers with what it was told. */
+const askingDriver: import("../../lib/drivers/driver.ts").Driver = {
+  name: "command",
+  harness: "command",
+  async start(input, sink, signal) {
+    sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
+    sink.emit({
+      type: "question.requested",
+      payload: { questionId: "q1", text: "Which file should I read?" },
+    });
+    const answer = await input.decisions.waitForAnswer("q1", signal);
+    const text = `Reading ${answer}.`;
+    sink.emit({ type: "message.completed", payload: { role: "assistant", text } });
+    return { status: "completed", reason: null, result: text, exitCode: null };
+  },
+};
+
+Deno.test("a question the agent asks is TASK_STATE_INPUT_REQUIRED; the next message's text answers it", async () => {
+  await using t = await startTestServer({
+    agent: commandAgent("unused"),
+    driver: askingDriver,
+  });
+  const client = await t.client();
+  const asked = await client.sendMessage(send("read something")) as Task;
+  assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const parts = asked.status!.message!.parts;
+  assert.equal(
+    parts[0].content?.$case === "text" && parts[0].content.value,
+    "Which file should I read?",
+  );
+  assert.deepEqual(
+    parts[1].content?.$case === "data" && parts[1].content.value,
+    { event: "question.requested", questionId: "q1" },
+  );
+  const items = await collect(client.sendMessageStream(send("notes.md", { taskId: asked.id })));
+  assert.equal(items[0][0], "task");
+  const last = items.at(-1)![1] as import("@a2a-js/sdk").TaskStatusUpdateEvent;
+  assert.equal(last.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const done = await client.getTask(GetTaskRequest.fromJSON({ id: asked.id }));
+  assert.equal(answerOf(done), "Reading notes.md.");
+  const answered = t.store.readEvents(asked.id).events.find((e) => e.type === "question.answered");
+  assert.deepEqual(answered?.payload, { questionId: "q1", answer: "notes.md" });
+});
