@@ -188,33 +188,39 @@ export default async function (): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-serve-" }));
   const servers: Server[] = [];
   try {
+    // Each side gets an empty working directory of its own: a turn snapshots its working
+    // directory before the agent starts, and must not walk the other side's data root.
     const home = `${dir}/home`;
+    const work = `${dir}/work-serve`;
+    await Deno.mkdir(work);
     const flags = permissionFlags({
       home,
-      cwd: dir,
+      cwd: work,
       tempDir: "/tmp",
       netHosts: [],
       programs: ["true"],
     });
-    const ours = await start([
-      "run",
-      "--quiet",
-      "--config",
-      CONFIG,
-      ...flags,
-      MAIN,
-      "serve",
-      "--port",
-      "0",
-      "--driver",
-      "command",
-      "--exec",
-      "true",
-      "--max-turns",
-      String(CLIENTS),
-      "--cwd",
-      dir,
-    ], { REINS_HOME: home, HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" });
+    const startOurs = () =>
+      start([
+        "run",
+        "--quiet",
+        "--config",
+        CONFIG,
+        ...flags,
+        MAIN,
+        "serve",
+        "--port",
+        "0",
+        "--driver",
+        "command",
+        "--exec",
+        "true",
+        "--max-turns",
+        String(CLIENTS),
+        "--cwd",
+        work,
+      ], { REINS_HOME: home, HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" });
+    const ours = await startOurs();
     servers.push(ours);
     const token = (await Deno.readTextFile(`${home}/serve.token`)).trim();
     const send = JSON.stringify({
@@ -235,13 +241,15 @@ export default async function (): Promise<void> {
     probe.close();
 
     // The baseline: Deno.serve answering each POST with the same JSON text, reading its body.
-    const bare = await start([
-      "run",
-      "--quiet",
-      "--allow-net=127.0.0.1",
-      "--allow-env=BENCH_ANSWERS",
-      new URL("./_bare_server.ts", import.meta.url).pathname,
-    ], { BENCH_ANSWERS: JSON.stringify({ GetTask: getAnswer, SendMessage: sendAnswer }) });
+    const startBare = () =>
+      start([
+        "run",
+        "--quiet",
+        "--allow-net=127.0.0.1",
+        "--allow-env=BENCH_ANSWERS",
+        new URL("./_bare_server.ts", import.meta.url).pathname,
+      ], { BENCH_ANSWERS: JSON.stringify({ GetTask: getAnswer, SendMessage: sendAnswer }) });
+    const bare = await startBare();
     servers.push(bare);
 
     const getOurs = await rate(ours.port, get);
@@ -268,7 +276,8 @@ export default async function (): Promise<void> {
     });
 
     // What the turns themselves cost, without HTTP: runTurn() in this process, 16 at once.
-    const engineRate = await turnRate(`${dir}/engine-home`, dir);
+    await Deno.mkdir(`${dir}/work-engine`);
+    const engineRate = await turnRate(`${dir}/engine-home`, `${dir}/work-engine`);
     compare({
       name: "SendMessage, 16 clients, against the same turns run by runTurn() in process",
       ours: sendOurs,
@@ -279,8 +288,13 @@ export default async function (): Promise<void> {
       baselineName: "runTurn(), 16 at once",
     });
 
-    const oursIdle = await idleCost(ours, get);
-    const bareIdle = await idleCost(bare, get);
+    // On fresh servers: the load above left garbage whose collection would hide the growth.
+    const freshOurs = await startOurs();
+    servers.push(freshOurs);
+    const oursIdle = await idleCost(freshOurs, get);
+    const freshBare = await startBare();
+    servers.push(freshBare);
+    const bareIdle = await idleCost(freshBare, get);
     compare({
       name: "memory per idle kept-alive connection (500 open)",
       ours: oursIdle,
