@@ -13,20 +13,20 @@ import {
   CancelTaskRequest,
   ForgetContextRequest,
   GetTaskRequest,
-  INTERRUPTED_STATES,
   ListTasksRequest,
   type ListTasksResponse,
   type MessageIn,
   SendMessageRequest,
-  type StreamResponse,
   SubscribeToTaskRequest,
   type Task,
   type TaskState,
   TERMINAL_STATES,
 } from "./a2a/wire.ts";
 import { errorInfo, invalidParams, RPC, RpcError } from "./jsonrpc.ts";
-import { endsStream, LiveTask, type Subscription, type TurnControl } from "./live_task.ts";
+import { LiveTask, type Subscription, type TurnControl } from "./live_task.ts";
+import { drainUntilEnd, finalStream, type StreamBody, streamOf } from "./streams.ts";
 import { approvalAnswer, checkAcceptedOutput, messageText } from "./messages.ts";
+import { listTasks } from "./task_list.ts";
 import { TaskLookup } from "./task_lookup.ts";
 import { CANCEL_REASON, recordState, TaskView } from "./task_view.ts";
 import type { ServeStore, TurnRunner } from "./turns.ts";
@@ -36,9 +36,6 @@ export const SHUTDOWN_REASON = "reins serve stopped";
 /** The method of the forget extension, and its URI (declared in the agent card). */
 export const FORGET_METHOD = "ForgetContext";
 export const FORGET_EXTENSION = "urn:reins:a2a:context-forget:v1";
-
-const DEFAULT_PAGE_SIZE = 50;
-const MAX_PAGE_SIZE = 100;
 
 export interface ServiceOptions {
   store: ServeStore;
@@ -56,9 +53,7 @@ export interface ServiceOptions {
 export type CallResult =
   | { result: unknown }
   | { resultJson: string }
-  | {
-    stream: (send: (item: StreamResponse) => Promise<void>, closed: AbortSignal) => Promise<void>;
-  };
+  | { stream: StreamBody };
 
 function parse<S extends z.ZodType>(schema: S, params: Record<string, unknown>): z.infer<S> {
   const parsed = schema.safeParse(params);
@@ -362,18 +357,6 @@ export class A2AService {
   }
 
   #listTasks(request: ListTasksRequest): ListTasksResponse {
-    const pageSize = request.pageSize ?? DEFAULT_PAGE_SIZE;
-    if (pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
-      throw invalidParams("pageSize", `must be from 1 to ${MAX_PAGE_SIZE}: got ${pageSize}`);
-    }
-    if (request.historyLength !== undefined && request.historyLength < 0) {
-      throw invalidParams("historyLength", "must be 0 or more");
-    }
-    const after = request.pageToken ? readPageToken(request.pageToken) : null;
-    const wanted = request.status && request.status !== "TASK_STATE_UNSPECIFIED"
-      ? request.status
-      : null;
-    const since = request.statusTimestampAfter ? Date.parse(request.statusTimestampAfter) : null;
     const rows = this.#lookup.records(request.contextId).map((record) => {
       const live = this.#live.get(record.id);
       return {
@@ -381,35 +364,14 @@ export class A2AService {
         state: live ? live.view.state : recordState(record),
         timestamp: live ? live.view.statusTimestamp : (record.endedAt ?? record.startedAt),
       };
-    }).filter((row) =>
-      (wanted === null || row.state === wanted) &&
-      (since === null || Date.parse(row.timestamp) >= since)
-    );
-    // Newest status first; the id breaks ties, so that pages never overlap or skip.
-    rows.sort((a, b) =>
-      a.timestamp === b.timestamp
-        ? (a.record.id < b.record.id ? 1 : -1)
-        : (a.timestamp < b.timestamp ? 1 : -1)
-    );
-    const start = after === null ? 0 : rows.findIndex((row) =>
-      row.timestamp < after.timestamp ||
-      (row.timestamp === after.timestamp && row.record.id < after.id)
-    );
-    const page = start < 0 ? [] : rows.slice(start, start + pageSize);
-    const last = page.at(-1);
-    const more = start >= 0 && start + pageSize < rows.length;
-    return {
-      tasks: page.map((row) =>
+    });
+    return listTasks(
+      request,
+      rows,
+      (row, options) =>
         (this.#live.get(row.record.id)?.view ?? this.#lookup.view(row.record.id, row.record))
-          .snapshot({
-            historyLength: request.historyLength ?? 0,
-            includeArtifacts: request.includeArtifacts === true,
-          })
-      ),
-      nextPageToken: more && last ? pageToken(last.timestamp, last.record.id) : "",
-      pageSize,
-      totalSize: rows.length,
-    };
+          .snapshot(options),
+    );
   }
 
   // ---- CancelTask / SubscribeToTask ---------------------------------------------------------
@@ -517,67 +479,6 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
-async function drainUntilEnd(subscription: Subscription, atInterrupted: boolean): Promise<void> {
-  const first = subscription.first.status.state;
-  if (TERMINAL_STATES.has(first) || (atInterrupted && first === "TASK_STATE_INPUT_REQUIRED")) {
-    subscription.close();
-    return;
-  }
-  while (true) {
-    const item = await subscription.next();
-    if (item === null || endsStream(item, atInterrupted)) break;
-  }
-  subscription.close();
-}
-
-/** A stream: the subscription's Task, then its items, to the end of the turn or its next pause. */
-function streamOf(
-  subscription: Subscription,
-  options: { closeAtInterrupted: boolean; closeAtFirst: boolean },
-): (send: (item: StreamResponse) => Promise<void>, closed: AbortSignal) => Promise<void> {
-  return async (send, closed) => {
-    try {
-      await send({ task: subscription.first });
-      const first = subscription.first.status.state;
-      if (TERMINAL_STATES.has(first)) return;
-      if (options.closeAtFirst && INTERRUPTED_STATES.has(first)) return;
-      while (!closed.aborted) {
-        const item = await subscription.next(closed);
-        if (item === null) {
-          if (subscription.overflowed) {
-            throw new RpcError(
-              RPC.internalError,
-              "This stream fell too far behind the task and was closed: SubscribeToTask again, or GetTask",
-              [errorInfo("STREAM_TOO_FAR_BEHIND")],
-            );
-          }
-          return;
-        }
-        await send(item);
-        if (endsStream(item, options.closeAtInterrupted)) return;
-      }
-    } finally {
-      subscription.close();
-    }
-  };
-}
-
-function finalStream(task: Task): CallResult {
-  return { stream: async (send) => await send({ task }) };
-}
-
 function stateWord(state: TaskState): string {
   return state.replace("TASK_STATE_", "").toLowerCase().replace("_", "-");
-}
-
-function pageToken(timestamp: string, id: string): string {
-  return btoa(JSON.stringify([timestamp, id])).replace(/=+$/, "");
-}
-
-function readPageToken(token: string): { timestamp: string; id: string } {
-  try {
-    const [timestamp, id] = JSON.parse(atob(token));
-    if (typeof timestamp === "string" && typeof id === "string") return { timestamp, id };
-  } catch { /* falls through */ }
-  throw invalidParams("pageToken", "is not a token a ListTasks answer gave");
 }
