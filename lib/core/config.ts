@@ -1,8 +1,9 @@
 // Settings: the environment (read only through env.ts), the optional config file and the
-// command's flags, checked by one zod schema into one object that is passed down. Nothing else
-// in lib/ reads Deno.env. Commands that only need the data root use resolveHome() instead and
-// so skip loading zod (~50 ms of start-up).
-import { z } from "zod";
+// command's flags, checked against the schema of config_schema.ts into one object that is
+// passed down. Nothing else in lib/ reads Deno.env. The checks are the code generated from the
+// zod schemas (config_checks.ts): zod itself is not loaded.
+import type { ConfigFile, Settings } from "./config_schema.ts";
+import { type Issue, validateConfigFile, validateSettings } from "./config_checks.ts";
 import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
 import { dirnameOf } from "./paths.ts";
@@ -13,108 +14,19 @@ import { rememberSecrets, secretsInArgs } from "./redact.ts";
 // root is built there, the config file's too.
 import { Layout } from "../store/layout.ts";
 
+export type { ConfigFile, Settings };
+
 export const DRIVER_NAMES = ["loop", "claude", "codex", "gemini", "opencode", "command"] as const;
 export type DriverName = typeof DRIVER_NAMES[number];
 export const HARNESS_DRIVERS = ["claude", "codex", "gemini", "opencode"] as const;
 export type HarnessDriver = typeof HARNESS_DRIVERS[number];
 
-const DriverSettings = z.object({
-  program: z.string().min(1).optional(),
-  args: z.array(z.string()).default([]),
-  idleTimeoutSeconds: z.number().positive().optional(),
-  /** The model the harness is told to use (its own flag); also what a cost estimate prices. */
-  model: z.string().min(1).optional(),
-}).strict();
-
-const ModelPrice = z.object({
-  inputPerMillion: z.number().nonnegative(),
-  cachedInputPerMillion: z.number().nonnegative().optional(),
-  outputPerMillion: z.number().nonnegative(),
-}).strict();
-
-/**
- * OpenTelemetry export (docs/otel.md). The OTEL_EXPORTER_OTLP_* variables win over these; an
- * endpoint here (or in the environment) also exports every run when it settles.
- */
-/** The snapshot of the working directory taken as each run starts (lib/snapshot/). */
-const SnapshotSettings = z.object({
-  /** A tree whose files add up to more is not snapshotted (0: no snapshots); 64 MiB. */
-  maxBytes: z.number().int().nonnegative().default(64 * 1024 * 1024),
-  /** A tree with more paths is not snapshotted. */
-  maxEntries: z.number().int().positive().default(100_000),
-}).strict();
-
-const OtelSettings = z.object({
-  /** Base URL: traces go to `<endpoint>/v1/traces`, as with OTEL_EXPORTER_OTLP_ENDPOINT. */
-  endpoint: z.string().min(1).optional(),
-  /** The traces URL used as it is, as with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT. */
-  tracesEndpoint: z.string().min(1).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  serviceName: z.string().min(1).optional(),
-  /** Export prompts, answers, tool arguments and results too (never by default). */
-  content: z.boolean().optional(),
-  /** Export each run when it settles, when an endpoint is set (default true). */
-  exportOnSettle: z.boolean().optional(),
-}).strict();
-
-/** The config file, `$REINS_HOME/config.json` or `$REINS_CONFIG`. Every key is optional. */
-export const ConfigFile = z.object({
-  drivers: z.object({
-    claude: DriverSettings.optional(),
-    codex: DriverSettings.optional(),
-    gemini: DriverSettings.optional(),
-    opencode: DriverSettings.optional(),
-  }).strict().default({}),
-  prices: z.record(z.string(), ModelPrice).default({}),
-  otel: OtelSettings.default({}),
-  snapshot: SnapshotSettings.default({ maxBytes: 64 * 1024 * 1024, maxEntries: 100_000 }),
-}).strict();
-export type ConfigFile = z.infer<typeof ConfigFile>;
-
-const HttpUrl = z.url({ protocol: /^https?$/ });
-
-export const Settings = z.object({
-  home: z.string().min(1),
-  homeSource: z.enum(["flag", "REINS_HOME", "HOME"]),
-  configPath: z.string(),
-  json: z.boolean(),
-  quiet: z.boolean(),
-  color: z.boolean(),
-  tempDir: z.string().min(1),
-  platform: z.object({
-    url: HttpUrl.nullable(),
-    apiKey: z.string().nullable(),
-    secretKey: z.string().nullable(),
-    workspaceId: z.string().nullable(),
-    jobId: z.string().nullable(),
-    allowHttp: z.boolean(),
-  }),
-  openai: z.object({
-    baseUrl: HttpUrl,
-    apiKey: z.string().nullable(),
-  }),
-  /** The proxy variables, for lib/net/route.ts (fetch reads the same ones itself). */
-  proxy: z.object({
-    http: z.string().nullable(),
-    https: z.string().nullable(),
-    all: z.string().nullable(),
-    noProxy: z.string().nullable(),
-  }),
-  drivers: z.object({
-    claude: DriverSettings,
-    codex: DriverSettings,
-    gemini: DriverSettings,
-    opencode: DriverSettings,
-  }),
-  prices: z.record(z.string(), ModelPrice),
-  snapshot: SnapshotSettings,
-  otel: z.object({
-    /** The OTEL_* variables that are set, as given: lib/otel/ reads them as the SDKs do. */
-    env: z.record(z.string(), z.string()),
-    file: OtelSettings,
-  }),
-});
-export type Settings = z.infer<typeof Settings>;
+/** The config file of no file: its defaults, as checking `{}` fills them in. */
+function emptyConfig(): ConfigFile {
+  const empty = {};
+  validateConfigFile(empty);
+  return empty as ConfigFile;
+}
 
 export interface GlobalFlags {
   home?: string;
@@ -157,7 +69,7 @@ export function readConfigFile(path: string): ConfigFile {
   } catch (error) {
     // No file, or a data root that is not a directory (which the store then reports, exit 6).
     if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
-      return ConfigFile.parse({});
+      return emptyConfig();
     }
     throw error;
   }
@@ -169,15 +81,14 @@ export function readConfigFile(path: string): ConfigFile {
       hint: "fix the JSON, or move the file away",
     });
   }
-  const parsed = ConfigFile.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+  const issue = validateConfigFile(raw);
+  if (issue !== null) {
     throw new UsageError(
-      `Cannot use the config file ${path}: ${issue.message} at ${issue.path.join(".") || "(top)"}`,
+      `Cannot use the config file ${path}: ${issue.message} at ${issue.path || "(top)"}`,
       { hint: "see README.md, 'Configuration', for the keys it takes" },
     );
   }
-  return parsed.data;
+  return raw as ConfigFile;
 }
 
 /**
@@ -193,7 +104,7 @@ export function loadSettings(
   const { home, source } = resolveHome(env, flags.home);
   const configPath = env.REINS_CONFIG ?? new Layout(home).config();
   // skipConfigFile: for `reins doctor`, which must report a config file it refuses to use.
-  const file = options.skipConfigFile ? ConfigFile.parse({}) : readConfigFile(configPath);
+  const file = options.skipConfigFile ? emptyConfig() : readConfigFile(configPath);
   const programOverride = (name: string | undefined) => name ? { program: name } : {};
   const raw = {
     home,
@@ -236,17 +147,16 @@ export function loadSettings(
       file: file.otel,
     },
   };
-  const parsed = Settings.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue.path.join(".");
-    const variable = settingVariable[where] ?? where;
+  const issue: Issue | null = validateSettings(raw);
+  if (issue !== null) {
+    const variable = settingVariable[issue.path] ?? issue.path;
     throw new UsageError(`Cannot use the setting ${variable}: ${issue.message}`, {
       hint: `fix ${variable} in the environment or ${configPath}`,
     });
   }
-  rememberSecrets(...secretsOfSettings(parsed.data));
-  return parsed.data;
+  const settings = raw as Settings;
+  rememberSecrets(...secretsOfSettings(settings));
+  return settings;
 }
 
 /**

@@ -4,7 +4,8 @@
 // the tail of stderr. It neither retries nor interprets the program's output beyond that.
 import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
-import { type EventInput, parseEventInput } from "../store/contracts.ts";
+import type { EventInput } from "../store/contracts.ts";
+import { parseEventInput } from "../store/contract_runtime.ts";
 import {
   agentOf,
   type Driver,

@@ -5,7 +5,7 @@
 import { assertNever } from "../core/assert_never.ts";
 import { createHash } from "node:crypto";
 import type { RunEvent, RunRecord } from "../store/contracts.ts";
-import { isActiveStatus } from "../store/contracts.ts";
+import { isActiveStatus } from "../store/contract_runtime.ts";
 import { joinPath } from "../core/paths.ts";
 import { pySlice, pyStrip, type ScenarioInput, type ScenarioOutcome } from "./payloads.ts";
 import type { TranscriptItem } from "./payloads.ts";

@@ -4,7 +4,7 @@
 // run.json. A run whose owner died without settling it is reconciled (marked interrupted) so that
 // a follower never waits forever. It reads and reconciles; it prints nothing.
 import { sleep } from "../core/clock.ts";
-import { terminalStatusOf } from "../store/contracts.ts";
+import { terminalStatusOf } from "../store/contract_runtime.ts";
 import type { RunEvent, SettledStatus } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import type { PendingDecision } from "../store/decisions.ts";

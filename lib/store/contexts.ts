@@ -10,7 +10,8 @@
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
 import { trustProblem } from "../core/private_files.ts";
-import { type DriverSession, HARNESS_SESSION_TYPE, HarnessSession } from "./contracts.ts";
+import type { DriverSession, HarnessSession } from "./contracts.ts";
+import { asHarnessSession, HARNESS_SESSION_TYPE } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 
 export { HARNESS_SESSION_FILE } from "./layout.ts";
@@ -37,8 +38,8 @@ export function readHarnessSession(path: string): ContextSessions | null {
     return null;
   }
   try {
-    const parsed = HarnessSession.safeParse(JSON.parse(text));
-    return parsed.success ? withSessions(parsed.data) : null;
+    const parsed = asHarnessSession(JSON.parse(text));
+    return parsed === null ? null : withSessions(parsed);
   } catch {
     return null;
   }

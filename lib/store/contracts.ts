@@ -1,26 +1,34 @@
 // The contracts of everything reins records: run.json, the events.jsonl envelope with one payload
 // schema per event type, and harness-session.json. Types are inferred from the schemas; nothing
 // else defines these shapes. Payload objects are loose: fields a newer reins adds are kept.
+// What the store needs of them at run time — the checks generated from these schemas and the
+// rules over them — is in contract_runtime.ts, which loads no zod; it is re-exported here.
 import { z } from "zod";
+import {
+  HARNESS_SESSION_TYPE,
+  RUN_STATUSES,
+  SETTLED_STATUSES,
+  TRIGGERS,
+} from "./contract_runtime.ts";
 
-export const RUN_STATUSES = [
-  "queued",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "interrupted",
-] as const;
+export {
+  describeIssue,
+  HARNESS_SESSION_TYPE,
+  isActiveStatus,
+  orderedRecord,
+  parseEventInput,
+  RUN_STATUSES,
+  terminalStatusOf,
+  USAGE_COUNTERS,
+  validateStoredEvent,
+} from "./contract_runtime.ts";
+
 export const RunStatus = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof RunStatus>;
-export const SettledStatus = z.enum(["completed", "failed", "interrupted"]);
+export const SettledStatus = z.enum(SETTLED_STATUSES);
 export type SettledStatus = z.infer<typeof SettledStatus>;
 
-export function isActiveStatus(status: RunStatus): boolean {
-  return status === "queued" || status === "running" || status === "waiting";
-}
-
-export const Trigger = z.enum(["cli", "api", "a2a", "suite", "replay"]);
+export const Trigger = z.enum(TRIGGERS);
 export type Trigger = z.infer<typeof Trigger>;
 
 const IsoTime = z.iso.datetime({ offset: true });
@@ -48,13 +56,6 @@ export const RunRecord = z.object({
 export type RunRecord = z.infer<typeof RunRecord>;
 export const RUN_RECORD_FIELDS = Object.keys(RunRecord.shape) as (keyof RunRecord)[];
 
-/** A record with its fields in the contract's order, so files diff cleanly. */
-export function orderedRecord(record: RunRecord): RunRecord {
-  const out: Record<string, unknown> = {};
-  for (const field of RUN_RECORD_FIELDS) out[field] = record[field];
-  return out as RunRecord;
-}
-
 export const Role = z.enum(["user", "assistant", "system"]);
 export type Role = z.infer<typeof Role>;
 
@@ -79,15 +80,6 @@ export const Usage = z.looseObject({
   costEstimated: z.boolean().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
-export const USAGE_COUNTERS = [
-  "inputTokens",
-  "outputTokens",
-  "cacheReadTokens",
-  "cacheWriteTokens",
-  "reasoningTokens",
-  "costUsd",
-  "requests",
-] as const;
 
 /** The usage one model call reports (not running totals); every counter optional. */
 export const CallUsage = z.looseObject({
@@ -213,48 +205,12 @@ export type EventInput = {
   [T in EventType]: { type: T; payload: PayloadOf<T>; native?: unknown };
 }[EventType];
 
-/** Checks an event body (type + payload) against its payload schema. */
-export function parseEventInput(value: unknown): { ok: true; event: EventInput } | {
-  ok: false;
-  reason: string;
-} {
-  if (typeof value !== "object" || value === null) return { ok: false, reason: "not an object" };
-  const { type, payload, native } = value as {
-    type?: unknown;
-    payload?: unknown;
-    native?: unknown;
-  };
-  if (typeof type !== "string" || !(type in PAYLOADS)) {
-    return { ok: false, reason: `unknown event type ${JSON.stringify(type)}` };
-  }
-  const parsed = PAYLOADS[type as EventType].safeParse(payload);
-  if (!parsed.success) return { ok: false, reason: formatIssue(parsed.error, "payload") };
-  const event = { type, payload: parsed.data } as EventInput;
-  if (native !== undefined) event.native = native;
-  return { ok: true, event };
-}
-
 /** A zod error as one line: `expected string, received number at payload.text`. */
 export function formatIssue(error: z.ZodError, prefix = ""): string {
   const issue = error.issues[0];
   const path = [prefix, ...issue.path.map(String)].filter(Boolean).join(".");
   return path ? `${issue.message} at ${path}` : issue.message;
 }
-
-/** The status an event settles its run with, if it is terminal. */
-export function terminalStatusOf(event: Pick<RunEvent, "type" | "payload">): SettledStatus | null {
-  if (event.type === "completed") return "completed";
-  if (event.type === "failed") return "failed";
-  if (event.type === "status.changed") {
-    const status = (event.payload as { status: RunStatus }).status;
-    return status === "completed" || status === "failed" || status === "interrupted"
-      ? status
-      : null;
-  }
-  return null;
-}
-
-export const HARNESS_SESSION_TYPE = "reins.harness-session";
 
 /** One driver's session under a context: what that driver resumes on the context's next turn. */
 export const DriverSession = z.object({

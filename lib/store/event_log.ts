@@ -8,16 +8,13 @@ import { newId } from "../core/ids.ts";
 import { redact, redactValue } from "../core/redact.ts";
 import type { LockedTail, PrivateLog } from "../core/private_files.ts";
 import type { DataRoot } from "./data_root.ts";
+import type { EventInput, RunEvent, SettledStatus } from "./contracts.ts";
 import {
-  EVENT_TYPES,
-  type EventInput,
-  formatIssue,
+  isRunEvent,
   parseEventInput,
-  RunEvent,
-  type SettledStatus,
   terminalStatusOf,
-} from "./contracts.ts";
-import { compileSchema } from "./compiled_schema.ts";
+  validateStoredEvent,
+} from "./contract_runtime.ts";
 import { EVENTS_FILE, shownPath } from "./run_files.ts";
 
 /** A line of events.jsonl that was skipped, with its 1-based line number and why. */
@@ -34,27 +31,7 @@ export interface EventsRead {
   tornLine: number | null;
 }
 
-const checkEvent = compileSchema(RunEvent);
-
-/** Validates one parsed line as a stored event. */
-export function validateStoredEvent(
-  value: unknown,
-): { ok: true; event: RunEvent } | { ok: false; reason: string } {
-  if (checkEvent !== null && checkEvent(value)) return { ok: true, event: value as RunEvent };
-  const type = (value as { type?: unknown } | null)?.type;
-  if (typeof value === "object" && value !== null && !(EVENT_TYPES as unknown[]).includes(type)) {
-    // zod would list all the types it expected: name the one it got instead.
-    return {
-      ok: false,
-      reason: type === undefined
-        ? "no event type at type"
-        : `unknown event type ${JSON.stringify(type)} at type`,
-    };
-  }
-  const parsed = RunEvent.safeParse(value);
-  if (parsed.success) return { ok: true, event: parsed.data as RunEvent };
-  return { ok: false, reason: formatIssue(parsed.error) };
-}
+export { validateStoredEvent };
 
 /** Parses the text of an events.jsonl. Lines of another run are problems when `runId` is given. */
 export function parseEventLog(text: string, runId?: string): EventsRead {
@@ -80,11 +57,8 @@ export function parseEventLog(text: string, runId?: string): EventsRead {
       problems.push({ line, reason });
       continue;
     }
-    // The common case without an allocation: the compiled check passes and the run matches.
-    if (
-      checkEvent !== null && checkEvent(value) &&
-      (runId === undefined || (value as RunEvent).runId === runId)
-    ) {
+    // The common case without an allocation: the generated check passes and the run matches.
+    if (isRunEvent(value) && (runId === undefined || value.runId === runId)) {
       events.push(value as RunEvent);
       continue;
     }

@@ -2,7 +2,8 @@
 // parentRunId, with usage summed) and a session's (or a context's sessions') earlier events, from
 // which a driver rebuilds the conversation. Both find the runs through the index and read the events from the files.
 import { NotFoundError } from "../core/errors.ts";
-import { type RunEvent, type RunRecord, type Usage, USAGE_COUNTERS } from "./contracts.ts";
+import type { RunEvent, RunRecord, Usage } from "./contracts.ts";
+import { USAGE_COUNTERS } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
 import type { RunIndex } from "./index_db.ts";

@@ -2,15 +2,8 @@
 // native session id, the goal), the outcome a log holds, and a record rebuilt from its events when
 // run.json is lost. The events are the truth; run.json is their summary.
 import { assertNever } from "../core/assert_never.ts";
-import {
-  isActiveStatus,
-  orderedRecord,
-  type RunEvent,
-  type RunRecord,
-  type SettledStatus,
-  terminalStatusOf,
-  Trigger,
-} from "./contracts.ts";
+import type { RunEvent, RunRecord, SettledStatus } from "./contracts.ts";
+import { isActiveStatus, isTrigger, orderedRecord, terminalStatusOf } from "./contract_runtime.ts";
 
 /** Event types that can change a run's record (the rest never do). */
 const RECORD_CHANGING = new Set<string>([
@@ -114,7 +107,7 @@ export function recordFromEvents(runId: string, events: readonly RunEvent[]): Ru
   if (started === undefined || started.type !== "run.started") return null;
   const p = started.payload as typeof started.payload & Record<string, unknown>;
   const text = (value: unknown) => typeof value === "string" ? value : null;
-  const trigger = Trigger.safeParse(p.trigger);
+  const trigger = isTrigger(p.trigger) ? p.trigger : null;
   let record: RunRecord = orderedRecord({
     id: runId,
     sessionId: started.sessionId,
@@ -125,7 +118,7 @@ export function recordFromEvents(runId: string, events: readonly RunEvent[]): Ru
     relation: text(p.relation),
     harness: p.harness || "unknown",
     driver: p.driver || "unknown",
-    trigger: trigger.success ? trigger.data : "cli",
+    trigger: trigger ?? "cli",
     cwd: p.cwd,
     goal: p.goal,
     startedAt: started.timestamp,

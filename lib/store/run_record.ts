@@ -3,7 +3,8 @@
 // index row). Reading never writes: repairing files is reconciliation's job.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { redactValue } from "../core/redact.ts";
-import { formatIssue, orderedRecord, RunRecord } from "./contracts.ts";
+import type { RunRecord } from "./contracts.ts";
+import { orderedRecord, runRecordProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
 import { noteRun } from "./index_db.ts";
@@ -28,16 +29,17 @@ export function readRecordFile(root: DataRoot, runId: string): RecordFile {
   } catch (error) {
     return { state: "damaged", reason: `not JSON: ${(error as Error).message}`, text };
   }
-  const parsed = RunRecord.safeParse(value);
-  if (!parsed.success) return { state: "damaged", reason: formatIssue(parsed.error), text };
-  if (parsed.data.id !== runId) {
+  const problem = runRecordProblem(value);
+  if (problem !== null) return { state: "damaged", reason: problem, text };
+  const record = value as RunRecord;
+  if (record.id !== runId) {
     return {
       state: "damaged",
-      reason: `it names run ${JSON.stringify(parsed.data.id)}, not this one`,
+      reason: `it names run ${JSON.stringify(record.id)}, not this one`,
       text,
     };
   }
-  return { state: "ok", record: orderedRecord(parsed.data) };
+  return { state: "ok", record: orderedRecord(record) };
 }
 
 /** A record problem as the store reports it: the file and why. */

@@ -6,16 +6,15 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import {
-  type EventInput,
-  formatIssue,
-  orderedRecord,
-  type RunEvent,
+import type {
+  EventInput,
+  RunEvent,
   RunRecord,
-  type SettledStatus,
-  type Trigger,
-  type Usage,
+  SettledStatus,
+  Trigger,
+  Usage,
 } from "./contracts.ts";
+import { orderedRecord, runRecordProblem } from "./contract_runtime.ts";
 import { nowIso } from "../core/clock.ts";
 import type { DataRoot } from "./data_root.ts";
 import { EventLog } from "./event_log.ts";
@@ -132,10 +131,10 @@ export class RunAppender {
       Object.entries(rest).filter(([, value]) => value !== undefined),
     ) as Partial<RunRecord>;
     const now = this.record;
-    const candidate = RunRecord.safeParse({ ...now, ...fields });
-    if (!candidate.success) {
+    const problem = runRecordProblem({ ...now, ...fields });
+    if (problem !== null) {
       throw new UsageError(
-        `Cannot update run ${this.runId}: ${formatIssue(candidate.error)}`,
+        `Cannot update run ${this.runId}: ${problem}`,
         { hint: "see the run record's fields in docs/events.md" },
       );
     }
@@ -252,7 +251,7 @@ export class RunWriter extends RunAppender {
 export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {}): RunWriter {
   const runId = newId();
   const startedAt = nowIso();
-  const candidate = RunRecord.safeParse({
+  const candidate: RunRecord = {
     id: runId,
     sessionId: init.sessionId,
     contextId: init.contextId,
@@ -270,13 +269,14 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
     status: "running",
     exitCode: null,
     terminalReason: null,
-  });
-  if (!candidate.success) {
-    throw new UsageError(`Cannot create a run: ${formatIssue(candidate.error)}`, {
+  };
+  const problem = runRecordProblem(candidate);
+  if (problem !== null) {
+    throw new UsageError(`Cannot create a run: ${problem}`, {
       hint: "see the run record's fields in docs/events.md",
     });
   }
-  const record = orderedRecord(candidate.data);
+  const record = orderedRecord(candidate);
   const owner = takeOwnership(root, runId);
   try {
     const log = EventLog.open(root, runId, record.sessionId, { ...options, holdBursts: true });

@@ -1,0 +1,260 @@
+// The validators generated from the zod schemas against zod itself, the oracle: the same verdict
+// on valid values and on values with one field broken, the same first issue (message and path),
+// and the same value where zod fills in a default.
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { z } from "zod";
+import { compileValidator, UnsupportedSchema } from "../../lib/store/schema_codegen.ts";
+import { HarnessSession, PAYLOADS, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
+import { ConfigFile, Settings } from "../../lib/core/config_schema.ts";
+import { anyJson, eventInput } from "./_arbitraries.ts";
+
+/** zod's verdict as the generated validators give it: null, or the first issue. */
+function oracle(schema: z.ZodType, value: unknown) {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return null;
+  const issue = parsed.error.issues[0];
+  return { path: issue.path.map(String).join("."), message: issue.message };
+}
+
+function agrees(schema: z.ZodType, value: unknown, validate = compileValidator(schema)) {
+  // Each side gets its own copy: the generated validator writes defaults into what it checks.
+  const ours = validate(structuredClone(value));
+  assert.deepEqual(ours, oracle(schema, structuredClone(value)), JSON.stringify(value));
+}
+
+const envelope = fc.record({
+  id: fc.string({ minLength: 1, maxLength: 8 }),
+  runId: fc.string({ minLength: 1, maxLength: 8 }),
+  sessionId: fc.string({ minLength: 1, maxLength: 8 }),
+  sequence: fc.nat(),
+  timestamp: fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms).toISOString()),
+});
+const storedEvent = fc.tuple(envelope, eventInput).map(([head, body]) => ({ ...head, ...body }));
+
+/** `value` with the field at a random path (top level or one level down) replaced or removed. */
+function mutated(
+  value: Record<string, unknown>,
+  pick: number,
+  replacement: unknown,
+  remove: boolean,
+) {
+  const copy = structuredClone(value) as Record<string, unknown>;
+  const targets: [Record<string, unknown>, string][] = [];
+  for (const key of Object.keys(copy)) {
+    targets.push([copy, key]);
+    const inner = copy[key];
+    if (inner !== null && typeof inner === "object" && !Array.isArray(inner)) {
+      for (const innerKey of Object.keys(inner)) {
+        targets.push([inner as Record<string, unknown>, innerKey]);
+      }
+    }
+  }
+  const [target, key] = targets[pick % targets.length];
+  if (remove) delete target[key];
+  else target[key] = replacement;
+  return copy;
+}
+
+Deno.test("compileValidator() agrees with zod on events, valid and with one field broken", () => {
+  const validate = compileValidator(RunEvent);
+  fc.assert(
+    fc.property(
+      storedEvent,
+      fc.nat(),
+      anyJson,
+      fc.boolean(),
+      (event, pick, replacement, remove) => {
+        assert.equal(validate(event), null);
+        agrees(RunEvent, mutated(event, pick, replacement, remove), validate);
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+Deno.test("compileValidator() agrees with zod on each payload with one field broken", () => {
+  const validators = Object.fromEntries(
+    Object.entries(PAYLOADS).map(([type, schema]) => [type, compileValidator(schema)]),
+  );
+  fc.assert(
+    fc.property(eventInput, fc.nat(), anyJson, fc.boolean(), (event, pick, replacement, remove) => {
+      const schema = PAYLOADS[event.type];
+      const payload = event.payload as Record<string, unknown>;
+      if (Object.keys(payload).length === 0) return;
+      agrees(schema, mutated(payload, pick, replacement, remove), validators[event.type]);
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+const record = {
+  id: "r1",
+  sessionId: "s1",
+  contextId: null,
+  nativeSessionId: null,
+  parentRunId: null,
+  resumedFromRunId: null,
+  relation: null,
+  harness: "h",
+  driver: "d",
+  trigger: "cli",
+  cwd: "/",
+  goal: null,
+  startedAt: "2026-01-01T00:00:00.000Z",
+  endedAt: null,
+  status: "running",
+  exitCode: null,
+  terminalReason: null,
+};
+
+Deno.test("compileValidator() agrees with zod on run records and harness sessions, one field broken", () => {
+  const session = {
+    type: "reins.harness-session",
+    session_id: "s",
+    native_session_id: null,
+    harness: "h",
+    driver: "d",
+    created_ms: 1,
+    updated_ms: 2,
+  };
+  const validateRecord = compileValidator(RunRecord);
+  const validateSession = compileValidator(HarnessSession);
+  assert.equal(validateRecord(record), null);
+  assert.equal(validateSession(session), null);
+  fc.assert(
+    fc.property(fc.nat(), anyJson, fc.boolean(), (pick, replacement, remove) => {
+      agrees(RunRecord, mutated(record, pick, replacement, remove), validateRecord);
+      agrees(HarnessSession, mutated(session, pick, replacement, remove), validateSession);
+    }),
+    { numRuns: 1500 },
+  );
+});
+
+Deno.test("compileValidator() agrees with zod on the config file, defaults filled in as zod fills them", () => {
+  const validate = compileValidator(ConfigFile);
+  const file = {
+    drivers: { claude: { program: "/bin/claude", args: ["--x"], idleTimeoutSeconds: 5 } },
+    prices: { "gpt-x": { inputPerMillion: 1, outputPerMillion: 2 } },
+    otel: { endpoint: "http://localhost:4318", headers: { a: "b" }, content: true },
+  };
+  for (const value of [{}, { drivers: {} }, { drivers: { codex: {} } }, file]) {
+    const ours = structuredClone(value);
+    assert.equal(validate(ours), null);
+    assert.deepEqual(ours, ConfigFile.parse(structuredClone(value)), JSON.stringify(value));
+  }
+  fc.assert(
+    fc.property(fc.nat(), anyJson, fc.boolean(), (pick, replacement, remove) => {
+      agrees(ConfigFile, mutated(file, pick, replacement, remove), validate);
+    }),
+    { numRuns: 1500 },
+  );
+});
+
+Deno.test("compileValidator() agrees with zod on settings (URLs, records, nested objects)", () => {
+  const validate = compileValidator(Settings);
+  const driver = { args: [] };
+  const settings = {
+    home: "/h",
+    homeSource: "flag",
+    configPath: "/h/config.json",
+    json: false,
+    quiet: false,
+    color: false,
+    tempDir: "/tmp",
+    platform: {
+      url: "https://platform.example",
+      apiKey: null,
+      secretKey: null,
+      workspaceId: null,
+      jobId: null,
+      allowHttp: false,
+    },
+    openai: { baseUrl: "https://api.openai.com/v1", apiKey: "k" },
+    proxy: { http: null, https: null, all: null, noProxy: null },
+    drivers: { claude: driver, codex: driver, gemini: driver, opencode: driver },
+    prices: {},
+    otel: { env: { OTEL_SERVICE_NAME: "x" }, file: {} },
+  };
+  assert.equal(validate(structuredClone(settings)), null);
+  for (const url of ["ftp://x.example", "not a url", "http://", "https://ok.example:8443/p"]) {
+    agrees(Settings, { ...settings, openai: { ...settings.openai, baseUrl: url } }, validate);
+  }
+  fc.assert(
+    fc.property(fc.nat(), anyJson, fc.boolean(), (pick, replacement, remove) => {
+      agrees(Settings, mutated(settings, pick, replacement, remove), validate);
+    }),
+    { numRuns: 1500 },
+  );
+});
+
+Deno.test("compileValidator() gives zod's first issue at the edges: types, bounds, strictness, formats", () => {
+  const cases: [z.ZodType, unknown[]][] = [
+    [z.number().int().nonnegative(), [
+      0,
+      1,
+      -1,
+      1.5,
+      Number.MAX_SAFE_INTEGER + 2,
+      NaN,
+      -Infinity,
+      "1",
+    ]],
+    [z.number().gt(1).lte(3), [1, 1.0001, 3, 3.0001]],
+    [z.number().positive(), [0, 1, Infinity]],
+    [z.string().min(2).max(3), ["a", "ab", "abc", "abcd", 5, undefined, null, [], {}]],
+    [z.string().regex(/^a+$/), ["a", "aa", "b", ""]],
+    [z.strictObject({ a: z.string() }), [
+      { a: "x" },
+      { a: "x", b: 1 },
+      { a: "x", b: 1, c: 2 },
+      {},
+      null,
+      [],
+    ]],
+    [z.object({ a: z.string().optional() }), [{}, { a: undefined }, { a: 1 }, { b: 2 }]],
+    [z.looseObject({ a: z.literal("x") }), [{ a: "x", z: [1] }, { a: "y" }, {}]],
+    [z.array(z.boolean()).min(1), [[], [true], [true, 1], "true"]],
+    [z.array(z.string()).max(1), [["a", "b"]]],
+    [z.union([z.string(), z.number()]), ["a", 1, null, true]],
+    // regression: an unknown() field may hold undefined but its key must be there, as in zod
+    [z.object({ a: z.unknown() }), [{}, { a: undefined }, { a: 1 }]],
+    [z.enum(["a", "b"]).nullable(), ["a", "c", null, undefined, 3]],
+    [z.object({ e: z.enum(["a", "b"]) }), [{}, { e: "c" }]],
+    [z.record(z.string(), z.number()), [{}, { a: 1 }, { a: "x" }, [], 5, null]],
+    [z.object({ a: z.array(z.string()).default([]) }), [{}, { a: ["x"] }, { a: "x" }]],
+    [z.uuid(), ["x", "0193a5f2-7c1f-7000-8000-000000000016"]],
+    [z.url({ protocol: /^https?$/ }), ["http://x", "ftp://x", "x", "HTTP://x"]],
+    [z.iso.datetime({ offset: true }), [
+      "2026-02-28T10:00:00Z",
+      "2026-02-29T10:00:00Z",
+      "2024-02-29T10:00:00.5+01:00",
+      "2026-01-01 10:00:00Z",
+    ]],
+    [
+      z.discriminatedUnion("type", [
+        z.object({ type: z.literal("a") }),
+        z.object({ type: z.literal("b"), x: z.number() }),
+      ]),
+      [{ type: "a" }, { type: "b" }, { type: "c" }, {}, 5, { type: "b", x: 1 }],
+    ],
+  ];
+  for (const [schema, values] of cases) {
+    const validate = compileValidator(schema);
+    for (const value of values) agrees(schema, value, validate);
+  }
+});
+
+Deno.test("compileValidator() refuses a construct it does not know, so zod keeps it", () => {
+  for (
+    const schema of [
+      z.string().transform((s) => s.length),
+      z.object({ a: z.string().email() }),
+      z.number().multipleOf(2),
+      z.record(z.string().min(2), z.number()),
+      z.object({ a: z.string() }).refine(() => true),
+    ]
+  ) {
+    assert.throws(() => compileValidator(schema as z.ZodType), UnsupportedSchema);
+  }
+});
