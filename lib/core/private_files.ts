@@ -308,7 +308,11 @@ export function writePrivateFileAtomic(
   path: string,
   data: string | Uint8Array,
   checked?: CheckedDirs,
+  options: { durable?: boolean } = {},
 ): void {
+  // durable: false — still atomic against a crash of this process, but not fsynced: for a file
+  // the caller can rebuild from another that is (run.json from its synced events.jsonl).
+  const durable = options.durable ?? true;
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir, checked);
@@ -321,7 +325,7 @@ export function writePrivateFileAtomic(
   try {
     file.lockSync(true);
     writeAll(file, bytes);
-    file.syncSync();
+    if (durable) file.syncSync();
     Deno.chmodSync(temp, FILE_MODE);
     Deno.renameSync(temp, absPath);
   } catch (error) {
@@ -332,7 +336,7 @@ export function writePrivateFileAtomic(
   } finally {
     file.close();
   }
-  syncDir(dir);
+  if (durable) syncDir(dir);
 }
 
 /**
@@ -434,6 +438,8 @@ export class PrivateLog {
   #buffer = new Uint8Array(4096);
   /** Locked by hold(): 'fresh' until the first append under it has looked at the file's end. */
   #hold: "none" | "fresh" | "checked" = "none";
+  /** Written to since the last sync(). */
+  #unsynced = false;
 
   private constructor(root: string, path: string, file: Deno.FsFile) {
     this.#root = root;
@@ -494,6 +500,7 @@ export class PrivateLog {
         return -1;
       }
       const bytes = this.#encodeLine(line);
+      this.#unsynced = true;
       writeAll(file, bytes);
       this.#knownSize = size + bytes.length;
       afterWrite?.(this.#knownSize);
@@ -526,9 +533,14 @@ export class PrivateLog {
     this.#file?.unlockSync();
   }
 
-  /** Flushes the file's data to disk. */
+  /**
+   * Flushes what this handle wrote to disk; nothing to do (no fdatasync) when it wrote nothing
+   * since the last flush. What other handles write they flush themselves.
+   */
   sync(): void {
+    if (!this.#unsynced) return;
     this.#handle().syncDataSync();
+    this.#unsynced = false;
   }
 
   close(): void {

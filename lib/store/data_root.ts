@@ -49,8 +49,8 @@ export class DataRoot implements Disposable {
   }
 
   /** Replaces a file below the root atomically, 0600 (see writePrivateFileAtomic). */
-  writeFileAtomic(path: string, data: string | Uint8Array): void {
-    writePrivateFileAtomic(this.home, path, data, this.#checked);
+  writeFileAtomic(path: string, data: string | Uint8Array, options?: { durable?: boolean }): void {
+    writePrivateFileAtomic(this.home, path, data, this.#checked, options);
   }
 
   /** A file below the root as text, or null when it does not exist (links out refused). */

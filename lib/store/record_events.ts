@@ -66,7 +66,15 @@ export function applyEvent(record: RunRecord, event: RunEvent): RunRecord | null
 }
 
 function settle(record: RunRecord, status: SettledStatus, event: RunEvent): RunRecord {
-  return { ...record, status, endedAt: event.timestamp, terminalReason: reasonOf(event) };
+  // The agent's exit code comes with the outcome, so that settling costs one record write.
+  const exitCode = (event.payload as { exitCode?: unknown }).exitCode;
+  return {
+    ...record,
+    status,
+    endedAt: event.timestamp,
+    terminalReason: reasonOf(event),
+    exitCode: Number.isSafeInteger(exitCode) ? exitCode as number : record.exitCode,
+  };
 }
 
 function reasonOf(event: RunEvent): string | null {

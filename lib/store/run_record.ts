@@ -93,8 +93,16 @@ export function loadRun(root: DataRoot, runId: string): RunRecord {
  * Replaces run.json atomically, then updates the index row (best effort: see noteRun). Both get
  * the record with its secrets redacted (a goal that quotes a key, say).
  */
-export function writeRecord(root: DataRoot, record: RunRecord): void {
+export function writeRecord(
+  root: DataRoot,
+  record: RunRecord,
+  options?: { durable?: boolean },
+): void {
   const ordered = redactValue(orderedRecord(record));
-  root.writeFileAtomic(root.layout.record(record.id), `${JSON.stringify(ordered, null, 2)}\n`);
+  root.writeFileAtomic(
+    root.layout.record(record.id),
+    `${JSON.stringify(ordered, null, 2)}\n`,
+    options,
+  );
   noteRun(root, ordered);
 }

@@ -268,8 +268,8 @@ async function driveAndSettle(
     stopReason: signals.stop.aborted ? stopReasonOf(signals.stop) : null,
   });
   await keepDeclaredAttachments(store, runId, driver.name, settlement, record);
+  // The record takes the exit code from the terminal event: one write settles the run.
   record(settlement.terminal);
-  if (settlement.exitCode !== null) writer.update({ exitCode: settlement.exitCode });
   return {
     summary: summarize(settlement, { runId, sessionId, contextId }, writer.lastUsage()),
     problems,

@@ -59,22 +59,26 @@ export function settle(facts: SettleFacts): Settlement {
     result: result.result,
     exitCode: result.exitCode,
     attachments: result.attachments ?? [],
-    terminal: terminalEvent(status, reason, result.result),
+    terminal: terminalEvent(status, reason, result.result, result.exitCode),
     error,
   };
 }
 
-function terminalEvent(status: SettledStatus, reason: string | null, result: string | null) {
+/** The terminal event; it carries the agent's exit code, which the record takes from it. */
+function terminalEvent(
+  status: SettledStatus,
+  reason: string | null,
+  result: string | null,
+  exitCode: number | null,
+): EventInput {
+  const code = exitCode === null ? {} : { exitCode };
   switch (status) {
     case "completed":
-      return { type: "completed", payload: { reason, result } } satisfies EventInput;
+      return { type: "completed", payload: { reason, result, ...code } };
     case "failed":
-      return { type: "failed", payload: { reason, result } } satisfies EventInput;
+      return { type: "failed", payload: { reason, result, ...code } };
     case "interrupted":
-      return {
-        type: "status.changed",
-        payload: { status: "interrupted", reason },
-      } satisfies EventInput;
+      return { type: "status.changed", payload: { status: "interrupted", reason, ...code } };
     default:
       return assertNever(status, "run status");
   }

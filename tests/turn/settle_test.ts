@@ -16,7 +16,7 @@ Deno.test("settle() completes a run whose driver completed, with its answer and 
     result: "the answer",
     exitCode: 0,
     attachments: ["/w/out.txt"],
-    terminal: { type: "completed", payload: { reason: null, result: "the answer" } },
+    terminal: { type: "completed", payload: { reason: null, result: "the answer", exitCode: 0 } },
     error: null,
   });
 });
@@ -30,7 +30,7 @@ Deno.test("settle() fails a run whose driver failed, keeping its reason", () => 
     [settled.status, settled.reason, settled.exitCode, settled.terminal],
     ["failed", "exit 3: boom", 3, {
       type: "failed",
-      payload: { reason: "exit 3: boom", result: null },
+      payload: { reason: "exit 3: boom", result: null, exitCode: 3 },
     }],
   );
 });
@@ -70,8 +70,11 @@ Deno.test("settle() interrupts a stopped run, preferring the driver's own reason
   assert.deepEqual([own.status, own.reason], ["interrupted", "claude was stopped"]);
   assert.deepEqual(own.terminal, {
     type: "status.changed",
-    payload: { status: "interrupted", reason: "claude was stopped" },
+    payload: { status: "interrupted", reason: "claude was stopped", exitCode: 0 },
   });
+  // No process, no exit code: the event carries none.
+  const bare = settle({ ended: { error: new Error("x") }, ...quiet });
+  assert.deepEqual(bare.terminal, { type: "failed", payload: { reason: "x", result: null } });
   // A driver that finished its answer as the stop came is still interrupted: it was stopped.
   const late = settle({
     ended: done(),
