@@ -5,7 +5,17 @@ import { permissionFlags, sandboxFromEnv } from "./permissions.ts";
 
 const flags = permissionFlags(sandboxFromEnv(Deno.env.toObject(), "."));
 const root = new URL("..", import.meta.url).pathname;
-const args = ["compile", ...flags, "--output", `${root}dist/reins`, `${root}main.ts`];
+// Modules reins imports lazily (lib/core/lazy_import.ts) are not in main.ts's static graph: the
+// binary gets all of lib/.
+const args = [
+  "compile",
+  ...flags,
+  "--include",
+  `${root}lib/`,
+  "--output",
+  `${root}dist/reins`,
+  `${root}main.ts`,
+];
 console.error(`deno ${args.join(" ")}`);
 const status = await new Deno.Command(Deno.execPath(), {
   args,

@@ -1,7 +1,7 @@
 // `deno task demo`: the main job on the built-in model, with no key and no network. Two turns
 // on one context in a temp copy of examples/demo/ (the second resumes the first), then the
 // recording of the last run and where the data root is.
-import { permissionFlags, sandboxFromEnv } from "./permissions.ts";
+import { sandboxFromEnv, sourceRunFlags } from "./permissions.ts";
 
 const repo = new URL("..", import.meta.url).pathname;
 const main = `${repo}main.ts`;
@@ -16,7 +16,7 @@ for (const entry of Deno.readDirSync(`${repo}examples/demo`)) {
 }
 
 const env = { ...Deno.env.toObject(), REINS_HOME: home };
-const flags = permissionFlags(sandboxFromEnv(env, work));
+const flags = sourceRunFlags(sandboxFromEnv(env, work));
 
 const bold = Deno.stdout.isTerminal() && !Deno.env.get("NO_COLOR")
   ? (text: string) => `\x1b[1m${text}\x1b[0m`

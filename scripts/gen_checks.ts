@@ -4,7 +4,7 @@
 // `deno task gen --check` fails when a generated file is not what the schemas give (CI runs the
 // same comparison as a test: tests/store/generated_checks_test.ts).
 import type { z } from "zod";
-import { Emitter, emitValidatorBody, PRELUDE } from "../lib/store/schema_codegen.ts";
+import { emitFunction, Emitter, PRELUDE } from "../lib/store/schema_codegen.ts";
 import {
   EVENT_TYPES,
   HarnessSession,
@@ -13,7 +13,13 @@ import {
   RunEvent,
   RunRecord,
 } from "../lib/store/contracts.ts";
-import { ConfigFile, Settings } from "../lib/core/config_schema.ts";
+import {
+  ConfigFile,
+  DriverSettings,
+  ModelPrice,
+  OtelSettings,
+  Settings,
+} from "../lib/core/config_schema.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -21,9 +27,14 @@ interface Target {
   path: string;
   about: string;
   validators: [string, z.ZodType][];
-  /** Validators keyed by name, as one exported record. */
+  /**
+   * Validators keyed by name, as one exported record; each is a function of its own, which the
+   * validators above call where its schema appears (an event's payload) instead of repeating it.
+   */
   records?: [string, [string, z.ZodType][]][];
   constants?: [string, unknown][];
+  /** Schemas used in several places, made functions of their own and called where they appear. */
+  shared?: [string, z.ZodType][];
 }
 
 export const TARGETS: Target[] = [
@@ -45,20 +56,34 @@ export const TARGETS: Target[] = [
     path: "lib/core/config_checks.ts",
     about: "the settings and the config file (lib/core/config_schema.ts)",
     validators: [["validateSettings", Settings], ["validateConfigFile", ConfigFile]],
+    shared: [
+      ["driverSettings", DriverSettings],
+      ["modelPrice", ModelPrice],
+      ["otelSettings", OtelSettings],
+    ],
   },
 ];
 
 /** The generated module's text for one target. */
 export function generate(target: Target): string {
   const e = new Emitter();
-  const fn = (schema: z.ZodType) => `function (value) {\n${emitValidatorBody(schema, e)}}`;
+  const functions: string[] = [];
   const exports: string[] = [];
-  for (const [name, schema] of target.validators) {
-    exports.push(`export const ${name}: Validator = ${fn(schema)};`);
+  for (const [name, schema] of target.shared ?? []) {
+    e.share(schema, name);
+    functions.push(`const ${name} = ${emitFunction(schema, e)};`);
   }
   for (const [name, entries] of target.records ?? []) {
-    const body = entries.map(([key, schema]) => `  ${JSON.stringify(key)}: ${fn(schema)},`);
-    exports.push(`export const ${name}: Record<string, Validator> = {\n${body.join("\n")}\n};`);
+    const names = entries.map(([key, schema], i) => {
+      const fnName = `${name}_${i}`;
+      e.share(schema, fnName);
+      functions.push(`// ${key}\nconst ${fnName} = ${emitFunction(schema, e)};`);
+      return `  ${JSON.stringify(key)}: ${fnName},`;
+    });
+    exports.push(`export const ${name}: Record<string, Validator> = {\n${names.join("\n")}\n};`);
+  }
+  for (const [name, schema] of target.validators) {
+    exports.push(`export const ${name}: Validator = ${emitFunction(schema, e)};`);
   }
   for (const [name, value] of target.constants ?? []) {
     exports.push(`export const ${name} = ${JSON.stringify(value)} as const;`);
@@ -74,11 +99,14 @@ export function generate(target: Target): string {
     "",
     '/** zod\'s first issue: its message, and its path joined with "." ("" for the value itself). */',
     "export interface Issue {\n  path: string;\n  message: string;\n}",
-    "export type Validator = (value: unknown) => Issue | null;",
+    "/** The first issue of `value` (its path below `at`, the path of `value` itself), or null. */",
+    "export type Validator = (value: unknown, at?: string) => Issue | null;",
     "",
     PRELUDE,
     "",
     ...e.constants,
+    "",
+    ...functions,
     "",
     ...exports,
     "",

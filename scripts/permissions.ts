@@ -87,6 +87,20 @@ export function permissionFlags(sandbox: Sandbox): string[] {
   ];
 }
 
+/** reins's own modules, which a run from a checkout (not a compiled binary) reads as it goes. */
+export const SOURCE_DIR = new URL("../lib/", import.meta.url).pathname;
+
+/**
+ * The flags for running main.ts from a checkout: the sandbox's, plus reading reins's own lib/
+ * (a compiled binary embeds it), since its lazily imported modules are read when first imported
+ * (lib/core/lazy_import.ts).
+ */
+export function sourceRunFlags(sandbox: Sandbox): string[] {
+  return permissionFlags(sandbox).map((flag) =>
+    flag.startsWith("--allow-read=") ? `${flag},${SOURCE_DIR}` : flag
+  );
+}
+
 if (import.meta.main) {
   console.log(permissionFlags(sandboxFromEnv(Deno.env.toObject())).join("\n"));
 }

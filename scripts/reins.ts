@@ -1,10 +1,10 @@
 // `deno task reins …`: runs main.ts from a checkout under the same sandbox the binary gets, with
 // the working directory the task was started from.
-import { permissionFlags, sandboxFromEnv } from "./permissions.ts";
+import { sandboxFromEnv, sourceRunFlags } from "./permissions.ts";
 
 const cwd = Deno.env.get("INIT_CWD") ?? Deno.cwd();
 const main = new URL("../main.ts", import.meta.url).pathname;
-const flags = permissionFlags(sandboxFromEnv(Deno.env.toObject(), cwd));
+const flags = sourceRunFlags(sandboxFromEnv(Deno.env.toObject(), cwd));
 const child = new Deno.Command(Deno.execPath(), {
   args: ["run", "--quiet", ...flags, main, ...Deno.args],
   cwd,

@@ -1,5 +1,8 @@
 // The command table. Each command's module is imported only when that command runs, so start-up
-// pays for the dispatcher alone. Keep this file free of imports beyond the type.
+// pays for the dispatcher alone — through importLazily, since Deno would otherwise read every
+// command's modules at start-up (see lib/core/lazy_import.ts). Keep this file free of other
+// imports.
+import { importLazily } from "../core/lazy_import.ts";
 import type { CommandModule } from "./command.ts";
 
 export interface CommandEntry {
@@ -12,78 +15,81 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "run",
     summary: "run one turn of an agent and record it",
-    load: () => import("./run.ts"),
+    load: () => importLazily<typeof import("./run.ts")>(new URL("./run.ts", import.meta.url)),
   },
   {
     name: "approve",
     summary: "allow or deny a tool use a waiting run asked for",
-    load: () => import("./approve.ts"),
+    load: () =>
+      importLazily<typeof import("./approve.ts")>(new URL("./approve.ts", import.meta.url)),
   },
   {
     name: "answer",
     summary: "answer a question a waiting run asked",
-    load: () => import("./answer.ts"),
+    load: () => importLazily<typeof import("./answer.ts")>(new URL("./answer.ts", import.meta.url)),
   },
   {
     name: "contexts",
     summary: "list contexts with their session, harness and last use",
-    load: () => import("./contexts.ts"),
+    load: () =>
+      importLazily<typeof import("./contexts.ts")>(new URL("./contexts.ts", import.meta.url)),
   },
   {
     name: "forget",
     summary: "drop a context's session so its next turn starts afresh",
-    load: () => import("./forget.ts"),
+    load: () => importLazily<typeof import("./forget.ts")>(new URL("./forget.ts", import.meta.url)),
   },
   {
     name: "runs",
     summary: "list runs, newest first",
-    load: () => import("./runs.ts"),
+    load: () => importLazily<typeof import("./runs.ts")>(new URL("./runs.ts", import.meta.url)),
   },
   {
     name: "show",
     summary: "show a run as a transcript (--verbose, --follow, --json)",
-    load: () => import("./show.ts"),
+    load: () => importLazily<typeof import("./show.ts")>(new URL("./show.ts", import.meta.url)),
   },
   {
     name: "stats",
     summary: "sum events, calls, tokens, cost and duration of runs or run families",
-    load: () => import("./stats.ts"),
+    load: () => importLazily<typeof import("./stats.ts")>(new URL("./stats.ts", import.meta.url)),
   },
   {
     name: "replay",
     summary: "re-run a recorded loop run against its recorded model outputs",
-    load: () => import("./replay.ts"),
+    load: () => importLazily<typeof import("./replay.ts")>(new URL("./replay.ts", import.meta.url)),
   },
   {
     name: "recover",
     summary: "mark runs whose process is gone as interrupted; --reindex rebuilds the index",
-    load: () => import("./recover.ts"),
+    load: () =>
+      importLazily<typeof import("./recover.ts")>(new URL("./recover.ts", import.meta.url)),
   },
   {
     name: "report",
     summary: "send settled runs to the evaluation platform (--pending: what the outbox holds)",
-    load: () => import("./report.ts"),
+    load: () => importLazily<typeof import("./report.ts")>(new URL("./report.ts", import.meta.url)),
   },
   {
     name: "export",
     summary: "export runs as OpenTelemetry traces to a collector (OTLP/HTTP JSON)",
-    load: () => import("./export.ts"),
+    load: () => importLazily<typeof import("./export.ts")>(new URL("./export.ts", import.meta.url)),
   },
   {
     name: "suite",
     summary:
       "run, resume, show and report scenario suites (run, validate, show, list, plan, merge)",
-    load: () => import("./suite.ts"),
+    load: () => importLazily<typeof import("./suite.ts")>(new URL("./suite.ts", import.meta.url)),
   },
   {
     name: "serve",
     summary: "serve the agent over A2A 1.0 (JSON-RPC, SSE); tasks are recorded runs",
-    load: () => import("./serve.ts"),
+    load: () => importLazily<typeof import("./serve.ts")>(new URL("./serve.ts", import.meta.url)),
   },
   {
     name: "doctor",
     summary: "check the data root, sandbox, harnesses and platform settings",
-    load: () => import("./doctor.ts"),
+    load: () => importLazily<typeof import("./doctor.ts")>(new URL("./doctor.ts", import.meta.url)),
   },
 ];
 

@@ -1,6 +1,7 @@
 // `reins doctor`: what reins would use and whether it can: the data root, its owners and modes
 // (what it refuses to use, and with --repair what it tightens), the sandbox in force, the harness
 // programs, the platform settings (never their secret values).
+import { importLazily } from "../core/lazy_import.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { ensurePrivateDir, UntrustedFileError } from "../core/private_files.ts";
@@ -86,8 +87,12 @@ async function otelReport(
   dataRootUsable: boolean,
   query: (descriptor: Deno.PermissionDescriptor) => string,
 ) {
-  const { exportSettings } = await import("../otel/target.ts");
-  const { waitingExports } = await import("../otel/outbox.ts");
+  const { exportSettings } = await importLazily<typeof import("../otel/target.ts")>(
+    new URL("../otel/target.ts", import.meta.url),
+  );
+  const { waitingExports } = await importLazily<typeof import("../otel/outbox.ts")>(
+    new URL("../otel/outbox.ts", import.meta.url),
+  );
   const exporting = exportSettings(settings.otel);
   const target = exporting.target;
   const waiting = dataRootUsable ? waitingExports(settings.home) : null;

@@ -3,6 +3,7 @@
 // the collector the OTEL_EXPORTER_OTLP_* variables (or the config file, or --endpoint) name. On
 // demand nothing is kept: a collector that is down makes it exit 5, and it can be run again.
 // --pending sends what runs that settled while the collector was away left in the outbox.
+import { importLazily } from "../core/lazy_import.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
@@ -138,7 +139,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   }
 
   const settings = await ctx.settings();
-  const { exportSettings, explicitTarget } = await import("../otel/target.ts");
+  const { exportSettings, explicitTarget } = await importLazily<typeof import("../otel/target.ts")>(
+    new URL("../otel/target.ts", import.meta.url),
+  );
   const exporting = exportSettings(settings.otel, {
     endpoint,
     content: ctx.flags["otel-content"],
@@ -189,7 +192,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     return { record, events: read.events };
   };
 
-  const { buildTrace, exportNow, USER_AGENT } = await import("../otel/export.ts");
+  const { buildTrace, exportNow, USER_AGENT } = await importLazily<
+    typeof import("../otel/export.ts")
+  >(new URL("../otel/export.ts", import.meta.url));
   if (print) {
     const built = buildTrace(records.map(load), settings, exporting, target);
     ctx.io.json(built.request);
@@ -206,7 +211,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     );
   }
   if (pending) {
-    const { deliverPendingOtlp } = await import("../otel/deliver.ts");
+    const { deliverPendingOtlp } = await importLazily<typeof import("../otel/deliver.ts")>(
+      new URL("../otel/deliver.ts", import.meta.url),
+    );
     const more = await deliverPendingOtlp(ctx.home, {
       target: target!,
       attempts: 5,
@@ -219,7 +226,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     outcomes.push(...more);
   }
 
-  const { traceIdOf } = await import("../otel/ids.ts");
+  const { traceIdOf } = await importLazily<typeof import("../otel/ids.ts")>(
+    new URL("../otel/ids.ts", import.meta.url),
+  );
   if (ctx.io.jsonMode) {
     ctx.io.json({
       exports: outcomes,

@@ -1,6 +1,8 @@
 // The dispatcher: argv → command module (loaded on demand) → exit code, with the one catch that
 // turns any error into a line for people (and JSON with --json).
+import type { Settings } from "../core/config.ts";
 import { ExitCode, ReinsError } from "../core/errors.ts";
+import { importLazily } from "../core/lazy_import.ts";
 import { type Env, readEnv, resolveHome, withholdFromAgents } from "../core/env.ts";
 import { redact, rememberSecrets, secretsInEnv } from "../core/redact.ts";
 import { type FlagSpecs, GLOBAL_FLAGS, parseArgs, valueHint } from "./args.ts";
@@ -77,7 +79,7 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     return ExitCode.ok;
   }
   const { home } = resolveHome(env, flags.home);
-  let settings: Promise<import("../core/config.ts").Settings> | undefined;
+  let settings: Promise<Settings> | undefined;
   const ctx: CommandContext = {
     name: entry.name,
     flags,
@@ -86,7 +88,9 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     home,
     io,
     settings: () =>
-      settings ??= import("../core/config.ts").then((config) =>
+      settings ??= importLazily<typeof import("../core/config.ts")>(
+        new URL("../core/config.ts", import.meta.url),
+      ).then((config) =>
         config.loadSettings(env, {
           home: flags.home,
           json: io.jsonMode,

@@ -1,6 +1,7 @@
 // The live progress line of `reins run` on a terminal: turns, tool calls, tokens and elapsed
 // time, drawn by dax on stderr. Loaded only when stderr is a terminal, so piped and scripted runs
 // never pay for dax.
+import { importLazily } from "../core/lazy_import.ts";
 import type { RunEvent } from "../store/contracts.ts";
 
 export interface Progress {
@@ -13,8 +14,13 @@ export interface Progress {
  * bar shows the command that answers an approval or question the run waits for.
  */
 export async function startProgress(shortId: () => string): Promise<Progress> {
-  const { default: $ } = await import("dax");
-  const { WaitingAnnouncer } = await import("./waiting.ts");
+  // Through a specifier resolved at run time, so that Deno does not resolve dax (and its npm
+  // dependencies) at every start-up (see lib/core/lazy_import.ts).
+  const dax = import.meta.resolve("dax");
+  const { default: $ } = await import(dax) as typeof import("dax");
+  const { WaitingAnnouncer } = await importLazily<typeof import("./waiting.ts")>(
+    new URL("./waiting.ts", import.meta.url),
+  );
   const waiting = new WaitingAnnouncer(shortId);
   const bar = $.progress({ prefix: `run ${shortId()}`, message: "starting" });
   const started = Date.now();

@@ -3,6 +3,7 @@
 // directory, answering its approvals as the recording did; then says whether the replay diverged
 // (a tool result that differs, the script running out) and where. The replay is a run of its
 // own: trigger `replay`, relation `replay`, resumedFromRunId RUN.
+import { importLazily } from "../core/lazy_import.ts";
 import { assertNever } from "../core/assert_never.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
@@ -77,7 +78,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     `reins: replaying run ${original.id} (${plan.outputs.length} model outputs) ${where.note}`,
   );
 
-  const { createLoopDriver } = await import("../drivers/loop/mod.ts");
+  const { createLoopDriver } = await importLazily<typeof import("../drivers/loop/mod.ts")>(
+    new URL("../drivers/loop/mod.ts", import.meta.url),
+  );
   const driver = createLoopDriver({ resolve: { loadRecording: recordingLoader(store) } });
   let progress: Progress | null = null;
   using signals = turnSignals((message) => io.warn(message));

@@ -2,6 +2,7 @@
 // scenarios split into N round-robin shards, with the platform's calls allocated once for all of
 // them when reporting; merge: the shards' suite runs put back together as one table, JUnit and
 // exit code, saying which shards are missing.
+import { importLazily } from "../core/lazy_import.ts";
 import { nowIso } from "../core/clock.ts";
 import type { SuiteContext } from "./suite.ts";
 import { ExitCode, PlatformError, UsageError } from "../core/errors.ts";
@@ -91,7 +92,9 @@ async function allocateCalls(
   instances: readonly Instance[],
 ): Promise<{ platform: PlanPlatform; calls: Map<string, string> } | null> {
   const settings = await ctx.settings();
-  const { notConfiguredReason, platformTarget } = await import("../platform/client.ts");
+  const { notConfiguredReason, platformTarget } = await importLazily<
+    typeof import("../platform/client.ts")
+  >(new URL("../platform/client.ts", import.meta.url));
   const missing = notConfiguredReason(settings.platform);
   if (missing) {
     if (!ctx.io.quiet && !ctx.io.jsonMode) {
@@ -103,7 +106,9 @@ async function allocateCalls(
   const skipped = new Set(suite.scenarios.filter((spec) => spec.skip !== null).map((s) => s.index));
   const reported = instances.filter((instance) => !skipped.has(instance.index));
   if (reported.length === 0) return null;
-  const { allocatePlan, PlanNotAllocated } = await import("../suite/report.ts");
+  const { allocatePlan, PlanNotAllocated } = await importLazily<
+    typeof import("../suite/report.ts")
+  >(new URL("../suite/report.ts", import.meta.url));
   try {
     const { platform, callExecutionIds } = await allocatePlan({
       home: settings.home,

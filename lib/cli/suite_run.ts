@@ -2,6 +2,7 @@
 // a rerun, a shard), plays it with live progress on stderr, prints the table (or JSON), writes
 // JUnit, and reports to the platform when it is configured. SIGINT/SIGTERM stop it: the scenarios
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
+import { importLazily } from "../core/lazy_import.ts";
 import type { SuiteContext } from "./suite.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
@@ -196,7 +197,9 @@ async function startReport(given: {
   const note = (line: string) => {
     if (!quiet) ctx.io.note(line);
   };
-  const { notConfiguredReason, platformTarget } = await import("../platform/client.ts");
+  const { notConfiguredReason, platformTarget } = await importLazily<
+    typeof import("../platform/client.ts")
+  >(new URL("../platform/client.ts", import.meta.url));
   const missing = notConfiguredReason(settings.platform);
   if (missing) {
     note(`not reported to the platform: ${missing} (--no-report leaves this line out)`);
@@ -220,7 +223,9 @@ async function startReport(given: {
     }
     plan = { file: mode.plan, platform };
   }
-  const { SuiteReporter } = await import("../suite/report.ts");
+  const { SuiteReporter } = await importLazily<typeof import("../suite/report.ts")>(
+    new URL("../suite/report.ts", import.meta.url),
+  );
   const reporter = await SuiteReporter.begin({
     home: settings.home,
     settings,
@@ -289,8 +294,12 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   );
   for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
 
-  const { resolveModel } = await import("../drivers/loop/resolve_model.ts");
-  const { recordingLoader } = await import("../session/replay.ts");
+  const { resolveModel } = await importLazily<typeof import("../drivers/loop/resolve_model.ts")>(
+    new URL("../drivers/loop/resolve_model.ts", import.meta.url),
+  );
+  const { recordingLoader } = await importLazily<typeof import("../session/replay.ts")>(
+    new URL("../session/replay.ts", import.meta.url),
+  );
   const loadRecording = recordingLoader(store);
   let stopped = false;
   try {

@@ -11,8 +11,12 @@ export interface Issue {
   path: string;
   message: string;
 }
-export type Validator = (value: unknown) => Issue | null;
+/** The first issue of `value` (its path below `at`, the path of `value` itself), or null. */
+export type Validator = (value: unknown, at?: string) => Issue | null;
 
+function join(at, rel) {
+  return at === "" ? rel : rel === "" ? at : at + "." + rel;
+}
 function received(v) {
   if (v === null) return "null";
   if (Array.isArray(v)) return "array";
@@ -27,467 +31,302 @@ function isUrl(v) {
   }
 }
 
-const c0 = new RegExp("^https?$", "");
-const c1 = new Set(["program","args","idleTimeoutSeconds","model"]);
-const c2 = new Set(["inputPerMillion","cachedInputPerMillion","outputPerMillion"]);
-const c3 = new Set(["maxBytes","maxEntries"]);
-const c4 = new Set(["endpoint","tracesEndpoint","headers","serviceName","content","exportOnSettle"]);
+const c0 = new Set(["program","args","idleTimeoutSeconds","model"]);
+const c1 = new Set(["inputPerMillion","cachedInputPerMillion","outputPerMillion"]);
+const c2 = new Set(["endpoint","tracesEndpoint","headers","serviceName","content","exportOnSettle"]);
+const c3 = new RegExp("^https?$", "");
+const c4 = new Set(["maxBytes","maxEntries"]);
 const c5 = new Set(["claude","codex","gemini","opencode"]);
 const c6 = new Set(["drivers","prices","otel","snapshot"]);
 
-export const validateSettings: Validator = function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v0 = value["home"];
-if (typeof v0 !== "string") return { path: "home", message: "Invalid input: expected string, received " + received(v0) };
-if (v0.length < 1) return { path: "home", message: "Too small: expected string to have >=1 characters" };
-let v1 = value["homeSource"];
-if (v1 !== "flag" && v1 !== "REINS_HOME" && v1 !== "HOME") return { path: "homeSource", message: "Invalid option: expected one of \"flag\"|\"REINS_HOME\"|\"HOME\"" };
-let v2 = value["configPath"];
-if (typeof v2 !== "string") return { path: "configPath", message: "Invalid input: expected string, received " + received(v2) };
-let v3 = value["json"];
-if (typeof v3 !== "boolean") return { path: "json", message: "Invalid input: expected boolean, received " + received(v3) };
-let v4 = value["quiet"];
-if (typeof v4 !== "boolean") return { path: "quiet", message: "Invalid input: expected boolean, received " + received(v4) };
-let v5 = value["color"];
-if (typeof v5 !== "boolean") return { path: "color", message: "Invalid input: expected boolean, received " + received(v5) };
-let v6 = value["tempDir"];
-if (typeof v6 !== "string") return { path: "tempDir", message: "Invalid input: expected string, received " + received(v6) };
-if (v6.length < 1) return { path: "tempDir", message: "Too small: expected string to have >=1 characters" };
-let v7 = value["platform"];
-if (typeof v7 !== "object" || v7 === null || Array.isArray(v7)) return { path: "platform", message: "Invalid input: expected object, received " + received(v7) };
-let v8 = v7["url"];
-if (v8 !== null) {
-if (typeof v8 !== "string") return { path: "platform.url", message: "Invalid input: expected string, received " + received(v8) };
-if (!isUrl(v8) || !c0.test(new URL(v8).protocol.replace(/:$/, ""))) return { path: "platform.url", message: "Invalid URL" };
+const driverSettings = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v0 = value["program"];
+if (v0 !== undefined) {
+if (typeof v0 !== "string") return { path: join(at, "program"), message: "Invalid input: expected string, received " + received(v0) };
+if (v0.length < 1) return { path: join(at, "program"), message: "Too small: expected string to have >=1 characters" };
 }
-let v9 = v7["apiKey"];
-if (v9 !== null) {
-if (typeof v9 !== "string") return { path: "platform.apiKey", message: "Invalid input: expected string, received " + received(v9) };
+let v1 = value["args"];
+if (v1 === undefined) { v1 = []; value["args"] = v1; }
+if (!Array.isArray(v1)) return { path: join(at, "args"), message: "Invalid input: expected array, received " + received(v1) };
+for (let v2 = 0; v2 < v1.length; v2++) {
+const v3 = v1[v2];
+if (typeof v3 !== "string") return { path: join(at, "args." + v2), message: "Invalid input: expected string, received " + received(v3) };
 }
-let v10 = v7["secretKey"];
-if (v10 !== null) {
-if (typeof v10 !== "string") return { path: "platform.secretKey", message: "Invalid input: expected string, received " + received(v10) };
+let v4 = value["idleTimeoutSeconds"];
+if (v4 !== undefined) {
+if (typeof v4 !== "number" || !Number.isFinite(v4)) return { path: join(at, "idleTimeoutSeconds"), message: "Invalid input: expected number, received " + received(v4) };
+if (!(v4 > 0)) return { path: join(at, "idleTimeoutSeconds"), message: "Too small: expected number to be >0" };
 }
-let v11 = v7["workspaceId"];
-if (v11 !== null) {
-if (typeof v11 !== "string") return { path: "platform.workspaceId", message: "Invalid input: expected string, received " + received(v11) };
+let v5 = value["model"];
+if (v5 !== undefined) {
+if (typeof v5 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v5) };
+if (v5.length < 1) return { path: join(at, "model"), message: "Too small: expected string to have >=1 characters" };
 }
-let v12 = v7["jobId"];
-if (v12 !== null) {
-if (typeof v12 !== "string") return { path: "platform.jobId", message: "Invalid input: expected string, received " + received(v12) };
-}
-let v13 = v7["allowHttp"];
-if (typeof v13 !== "boolean") return { path: "platform.allowHttp", message: "Invalid input: expected boolean, received " + received(v13) };
-let v14 = value["openai"];
-if (typeof v14 !== "object" || v14 === null || Array.isArray(v14)) return { path: "openai", message: "Invalid input: expected object, received " + received(v14) };
-let v15 = v14["baseUrl"];
-if (typeof v15 !== "string") return { path: "openai.baseUrl", message: "Invalid input: expected string, received " + received(v15) };
-if (!isUrl(v15) || !c0.test(new URL(v15).protocol.replace(/:$/, ""))) return { path: "openai.baseUrl", message: "Invalid URL" };
-let v16 = v14["apiKey"];
-if (v16 !== null) {
-if (typeof v16 !== "string") return { path: "openai.apiKey", message: "Invalid input: expected string, received " + received(v16) };
-}
-let v17 = value["proxy"];
-if (typeof v17 !== "object" || v17 === null || Array.isArray(v17)) return { path: "proxy", message: "Invalid input: expected object, received " + received(v17) };
-let v18 = v17["http"];
-if (v18 !== null) {
-if (typeof v18 !== "string") return { path: "proxy.http", message: "Invalid input: expected string, received " + received(v18) };
-}
-let v19 = v17["https"];
-if (v19 !== null) {
-if (typeof v19 !== "string") return { path: "proxy.https", message: "Invalid input: expected string, received " + received(v19) };
-}
-let v20 = v17["all"];
-if (v20 !== null) {
-if (typeof v20 !== "string") return { path: "proxy.all", message: "Invalid input: expected string, received " + received(v20) };
-}
-let v21 = v17["noProxy"];
-if (v21 !== null) {
-if (typeof v21 !== "string") return { path: "proxy.noProxy", message: "Invalid input: expected string, received " + received(v21) };
-}
-let v22 = value["drivers"];
-if (typeof v22 !== "object" || v22 === null || Array.isArray(v22)) return { path: "drivers", message: "Invalid input: expected object, received " + received(v22) };
-let v23 = v22["claude"];
-if (typeof v23 !== "object" || v23 === null || Array.isArray(v23)) return { path: "drivers.claude", message: "Invalid input: expected object, received " + received(v23) };
-let v24 = v23["program"];
-if (v24 !== undefined) {
-if (typeof v24 !== "string") return { path: "drivers.claude.program", message: "Invalid input: expected string, received " + received(v24) };
-if (v24.length < 1) return { path: "drivers.claude.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v25 = v23["args"];
-if (v25 === undefined) { v25 = []; v23["args"] = v25; }
-if (!Array.isArray(v25)) return { path: "drivers.claude.args", message: "Invalid input: expected array, received " + received(v25) };
-for (let v26 = 0; v26 < v25.length; v26++) {
-const v27 = v25[v26];
-if (typeof v27 !== "string") return { path: "drivers.claude.args." + v26, message: "Invalid input: expected string, received " + received(v27) };
-}
-let v28 = v23["idleTimeoutSeconds"];
-if (v28 !== undefined) {
-if (typeof v28 !== "number" || !Number.isFinite(v28)) return { path: "drivers.claude.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v28) };
-if (!(v28 > 0)) return { path: "drivers.claude.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v29 = v23["model"];
-if (v29 !== undefined) {
-if (typeof v29 !== "string") return { path: "drivers.claude.model", message: "Invalid input: expected string, received " + received(v29) };
-if (v29.length < 1) return { path: "drivers.claude.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v30 = Object.keys(v23).filter((k) => !c1.has(k));
-if (v30.length > 0) return { path: "drivers.claude", message: (v30.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v30.map((k) => '"' + k + '"').join(", ") };
-let v31 = v22["codex"];
-if (typeof v31 !== "object" || v31 === null || Array.isArray(v31)) return { path: "drivers.codex", message: "Invalid input: expected object, received " + received(v31) };
-let v32 = v31["program"];
-if (v32 !== undefined) {
-if (typeof v32 !== "string") return { path: "drivers.codex.program", message: "Invalid input: expected string, received " + received(v32) };
-if (v32.length < 1) return { path: "drivers.codex.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v33 = v31["args"];
-if (v33 === undefined) { v33 = []; v31["args"] = v33; }
-if (!Array.isArray(v33)) return { path: "drivers.codex.args", message: "Invalid input: expected array, received " + received(v33) };
-for (let v34 = 0; v34 < v33.length; v34++) {
-const v35 = v33[v34];
-if (typeof v35 !== "string") return { path: "drivers.codex.args." + v34, message: "Invalid input: expected string, received " + received(v35) };
-}
-let v36 = v31["idleTimeoutSeconds"];
-if (v36 !== undefined) {
-if (typeof v36 !== "number" || !Number.isFinite(v36)) return { path: "drivers.codex.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v36) };
-if (!(v36 > 0)) return { path: "drivers.codex.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v37 = v31["model"];
-if (v37 !== undefined) {
-if (typeof v37 !== "string") return { path: "drivers.codex.model", message: "Invalid input: expected string, received " + received(v37) };
-if (v37.length < 1) return { path: "drivers.codex.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v38 = Object.keys(v31).filter((k) => !c1.has(k));
-if (v38.length > 0) return { path: "drivers.codex", message: (v38.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v38.map((k) => '"' + k + '"').join(", ") };
-let v39 = v22["gemini"];
-if (typeof v39 !== "object" || v39 === null || Array.isArray(v39)) return { path: "drivers.gemini", message: "Invalid input: expected object, received " + received(v39) };
-let v40 = v39["program"];
-if (v40 !== undefined) {
-if (typeof v40 !== "string") return { path: "drivers.gemini.program", message: "Invalid input: expected string, received " + received(v40) };
-if (v40.length < 1) return { path: "drivers.gemini.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v41 = v39["args"];
-if (v41 === undefined) { v41 = []; v39["args"] = v41; }
-if (!Array.isArray(v41)) return { path: "drivers.gemini.args", message: "Invalid input: expected array, received " + received(v41) };
-for (let v42 = 0; v42 < v41.length; v42++) {
-const v43 = v41[v42];
-if (typeof v43 !== "string") return { path: "drivers.gemini.args." + v42, message: "Invalid input: expected string, received " + received(v43) };
-}
-let v44 = v39["idleTimeoutSeconds"];
-if (v44 !== undefined) {
-if (typeof v44 !== "number" || !Number.isFinite(v44)) return { path: "drivers.gemini.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v44) };
-if (!(v44 > 0)) return { path: "drivers.gemini.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v45 = v39["model"];
-if (v45 !== undefined) {
-if (typeof v45 !== "string") return { path: "drivers.gemini.model", message: "Invalid input: expected string, received " + received(v45) };
-if (v45.length < 1) return { path: "drivers.gemini.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v46 = Object.keys(v39).filter((k) => !c1.has(k));
-if (v46.length > 0) return { path: "drivers.gemini", message: (v46.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v46.map((k) => '"' + k + '"').join(", ") };
-let v47 = v22["opencode"];
-if (typeof v47 !== "object" || v47 === null || Array.isArray(v47)) return { path: "drivers.opencode", message: "Invalid input: expected object, received " + received(v47) };
-let v48 = v47["program"];
-if (v48 !== undefined) {
-if (typeof v48 !== "string") return { path: "drivers.opencode.program", message: "Invalid input: expected string, received " + received(v48) };
-if (v48.length < 1) return { path: "drivers.opencode.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v49 = v47["args"];
-if (v49 === undefined) { v49 = []; v47["args"] = v49; }
-if (!Array.isArray(v49)) return { path: "drivers.opencode.args", message: "Invalid input: expected array, received " + received(v49) };
-for (let v50 = 0; v50 < v49.length; v50++) {
-const v51 = v49[v50];
-if (typeof v51 !== "string") return { path: "drivers.opencode.args." + v50, message: "Invalid input: expected string, received " + received(v51) };
-}
-let v52 = v47["idleTimeoutSeconds"];
-if (v52 !== undefined) {
-if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: "drivers.opencode.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v52) };
-if (!(v52 > 0)) return { path: "drivers.opencode.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v53 = v47["model"];
-if (v53 !== undefined) {
-if (typeof v53 !== "string") return { path: "drivers.opencode.model", message: "Invalid input: expected string, received " + received(v53) };
-if (v53.length < 1) return { path: "drivers.opencode.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v54 = Object.keys(v47).filter((k) => !c1.has(k));
-if (v54.length > 0) return { path: "drivers.opencode", message: (v54.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v54.map((k) => '"' + k + '"').join(", ") };
-let v55 = value["prices"];
-if (typeof v55 !== "object" || v55 === null || Array.isArray(v55)) return { path: "prices", message: "Invalid input: expected record, received " + received(v55) };
-for (const v56 of Object.keys(v55)) {
-const v57 = v55[v56];
-if (typeof v57 !== "object" || v57 === null || Array.isArray(v57)) return { path: "prices." + v56, message: "Invalid input: expected object, received " + received(v57) };
-let v58 = v57["inputPerMillion"];
-if (typeof v58 !== "number" || !Number.isFinite(v58)) return { path: "prices." + v56 + ".inputPerMillion", message: "Invalid input: expected number, received " + received(v58) };
-if (!(v58 >= 0)) return { path: "prices." + v56 + ".inputPerMillion", message: "Too small: expected number to be >=0" };
-let v59 = v57["cachedInputPerMillion"];
-if (v59 !== undefined) {
-if (typeof v59 !== "number" || !Number.isFinite(v59)) return { path: "prices." + v56 + ".cachedInputPerMillion", message: "Invalid input: expected number, received " + received(v59) };
-if (!(v59 >= 0)) return { path: "prices." + v56 + ".cachedInputPerMillion", message: "Too small: expected number to be >=0" };
-}
-let v60 = v57["outputPerMillion"];
-if (typeof v60 !== "number" || !Number.isFinite(v60)) return { path: "prices." + v56 + ".outputPerMillion", message: "Invalid input: expected number, received " + received(v60) };
-if (!(v60 >= 0)) return { path: "prices." + v56 + ".outputPerMillion", message: "Too small: expected number to be >=0" };
-const v61 = Object.keys(v57).filter((k) => !c2.has(k));
-if (v61.length > 0) return { path: "prices." + v56, message: (v61.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v61.map((k) => '"' + k + '"').join(", ") };
-}
-let v62 = value["snapshot"];
-if (typeof v62 !== "object" || v62 === null || Array.isArray(v62)) return { path: "snapshot", message: "Invalid input: expected object, received " + received(v62) };
-let v63 = v62["maxBytes"];
-if (v63 === undefined) { v63 = 67108864; v62["maxBytes"] = v63; }
-if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: "snapshot.maxBytes", message: "Invalid input: expected number, received " + received(v63) };
-if (!Number.isInteger(v63)) return { path: "snapshot.maxBytes", message: "Invalid input: expected int, received " + received(v63) };
-if (v63 > 9007199254740991) return { path: "snapshot.maxBytes", message: "Too big: expected int to be <=9007199254740991" };
-if (v63 < -9007199254740991) return { path: "snapshot.maxBytes", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v63 >= 0)) return { path: "snapshot.maxBytes", message: "Too small: expected number to be >=0" };
-let v64 = v62["maxEntries"];
-if (v64 === undefined) { v64 = 100000; v62["maxEntries"] = v64; }
-if (typeof v64 !== "number" || !Number.isFinite(v64)) return { path: "snapshot.maxEntries", message: "Invalid input: expected number, received " + received(v64) };
-if (!Number.isInteger(v64)) return { path: "snapshot.maxEntries", message: "Invalid input: expected int, received " + received(v64) };
-if (v64 > 9007199254740991) return { path: "snapshot.maxEntries", message: "Too big: expected int to be <=9007199254740991" };
-if (v64 < -9007199254740991) return { path: "snapshot.maxEntries", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v64 > 0)) return { path: "snapshot.maxEntries", message: "Too small: expected number to be >0" };
-const v65 = Object.keys(v62).filter((k) => !c3.has(k));
-if (v65.length > 0) return { path: "snapshot", message: (v65.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v65.map((k) => '"' + k + '"').join(", ") };
-let v66 = value["otel"];
-if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: "otel", message: "Invalid input: expected object, received " + received(v66) };
-let v67 = v66["env"];
-if (typeof v67 !== "object" || v67 === null || Array.isArray(v67)) return { path: "otel.env", message: "Invalid input: expected record, received " + received(v67) };
-for (const v68 of Object.keys(v67)) {
-const v69 = v67[v68];
-if (typeof v69 !== "string") return { path: "otel.env." + v68, message: "Invalid input: expected string, received " + received(v69) };
-}
-let v70 = v66["file"];
-if (typeof v70 !== "object" || v70 === null || Array.isArray(v70)) return { path: "otel.file", message: "Invalid input: expected object, received " + received(v70) };
-let v71 = v70["endpoint"];
-if (v71 !== undefined) {
-if (typeof v71 !== "string") return { path: "otel.file.endpoint", message: "Invalid input: expected string, received " + received(v71) };
-if (v71.length < 1) return { path: "otel.file.endpoint", message: "Too small: expected string to have >=1 characters" };
-}
-let v72 = v70["tracesEndpoint"];
-if (v72 !== undefined) {
-if (typeof v72 !== "string") return { path: "otel.file.tracesEndpoint", message: "Invalid input: expected string, received " + received(v72) };
-if (v72.length < 1) return { path: "otel.file.tracesEndpoint", message: "Too small: expected string to have >=1 characters" };
-}
-let v73 = v70["headers"];
-if (v73 !== undefined) {
-if (typeof v73 !== "object" || v73 === null || Array.isArray(v73)) return { path: "otel.file.headers", message: "Invalid input: expected record, received " + received(v73) };
-for (const v74 of Object.keys(v73)) {
-const v75 = v73[v74];
-if (typeof v75 !== "string") return { path: "otel.file.headers." + v74, message: "Invalid input: expected string, received " + received(v75) };
-}
-}
-let v76 = v70["serviceName"];
-if (v76 !== undefined) {
-if (typeof v76 !== "string") return { path: "otel.file.serviceName", message: "Invalid input: expected string, received " + received(v76) };
-if (v76.length < 1) return { path: "otel.file.serviceName", message: "Too small: expected string to have >=1 characters" };
-}
-let v77 = v70["content"];
-if (v77 !== undefined) {
-if (typeof v77 !== "boolean") return { path: "otel.file.content", message: "Invalid input: expected boolean, received " + received(v77) };
-}
-let v78 = v70["exportOnSettle"];
-if (v78 !== undefined) {
-if (typeof v78 !== "boolean") return { path: "otel.file.exportOnSettle", message: "Invalid input: expected boolean, received " + received(v78) };
-}
-const v79 = Object.keys(v70).filter((k) => !c4.has(k));
-if (v79.length > 0) return { path: "otel.file", message: (v79.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v79.map((k) => '"' + k + '"').join(", ") };
+const v6 = Object.keys(value).filter((k) => !c0.has(k));
+if (v6.length > 0) return { path: join(at, ""), message: (v6.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v6.map((k) => '"' + k + '"').join(", ") };
 return null;
 };
-export const validateConfigFile: Validator = function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v80 = value["drivers"];
-if (v80 === undefined) { v80 = {}; value["drivers"] = v80; }
-if (typeof v80 !== "object" || v80 === null || Array.isArray(v80)) return { path: "drivers", message: "Invalid input: expected object, received " + received(v80) };
-let v81 = v80["claude"];
-if (v81 !== undefined) {
-if (typeof v81 !== "object" || v81 === null || Array.isArray(v81)) return { path: "drivers.claude", message: "Invalid input: expected object, received " + received(v81) };
-let v82 = v81["program"];
-if (v82 !== undefined) {
-if (typeof v82 !== "string") return { path: "drivers.claude.program", message: "Invalid input: expected string, received " + received(v82) };
-if (v82.length < 1) return { path: "drivers.claude.program", message: "Too small: expected string to have >=1 characters" };
+const modelPrice = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v7 = value["inputPerMillion"];
+if (typeof v7 !== "number" || !Number.isFinite(v7)) return { path: join(at, "inputPerMillion"), message: "Invalid input: expected number, received " + received(v7) };
+if (!(v7 >= 0)) return { path: join(at, "inputPerMillion"), message: "Too small: expected number to be >=0" };
+let v8 = value["cachedInputPerMillion"];
+if (v8 !== undefined) {
+if (typeof v8 !== "number" || !Number.isFinite(v8)) return { path: join(at, "cachedInputPerMillion"), message: "Invalid input: expected number, received " + received(v8) };
+if (!(v8 >= 0)) return { path: join(at, "cachedInputPerMillion"), message: "Too small: expected number to be >=0" };
 }
-let v83 = v81["args"];
-if (v83 === undefined) { v83 = []; v81["args"] = v83; }
-if (!Array.isArray(v83)) return { path: "drivers.claude.args", message: "Invalid input: expected array, received " + received(v83) };
-for (let v84 = 0; v84 < v83.length; v84++) {
-const v85 = v83[v84];
-if (typeof v85 !== "string") return { path: "drivers.claude.args." + v84, message: "Invalid input: expected string, received " + received(v85) };
+let v9 = value["outputPerMillion"];
+if (typeof v9 !== "number" || !Number.isFinite(v9)) return { path: join(at, "outputPerMillion"), message: "Invalid input: expected number, received " + received(v9) };
+if (!(v9 >= 0)) return { path: join(at, "outputPerMillion"), message: "Too small: expected number to be >=0" };
+const v10 = Object.keys(value).filter((k) => !c1.has(k));
+if (v10.length > 0) return { path: join(at, ""), message: (v10.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v10.map((k) => '"' + k + '"').join(", ") };
+return null;
+};
+const otelSettings = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v11 = value["endpoint"];
+if (v11 !== undefined) {
+if (typeof v11 !== "string") return { path: join(at, "endpoint"), message: "Invalid input: expected string, received " + received(v11) };
+if (v11.length < 1) return { path: join(at, "endpoint"), message: "Too small: expected string to have >=1 characters" };
 }
-let v86 = v81["idleTimeoutSeconds"];
-if (v86 !== undefined) {
-if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: "drivers.claude.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v86) };
-if (!(v86 > 0)) return { path: "drivers.claude.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
+let v12 = value["tracesEndpoint"];
+if (v12 !== undefined) {
+if (typeof v12 !== "string") return { path: join(at, "tracesEndpoint"), message: "Invalid input: expected string, received " + received(v12) };
+if (v12.length < 1) return { path: join(at, "tracesEndpoint"), message: "Too small: expected string to have >=1 characters" };
 }
-let v87 = v81["model"];
-if (v87 !== undefined) {
-if (typeof v87 !== "string") return { path: "drivers.claude.model", message: "Invalid input: expected string, received " + received(v87) };
-if (v87.length < 1) return { path: "drivers.claude.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v88 = Object.keys(v81).filter((k) => !c1.has(k));
-if (v88.length > 0) return { path: "drivers.claude", message: (v88.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v88.map((k) => '"' + k + '"').join(", ") };
-}
-let v89 = v80["codex"];
-if (v89 !== undefined) {
-if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: "drivers.codex", message: "Invalid input: expected object, received " + received(v89) };
-let v90 = v89["program"];
-if (v90 !== undefined) {
-if (typeof v90 !== "string") return { path: "drivers.codex.program", message: "Invalid input: expected string, received " + received(v90) };
-if (v90.length < 1) return { path: "drivers.codex.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v91 = v89["args"];
-if (v91 === undefined) { v91 = []; v89["args"] = v91; }
-if (!Array.isArray(v91)) return { path: "drivers.codex.args", message: "Invalid input: expected array, received " + received(v91) };
-for (let v92 = 0; v92 < v91.length; v92++) {
-const v93 = v91[v92];
-if (typeof v93 !== "string") return { path: "drivers.codex.args." + v92, message: "Invalid input: expected string, received " + received(v93) };
-}
-let v94 = v89["idleTimeoutSeconds"];
-if (v94 !== undefined) {
-if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: "drivers.codex.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v94) };
-if (!(v94 > 0)) return { path: "drivers.codex.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v95 = v89["model"];
-if (v95 !== undefined) {
-if (typeof v95 !== "string") return { path: "drivers.codex.model", message: "Invalid input: expected string, received " + received(v95) };
-if (v95.length < 1) return { path: "drivers.codex.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v96 = Object.keys(v89).filter((k) => !c1.has(k));
-if (v96.length > 0) return { path: "drivers.codex", message: (v96.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v96.map((k) => '"' + k + '"').join(", ") };
-}
-let v97 = v80["gemini"];
-if (v97 !== undefined) {
-if (typeof v97 !== "object" || v97 === null || Array.isArray(v97)) return { path: "drivers.gemini", message: "Invalid input: expected object, received " + received(v97) };
-let v98 = v97["program"];
-if (v98 !== undefined) {
-if (typeof v98 !== "string") return { path: "drivers.gemini.program", message: "Invalid input: expected string, received " + received(v98) };
-if (v98.length < 1) return { path: "drivers.gemini.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v99 = v97["args"];
-if (v99 === undefined) { v99 = []; v97["args"] = v99; }
-if (!Array.isArray(v99)) return { path: "drivers.gemini.args", message: "Invalid input: expected array, received " + received(v99) };
-for (let v100 = 0; v100 < v99.length; v100++) {
-const v101 = v99[v100];
-if (typeof v101 !== "string") return { path: "drivers.gemini.args." + v100, message: "Invalid input: expected string, received " + received(v101) };
-}
-let v102 = v97["idleTimeoutSeconds"];
-if (v102 !== undefined) {
-if (typeof v102 !== "number" || !Number.isFinite(v102)) return { path: "drivers.gemini.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v102) };
-if (!(v102 > 0)) return { path: "drivers.gemini.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v103 = v97["model"];
-if (v103 !== undefined) {
-if (typeof v103 !== "string") return { path: "drivers.gemini.model", message: "Invalid input: expected string, received " + received(v103) };
-if (v103.length < 1) return { path: "drivers.gemini.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v104 = Object.keys(v97).filter((k) => !c1.has(k));
-if (v104.length > 0) return { path: "drivers.gemini", message: (v104.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v104.map((k) => '"' + k + '"').join(", ") };
-}
-let v105 = v80["opencode"];
-if (v105 !== undefined) {
-if (typeof v105 !== "object" || v105 === null || Array.isArray(v105)) return { path: "drivers.opencode", message: "Invalid input: expected object, received " + received(v105) };
-let v106 = v105["program"];
-if (v106 !== undefined) {
-if (typeof v106 !== "string") return { path: "drivers.opencode.program", message: "Invalid input: expected string, received " + received(v106) };
-if (v106.length < 1) return { path: "drivers.opencode.program", message: "Too small: expected string to have >=1 characters" };
-}
-let v107 = v105["args"];
-if (v107 === undefined) { v107 = []; v105["args"] = v107; }
-if (!Array.isArray(v107)) return { path: "drivers.opencode.args", message: "Invalid input: expected array, received " + received(v107) };
-for (let v108 = 0; v108 < v107.length; v108++) {
-const v109 = v107[v108];
-if (typeof v109 !== "string") return { path: "drivers.opencode.args." + v108, message: "Invalid input: expected string, received " + received(v109) };
-}
-let v110 = v105["idleTimeoutSeconds"];
-if (v110 !== undefined) {
-if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: "drivers.opencode.idleTimeoutSeconds", message: "Invalid input: expected number, received " + received(v110) };
-if (!(v110 > 0)) return { path: "drivers.opencode.idleTimeoutSeconds", message: "Too small: expected number to be >0" };
-}
-let v111 = v105["model"];
-if (v111 !== undefined) {
-if (typeof v111 !== "string") return { path: "drivers.opencode.model", message: "Invalid input: expected string, received " + received(v111) };
-if (v111.length < 1) return { path: "drivers.opencode.model", message: "Too small: expected string to have >=1 characters" };
-}
-const v112 = Object.keys(v105).filter((k) => !c1.has(k));
-if (v112.length > 0) return { path: "drivers.opencode", message: (v112.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v112.map((k) => '"' + k + '"').join(", ") };
-}
-const v113 = Object.keys(v80).filter((k) => !c5.has(k));
-if (v113.length > 0) return { path: "drivers", message: (v113.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v113.map((k) => '"' + k + '"').join(", ") };
-let v114 = value["prices"];
-if (v114 === undefined) { v114 = {}; value["prices"] = v114; }
-if (typeof v114 !== "object" || v114 === null || Array.isArray(v114)) return { path: "prices", message: "Invalid input: expected record, received " + received(v114) };
-for (const v115 of Object.keys(v114)) {
-const v116 = v114[v115];
-if (typeof v116 !== "object" || v116 === null || Array.isArray(v116)) return { path: "prices." + v115, message: "Invalid input: expected object, received " + received(v116) };
-let v117 = v116["inputPerMillion"];
-if (typeof v117 !== "number" || !Number.isFinite(v117)) return { path: "prices." + v115 + ".inputPerMillion", message: "Invalid input: expected number, received " + received(v117) };
-if (!(v117 >= 0)) return { path: "prices." + v115 + ".inputPerMillion", message: "Too small: expected number to be >=0" };
-let v118 = v116["cachedInputPerMillion"];
-if (v118 !== undefined) {
-if (typeof v118 !== "number" || !Number.isFinite(v118)) return { path: "prices." + v115 + ".cachedInputPerMillion", message: "Invalid input: expected number, received " + received(v118) };
-if (!(v118 >= 0)) return { path: "prices." + v115 + ".cachedInputPerMillion", message: "Too small: expected number to be >=0" };
-}
-let v119 = v116["outputPerMillion"];
-if (typeof v119 !== "number" || !Number.isFinite(v119)) return { path: "prices." + v115 + ".outputPerMillion", message: "Invalid input: expected number, received " + received(v119) };
-if (!(v119 >= 0)) return { path: "prices." + v115 + ".outputPerMillion", message: "Too small: expected number to be >=0" };
-const v120 = Object.keys(v116).filter((k) => !c2.has(k));
-if (v120.length > 0) return { path: "prices." + v115, message: (v120.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v120.map((k) => '"' + k + '"').join(", ") };
-}
-let v121 = value["otel"];
-if (v121 === undefined) { v121 = {}; value["otel"] = v121; }
-if (typeof v121 !== "object" || v121 === null || Array.isArray(v121)) return { path: "otel", message: "Invalid input: expected object, received " + received(v121) };
-let v122 = v121["endpoint"];
-if (v122 !== undefined) {
-if (typeof v122 !== "string") return { path: "otel.endpoint", message: "Invalid input: expected string, received " + received(v122) };
-if (v122.length < 1) return { path: "otel.endpoint", message: "Too small: expected string to have >=1 characters" };
-}
-let v123 = v121["tracesEndpoint"];
-if (v123 !== undefined) {
-if (typeof v123 !== "string") return { path: "otel.tracesEndpoint", message: "Invalid input: expected string, received " + received(v123) };
-if (v123.length < 1) return { path: "otel.tracesEndpoint", message: "Too small: expected string to have >=1 characters" };
-}
-let v124 = v121["headers"];
-if (v124 !== undefined) {
-if (typeof v124 !== "object" || v124 === null || Array.isArray(v124)) return { path: "otel.headers", message: "Invalid input: expected record, received " + received(v124) };
-for (const v125 of Object.keys(v124)) {
-const v126 = v124[v125];
-if (typeof v126 !== "string") return { path: "otel.headers." + v125, message: "Invalid input: expected string, received " + received(v126) };
+let v13 = value["headers"];
+if (v13 !== undefined) {
+if (typeof v13 !== "object" || v13 === null || Array.isArray(v13)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v13) };
+for (const v14 of Object.keys(v13)) {
+const v15 = v13[v14];
+if (typeof v15 !== "string") return { path: join(at, "headers." + v14), message: "Invalid input: expected string, received " + received(v15) };
 }
 }
-let v127 = v121["serviceName"];
-if (v127 !== undefined) {
-if (typeof v127 !== "string") return { path: "otel.serviceName", message: "Invalid input: expected string, received " + received(v127) };
-if (v127.length < 1) return { path: "otel.serviceName", message: "Too small: expected string to have >=1 characters" };
+let v16 = value["serviceName"];
+if (v16 !== undefined) {
+if (typeof v16 !== "string") return { path: join(at, "serviceName"), message: "Invalid input: expected string, received " + received(v16) };
+if (v16.length < 1) return { path: join(at, "serviceName"), message: "Too small: expected string to have >=1 characters" };
 }
-let v128 = v121["content"];
-if (v128 !== undefined) {
-if (typeof v128 !== "boolean") return { path: "otel.content", message: "Invalid input: expected boolean, received " + received(v128) };
+let v17 = value["content"];
+if (v17 !== undefined) {
+if (typeof v17 !== "boolean") return { path: join(at, "content"), message: "Invalid input: expected boolean, received " + received(v17) };
 }
-let v129 = v121["exportOnSettle"];
-if (v129 !== undefined) {
-if (typeof v129 !== "boolean") return { path: "otel.exportOnSettle", message: "Invalid input: expected boolean, received " + received(v129) };
+let v18 = value["exportOnSettle"];
+if (v18 !== undefined) {
+if (typeof v18 !== "boolean") return { path: join(at, "exportOnSettle"), message: "Invalid input: expected boolean, received " + received(v18) };
 }
-const v130 = Object.keys(v121).filter((k) => !c4.has(k));
-if (v130.length > 0) return { path: "otel", message: (v130.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v130.map((k) => '"' + k + '"').join(", ") };
-let v131 = value["snapshot"];
-if (v131 === undefined) { v131 = {"maxBytes":67108864,"maxEntries":100000}; value["snapshot"] = v131; }
-if (typeof v131 !== "object" || v131 === null || Array.isArray(v131)) return { path: "snapshot", message: "Invalid input: expected object, received " + received(v131) };
-let v132 = v131["maxBytes"];
-if (v132 === undefined) { v132 = 67108864; v131["maxBytes"] = v132; }
-if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: "snapshot.maxBytes", message: "Invalid input: expected number, received " + received(v132) };
-if (!Number.isInteger(v132)) return { path: "snapshot.maxBytes", message: "Invalid input: expected int, received " + received(v132) };
-if (v132 > 9007199254740991) return { path: "snapshot.maxBytes", message: "Too big: expected int to be <=9007199254740991" };
-if (v132 < -9007199254740991) return { path: "snapshot.maxBytes", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v132 >= 0)) return { path: "snapshot.maxBytes", message: "Too small: expected number to be >=0" };
-let v133 = v131["maxEntries"];
-if (v133 === undefined) { v133 = 100000; v131["maxEntries"] = v133; }
-if (typeof v133 !== "number" || !Number.isFinite(v133)) return { path: "snapshot.maxEntries", message: "Invalid input: expected number, received " + received(v133) };
-if (!Number.isInteger(v133)) return { path: "snapshot.maxEntries", message: "Invalid input: expected int, received " + received(v133) };
-if (v133 > 9007199254740991) return { path: "snapshot.maxEntries", message: "Too big: expected int to be <=9007199254740991" };
-if (v133 < -9007199254740991) return { path: "snapshot.maxEntries", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v133 > 0)) return { path: "snapshot.maxEntries", message: "Too small: expected number to be >0" };
-const v134 = Object.keys(v131).filter((k) => !c3.has(k));
-if (v134.length > 0) return { path: "snapshot", message: (v134.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v134.map((k) => '"' + k + '"').join(", ") };
-const v135 = Object.keys(value).filter((k) => !c6.has(k));
-if (v135.length > 0) return { path: "", message: (v135.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v135.map((k) => '"' + k + '"').join(", ") };
+const v19 = Object.keys(value).filter((k) => !c2.has(k));
+if (v19.length > 0) return { path: join(at, ""), message: (v19.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v19.map((k) => '"' + k + '"').join(", ") };
+return null;
+};
+
+export const validateSettings: Validator = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v20 = value["home"];
+if (typeof v20 !== "string") return { path: join(at, "home"), message: "Invalid input: expected string, received " + received(v20) };
+if (v20.length < 1) return { path: join(at, "home"), message: "Too small: expected string to have >=1 characters" };
+let v21 = value["homeSource"];
+if (v21 !== "flag" && v21 !== "REINS_HOME" && v21 !== "HOME") return { path: join(at, "homeSource"), message: "Invalid option: expected one of \"flag\"|\"REINS_HOME\"|\"HOME\"" };
+let v22 = value["configPath"];
+if (typeof v22 !== "string") return { path: join(at, "configPath"), message: "Invalid input: expected string, received " + received(v22) };
+let v23 = value["json"];
+if (typeof v23 !== "boolean") return { path: join(at, "json"), message: "Invalid input: expected boolean, received " + received(v23) };
+let v24 = value["quiet"];
+if (typeof v24 !== "boolean") return { path: join(at, "quiet"), message: "Invalid input: expected boolean, received " + received(v24) };
+let v25 = value["color"];
+if (typeof v25 !== "boolean") return { path: join(at, "color"), message: "Invalid input: expected boolean, received " + received(v25) };
+let v26 = value["tempDir"];
+if (typeof v26 !== "string") return { path: join(at, "tempDir"), message: "Invalid input: expected string, received " + received(v26) };
+if (v26.length < 1) return { path: join(at, "tempDir"), message: "Too small: expected string to have >=1 characters" };
+let v27 = value["platform"];
+if (typeof v27 !== "object" || v27 === null || Array.isArray(v27)) return { path: join(at, "platform"), message: "Invalid input: expected object, received " + received(v27) };
+let v28 = v27["url"];
+if (v28 !== null) {
+if (typeof v28 !== "string") return { path: join(at, "platform.url"), message: "Invalid input: expected string, received " + received(v28) };
+if (!isUrl(v28) || !c3.test(new URL(v28).protocol.replace(/:$/, ""))) return { path: join(at, "platform.url"), message: "Invalid URL" };
+}
+let v29 = v27["apiKey"];
+if (v29 !== null) {
+if (typeof v29 !== "string") return { path: join(at, "platform.apiKey"), message: "Invalid input: expected string, received " + received(v29) };
+}
+let v30 = v27["secretKey"];
+if (v30 !== null) {
+if (typeof v30 !== "string") return { path: join(at, "platform.secretKey"), message: "Invalid input: expected string, received " + received(v30) };
+}
+let v31 = v27["workspaceId"];
+if (v31 !== null) {
+if (typeof v31 !== "string") return { path: join(at, "platform.workspaceId"), message: "Invalid input: expected string, received " + received(v31) };
+}
+let v32 = v27["jobId"];
+if (v32 !== null) {
+if (typeof v32 !== "string") return { path: join(at, "platform.jobId"), message: "Invalid input: expected string, received " + received(v32) };
+}
+let v33 = v27["allowHttp"];
+if (typeof v33 !== "boolean") return { path: join(at, "platform.allowHttp"), message: "Invalid input: expected boolean, received " + received(v33) };
+let v34 = value["openai"];
+if (typeof v34 !== "object" || v34 === null || Array.isArray(v34)) return { path: join(at, "openai"), message: "Invalid input: expected object, received " + received(v34) };
+let v35 = v34["baseUrl"];
+if (typeof v35 !== "string") return { path: join(at, "openai.baseUrl"), message: "Invalid input: expected string, received " + received(v35) };
+if (!isUrl(v35) || !c3.test(new URL(v35).protocol.replace(/:$/, ""))) return { path: join(at, "openai.baseUrl"), message: "Invalid URL" };
+let v36 = v34["apiKey"];
+if (v36 !== null) {
+if (typeof v36 !== "string") return { path: join(at, "openai.apiKey"), message: "Invalid input: expected string, received " + received(v36) };
+}
+let v37 = value["proxy"];
+if (typeof v37 !== "object" || v37 === null || Array.isArray(v37)) return { path: join(at, "proxy"), message: "Invalid input: expected object, received " + received(v37) };
+let v38 = v37["http"];
+if (v38 !== null) {
+if (typeof v38 !== "string") return { path: join(at, "proxy.http"), message: "Invalid input: expected string, received " + received(v38) };
+}
+let v39 = v37["https"];
+if (v39 !== null) {
+if (typeof v39 !== "string") return { path: join(at, "proxy.https"), message: "Invalid input: expected string, received " + received(v39) };
+}
+let v40 = v37["all"];
+if (v40 !== null) {
+if (typeof v40 !== "string") return { path: join(at, "proxy.all"), message: "Invalid input: expected string, received " + received(v40) };
+}
+let v41 = v37["noProxy"];
+if (v41 !== null) {
+if (typeof v41 !== "string") return { path: join(at, "proxy.noProxy"), message: "Invalid input: expected string, received " + received(v41) };
+}
+let v42 = value["drivers"];
+if (typeof v42 !== "object" || v42 === null || Array.isArray(v42)) return { path: join(at, "drivers"), message: "Invalid input: expected object, received " + received(v42) };
+let v43 = v42["claude"];
+{
+const v44 = driverSettings(v43, join(at, "drivers.claude"));
+if (v44 !== null) return v44;
+}
+let v45 = v42["codex"];
+{
+const v46 = driverSettings(v45, join(at, "drivers.codex"));
+if (v46 !== null) return v46;
+}
+let v47 = v42["gemini"];
+{
+const v48 = driverSettings(v47, join(at, "drivers.gemini"));
+if (v48 !== null) return v48;
+}
+let v49 = v42["opencode"];
+{
+const v50 = driverSettings(v49, join(at, "drivers.opencode"));
+if (v50 !== null) return v50;
+}
+let v51 = value["prices"];
+if (typeof v51 !== "object" || v51 === null || Array.isArray(v51)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v51) };
+for (const v52 of Object.keys(v51)) {
+const v53 = v51[v52];
+{
+const v54 = modelPrice(v53, join(at, "prices." + v52));
+if (v54 !== null) return v54;
+}
+}
+let v55 = value["snapshot"];
+if (typeof v55 !== "object" || v55 === null || Array.isArray(v55)) return { path: join(at, "snapshot"), message: "Invalid input: expected object, received " + received(v55) };
+let v56 = v55["maxBytes"];
+if (v56 === undefined) { v56 = 67108864; v55["maxBytes"] = v56; }
+if (typeof v56 !== "number" || !Number.isFinite(v56)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected number, received " + received(v56) };
+if (!Number.isInteger(v56)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected int, received " + received(v56) };
+if (v56 > 9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v56 < -9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v56 >= 0)) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected number to be >=0" };
+let v57 = v55["maxEntries"];
+if (v57 === undefined) { v57 = 100000; v55["maxEntries"] = v57; }
+if (typeof v57 !== "number" || !Number.isFinite(v57)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected number, received " + received(v57) };
+if (!Number.isInteger(v57)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected int, received " + received(v57) };
+if (v57 > 9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too big: expected int to be <=9007199254740991" };
+if (v57 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v57 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
+const v58 = Object.keys(v55).filter((k) => !c4.has(k));
+if (v58.length > 0) return { path: join(at, "snapshot"), message: (v58.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v58.map((k) => '"' + k + '"').join(", ") };
+let v59 = value["otel"];
+if (typeof v59 !== "object" || v59 === null || Array.isArray(v59)) return { path: join(at, "otel"), message: "Invalid input: expected object, received " + received(v59) };
+let v60 = v59["env"];
+if (typeof v60 !== "object" || v60 === null || Array.isArray(v60)) return { path: join(at, "otel.env"), message: "Invalid input: expected record, received " + received(v60) };
+for (const v61 of Object.keys(v60)) {
+const v62 = v60[v61];
+if (typeof v62 !== "string") return { path: join(at, "otel.env." + v61), message: "Invalid input: expected string, received " + received(v62) };
+}
+let v63 = v59["file"];
+{
+const v64 = otelSettings(v63, join(at, "otel.file"));
+if (v64 !== null) return v64;
+}
+return null;
+};
+export const validateConfigFile: Validator = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v65 = value["drivers"];
+if (v65 === undefined) { v65 = {}; value["drivers"] = v65; }
+if (typeof v65 !== "object" || v65 === null || Array.isArray(v65)) return { path: join(at, "drivers"), message: "Invalid input: expected object, received " + received(v65) };
+let v66 = v65["claude"];
+if (v66 !== undefined) {
+{
+const v67 = driverSettings(v66, join(at, "drivers.claude"));
+if (v67 !== null) return v67;
+}
+}
+let v68 = v65["codex"];
+if (v68 !== undefined) {
+{
+const v69 = driverSettings(v68, join(at, "drivers.codex"));
+if (v69 !== null) return v69;
+}
+}
+let v70 = v65["gemini"];
+if (v70 !== undefined) {
+{
+const v71 = driverSettings(v70, join(at, "drivers.gemini"));
+if (v71 !== null) return v71;
+}
+}
+let v72 = v65["opencode"];
+if (v72 !== undefined) {
+{
+const v73 = driverSettings(v72, join(at, "drivers.opencode"));
+if (v73 !== null) return v73;
+}
+}
+const v74 = Object.keys(v65).filter((k) => !c5.has(k));
+if (v74.length > 0) return { path: join(at, "drivers"), message: (v74.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v74.map((k) => '"' + k + '"').join(", ") };
+let v75 = value["prices"];
+if (v75 === undefined) { v75 = {}; value["prices"] = v75; }
+if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v75) };
+for (const v76 of Object.keys(v75)) {
+const v77 = v75[v76];
+{
+const v78 = modelPrice(v77, join(at, "prices." + v76));
+if (v78 !== null) return v78;
+}
+}
+let v79 = value["otel"];
+if (v79 === undefined) { v79 = {}; value["otel"] = v79; }
+{
+const v80 = otelSettings(v79, join(at, "otel"));
+if (v80 !== null) return v80;
+}
+let v81 = value["snapshot"];
+if (v81 === undefined) { v81 = {"maxBytes":67108864,"maxEntries":100000}; value["snapshot"] = v81; }
+if (typeof v81 !== "object" || v81 === null || Array.isArray(v81)) return { path: join(at, "snapshot"), message: "Invalid input: expected object, received " + received(v81) };
+let v82 = v81["maxBytes"];
+if (v82 === undefined) { v82 = 67108864; v81["maxBytes"] = v82; }
+if (typeof v82 !== "number" || !Number.isFinite(v82)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected number, received " + received(v82) };
+if (!Number.isInteger(v82)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected int, received " + received(v82) };
+if (v82 > 9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v82 < -9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v82 >= 0)) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected number to be >=0" };
+let v83 = v81["maxEntries"];
+if (v83 === undefined) { v83 = 100000; v81["maxEntries"] = v83; }
+if (typeof v83 !== "number" || !Number.isFinite(v83)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected number, received " + received(v83) };
+if (!Number.isInteger(v83)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected int, received " + received(v83) };
+if (v83 > 9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too big: expected int to be <=9007199254740991" };
+if (v83 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v83 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
+const v84 = Object.keys(v81).filter((k) => !c4.has(k));
+if (v84.length > 0) return { path: join(at, "snapshot"), message: (v84.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v84.map((k) => '"' + k + '"').join(", ") };
+const v85 = Object.keys(value).filter((k) => !c6.has(k));
+if (v85.length > 0) return { path: join(at, ""), message: (v85.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v85.map((k) => '"' + k + '"').join(", ") };
 return null;
 };

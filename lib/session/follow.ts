@@ -3,6 +3,7 @@
 // on the next poll), until the run settles — a terminal event in the log, or a settled status in
 // run.json. A run whose owner died without settling it is reconciled (marked interrupted) so that
 // a follower never waits forever. It reads and reconciles; it prints nothing.
+import { importLazily } from "../core/lazy_import.ts";
 import { sleep } from "../core/clock.ts";
 import { terminalStatusOf } from "../store/contract_runtime.ts";
 import type { RunEvent, SettledStatus } from "../store/contracts.ts";
@@ -69,7 +70,9 @@ async function settledStatus(root: DataRoot, runId: string): Promise<SettledStat
   const status = recordStatus(root, runId);
   if (status !== null && !isActive(status)) return status as SettledStatus;
   if (ownerState(root, runId) !== "gone") return null;
-  const { reconcileRun } = await import("../store/reconcile.ts");
+  const { reconcileRun } = await importLazily<typeof import("../store/reconcile.ts")>(
+    new URL("../store/reconcile.ts", import.meta.url),
+  );
   reconcileRun(root, runId);
   // The interruption is in the log now; the next read brings it.
   return null;

@@ -11,8 +11,12 @@ export interface Issue {
   path: string;
   message: string;
 }
-export type Validator = (value: unknown) => Issue | null;
+/** The first issue of `value` (its path below `at`, the path of `value` itself), or null. */
+export type Validator = (value: unknown, at?: string) => Issue | null;
 
+function join(at, rel) {
+  return at === "" ? rel : rel === "" ? at : at + "." + rel;
+}
 function received(v) {
   if (v === null) return "null";
   if (Array.isArray(v)) return "array";
@@ -29,1590 +33,852 @@ function isUrl(v) {
 
 const c0 = new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", "");
 const c1 = new RegExp("^[0-9a-f]{64}$", "");
+const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
 
-export const validateRunEvent: Validator = function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-switch (value["type"]) {
+// run.started
+const validatePayload_0 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v0 = value["harness"];
+if (typeof v0 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v0) };
+let v1 = value["driver"];
+if (typeof v1 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v1) };
+let v2 = value["cwd"];
+if (typeof v2 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v2) };
+let v3 = value["goal"];
+if (v3 !== null) {
+if (typeof v3 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v3) };
+}
+let v4 = value["contextId"];
+if (v4 !== null) {
+if (typeof v4 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v4) };
+}
+let v5 = value["resumeOf"];
+if (v5 !== null) {
+if (typeof v5 !== "string") return { path: join(at, "resumeOf"), message: "Invalid input: expected string, received " + received(v5) };
+}
+return null;
+};
+// session.linked
+const validatePayload_1 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v6 = value["nativeSessionId"];
+if (typeof v6 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v6) };
+if (v6.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
+return null;
+};
+// message.delta
+const validatePayload_2 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v7 = value["role"];
+if (v7 !== "user" && v7 !== "assistant" && v7 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v8 = value["text"];
+if (typeof v8 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v8) };
+return null;
+};
+// message.completed
+const validatePayload_3 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v9 = value["role"];
+if (v9 !== "user" && v9 !== "assistant" && v9 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v10 = value["text"];
+if (typeof v10 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v10) };
+return null;
+};
+// model.requested
+const validatePayload_4 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v11 = value["historyLength"];
+if (typeof v11 !== "number" || !Number.isFinite(v11)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v11) };
+if (!Number.isInteger(v11)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v11) };
+if (v11 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
+if (v11 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v11 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
+let v12 = value["toolCount"];
+if (typeof v12 !== "number" || !Number.isFinite(v12)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v12) };
+if (!Number.isInteger(v12)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v12) };
+if (v12 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
+if (v12 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v12 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
+return null;
+};
+// model.completed
+const validatePayload_5 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v13 = value["text"];
+if (v13 !== null) {
+if (typeof v13 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v13) };
+}
+let v14 = value["toolCalls"];
+if (!Array.isArray(v14)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v14) };
+for (let v15 = 0; v15 < v14.length; v15++) {
+const v16 = v14[v15];
+if (typeof v16 !== "object" || v16 === null || Array.isArray(v16)) return { path: join(at, "toolCalls." + v15), message: "Invalid input: expected object, received " + received(v16) };
+let v17 = v16["id"];
+if (typeof v17 !== "string") return { path: join(at, "toolCalls." + v15 + ".id"), message: "Invalid input: expected string, received " + received(v17) };
+if (v17.length < 1) return { path: join(at, "toolCalls." + v15 + ".id"), message: "Too small: expected string to have >=1 characters" };
+let v18 = v16["name"];
+if (typeof v18 !== "string") return { path: join(at, "toolCalls." + v15 + ".name"), message: "Invalid input: expected string, received " + received(v18) };
+if (v18.length < 1) return { path: join(at, "toolCalls." + v15 + ".name"), message: "Too small: expected string to have >=1 characters" };
+let v19 = v16["args"];
+if (v19 === undefined && !("args" in v16)) return { path: join(at, "toolCalls." + v15 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
+}
+let v20 = value["stopReason"];
+if (v20 !== null) {
+if (typeof v20 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v20) };
+}
+let v21 = value["usage"];
+if (v21 !== null) {
+if (typeof v21 !== "object" || v21 === null || Array.isArray(v21)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v21) };
+let v22 = v21["inputTokens"];
+if (v22 !== undefined) {
+if (typeof v22 !== "number" || !Number.isFinite(v22)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v22) };
+if (!Number.isInteger(v22)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v22) };
+if (v22 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v22 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v22 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v23 = v21["outputTokens"];
+if (v23 !== undefined) {
+if (typeof v23 !== "number" || !Number.isFinite(v23)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v23) };
+if (!Number.isInteger(v23)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v23) };
+if (v23 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v23 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v23 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v24 = v21["cacheReadTokens"];
+if (v24 !== undefined) {
+if (typeof v24 !== "number" || !Number.isFinite(v24)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v24) };
+if (!Number.isInteger(v24)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v24) };
+if (v24 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v24 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v24 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v25 = v21["cacheWriteTokens"];
+if (v25 !== undefined) {
+if (typeof v25 !== "number" || !Number.isFinite(v25)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v25) };
+if (!Number.isInteger(v25)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v25) };
+if (v25 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v25 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v25 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v26 = v21["reasoningTokens"];
+if (v26 !== undefined) {
+if (typeof v26 !== "number" || !Number.isFinite(v26)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v26) };
+if (!Number.isInteger(v26)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v26) };
+if (v26 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v26 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v26 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v27 = v21["costUsd"];
+if (v27 !== undefined) {
+if (typeof v27 !== "number" || !Number.isFinite(v27)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v27) };
+if (!(v27 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+}
+}
+let v28 = value["reasoning"];
+if (v28 !== null) {
+if (typeof v28 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v28) };
+}
+return null;
+};
+// tool.started
+const validatePayload_6 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v29 = value["callId"];
+if (typeof v29 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v29) };
+if (v29.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v30 = value["tool"];
+if (typeof v30 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v30) };
+let v31 = value["args"];
+if (v31 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+return null;
+};
+// tool.completed
+const validatePayload_7 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v32 = value["callId"];
+if (typeof v32 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v32) };
+if (v32.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v33 = value["ok"];
+if (typeof v33 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v33) };
+let v34 = value["result"];
+if (v34 !== undefined) {
+}
+let v35 = value["error"];
+if (v35 !== undefined) {
+if (typeof v35 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v35) };
+}
+let v36 = value["startedAt"];
+if (v36 !== null) {
+if (typeof v36 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v36) };
+if (!c0.test(v36)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+}
+let v37 = value["finishedAt"];
+if (v37 !== null) {
+if (typeof v37 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v37) };
+if (!c0.test(v37)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+}
+return null;
+};
+// approval.requested
+const validatePayload_8 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v38 = value["approvalId"];
+if (typeof v38 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v38) };
+if (v38.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v39 = value["tool"];
+if (typeof v39 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v39) };
+let v40 = value["args"];
+if (v40 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+return null;
+};
+// approval.resolved
+const validatePayload_9 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v41 = value["approvalId"];
+if (typeof v41 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v41) };
+if (v41.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v42 = value["decision"];
+if (v42 !== "allow" && v42 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v43 = value["by"];
+if (typeof v43 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v43) };
+let v44 = value["reason"];
+if (v44 !== undefined) {
+if (v44 !== null) {
+if (typeof v44 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v44) };
+}
+}
+return null;
+};
+// question.requested
+const validatePayload_10 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v45 = value["questionId"];
+if (typeof v45 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v45) };
+if (v45.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v46 = value["text"];
+if (typeof v46 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v46) };
+return null;
+};
+// question.answered
+const validatePayload_11 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v47 = value["questionId"];
+if (typeof v47 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v47) };
+if (v47.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v48 = value["answer"];
+if (typeof v48 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v48) };
+return null;
+};
+// usage.updated
+const validatePayload_12 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v49 = value["inputTokens"];
+if (v49 !== null) {
+if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v49) };
+if (!Number.isInteger(v49)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v49) };
+if (v49 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v49 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v49 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v50 = value["outputTokens"];
+if (v50 !== null) {
+if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v50) };
+if (!Number.isInteger(v50)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v50) };
+if (v50 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v50 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v50 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v51 = value["cacheReadTokens"];
+if (v51 !== null) {
+if (typeof v51 !== "number" || !Number.isFinite(v51)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v51) };
+if (!Number.isInteger(v51)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v51) };
+if (v51 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v51 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v51 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v52 = value["cacheWriteTokens"];
+if (v52 !== null) {
+if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v52) };
+if (!Number.isInteger(v52)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v52) };
+if (v52 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v52 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v52 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v53 = value["reasoningTokens"];
+if (v53 !== null) {
+if (typeof v53 !== "number" || !Number.isFinite(v53)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v53) };
+if (!Number.isInteger(v53)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v53) };
+if (v53 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v53 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v53 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v54 = value["costUsd"];
+if (v54 !== null) {
+if (typeof v54 !== "number" || !Number.isFinite(v54)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v54) };
+if (!(v54 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+}
+let v55 = value["requests"];
+if (v55 !== null) {
+if (typeof v55 !== "number" || !Number.isFinite(v55)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v55) };
+if (!Number.isInteger(v55)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v55) };
+if (v55 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v55 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v55 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+}
+let v56 = value["costEstimated"];
+if (v56 !== undefined) {
+if (typeof v56 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v56) };
+}
+return null;
+};
+// compaction.started
+const validatePayload_13 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v57 = value["stage"];
+if (typeof v57 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v57) };
+return null;
+};
+// compaction.completed
+const validatePayload_14 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v58 = value["stage"];
+if (typeof v58 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v58) };
+let v59 = value["before"];
+if (typeof v59 !== "number" || !Number.isFinite(v59)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v59) };
+if (!Number.isInteger(v59)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v59) };
+if (v59 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v59 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v59 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v60 = value["after"];
+if (typeof v60 !== "number" || !Number.isFinite(v60)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v60) };
+if (!Number.isInteger(v60)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v60) };
+if (v60 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v60 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v60 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+return null;
+};
+// budget.warning
+const validatePayload_15 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v61 = value["ratio"];
+if (typeof v61 !== "number" || !Number.isFinite(v61)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v61) };
+if (!(v61 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v62 = value["limit"];
+if (v62 !== undefined) {
+if (typeof v62 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v62) };
+}
+return null;
+};
+// heartbeat
+const validatePayload_16 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v63 = value["iteration"];
+if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v63) };
+if (!Number.isInteger(v63)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v63) };
+if (v63 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v63 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v63 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+return null;
+};
+// attachment.added
+const validatePayload_17 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v64 = value["name"];
+if (typeof v64 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v64) };
+if (v64.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v65 = value["path"];
+if (typeof v65 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v65) };
+if (v65.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v66 = value["contentType"];
+if (typeof v66 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v66) };
+let v67 = value["bytes"];
+if (typeof v67 !== "number" || !Number.isFinite(v67)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v67) };
+if (!Number.isInteger(v67)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v67) };
+if (v67 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v67 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v67 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v68 = value["sha256"];
+if (typeof v68 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v68) };
+if (!c1.test(v68)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+return null;
+};
+// status.changed
+const validatePayload_18 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v69 = value["status"];
+if (v69 !== "queued" && v69 !== "running" && v69 !== "waiting" && v69 !== "completed" && v69 !== "failed" && v69 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v70 = value["reason"];
+if (v70 !== null) {
+if (typeof v70 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v70) };
+}
+return null;
+};
+// problem
+const validatePayload_19 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v71 = value["source"];
+if (typeof v71 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v71) };
+let v72 = value["reason"];
+if (typeof v72 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v72) };
+let v73 = value["text"];
+if (v73 !== undefined) {
+if (typeof v73 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v73) };
+}
+return null;
+};
+// completed
+const validatePayload_20 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v74 = value["reason"];
+if (v74 !== null) {
+if (typeof v74 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v74) };
+}
+let v75 = value["result"];
+if (v75 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+return null;
+};
+// failed
+const validatePayload_21 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v76 = value["reason"];
+if (v76 !== null) {
+if (typeof v76 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v76) };
+}
+let v77 = value["result"];
+if (v77 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+return null;
+};
+
+export const validatePayload: Record<string, Validator> = {
+  "run.started": validatePayload_0,
+  "session.linked": validatePayload_1,
+  "message.delta": validatePayload_2,
+  "message.completed": validatePayload_3,
+  "model.requested": validatePayload_4,
+  "model.completed": validatePayload_5,
+  "tool.started": validatePayload_6,
+  "tool.completed": validatePayload_7,
+  "approval.requested": validatePayload_8,
+  "approval.resolved": validatePayload_9,
+  "question.requested": validatePayload_10,
+  "question.answered": validatePayload_11,
+  "usage.updated": validatePayload_12,
+  "compaction.started": validatePayload_13,
+  "compaction.completed": validatePayload_14,
+  "budget.warning": validatePayload_15,
+  "heartbeat": validatePayload_16,
+  "attachment.added": validatePayload_17,
+  "status.changed": validatePayload_18,
+  "problem": validatePayload_19,
+  "completed": validatePayload_20,
+  "failed": validatePayload_21,
+};
+export const validateRunEvent: Validator = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+const v144 = value["type"];
+if (!c2.has(v144)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v145 = value["id"];
+if (typeof v145 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v145) };
+if (v145.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v146 = value["runId"];
+if (typeof v146 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v146) };
+if (v146.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v147 = value["sessionId"];
+if (typeof v147 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v147) };
+if (v147.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v148 = value["sequence"];
+if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v148) };
+if (!Number.isInteger(v148)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v148) };
+if (v148 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v148 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v148 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v149 = value["timestamp"];
+if (typeof v149 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v149) };
+if (!c0.test(v149)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v150 = value["native"];
+if (v150 !== undefined) {
+}
+let v151 = value["ignored"];
+if (v151 !== undefined) {
+if (typeof v151 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v151) };
+}
+switch (v144) {
 case "run.started":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v0 = value["id"];
-if (typeof v0 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v0) };
-if (v0.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v1 = value["runId"];
-if (typeof v1 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v1) };
-if (v1.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v2 = value["sessionId"];
-if (typeof v2 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v2) };
-if (v2.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v3 = value["sequence"];
-if (typeof v3 !== "number" || !Number.isFinite(v3)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v3) };
-if (!Number.isInteger(v3)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v3) };
-if (v3 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v3 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v3 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v4 = value["timestamp"];
-if (typeof v4 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v4) };
-if (!c0.test(v4)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v5 = value["native"];
-if (v5 !== undefined) {
-}
-let v6 = value["ignored"];
-if (v6 !== undefined) {
-if (typeof v6 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v6) };
-}
-let v7 = value["type"];
-if (v7 !== "run.started") return { path: "type", message: "Invalid input: expected \"run.started\"" };
-let v8 = value["payload"];
-if (typeof v8 !== "object" || v8 === null || Array.isArray(v8)) return { path: "payload", message: "Invalid input: expected object, received " + received(v8) };
-let v9 = v8["harness"];
-if (typeof v9 !== "string") return { path: "payload.harness", message: "Invalid input: expected string, received " + received(v9) };
-let v10 = v8["driver"];
-if (typeof v10 !== "string") return { path: "payload.driver", message: "Invalid input: expected string, received " + received(v10) };
-let v11 = v8["cwd"];
-if (typeof v11 !== "string") return { path: "payload.cwd", message: "Invalid input: expected string, received " + received(v11) };
-let v12 = v8["goal"];
-if (v12 !== null) {
-if (typeof v12 !== "string") return { path: "payload.goal", message: "Invalid input: expected string, received " + received(v12) };
-}
-let v13 = v8["contextId"];
-if (v13 !== null) {
-if (typeof v13 !== "string") return { path: "payload.contextId", message: "Invalid input: expected string, received " + received(v13) };
-}
-let v14 = v8["resumeOf"];
-if (v14 !== null) {
-if (typeof v14 !== "string") return { path: "payload.resumeOf", message: "Invalid input: expected string, received " + received(v14) };
+let v78 = value["type"];
+if (v78 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v79 = value["payload"];
+{
+const v80 = validatePayload_0(v79, join(at, "payload"));
+if (v80 !== null) return v80;
 }
 break;
 }
 case "session.linked":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v15 = value["id"];
-if (typeof v15 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v15) };
-if (v15.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v16 = value["runId"];
-if (typeof v16 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v16) };
-if (v16.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v17 = value["sessionId"];
-if (typeof v17 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v17) };
-if (v17.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v18 = value["sequence"];
-if (typeof v18 !== "number" || !Number.isFinite(v18)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v18) };
-if (!Number.isInteger(v18)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v18) };
-if (v18 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v18 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v18 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v19 = value["timestamp"];
-if (typeof v19 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v19) };
-if (!c0.test(v19)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v20 = value["native"];
-if (v20 !== undefined) {
+let v81 = value["type"];
+if (v81 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v82 = value["payload"];
+{
+const v83 = validatePayload_1(v82, join(at, "payload"));
+if (v83 !== null) return v83;
 }
-let v21 = value["ignored"];
-if (v21 !== undefined) {
-if (typeof v21 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v21) };
-}
-let v22 = value["type"];
-if (v22 !== "session.linked") return { path: "type", message: "Invalid input: expected \"session.linked\"" };
-let v23 = value["payload"];
-if (typeof v23 !== "object" || v23 === null || Array.isArray(v23)) return { path: "payload", message: "Invalid input: expected object, received " + received(v23) };
-let v24 = v23["nativeSessionId"];
-if (typeof v24 !== "string") return { path: "payload.nativeSessionId", message: "Invalid input: expected string, received " + received(v24) };
-if (v24.length < 1) return { path: "payload.nativeSessionId", message: "Too small: expected string to have >=1 characters" };
 break;
 }
 case "message.delta":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v25 = value["id"];
-if (typeof v25 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v25) };
-if (v25.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v26 = value["runId"];
-if (typeof v26 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v26) };
-if (v26.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v27 = value["sessionId"];
-if (typeof v27 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v27) };
-if (v27.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v28 = value["sequence"];
-if (typeof v28 !== "number" || !Number.isFinite(v28)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v28) };
-if (!Number.isInteger(v28)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v28) };
-if (v28 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v28 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v28 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v29 = value["timestamp"];
-if (typeof v29 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v29) };
-if (!c0.test(v29)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v30 = value["native"];
-if (v30 !== undefined) {
+let v84 = value["type"];
+if (v84 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v85 = value["payload"];
+{
+const v86 = validatePayload_2(v85, join(at, "payload"));
+if (v86 !== null) return v86;
 }
-let v31 = value["ignored"];
-if (v31 !== undefined) {
-if (typeof v31 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v31) };
-}
-let v32 = value["type"];
-if (v32 !== "message.delta") return { path: "type", message: "Invalid input: expected \"message.delta\"" };
-let v33 = value["payload"];
-if (typeof v33 !== "object" || v33 === null || Array.isArray(v33)) return { path: "payload", message: "Invalid input: expected object, received " + received(v33) };
-let v34 = v33["role"];
-if (v34 !== "user" && v34 !== "assistant" && v34 !== "system") return { path: "payload.role", message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v35 = v33["text"];
-if (typeof v35 !== "string") return { path: "payload.text", message: "Invalid input: expected string, received " + received(v35) };
 break;
 }
 case "message.completed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v36 = value["id"];
-if (typeof v36 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v36) };
-if (v36.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v37 = value["runId"];
-if (typeof v37 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v37) };
-if (v37.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v38 = value["sessionId"];
-if (typeof v38 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v38) };
-if (v38.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v39 = value["sequence"];
-if (typeof v39 !== "number" || !Number.isFinite(v39)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v39) };
-if (!Number.isInteger(v39)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v39) };
-if (v39 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v39 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v39 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v40 = value["timestamp"];
-if (typeof v40 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v40) };
-if (!c0.test(v40)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v41 = value["native"];
-if (v41 !== undefined) {
+let v87 = value["type"];
+if (v87 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v88 = value["payload"];
+{
+const v89 = validatePayload_3(v88, join(at, "payload"));
+if (v89 !== null) return v89;
 }
-let v42 = value["ignored"];
-if (v42 !== undefined) {
-if (typeof v42 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v42) };
-}
-let v43 = value["type"];
-if (v43 !== "message.completed") return { path: "type", message: "Invalid input: expected \"message.completed\"" };
-let v44 = value["payload"];
-if (typeof v44 !== "object" || v44 === null || Array.isArray(v44)) return { path: "payload", message: "Invalid input: expected object, received " + received(v44) };
-let v45 = v44["role"];
-if (v45 !== "user" && v45 !== "assistant" && v45 !== "system") return { path: "payload.role", message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v46 = v44["text"];
-if (typeof v46 !== "string") return { path: "payload.text", message: "Invalid input: expected string, received " + received(v46) };
 break;
 }
 case "model.requested":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v47 = value["id"];
-if (typeof v47 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v47) };
-if (v47.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v48 = value["runId"];
-if (typeof v48 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v48) };
-if (v48.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v49 = value["sessionId"];
-if (typeof v49 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v49) };
-if (v49.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v50 = value["sequence"];
-if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v50) };
-if (!Number.isInteger(v50)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v50) };
-if (v50 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v50 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v50 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v51 = value["timestamp"];
-if (typeof v51 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v51) };
-if (!c0.test(v51)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v52 = value["native"];
-if (v52 !== undefined) {
+let v90 = value["type"];
+if (v90 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v91 = value["payload"];
+{
+const v92 = validatePayload_4(v91, join(at, "payload"));
+if (v92 !== null) return v92;
 }
-let v53 = value["ignored"];
-if (v53 !== undefined) {
-if (typeof v53 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v53) };
-}
-let v54 = value["type"];
-if (v54 !== "model.requested") return { path: "type", message: "Invalid input: expected \"model.requested\"" };
-let v55 = value["payload"];
-if (typeof v55 !== "object" || v55 === null || Array.isArray(v55)) return { path: "payload", message: "Invalid input: expected object, received " + received(v55) };
-let v56 = v55["historyLength"];
-if (typeof v56 !== "number" || !Number.isFinite(v56)) return { path: "payload.historyLength", message: "Invalid input: expected number, received " + received(v56) };
-if (!Number.isInteger(v56)) return { path: "payload.historyLength", message: "Invalid input: expected int, received " + received(v56) };
-if (v56 > 9007199254740991) return { path: "payload.historyLength", message: "Too big: expected int to be <=9007199254740991" };
-if (v56 < -9007199254740991) return { path: "payload.historyLength", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v56 >= 0)) return { path: "payload.historyLength", message: "Too small: expected number to be >=0" };
-let v57 = v55["toolCount"];
-if (typeof v57 !== "number" || !Number.isFinite(v57)) return { path: "payload.toolCount", message: "Invalid input: expected number, received " + received(v57) };
-if (!Number.isInteger(v57)) return { path: "payload.toolCount", message: "Invalid input: expected int, received " + received(v57) };
-if (v57 > 9007199254740991) return { path: "payload.toolCount", message: "Too big: expected int to be <=9007199254740991" };
-if (v57 < -9007199254740991) return { path: "payload.toolCount", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v57 >= 0)) return { path: "payload.toolCount", message: "Too small: expected number to be >=0" };
 break;
 }
 case "model.completed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v58 = value["id"];
-if (typeof v58 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v58) };
-if (v58.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v59 = value["runId"];
-if (typeof v59 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v59) };
-if (v59.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v60 = value["sessionId"];
-if (typeof v60 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v60) };
-if (v60.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v61 = value["sequence"];
-if (typeof v61 !== "number" || !Number.isFinite(v61)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v61) };
-if (!Number.isInteger(v61)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v61) };
-if (v61 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v61 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v61 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v62 = value["timestamp"];
-if (typeof v62 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v62) };
-if (!c0.test(v62)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v63 = value["native"];
-if (v63 !== undefined) {
-}
-let v64 = value["ignored"];
-if (v64 !== undefined) {
-if (typeof v64 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v64) };
-}
-let v65 = value["type"];
-if (v65 !== "model.completed") return { path: "type", message: "Invalid input: expected \"model.completed\"" };
-let v66 = value["payload"];
-if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: "payload", message: "Invalid input: expected object, received " + received(v66) };
-let v67 = v66["text"];
-if (v67 !== null) {
-if (typeof v67 !== "string") return { path: "payload.text", message: "Invalid input: expected string, received " + received(v67) };
-}
-let v68 = v66["toolCalls"];
-if (!Array.isArray(v68)) return { path: "payload.toolCalls", message: "Invalid input: expected array, received " + received(v68) };
-for (let v69 = 0; v69 < v68.length; v69++) {
-const v70 = v68[v69];
-if (typeof v70 !== "object" || v70 === null || Array.isArray(v70)) return { path: "payload.toolCalls." + v69, message: "Invalid input: expected object, received " + received(v70) };
-let v71 = v70["id"];
-if (typeof v71 !== "string") return { path: "payload.toolCalls." + v69 + ".id", message: "Invalid input: expected string, received " + received(v71) };
-if (v71.length < 1) return { path: "payload.toolCalls." + v69 + ".id", message: "Too small: expected string to have >=1 characters" };
-let v72 = v70["name"];
-if (typeof v72 !== "string") return { path: "payload.toolCalls." + v69 + ".name", message: "Invalid input: expected string, received " + received(v72) };
-if (v72.length < 1) return { path: "payload.toolCalls." + v69 + ".name", message: "Too small: expected string to have >=1 characters" };
-let v73 = v70["args"];
-if (v73 === undefined && !("args" in v70)) return { path: "payload.toolCalls." + v69 + ".args", message: "Invalid input: expected nonoptional, received undefined" };
-}
-let v74 = v66["stopReason"];
-if (v74 !== null) {
-if (typeof v74 !== "string") return { path: "payload.stopReason", message: "Invalid input: expected string, received " + received(v74) };
-}
-let v75 = v66["usage"];
-if (v75 !== null) {
-if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: "payload.usage", message: "Invalid input: expected object, received " + received(v75) };
-let v76 = v75["inputTokens"];
-if (v76 !== undefined) {
-if (typeof v76 !== "number" || !Number.isFinite(v76)) return { path: "payload.usage.inputTokens", message: "Invalid input: expected number, received " + received(v76) };
-if (!Number.isInteger(v76)) return { path: "payload.usage.inputTokens", message: "Invalid input: expected int, received " + received(v76) };
-if (v76 > 9007199254740991) return { path: "payload.usage.inputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v76 < -9007199254740991) return { path: "payload.usage.inputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v76 >= 0)) return { path: "payload.usage.inputTokens", message: "Too small: expected number to be >=0" };
-}
-let v77 = v75["outputTokens"];
-if (v77 !== undefined) {
-if (typeof v77 !== "number" || !Number.isFinite(v77)) return { path: "payload.usage.outputTokens", message: "Invalid input: expected number, received " + received(v77) };
-if (!Number.isInteger(v77)) return { path: "payload.usage.outputTokens", message: "Invalid input: expected int, received " + received(v77) };
-if (v77 > 9007199254740991) return { path: "payload.usage.outputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v77 < -9007199254740991) return { path: "payload.usage.outputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v77 >= 0)) return { path: "payload.usage.outputTokens", message: "Too small: expected number to be >=0" };
-}
-let v78 = v75["cacheReadTokens"];
-if (v78 !== undefined) {
-if (typeof v78 !== "number" || !Number.isFinite(v78)) return { path: "payload.usage.cacheReadTokens", message: "Invalid input: expected number, received " + received(v78) };
-if (!Number.isInteger(v78)) return { path: "payload.usage.cacheReadTokens", message: "Invalid input: expected int, received " + received(v78) };
-if (v78 > 9007199254740991) return { path: "payload.usage.cacheReadTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v78 < -9007199254740991) return { path: "payload.usage.cacheReadTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v78 >= 0)) return { path: "payload.usage.cacheReadTokens", message: "Too small: expected number to be >=0" };
-}
-let v79 = v75["cacheWriteTokens"];
-if (v79 !== undefined) {
-if (typeof v79 !== "number" || !Number.isFinite(v79)) return { path: "payload.usage.cacheWriteTokens", message: "Invalid input: expected number, received " + received(v79) };
-if (!Number.isInteger(v79)) return { path: "payload.usage.cacheWriteTokens", message: "Invalid input: expected int, received " + received(v79) };
-if (v79 > 9007199254740991) return { path: "payload.usage.cacheWriteTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v79 < -9007199254740991) return { path: "payload.usage.cacheWriteTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v79 >= 0)) return { path: "payload.usage.cacheWriteTokens", message: "Too small: expected number to be >=0" };
-}
-let v80 = v75["reasoningTokens"];
-if (v80 !== undefined) {
-if (typeof v80 !== "number" || !Number.isFinite(v80)) return { path: "payload.usage.reasoningTokens", message: "Invalid input: expected number, received " + received(v80) };
-if (!Number.isInteger(v80)) return { path: "payload.usage.reasoningTokens", message: "Invalid input: expected int, received " + received(v80) };
-if (v80 > 9007199254740991) return { path: "payload.usage.reasoningTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v80 < -9007199254740991) return { path: "payload.usage.reasoningTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v80 >= 0)) return { path: "payload.usage.reasoningTokens", message: "Too small: expected number to be >=0" };
-}
-let v81 = v75["costUsd"];
-if (v81 !== undefined) {
-if (typeof v81 !== "number" || !Number.isFinite(v81)) return { path: "payload.usage.costUsd", message: "Invalid input: expected number, received " + received(v81) };
-if (!(v81 >= 0)) return { path: "payload.usage.costUsd", message: "Too small: expected number to be >=0" };
-}
-}
-let v82 = v66["reasoning"];
-if (v82 !== null) {
-if (typeof v82 !== "string") return { path: "payload.reasoning", message: "Invalid input: expected string, received " + received(v82) };
+let v93 = value["type"];
+if (v93 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v94 = value["payload"];
+{
+const v95 = validatePayload_5(v94, join(at, "payload"));
+if (v95 !== null) return v95;
 }
 break;
 }
 case "tool.started":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v83 = value["id"];
-if (typeof v83 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v83) };
-if (v83.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v84 = value["runId"];
-if (typeof v84 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v84) };
-if (v84.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v85 = value["sessionId"];
-if (typeof v85 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v85) };
-if (v85.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v86 = value["sequence"];
-if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v86) };
-if (!Number.isInteger(v86)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v86) };
-if (v86 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v86 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v86 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v87 = value["timestamp"];
-if (typeof v87 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v87) };
-if (!c0.test(v87)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v88 = value["native"];
-if (v88 !== undefined) {
+let v96 = value["type"];
+if (v96 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v97 = value["payload"];
+{
+const v98 = validatePayload_6(v97, join(at, "payload"));
+if (v98 !== null) return v98;
 }
-let v89 = value["ignored"];
-if (v89 !== undefined) {
-if (typeof v89 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v89) };
-}
-let v90 = value["type"];
-if (v90 !== "tool.started") return { path: "type", message: "Invalid input: expected \"tool.started\"" };
-let v91 = value["payload"];
-if (typeof v91 !== "object" || v91 === null || Array.isArray(v91)) return { path: "payload", message: "Invalid input: expected object, received " + received(v91) };
-let v92 = v91["callId"];
-if (typeof v92 !== "string") return { path: "payload.callId", message: "Invalid input: expected string, received " + received(v92) };
-if (v92.length < 1) return { path: "payload.callId", message: "Too small: expected string to have >=1 characters" };
-let v93 = v91["tool"];
-if (typeof v93 !== "string") return { path: "payload.tool", message: "Invalid input: expected string, received " + received(v93) };
-let v94 = v91["args"];
-if (v94 === undefined && !("args" in v91)) return { path: "payload.args", message: "Invalid input: expected nonoptional, received undefined" };
 break;
 }
 case "tool.completed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v95 = value["id"];
-if (typeof v95 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v95) };
-if (v95.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v96 = value["runId"];
-if (typeof v96 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v96) };
-if (v96.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v97 = value["sessionId"];
-if (typeof v97 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v97) };
-if (v97.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v98 = value["sequence"];
-if (typeof v98 !== "number" || !Number.isFinite(v98)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v98) };
-if (!Number.isInteger(v98)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v98) };
-if (v98 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v98 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v98 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v99 = value["timestamp"];
-if (typeof v99 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v99) };
-if (!c0.test(v99)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v100 = value["native"];
-if (v100 !== undefined) {
-}
-let v101 = value["ignored"];
-if (v101 !== undefined) {
-if (typeof v101 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v101) };
-}
-let v102 = value["type"];
-if (v102 !== "tool.completed") return { path: "type", message: "Invalid input: expected \"tool.completed\"" };
-let v103 = value["payload"];
-if (typeof v103 !== "object" || v103 === null || Array.isArray(v103)) return { path: "payload", message: "Invalid input: expected object, received " + received(v103) };
-let v104 = v103["callId"];
-if (typeof v104 !== "string") return { path: "payload.callId", message: "Invalid input: expected string, received " + received(v104) };
-if (v104.length < 1) return { path: "payload.callId", message: "Too small: expected string to have >=1 characters" };
-let v105 = v103["ok"];
-if (typeof v105 !== "boolean") return { path: "payload.ok", message: "Invalid input: expected boolean, received " + received(v105) };
-let v106 = v103["result"];
-if (v106 !== undefined) {
-}
-let v107 = v103["error"];
-if (v107 !== undefined) {
-if (typeof v107 !== "string") return { path: "payload.error", message: "Invalid input: expected string, received " + received(v107) };
-}
-let v108 = v103["startedAt"];
-if (v108 !== null) {
-if (typeof v108 !== "string") return { path: "payload.startedAt", message: "Invalid input: expected string, received " + received(v108) };
-if (!c0.test(v108)) return { path: "payload.startedAt", message: "Invalid ISO datetime" };
-}
-let v109 = v103["finishedAt"];
-if (v109 !== null) {
-if (typeof v109 !== "string") return { path: "payload.finishedAt", message: "Invalid input: expected string, received " + received(v109) };
-if (!c0.test(v109)) return { path: "payload.finishedAt", message: "Invalid ISO datetime" };
+let v99 = value["type"];
+if (v99 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v100 = value["payload"];
+{
+const v101 = validatePayload_7(v100, join(at, "payload"));
+if (v101 !== null) return v101;
 }
 break;
 }
 case "approval.requested":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v110 = value["id"];
-if (typeof v110 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v110) };
-if (v110.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v111 = value["runId"];
-if (typeof v111 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v111) };
-if (v111.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v112 = value["sessionId"];
-if (typeof v112 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v112) };
-if (v112.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v113 = value["sequence"];
-if (typeof v113 !== "number" || !Number.isFinite(v113)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v113) };
-if (!Number.isInteger(v113)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v113) };
-if (v113 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v113 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v113 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v114 = value["timestamp"];
-if (typeof v114 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v114) };
-if (!c0.test(v114)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v115 = value["native"];
-if (v115 !== undefined) {
+let v102 = value["type"];
+if (v102 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v103 = value["payload"];
+{
+const v104 = validatePayload_8(v103, join(at, "payload"));
+if (v104 !== null) return v104;
 }
-let v116 = value["ignored"];
-if (v116 !== undefined) {
-if (typeof v116 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v116) };
-}
-let v117 = value["type"];
-if (v117 !== "approval.requested") return { path: "type", message: "Invalid input: expected \"approval.requested\"" };
-let v118 = value["payload"];
-if (typeof v118 !== "object" || v118 === null || Array.isArray(v118)) return { path: "payload", message: "Invalid input: expected object, received " + received(v118) };
-let v119 = v118["approvalId"];
-if (typeof v119 !== "string") return { path: "payload.approvalId", message: "Invalid input: expected string, received " + received(v119) };
-if (v119.length < 1) return { path: "payload.approvalId", message: "Too small: expected string to have >=1 characters" };
-let v120 = v118["tool"];
-if (typeof v120 !== "string") return { path: "payload.tool", message: "Invalid input: expected string, received " + received(v120) };
-let v121 = v118["args"];
-if (v121 === undefined && !("args" in v118)) return { path: "payload.args", message: "Invalid input: expected nonoptional, received undefined" };
 break;
 }
 case "approval.resolved":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v122 = value["id"];
-if (typeof v122 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v122) };
-if (v122.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v123 = value["runId"];
-if (typeof v123 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v123) };
-if (v123.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v124 = value["sessionId"];
-if (typeof v124 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v124) };
-if (v124.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v125 = value["sequence"];
-if (typeof v125 !== "number" || !Number.isFinite(v125)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v125) };
-if (!Number.isInteger(v125)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v125) };
-if (v125 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v125 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v125 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v126 = value["timestamp"];
-if (typeof v126 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v126) };
-if (!c0.test(v126)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v127 = value["native"];
-if (v127 !== undefined) {
-}
-let v128 = value["ignored"];
-if (v128 !== undefined) {
-if (typeof v128 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v128) };
-}
-let v129 = value["type"];
-if (v129 !== "approval.resolved") return { path: "type", message: "Invalid input: expected \"approval.resolved\"" };
-let v130 = value["payload"];
-if (typeof v130 !== "object" || v130 === null || Array.isArray(v130)) return { path: "payload", message: "Invalid input: expected object, received " + received(v130) };
-let v131 = v130["approvalId"];
-if (typeof v131 !== "string") return { path: "payload.approvalId", message: "Invalid input: expected string, received " + received(v131) };
-if (v131.length < 1) return { path: "payload.approvalId", message: "Too small: expected string to have >=1 characters" };
-let v132 = v130["decision"];
-if (v132 !== "allow" && v132 !== "deny") return { path: "payload.decision", message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v133 = v130["by"];
-if (typeof v133 !== "string") return { path: "payload.by", message: "Invalid input: expected string, received " + received(v133) };
-let v134 = v130["reason"];
-if (v134 !== undefined) {
-if (v134 !== null) {
-if (typeof v134 !== "string") return { path: "payload.reason", message: "Invalid input: expected string, received " + received(v134) };
-}
+let v105 = value["type"];
+if (v105 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v106 = value["payload"];
+{
+const v107 = validatePayload_9(v106, join(at, "payload"));
+if (v107 !== null) return v107;
 }
 break;
 }
 case "question.requested":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v135 = value["id"];
-if (typeof v135 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v135) };
-if (v135.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v136 = value["runId"];
-if (typeof v136 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v136) };
-if (v136.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v137 = value["sessionId"];
-if (typeof v137 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v137) };
-if (v137.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v138 = value["sequence"];
-if (typeof v138 !== "number" || !Number.isFinite(v138)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v138) };
-if (!Number.isInteger(v138)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v138) };
-if (v138 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v138 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v138 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v139 = value["timestamp"];
-if (typeof v139 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v139) };
-if (!c0.test(v139)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v140 = value["native"];
-if (v140 !== undefined) {
+let v108 = value["type"];
+if (v108 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v109 = value["payload"];
+{
+const v110 = validatePayload_10(v109, join(at, "payload"));
+if (v110 !== null) return v110;
 }
-let v141 = value["ignored"];
-if (v141 !== undefined) {
-if (typeof v141 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v141) };
-}
-let v142 = value["type"];
-if (v142 !== "question.requested") return { path: "type", message: "Invalid input: expected \"question.requested\"" };
-let v143 = value["payload"];
-if (typeof v143 !== "object" || v143 === null || Array.isArray(v143)) return { path: "payload", message: "Invalid input: expected object, received " + received(v143) };
-let v144 = v143["questionId"];
-if (typeof v144 !== "string") return { path: "payload.questionId", message: "Invalid input: expected string, received " + received(v144) };
-if (v144.length < 1) return { path: "payload.questionId", message: "Too small: expected string to have >=1 characters" };
-let v145 = v143["text"];
-if (typeof v145 !== "string") return { path: "payload.text", message: "Invalid input: expected string, received " + received(v145) };
 break;
 }
 case "question.answered":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v146 = value["id"];
-if (typeof v146 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v146) };
-if (v146.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v147 = value["runId"];
-if (typeof v147 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v147) };
-if (v147.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v148 = value["sessionId"];
-if (typeof v148 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v148) };
-if (v148.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v149 = value["sequence"];
-if (typeof v149 !== "number" || !Number.isFinite(v149)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v149) };
-if (!Number.isInteger(v149)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v149) };
-if (v149 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v149 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v149 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v150 = value["timestamp"];
-if (typeof v150 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v150) };
-if (!c0.test(v150)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v151 = value["native"];
-if (v151 !== undefined) {
+let v111 = value["type"];
+if (v111 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v112 = value["payload"];
+{
+const v113 = validatePayload_11(v112, join(at, "payload"));
+if (v113 !== null) return v113;
 }
-let v152 = value["ignored"];
-if (v152 !== undefined) {
-if (typeof v152 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v152) };
-}
-let v153 = value["type"];
-if (v153 !== "question.answered") return { path: "type", message: "Invalid input: expected \"question.answered\"" };
-let v154 = value["payload"];
-if (typeof v154 !== "object" || v154 === null || Array.isArray(v154)) return { path: "payload", message: "Invalid input: expected object, received " + received(v154) };
-let v155 = v154["questionId"];
-if (typeof v155 !== "string") return { path: "payload.questionId", message: "Invalid input: expected string, received " + received(v155) };
-if (v155.length < 1) return { path: "payload.questionId", message: "Too small: expected string to have >=1 characters" };
-let v156 = v154["answer"];
-if (typeof v156 !== "string") return { path: "payload.answer", message: "Invalid input: expected string, received " + received(v156) };
 break;
 }
 case "usage.updated":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v157 = value["id"];
-if (typeof v157 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v157) };
-if (v157.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v158 = value["runId"];
-if (typeof v158 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v158) };
-if (v158.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v159 = value["sessionId"];
-if (typeof v159 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v159) };
-if (v159.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v160 = value["sequence"];
-if (typeof v160 !== "number" || !Number.isFinite(v160)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v160) };
-if (!Number.isInteger(v160)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v160) };
-if (v160 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v160 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v160 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v161 = value["timestamp"];
-if (typeof v161 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v161) };
-if (!c0.test(v161)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v162 = value["native"];
-if (v162 !== undefined) {
-}
-let v163 = value["ignored"];
-if (v163 !== undefined) {
-if (typeof v163 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v163) };
-}
-let v164 = value["type"];
-if (v164 !== "usage.updated") return { path: "type", message: "Invalid input: expected \"usage.updated\"" };
-let v165 = value["payload"];
-if (typeof v165 !== "object" || v165 === null || Array.isArray(v165)) return { path: "payload", message: "Invalid input: expected object, received " + received(v165) };
-let v166 = v165["inputTokens"];
-if (v166 !== null) {
-if (typeof v166 !== "number" || !Number.isFinite(v166)) return { path: "payload.inputTokens", message: "Invalid input: expected number, received " + received(v166) };
-if (!Number.isInteger(v166)) return { path: "payload.inputTokens", message: "Invalid input: expected int, received " + received(v166) };
-if (v166 > 9007199254740991) return { path: "payload.inputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v166 < -9007199254740991) return { path: "payload.inputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v166 >= 0)) return { path: "payload.inputTokens", message: "Too small: expected number to be >=0" };
-}
-let v167 = v165["outputTokens"];
-if (v167 !== null) {
-if (typeof v167 !== "number" || !Number.isFinite(v167)) return { path: "payload.outputTokens", message: "Invalid input: expected number, received " + received(v167) };
-if (!Number.isInteger(v167)) return { path: "payload.outputTokens", message: "Invalid input: expected int, received " + received(v167) };
-if (v167 > 9007199254740991) return { path: "payload.outputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v167 < -9007199254740991) return { path: "payload.outputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v167 >= 0)) return { path: "payload.outputTokens", message: "Too small: expected number to be >=0" };
-}
-let v168 = v165["cacheReadTokens"];
-if (v168 !== null) {
-if (typeof v168 !== "number" || !Number.isFinite(v168)) return { path: "payload.cacheReadTokens", message: "Invalid input: expected number, received " + received(v168) };
-if (!Number.isInteger(v168)) return { path: "payload.cacheReadTokens", message: "Invalid input: expected int, received " + received(v168) };
-if (v168 > 9007199254740991) return { path: "payload.cacheReadTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v168 < -9007199254740991) return { path: "payload.cacheReadTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v168 >= 0)) return { path: "payload.cacheReadTokens", message: "Too small: expected number to be >=0" };
-}
-let v169 = v165["cacheWriteTokens"];
-if (v169 !== null) {
-if (typeof v169 !== "number" || !Number.isFinite(v169)) return { path: "payload.cacheWriteTokens", message: "Invalid input: expected number, received " + received(v169) };
-if (!Number.isInteger(v169)) return { path: "payload.cacheWriteTokens", message: "Invalid input: expected int, received " + received(v169) };
-if (v169 > 9007199254740991) return { path: "payload.cacheWriteTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v169 < -9007199254740991) return { path: "payload.cacheWriteTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v169 >= 0)) return { path: "payload.cacheWriteTokens", message: "Too small: expected number to be >=0" };
-}
-let v170 = v165["reasoningTokens"];
-if (v170 !== null) {
-if (typeof v170 !== "number" || !Number.isFinite(v170)) return { path: "payload.reasoningTokens", message: "Invalid input: expected number, received " + received(v170) };
-if (!Number.isInteger(v170)) return { path: "payload.reasoningTokens", message: "Invalid input: expected int, received " + received(v170) };
-if (v170 > 9007199254740991) return { path: "payload.reasoningTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v170 < -9007199254740991) return { path: "payload.reasoningTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v170 >= 0)) return { path: "payload.reasoningTokens", message: "Too small: expected number to be >=0" };
-}
-let v171 = v165["costUsd"];
-if (v171 !== null) {
-if (typeof v171 !== "number" || !Number.isFinite(v171)) return { path: "payload.costUsd", message: "Invalid input: expected number, received " + received(v171) };
-if (!(v171 >= 0)) return { path: "payload.costUsd", message: "Too small: expected number to be >=0" };
-}
-let v172 = v165["requests"];
-if (v172 !== null) {
-if (typeof v172 !== "number" || !Number.isFinite(v172)) return { path: "payload.requests", message: "Invalid input: expected number, received " + received(v172) };
-if (!Number.isInteger(v172)) return { path: "payload.requests", message: "Invalid input: expected int, received " + received(v172) };
-if (v172 > 9007199254740991) return { path: "payload.requests", message: "Too big: expected int to be <=9007199254740991" };
-if (v172 < -9007199254740991) return { path: "payload.requests", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v172 >= 0)) return { path: "payload.requests", message: "Too small: expected number to be >=0" };
-}
-let v173 = v165["costEstimated"];
-if (v173 !== undefined) {
-if (typeof v173 !== "boolean") return { path: "payload.costEstimated", message: "Invalid input: expected boolean, received " + received(v173) };
+let v114 = value["type"];
+if (v114 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v115 = value["payload"];
+{
+const v116 = validatePayload_12(v115, join(at, "payload"));
+if (v116 !== null) return v116;
 }
 break;
 }
 case "compaction.started":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v174 = value["id"];
-if (typeof v174 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v174) };
-if (v174.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v175 = value["runId"];
-if (typeof v175 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v175) };
-if (v175.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v176 = value["sessionId"];
-if (typeof v176 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v176) };
-if (v176.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v177 = value["sequence"];
-if (typeof v177 !== "number" || !Number.isFinite(v177)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v177) };
-if (!Number.isInteger(v177)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v177) };
-if (v177 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v177 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v177 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v178 = value["timestamp"];
-if (typeof v178 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v178) };
-if (!c0.test(v178)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v179 = value["native"];
-if (v179 !== undefined) {
+let v117 = value["type"];
+if (v117 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v118 = value["payload"];
+{
+const v119 = validatePayload_13(v118, join(at, "payload"));
+if (v119 !== null) return v119;
 }
-let v180 = value["ignored"];
-if (v180 !== undefined) {
-if (typeof v180 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v180) };
-}
-let v181 = value["type"];
-if (v181 !== "compaction.started") return { path: "type", message: "Invalid input: expected \"compaction.started\"" };
-let v182 = value["payload"];
-if (typeof v182 !== "object" || v182 === null || Array.isArray(v182)) return { path: "payload", message: "Invalid input: expected object, received " + received(v182) };
-let v183 = v182["stage"];
-if (typeof v183 !== "string") return { path: "payload.stage", message: "Invalid input: expected string, received " + received(v183) };
 break;
 }
 case "compaction.completed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v184 = value["id"];
-if (typeof v184 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v184) };
-if (v184.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v185 = value["runId"];
-if (typeof v185 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v185) };
-if (v185.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v186 = value["sessionId"];
-if (typeof v186 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v186) };
-if (v186.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v187 = value["sequence"];
-if (typeof v187 !== "number" || !Number.isFinite(v187)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v187) };
-if (!Number.isInteger(v187)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v187) };
-if (v187 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v187 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v187 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v188 = value["timestamp"];
-if (typeof v188 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v188) };
-if (!c0.test(v188)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v189 = value["native"];
-if (v189 !== undefined) {
+let v120 = value["type"];
+if (v120 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v121 = value["payload"];
+{
+const v122 = validatePayload_14(v121, join(at, "payload"));
+if (v122 !== null) return v122;
 }
-let v190 = value["ignored"];
-if (v190 !== undefined) {
-if (typeof v190 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v190) };
-}
-let v191 = value["type"];
-if (v191 !== "compaction.completed") return { path: "type", message: "Invalid input: expected \"compaction.completed\"" };
-let v192 = value["payload"];
-if (typeof v192 !== "object" || v192 === null || Array.isArray(v192)) return { path: "payload", message: "Invalid input: expected object, received " + received(v192) };
-let v193 = v192["stage"];
-if (typeof v193 !== "string") return { path: "payload.stage", message: "Invalid input: expected string, received " + received(v193) };
-let v194 = v192["before"];
-if (typeof v194 !== "number" || !Number.isFinite(v194)) return { path: "payload.before", message: "Invalid input: expected number, received " + received(v194) };
-if (!Number.isInteger(v194)) return { path: "payload.before", message: "Invalid input: expected int, received " + received(v194) };
-if (v194 > 9007199254740991) return { path: "payload.before", message: "Too big: expected int to be <=9007199254740991" };
-if (v194 < -9007199254740991) return { path: "payload.before", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v194 >= 0)) return { path: "payload.before", message: "Too small: expected number to be >=0" };
-let v195 = v192["after"];
-if (typeof v195 !== "number" || !Number.isFinite(v195)) return { path: "payload.after", message: "Invalid input: expected number, received " + received(v195) };
-if (!Number.isInteger(v195)) return { path: "payload.after", message: "Invalid input: expected int, received " + received(v195) };
-if (v195 > 9007199254740991) return { path: "payload.after", message: "Too big: expected int to be <=9007199254740991" };
-if (v195 < -9007199254740991) return { path: "payload.after", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v195 >= 0)) return { path: "payload.after", message: "Too small: expected number to be >=0" };
 break;
 }
 case "budget.warning":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v196 = value["id"];
-if (typeof v196 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v196) };
-if (v196.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v197 = value["runId"];
-if (typeof v197 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v197) };
-if (v197.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v198 = value["sessionId"];
-if (typeof v198 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v198) };
-if (v198.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v199 = value["sequence"];
-if (typeof v199 !== "number" || !Number.isFinite(v199)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v199) };
-if (!Number.isInteger(v199)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v199) };
-if (v199 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v199 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v199 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v200 = value["timestamp"];
-if (typeof v200 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v200) };
-if (!c0.test(v200)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v201 = value["native"];
-if (v201 !== undefined) {
-}
-let v202 = value["ignored"];
-if (v202 !== undefined) {
-if (typeof v202 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v202) };
-}
-let v203 = value["type"];
-if (v203 !== "budget.warning") return { path: "type", message: "Invalid input: expected \"budget.warning\"" };
-let v204 = value["payload"];
-if (typeof v204 !== "object" || v204 === null || Array.isArray(v204)) return { path: "payload", message: "Invalid input: expected object, received " + received(v204) };
-let v205 = v204["ratio"];
-if (typeof v205 !== "number" || !Number.isFinite(v205)) return { path: "payload.ratio", message: "Invalid input: expected number, received " + received(v205) };
-if (!(v205 >= 0)) return { path: "payload.ratio", message: "Too small: expected number to be >=0" };
-let v206 = v204["limit"];
-if (v206 !== undefined) {
-if (typeof v206 !== "string") return { path: "payload.limit", message: "Invalid input: expected string, received " + received(v206) };
+let v123 = value["type"];
+if (v123 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v124 = value["payload"];
+{
+const v125 = validatePayload_15(v124, join(at, "payload"));
+if (v125 !== null) return v125;
 }
 break;
 }
 case "heartbeat":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v207 = value["id"];
-if (typeof v207 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v207) };
-if (v207.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v208 = value["runId"];
-if (typeof v208 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v208) };
-if (v208.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v209 = value["sessionId"];
-if (typeof v209 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v209) };
-if (v209.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v210 = value["sequence"];
-if (typeof v210 !== "number" || !Number.isFinite(v210)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v210) };
-if (!Number.isInteger(v210)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v210) };
-if (v210 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v210 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v210 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v211 = value["timestamp"];
-if (typeof v211 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v211) };
-if (!c0.test(v211)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v212 = value["native"];
-if (v212 !== undefined) {
+let v126 = value["type"];
+if (v126 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v127 = value["payload"];
+{
+const v128 = validatePayload_16(v127, join(at, "payload"));
+if (v128 !== null) return v128;
 }
-let v213 = value["ignored"];
-if (v213 !== undefined) {
-if (typeof v213 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v213) };
-}
-let v214 = value["type"];
-if (v214 !== "heartbeat") return { path: "type", message: "Invalid input: expected \"heartbeat\"" };
-let v215 = value["payload"];
-if (typeof v215 !== "object" || v215 === null || Array.isArray(v215)) return { path: "payload", message: "Invalid input: expected object, received " + received(v215) };
-let v216 = v215["iteration"];
-if (typeof v216 !== "number" || !Number.isFinite(v216)) return { path: "payload.iteration", message: "Invalid input: expected number, received " + received(v216) };
-if (!Number.isInteger(v216)) return { path: "payload.iteration", message: "Invalid input: expected int, received " + received(v216) };
-if (v216 > 9007199254740991) return { path: "payload.iteration", message: "Too big: expected int to be <=9007199254740991" };
-if (v216 < -9007199254740991) return { path: "payload.iteration", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v216 >= 0)) return { path: "payload.iteration", message: "Too small: expected number to be >=0" };
 break;
 }
 case "attachment.added":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v217 = value["id"];
-if (typeof v217 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v217) };
-if (v217.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v218 = value["runId"];
-if (typeof v218 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v218) };
-if (v218.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v219 = value["sessionId"];
-if (typeof v219 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v219) };
-if (v219.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v220 = value["sequence"];
-if (typeof v220 !== "number" || !Number.isFinite(v220)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v220) };
-if (!Number.isInteger(v220)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v220) };
-if (v220 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v220 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v220 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v221 = value["timestamp"];
-if (typeof v221 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v221) };
-if (!c0.test(v221)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v222 = value["native"];
-if (v222 !== undefined) {
+let v129 = value["type"];
+if (v129 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v130 = value["payload"];
+{
+const v131 = validatePayload_17(v130, join(at, "payload"));
+if (v131 !== null) return v131;
 }
-let v223 = value["ignored"];
-if (v223 !== undefined) {
-if (typeof v223 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v223) };
-}
-let v224 = value["type"];
-if (v224 !== "attachment.added") return { path: "type", message: "Invalid input: expected \"attachment.added\"" };
-let v225 = value["payload"];
-if (typeof v225 !== "object" || v225 === null || Array.isArray(v225)) return { path: "payload", message: "Invalid input: expected object, received " + received(v225) };
-let v226 = v225["name"];
-if (typeof v226 !== "string") return { path: "payload.name", message: "Invalid input: expected string, received " + received(v226) };
-if (v226.length < 1) return { path: "payload.name", message: "Too small: expected string to have >=1 characters" };
-let v227 = v225["path"];
-if (typeof v227 !== "string") return { path: "payload.path", message: "Invalid input: expected string, received " + received(v227) };
-if (v227.length < 1) return { path: "payload.path", message: "Too small: expected string to have >=1 characters" };
-let v228 = v225["contentType"];
-if (typeof v228 !== "string") return { path: "payload.contentType", message: "Invalid input: expected string, received " + received(v228) };
-let v229 = v225["bytes"];
-if (typeof v229 !== "number" || !Number.isFinite(v229)) return { path: "payload.bytes", message: "Invalid input: expected number, received " + received(v229) };
-if (!Number.isInteger(v229)) return { path: "payload.bytes", message: "Invalid input: expected int, received " + received(v229) };
-if (v229 > 9007199254740991) return { path: "payload.bytes", message: "Too big: expected int to be <=9007199254740991" };
-if (v229 < -9007199254740991) return { path: "payload.bytes", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v229 >= 0)) return { path: "payload.bytes", message: "Too small: expected number to be >=0" };
-let v230 = v225["sha256"];
-if (typeof v230 !== "string") return { path: "payload.sha256", message: "Invalid input: expected string, received " + received(v230) };
-if (!c1.test(v230)) return { path: "payload.sha256", message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 break;
 }
 case "status.changed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v231 = value["id"];
-if (typeof v231 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v231) };
-if (v231.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v232 = value["runId"];
-if (typeof v232 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v232) };
-if (v232.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v233 = value["sessionId"];
-if (typeof v233 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v233) };
-if (v233.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v234 = value["sequence"];
-if (typeof v234 !== "number" || !Number.isFinite(v234)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v234) };
-if (!Number.isInteger(v234)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v234) };
-if (v234 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v234 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v234 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v235 = value["timestamp"];
-if (typeof v235 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v235) };
-if (!c0.test(v235)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v236 = value["native"];
-if (v236 !== undefined) {
-}
-let v237 = value["ignored"];
-if (v237 !== undefined) {
-if (typeof v237 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v237) };
-}
-let v238 = value["type"];
-if (v238 !== "status.changed") return { path: "type", message: "Invalid input: expected \"status.changed\"" };
-let v239 = value["payload"];
-if (typeof v239 !== "object" || v239 === null || Array.isArray(v239)) return { path: "payload", message: "Invalid input: expected object, received " + received(v239) };
-let v240 = v239["status"];
-if (v240 !== "queued" && v240 !== "running" && v240 !== "waiting" && v240 !== "completed" && v240 !== "failed" && v240 !== "interrupted") return { path: "payload.status", message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v241 = v239["reason"];
-if (v241 !== null) {
-if (typeof v241 !== "string") return { path: "payload.reason", message: "Invalid input: expected string, received " + received(v241) };
+let v132 = value["type"];
+if (v132 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v133 = value["payload"];
+{
+const v134 = validatePayload_18(v133, join(at, "payload"));
+if (v134 !== null) return v134;
 }
 break;
 }
 case "problem":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v242 = value["id"];
-if (typeof v242 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v242) };
-if (v242.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v243 = value["runId"];
-if (typeof v243 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v243) };
-if (v243.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v244 = value["sessionId"];
-if (typeof v244 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v244) };
-if (v244.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v245 = value["sequence"];
-if (typeof v245 !== "number" || !Number.isFinite(v245)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v245) };
-if (!Number.isInteger(v245)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v245) };
-if (v245 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v245 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v245 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v246 = value["timestamp"];
-if (typeof v246 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v246) };
-if (!c0.test(v246)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v247 = value["native"];
-if (v247 !== undefined) {
-}
-let v248 = value["ignored"];
-if (v248 !== undefined) {
-if (typeof v248 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v248) };
-}
-let v249 = value["type"];
-if (v249 !== "problem") return { path: "type", message: "Invalid input: expected \"problem\"" };
-let v250 = value["payload"];
-if (typeof v250 !== "object" || v250 === null || Array.isArray(v250)) return { path: "payload", message: "Invalid input: expected object, received " + received(v250) };
-let v251 = v250["source"];
-if (typeof v251 !== "string") return { path: "payload.source", message: "Invalid input: expected string, received " + received(v251) };
-let v252 = v250["reason"];
-if (typeof v252 !== "string") return { path: "payload.reason", message: "Invalid input: expected string, received " + received(v252) };
-let v253 = v250["text"];
-if (v253 !== undefined) {
-if (typeof v253 !== "string") return { path: "payload.text", message: "Invalid input: expected string, received " + received(v253) };
+let v135 = value["type"];
+if (v135 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v136 = value["payload"];
+{
+const v137 = validatePayload_19(v136, join(at, "payload"));
+if (v137 !== null) return v137;
 }
 break;
 }
 case "completed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v254 = value["id"];
-if (typeof v254 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v254) };
-if (v254.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v255 = value["runId"];
-if (typeof v255 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v255) };
-if (v255.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v256 = value["sessionId"];
-if (typeof v256 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v256) };
-if (v256.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v257 = value["sequence"];
-if (typeof v257 !== "number" || !Number.isFinite(v257)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v257) };
-if (!Number.isInteger(v257)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v257) };
-if (v257 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v257 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v257 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v258 = value["timestamp"];
-if (typeof v258 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v258) };
-if (!c0.test(v258)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v259 = value["native"];
-if (v259 !== undefined) {
+let v138 = value["type"];
+if (v138 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v139 = value["payload"];
+{
+const v140 = validatePayload_20(v139, join(at, "payload"));
+if (v140 !== null) return v140;
 }
-let v260 = value["ignored"];
-if (v260 !== undefined) {
-if (typeof v260 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v260) };
-}
-let v261 = value["type"];
-if (v261 !== "completed") return { path: "type", message: "Invalid input: expected \"completed\"" };
-let v262 = value["payload"];
-if (typeof v262 !== "object" || v262 === null || Array.isArray(v262)) return { path: "payload", message: "Invalid input: expected object, received " + received(v262) };
-let v263 = v262["reason"];
-if (v263 !== null) {
-if (typeof v263 !== "string") return { path: "payload.reason", message: "Invalid input: expected string, received " + received(v263) };
-}
-let v264 = v262["result"];
-if (v264 === undefined && !("result" in v262)) return { path: "payload.result", message: "Invalid input: expected nonoptional, received undefined" };
 break;
 }
 case "failed":
 {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v265 = value["id"];
-if (typeof v265 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v265) };
-if (v265.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v266 = value["runId"];
-if (typeof v266 !== "string") return { path: "runId", message: "Invalid input: expected string, received " + received(v266) };
-if (v266.length < 1) return { path: "runId", message: "Too small: expected string to have >=1 characters" };
-let v267 = value["sessionId"];
-if (typeof v267 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v267) };
-if (v267.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v268 = value["sequence"];
-if (typeof v268 !== "number" || !Number.isFinite(v268)) return { path: "sequence", message: "Invalid input: expected number, received " + received(v268) };
-if (!Number.isInteger(v268)) return { path: "sequence", message: "Invalid input: expected int, received " + received(v268) };
-if (v268 > 9007199254740991) return { path: "sequence", message: "Too big: expected int to be <=9007199254740991" };
-if (v268 < -9007199254740991) return { path: "sequence", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v268 >= 0)) return { path: "sequence", message: "Too small: expected number to be >=0" };
-let v269 = value["timestamp"];
-if (typeof v269 !== "string") return { path: "timestamp", message: "Invalid input: expected string, received " + received(v269) };
-if (!c0.test(v269)) return { path: "timestamp", message: "Invalid ISO datetime" };
-let v270 = value["native"];
-if (v270 !== undefined) {
+let v141 = value["type"];
+if (v141 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v142 = value["payload"];
+{
+const v143 = validatePayload_21(v142, join(at, "payload"));
+if (v143 !== null) return v143;
 }
-let v271 = value["ignored"];
-if (v271 !== undefined) {
-if (typeof v271 !== "string") return { path: "ignored", message: "Invalid input: expected string, received " + received(v271) };
-}
-let v272 = value["type"];
-if (v272 !== "failed") return { path: "type", message: "Invalid input: expected \"failed\"" };
-let v273 = value["payload"];
-if (typeof v273 !== "object" || v273 === null || Array.isArray(v273)) return { path: "payload", message: "Invalid input: expected object, received " + received(v273) };
-let v274 = v273["reason"];
-if (v274 !== null) {
-if (typeof v274 !== "string") return { path: "payload.reason", message: "Invalid input: expected string, received " + received(v274) };
-}
-let v275 = v273["result"];
-if (v275 === undefined && !("result" in v273)) return { path: "payload.result", message: "Invalid input: expected nonoptional, received undefined" };
 break;
 }
-default: return { path: "type", message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
 }
 return null;
 };
-export const validateRunRecord: Validator = function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v276 = value["id"];
-if (typeof v276 !== "string") return { path: "id", message: "Invalid input: expected string, received " + received(v276) };
-if (v276.length < 1) return { path: "id", message: "Too small: expected string to have >=1 characters" };
-let v277 = value["sessionId"];
-if (typeof v277 !== "string") return { path: "sessionId", message: "Invalid input: expected string, received " + received(v277) };
-if (v277.length < 1) return { path: "sessionId", message: "Too small: expected string to have >=1 characters" };
-let v278 = value["contextId"];
-if (v278 !== null) {
-if (typeof v278 !== "string") return { path: "contextId", message: "Invalid input: expected string, received " + received(v278) };
+export const validateRunRecord: Validator = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v152 = value["id"];
+if (typeof v152 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v152) };
+if (v152.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v153 = value["sessionId"];
+if (typeof v153 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v153) };
+if (v153.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v154 = value["contextId"];
+if (v154 !== null) {
+if (typeof v154 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v154) };
 }
-let v279 = value["nativeSessionId"];
-if (v279 !== null) {
-if (typeof v279 !== "string") return { path: "nativeSessionId", message: "Invalid input: expected string, received " + received(v279) };
+let v155 = value["nativeSessionId"];
+if (v155 !== null) {
+if (typeof v155 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v155) };
 }
-let v280 = value["parentRunId"];
-if (v280 !== null) {
-if (typeof v280 !== "string") return { path: "parentRunId", message: "Invalid input: expected string, received " + received(v280) };
+let v156 = value["parentRunId"];
+if (v156 !== null) {
+if (typeof v156 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v156) };
 }
-let v281 = value["resumedFromRunId"];
-if (v281 !== null) {
-if (typeof v281 !== "string") return { path: "resumedFromRunId", message: "Invalid input: expected string, received " + received(v281) };
+let v157 = value["resumedFromRunId"];
+if (v157 !== null) {
+if (typeof v157 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v157) };
 }
-let v282 = value["relation"];
-if (v282 !== null) {
-if (typeof v282 !== "string") return { path: "relation", message: "Invalid input: expected string, received " + received(v282) };
+let v158 = value["relation"];
+if (v158 !== null) {
+if (typeof v158 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v158) };
 }
-let v283 = value["harness"];
-if (typeof v283 !== "string") return { path: "harness", message: "Invalid input: expected string, received " + received(v283) };
-if (v283.length < 1) return { path: "harness", message: "Too small: expected string to have >=1 characters" };
-let v284 = value["driver"];
-if (typeof v284 !== "string") return { path: "driver", message: "Invalid input: expected string, received " + received(v284) };
-if (v284.length < 1) return { path: "driver", message: "Too small: expected string to have >=1 characters" };
-let v285 = value["trigger"];
-if (v285 !== "cli" && v285 !== "api" && v285 !== "a2a" && v285 !== "suite" && v285 !== "replay") return { path: "trigger", message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v286 = value["cwd"];
-if (typeof v286 !== "string") return { path: "cwd", message: "Invalid input: expected string, received " + received(v286) };
-let v287 = value["goal"];
-if (v287 !== null) {
-if (typeof v287 !== "string") return { path: "goal", message: "Invalid input: expected string, received " + received(v287) };
+let v159 = value["harness"];
+if (typeof v159 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v159) };
+if (v159.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v160 = value["driver"];
+if (typeof v160 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v160) };
+if (v160.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v161 = value["trigger"];
+if (v161 !== "cli" && v161 !== "api" && v161 !== "a2a" && v161 !== "suite" && v161 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v162 = value["cwd"];
+if (typeof v162 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v162) };
+let v163 = value["goal"];
+if (v163 !== null) {
+if (typeof v163 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v163) };
 }
-let v288 = value["startedAt"];
-if (typeof v288 !== "string") return { path: "startedAt", message: "Invalid input: expected string, received " + received(v288) };
-if (!c0.test(v288)) return { path: "startedAt", message: "Invalid ISO datetime" };
-let v289 = value["endedAt"];
-if (v289 !== null) {
-if (typeof v289 !== "string") return { path: "endedAt", message: "Invalid input: expected string, received " + received(v289) };
-if (!c0.test(v289)) return { path: "endedAt", message: "Invalid ISO datetime" };
+let v164 = value["startedAt"];
+if (typeof v164 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v164) };
+if (!c0.test(v164)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v165 = value["endedAt"];
+if (v165 !== null) {
+if (typeof v165 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v165) };
+if (!c0.test(v165)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
 }
-let v290 = value["status"];
-if (v290 !== "queued" && v290 !== "running" && v290 !== "waiting" && v290 !== "completed" && v290 !== "failed" && v290 !== "interrupted") return { path: "status", message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v291 = value["exitCode"];
-if (v291 !== null) {
-if (typeof v291 !== "number" || !Number.isFinite(v291)) return { path: "exitCode", message: "Invalid input: expected number, received " + received(v291) };
-if (!Number.isInteger(v291)) return { path: "exitCode", message: "Invalid input: expected int, received " + received(v291) };
-if (v291 > 9007199254740991) return { path: "exitCode", message: "Too big: expected int to be <=9007199254740991" };
-if (v291 < -9007199254740991) return { path: "exitCode", message: "Too small: expected int to be >=-9007199254740991" };
+let v166 = value["status"];
+if (v166 !== "queued" && v166 !== "running" && v166 !== "waiting" && v166 !== "completed" && v166 !== "failed" && v166 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v167 = value["exitCode"];
+if (v167 !== null) {
+if (typeof v167 !== "number" || !Number.isFinite(v167)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v167) };
+if (!Number.isInteger(v167)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v167) };
+if (v167 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v167 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v292 = value["terminalReason"];
-if (v292 !== null) {
-if (typeof v292 !== "string") return { path: "terminalReason", message: "Invalid input: expected string, received " + received(v292) };
-}
-return null;
-};
-export const validateHarnessSession: Validator = function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v293 = value["type"];
-if (v293 !== "reins.harness-session") return { path: "type", message: "Invalid input: expected \"reins.harness-session\"" };
-let v294 = value["session_id"];
-if (typeof v294 !== "string") return { path: "session_id", message: "Invalid input: expected string, received " + received(v294) };
-if (v294.length < 1) return { path: "session_id", message: "Too small: expected string to have >=1 characters" };
-let v295 = value["native_session_id"];
-if (v295 !== null) {
-if (typeof v295 !== "string") return { path: "native_session_id", message: "Invalid input: expected string, received " + received(v295) };
-if (v295.length < 1) return { path: "native_session_id", message: "Too small: expected string to have >=1 characters" };
-}
-let v296 = value["harness"];
-if (typeof v296 !== "string") return { path: "harness", message: "Invalid input: expected string, received " + received(v296) };
-if (v296.length < 1) return { path: "harness", message: "Too small: expected string to have >=1 characters" };
-let v297 = value["driver"];
-if (typeof v297 !== "string") return { path: "driver", message: "Invalid input: expected string, received " + received(v297) };
-if (v297.length < 1) return { path: "driver", message: "Too small: expected string to have >=1 characters" };
-let v298 = value["created_ms"];
-if (typeof v298 !== "number" || !Number.isFinite(v298)) return { path: "created_ms", message: "Invalid input: expected number, received " + received(v298) };
-if (!Number.isInteger(v298)) return { path: "created_ms", message: "Invalid input: expected int, received " + received(v298) };
-if (v298 > 9007199254740991) return { path: "created_ms", message: "Too big: expected int to be <=9007199254740991" };
-if (v298 < -9007199254740991) return { path: "created_ms", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v298 >= 0)) return { path: "created_ms", message: "Too small: expected number to be >=0" };
-let v299 = value["updated_ms"];
-if (typeof v299 !== "number" || !Number.isFinite(v299)) return { path: "updated_ms", message: "Invalid input: expected number, received " + received(v299) };
-if (!Number.isInteger(v299)) return { path: "updated_ms", message: "Invalid input: expected int, received " + received(v299) };
-if (v299 > 9007199254740991) return { path: "updated_ms", message: "Too big: expected int to be <=9007199254740991" };
-if (v299 < -9007199254740991) return { path: "updated_ms", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v299 >= 0)) return { path: "updated_ms", message: "Too small: expected number to be >=0" };
-let v300 = value["sessions"];
-if (v300 !== undefined) {
-if (!Array.isArray(v300)) return { path: "sessions", message: "Invalid input: expected array, received " + received(v300) };
-for (let v301 = 0; v301 < v300.length; v301++) {
-const v302 = v300[v301];
-if (typeof v302 !== "object" || v302 === null || Array.isArray(v302)) return { path: "sessions." + v301, message: "Invalid input: expected object, received " + received(v302) };
-let v303 = v302["driver"];
-if (typeof v303 !== "string") return { path: "sessions." + v301 + ".driver", message: "Invalid input: expected string, received " + received(v303) };
-if (v303.length < 1) return { path: "sessions." + v301 + ".driver", message: "Too small: expected string to have >=1 characters" };
-let v304 = v302["harness"];
-if (typeof v304 !== "string") return { path: "sessions." + v301 + ".harness", message: "Invalid input: expected string, received " + received(v304) };
-if (v304.length < 1) return { path: "sessions." + v301 + ".harness", message: "Too small: expected string to have >=1 characters" };
-let v305 = v302["session_id"];
-if (typeof v305 !== "string") return { path: "sessions." + v301 + ".session_id", message: "Invalid input: expected string, received " + received(v305) };
-if (v305.length < 1) return { path: "sessions." + v301 + ".session_id", message: "Too small: expected string to have >=1 characters" };
-let v306 = v302["native_session_id"];
-if (v306 !== null) {
-if (typeof v306 !== "string") return { path: "sessions." + v301 + ".native_session_id", message: "Invalid input: expected string, received " + received(v306) };
-if (v306.length < 1) return { path: "sessions." + v301 + ".native_session_id", message: "Too small: expected string to have >=1 characters" };
-}
-let v307 = v302["created_ms"];
-if (typeof v307 !== "number" || !Number.isFinite(v307)) return { path: "sessions." + v301 + ".created_ms", message: "Invalid input: expected number, received " + received(v307) };
-if (!Number.isInteger(v307)) return { path: "sessions." + v301 + ".created_ms", message: "Invalid input: expected int, received " + received(v307) };
-if (v307 > 9007199254740991) return { path: "sessions." + v301 + ".created_ms", message: "Too big: expected int to be <=9007199254740991" };
-if (v307 < -9007199254740991) return { path: "sessions." + v301 + ".created_ms", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v307 >= 0)) return { path: "sessions." + v301 + ".created_ms", message: "Too small: expected number to be >=0" };
-let v308 = v302["updated_ms"];
-if (typeof v308 !== "number" || !Number.isFinite(v308)) return { path: "sessions." + v301 + ".updated_ms", message: "Invalid input: expected number, received " + received(v308) };
-if (!Number.isInteger(v308)) return { path: "sessions." + v301 + ".updated_ms", message: "Invalid input: expected int, received " + received(v308) };
-if (v308 > 9007199254740991) return { path: "sessions." + v301 + ".updated_ms", message: "Too big: expected int to be <=9007199254740991" };
-if (v308 < -9007199254740991) return { path: "sessions." + v301 + ".updated_ms", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v308 >= 0)) return { path: "sessions." + v301 + ".updated_ms", message: "Too small: expected number to be >=0" };
-}
+let v168 = value["terminalReason"];
+if (v168 !== null) {
+if (typeof v168 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v168) };
 }
 return null;
 };
-export const validatePayload: Record<string, Validator> = {
-  "run.started": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v309 = value["harness"];
-if (typeof v309 !== "string") return { path: "harness", message: "Invalid input: expected string, received " + received(v309) };
-let v310 = value["driver"];
-if (typeof v310 !== "string") return { path: "driver", message: "Invalid input: expected string, received " + received(v310) };
-let v311 = value["cwd"];
-if (typeof v311 !== "string") return { path: "cwd", message: "Invalid input: expected string, received " + received(v311) };
-let v312 = value["goal"];
-if (v312 !== null) {
-if (typeof v312 !== "string") return { path: "goal", message: "Invalid input: expected string, received " + received(v312) };
+export const validateHarnessSession: Validator = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v169 = value["type"];
+if (v169 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v170 = value["session_id"];
+if (typeof v170 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v170) };
+if (v170.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v171 = value["native_session_id"];
+if (v171 !== null) {
+if (typeof v171 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v171) };
+if (v171.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v313 = value["contextId"];
-if (v313 !== null) {
-if (typeof v313 !== "string") return { path: "contextId", message: "Invalid input: expected string, received " + received(v313) };
+let v172 = value["harness"];
+if (typeof v172 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v172) };
+if (v172.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v173 = value["driver"];
+if (typeof v173 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v173) };
+if (v173.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v174 = value["created_ms"];
+if (typeof v174 !== "number" || !Number.isFinite(v174)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v174) };
+if (!Number.isInteger(v174)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v174) };
+if (v174 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v174 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v174 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v175 = value["updated_ms"];
+if (typeof v175 !== "number" || !Number.isFinite(v175)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v175) };
+if (!Number.isInteger(v175)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v175) };
+if (v175 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v175 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v175 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v176 = value["sessions"];
+if (v176 !== undefined) {
+if (!Array.isArray(v176)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v176) };
+for (let v177 = 0; v177 < v176.length; v177++) {
+const v178 = v176[v177];
+if (typeof v178 !== "object" || v178 === null || Array.isArray(v178)) return { path: join(at, "sessions." + v177), message: "Invalid input: expected object, received " + received(v178) };
+let v179 = v178["driver"];
+if (typeof v179 !== "string") return { path: join(at, "sessions." + v177 + ".driver"), message: "Invalid input: expected string, received " + received(v179) };
+if (v179.length < 1) return { path: join(at, "sessions." + v177 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v180 = v178["harness"];
+if (typeof v180 !== "string") return { path: join(at, "sessions." + v177 + ".harness"), message: "Invalid input: expected string, received " + received(v180) };
+if (v180.length < 1) return { path: join(at, "sessions." + v177 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v181 = v178["session_id"];
+if (typeof v181 !== "string") return { path: join(at, "sessions." + v177 + ".session_id"), message: "Invalid input: expected string, received " + received(v181) };
+if (v181.length < 1) return { path: join(at, "sessions." + v177 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v182 = v178["native_session_id"];
+if (v182 !== null) {
+if (typeof v182 !== "string") return { path: join(at, "sessions." + v177 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v182) };
+if (v182.length < 1) return { path: join(at, "sessions." + v177 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v314 = value["resumeOf"];
-if (v314 !== null) {
-if (typeof v314 !== "string") return { path: "resumeOf", message: "Invalid input: expected string, received " + received(v314) };
-}
-return null;
-},
-  "session.linked": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v315 = value["nativeSessionId"];
-if (typeof v315 !== "string") return { path: "nativeSessionId", message: "Invalid input: expected string, received " + received(v315) };
-if (v315.length < 1) return { path: "nativeSessionId", message: "Too small: expected string to have >=1 characters" };
-return null;
-},
-  "message.delta": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v316 = value["role"];
-if (v316 !== "user" && v316 !== "assistant" && v316 !== "system") return { path: "role", message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v317 = value["text"];
-if (typeof v317 !== "string") return { path: "text", message: "Invalid input: expected string, received " + received(v317) };
-return null;
-},
-  "message.completed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v318 = value["role"];
-if (v318 !== "user" && v318 !== "assistant" && v318 !== "system") return { path: "role", message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v319 = value["text"];
-if (typeof v319 !== "string") return { path: "text", message: "Invalid input: expected string, received " + received(v319) };
-return null;
-},
-  "model.requested": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v320 = value["historyLength"];
-if (typeof v320 !== "number" || !Number.isFinite(v320)) return { path: "historyLength", message: "Invalid input: expected number, received " + received(v320) };
-if (!Number.isInteger(v320)) return { path: "historyLength", message: "Invalid input: expected int, received " + received(v320) };
-if (v320 > 9007199254740991) return { path: "historyLength", message: "Too big: expected int to be <=9007199254740991" };
-if (v320 < -9007199254740991) return { path: "historyLength", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v320 >= 0)) return { path: "historyLength", message: "Too small: expected number to be >=0" };
-let v321 = value["toolCount"];
-if (typeof v321 !== "number" || !Number.isFinite(v321)) return { path: "toolCount", message: "Invalid input: expected number, received " + received(v321) };
-if (!Number.isInteger(v321)) return { path: "toolCount", message: "Invalid input: expected int, received " + received(v321) };
-if (v321 > 9007199254740991) return { path: "toolCount", message: "Too big: expected int to be <=9007199254740991" };
-if (v321 < -9007199254740991) return { path: "toolCount", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v321 >= 0)) return { path: "toolCount", message: "Too small: expected number to be >=0" };
-return null;
-},
-  "model.completed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v322 = value["text"];
-if (v322 !== null) {
-if (typeof v322 !== "string") return { path: "text", message: "Invalid input: expected string, received " + received(v322) };
-}
-let v323 = value["toolCalls"];
-if (!Array.isArray(v323)) return { path: "toolCalls", message: "Invalid input: expected array, received " + received(v323) };
-for (let v324 = 0; v324 < v323.length; v324++) {
-const v325 = v323[v324];
-if (typeof v325 !== "object" || v325 === null || Array.isArray(v325)) return { path: "toolCalls." + v324, message: "Invalid input: expected object, received " + received(v325) };
-let v326 = v325["id"];
-if (typeof v326 !== "string") return { path: "toolCalls." + v324 + ".id", message: "Invalid input: expected string, received " + received(v326) };
-if (v326.length < 1) return { path: "toolCalls." + v324 + ".id", message: "Too small: expected string to have >=1 characters" };
-let v327 = v325["name"];
-if (typeof v327 !== "string") return { path: "toolCalls." + v324 + ".name", message: "Invalid input: expected string, received " + received(v327) };
-if (v327.length < 1) return { path: "toolCalls." + v324 + ".name", message: "Too small: expected string to have >=1 characters" };
-let v328 = v325["args"];
-if (v328 === undefined && !("args" in v325)) return { path: "toolCalls." + v324 + ".args", message: "Invalid input: expected nonoptional, received undefined" };
-}
-let v329 = value["stopReason"];
-if (v329 !== null) {
-if (typeof v329 !== "string") return { path: "stopReason", message: "Invalid input: expected string, received " + received(v329) };
-}
-let v330 = value["usage"];
-if (v330 !== null) {
-if (typeof v330 !== "object" || v330 === null || Array.isArray(v330)) return { path: "usage", message: "Invalid input: expected object, received " + received(v330) };
-let v331 = v330["inputTokens"];
-if (v331 !== undefined) {
-if (typeof v331 !== "number" || !Number.isFinite(v331)) return { path: "usage.inputTokens", message: "Invalid input: expected number, received " + received(v331) };
-if (!Number.isInteger(v331)) return { path: "usage.inputTokens", message: "Invalid input: expected int, received " + received(v331) };
-if (v331 > 9007199254740991) return { path: "usage.inputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v331 < -9007199254740991) return { path: "usage.inputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v331 >= 0)) return { path: "usage.inputTokens", message: "Too small: expected number to be >=0" };
-}
-let v332 = v330["outputTokens"];
-if (v332 !== undefined) {
-if (typeof v332 !== "number" || !Number.isFinite(v332)) return { path: "usage.outputTokens", message: "Invalid input: expected number, received " + received(v332) };
-if (!Number.isInteger(v332)) return { path: "usage.outputTokens", message: "Invalid input: expected int, received " + received(v332) };
-if (v332 > 9007199254740991) return { path: "usage.outputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v332 < -9007199254740991) return { path: "usage.outputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v332 >= 0)) return { path: "usage.outputTokens", message: "Too small: expected number to be >=0" };
-}
-let v333 = v330["cacheReadTokens"];
-if (v333 !== undefined) {
-if (typeof v333 !== "number" || !Number.isFinite(v333)) return { path: "usage.cacheReadTokens", message: "Invalid input: expected number, received " + received(v333) };
-if (!Number.isInteger(v333)) return { path: "usage.cacheReadTokens", message: "Invalid input: expected int, received " + received(v333) };
-if (v333 > 9007199254740991) return { path: "usage.cacheReadTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v333 < -9007199254740991) return { path: "usage.cacheReadTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v333 >= 0)) return { path: "usage.cacheReadTokens", message: "Too small: expected number to be >=0" };
-}
-let v334 = v330["cacheWriteTokens"];
-if (v334 !== undefined) {
-if (typeof v334 !== "number" || !Number.isFinite(v334)) return { path: "usage.cacheWriteTokens", message: "Invalid input: expected number, received " + received(v334) };
-if (!Number.isInteger(v334)) return { path: "usage.cacheWriteTokens", message: "Invalid input: expected int, received " + received(v334) };
-if (v334 > 9007199254740991) return { path: "usage.cacheWriteTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v334 < -9007199254740991) return { path: "usage.cacheWriteTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v334 >= 0)) return { path: "usage.cacheWriteTokens", message: "Too small: expected number to be >=0" };
-}
-let v335 = v330["reasoningTokens"];
-if (v335 !== undefined) {
-if (typeof v335 !== "number" || !Number.isFinite(v335)) return { path: "usage.reasoningTokens", message: "Invalid input: expected number, received " + received(v335) };
-if (!Number.isInteger(v335)) return { path: "usage.reasoningTokens", message: "Invalid input: expected int, received " + received(v335) };
-if (v335 > 9007199254740991) return { path: "usage.reasoningTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v335 < -9007199254740991) return { path: "usage.reasoningTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v335 >= 0)) return { path: "usage.reasoningTokens", message: "Too small: expected number to be >=0" };
-}
-let v336 = v330["costUsd"];
-if (v336 !== undefined) {
-if (typeof v336 !== "number" || !Number.isFinite(v336)) return { path: "usage.costUsd", message: "Invalid input: expected number, received " + received(v336) };
-if (!(v336 >= 0)) return { path: "usage.costUsd", message: "Too small: expected number to be >=0" };
-}
-}
-let v337 = value["reasoning"];
-if (v337 !== null) {
-if (typeof v337 !== "string") return { path: "reasoning", message: "Invalid input: expected string, received " + received(v337) };
-}
-return null;
-},
-  "tool.started": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v338 = value["callId"];
-if (typeof v338 !== "string") return { path: "callId", message: "Invalid input: expected string, received " + received(v338) };
-if (v338.length < 1) return { path: "callId", message: "Too small: expected string to have >=1 characters" };
-let v339 = value["tool"];
-if (typeof v339 !== "string") return { path: "tool", message: "Invalid input: expected string, received " + received(v339) };
-let v340 = value["args"];
-if (v340 === undefined && !("args" in value)) return { path: "args", message: "Invalid input: expected nonoptional, received undefined" };
-return null;
-},
-  "tool.completed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v341 = value["callId"];
-if (typeof v341 !== "string") return { path: "callId", message: "Invalid input: expected string, received " + received(v341) };
-if (v341.length < 1) return { path: "callId", message: "Too small: expected string to have >=1 characters" };
-let v342 = value["ok"];
-if (typeof v342 !== "boolean") return { path: "ok", message: "Invalid input: expected boolean, received " + received(v342) };
-let v343 = value["result"];
-if (v343 !== undefined) {
-}
-let v344 = value["error"];
-if (v344 !== undefined) {
-if (typeof v344 !== "string") return { path: "error", message: "Invalid input: expected string, received " + received(v344) };
-}
-let v345 = value["startedAt"];
-if (v345 !== null) {
-if (typeof v345 !== "string") return { path: "startedAt", message: "Invalid input: expected string, received " + received(v345) };
-if (!c0.test(v345)) return { path: "startedAt", message: "Invalid ISO datetime" };
-}
-let v346 = value["finishedAt"];
-if (v346 !== null) {
-if (typeof v346 !== "string") return { path: "finishedAt", message: "Invalid input: expected string, received " + received(v346) };
-if (!c0.test(v346)) return { path: "finishedAt", message: "Invalid ISO datetime" };
-}
-return null;
-},
-  "approval.requested": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v347 = value["approvalId"];
-if (typeof v347 !== "string") return { path: "approvalId", message: "Invalid input: expected string, received " + received(v347) };
-if (v347.length < 1) return { path: "approvalId", message: "Too small: expected string to have >=1 characters" };
-let v348 = value["tool"];
-if (typeof v348 !== "string") return { path: "tool", message: "Invalid input: expected string, received " + received(v348) };
-let v349 = value["args"];
-if (v349 === undefined && !("args" in value)) return { path: "args", message: "Invalid input: expected nonoptional, received undefined" };
-return null;
-},
-  "approval.resolved": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v350 = value["approvalId"];
-if (typeof v350 !== "string") return { path: "approvalId", message: "Invalid input: expected string, received " + received(v350) };
-if (v350.length < 1) return { path: "approvalId", message: "Too small: expected string to have >=1 characters" };
-let v351 = value["decision"];
-if (v351 !== "allow" && v351 !== "deny") return { path: "decision", message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v352 = value["by"];
-if (typeof v352 !== "string") return { path: "by", message: "Invalid input: expected string, received " + received(v352) };
-let v353 = value["reason"];
-if (v353 !== undefined) {
-if (v353 !== null) {
-if (typeof v353 !== "string") return { path: "reason", message: "Invalid input: expected string, received " + received(v353) };
+let v183 = v178["created_ms"];
+if (typeof v183 !== "number" || !Number.isFinite(v183)) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Invalid input: expected number, received " + received(v183) };
+if (!Number.isInteger(v183)) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Invalid input: expected int, received " + received(v183) };
+if (v183 > 9007199254740991) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v183 < -9007199254740991) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v183 >= 0)) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v184 = v178["updated_ms"];
+if (typeof v184 !== "number" || !Number.isFinite(v184)) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v184) };
+if (!Number.isInteger(v184)) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v184) };
+if (v184 > 9007199254740991) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v184 < -9007199254740991) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v184 >= 0)) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;
-},
-  "question.requested": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v354 = value["questionId"];
-if (typeof v354 !== "string") return { path: "questionId", message: "Invalid input: expected string, received " + received(v354) };
-if (v354.length < 1) return { path: "questionId", message: "Too small: expected string to have >=1 characters" };
-let v355 = value["text"];
-if (typeof v355 !== "string") return { path: "text", message: "Invalid input: expected string, received " + received(v355) };
-return null;
-},
-  "question.answered": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v356 = value["questionId"];
-if (typeof v356 !== "string") return { path: "questionId", message: "Invalid input: expected string, received " + received(v356) };
-if (v356.length < 1) return { path: "questionId", message: "Too small: expected string to have >=1 characters" };
-let v357 = value["answer"];
-if (typeof v357 !== "string") return { path: "answer", message: "Invalid input: expected string, received " + received(v357) };
-return null;
-},
-  "usage.updated": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v358 = value["inputTokens"];
-if (v358 !== null) {
-if (typeof v358 !== "number" || !Number.isFinite(v358)) return { path: "inputTokens", message: "Invalid input: expected number, received " + received(v358) };
-if (!Number.isInteger(v358)) return { path: "inputTokens", message: "Invalid input: expected int, received " + received(v358) };
-if (v358 > 9007199254740991) return { path: "inputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v358 < -9007199254740991) return { path: "inputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v358 >= 0)) return { path: "inputTokens", message: "Too small: expected number to be >=0" };
-}
-let v359 = value["outputTokens"];
-if (v359 !== null) {
-if (typeof v359 !== "number" || !Number.isFinite(v359)) return { path: "outputTokens", message: "Invalid input: expected number, received " + received(v359) };
-if (!Number.isInteger(v359)) return { path: "outputTokens", message: "Invalid input: expected int, received " + received(v359) };
-if (v359 > 9007199254740991) return { path: "outputTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v359 < -9007199254740991) return { path: "outputTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v359 >= 0)) return { path: "outputTokens", message: "Too small: expected number to be >=0" };
-}
-let v360 = value["cacheReadTokens"];
-if (v360 !== null) {
-if (typeof v360 !== "number" || !Number.isFinite(v360)) return { path: "cacheReadTokens", message: "Invalid input: expected number, received " + received(v360) };
-if (!Number.isInteger(v360)) return { path: "cacheReadTokens", message: "Invalid input: expected int, received " + received(v360) };
-if (v360 > 9007199254740991) return { path: "cacheReadTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v360 < -9007199254740991) return { path: "cacheReadTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v360 >= 0)) return { path: "cacheReadTokens", message: "Too small: expected number to be >=0" };
-}
-let v361 = value["cacheWriteTokens"];
-if (v361 !== null) {
-if (typeof v361 !== "number" || !Number.isFinite(v361)) return { path: "cacheWriteTokens", message: "Invalid input: expected number, received " + received(v361) };
-if (!Number.isInteger(v361)) return { path: "cacheWriteTokens", message: "Invalid input: expected int, received " + received(v361) };
-if (v361 > 9007199254740991) return { path: "cacheWriteTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v361 < -9007199254740991) return { path: "cacheWriteTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v361 >= 0)) return { path: "cacheWriteTokens", message: "Too small: expected number to be >=0" };
-}
-let v362 = value["reasoningTokens"];
-if (v362 !== null) {
-if (typeof v362 !== "number" || !Number.isFinite(v362)) return { path: "reasoningTokens", message: "Invalid input: expected number, received " + received(v362) };
-if (!Number.isInteger(v362)) return { path: "reasoningTokens", message: "Invalid input: expected int, received " + received(v362) };
-if (v362 > 9007199254740991) return { path: "reasoningTokens", message: "Too big: expected int to be <=9007199254740991" };
-if (v362 < -9007199254740991) return { path: "reasoningTokens", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v362 >= 0)) return { path: "reasoningTokens", message: "Too small: expected number to be >=0" };
-}
-let v363 = value["costUsd"];
-if (v363 !== null) {
-if (typeof v363 !== "number" || !Number.isFinite(v363)) return { path: "costUsd", message: "Invalid input: expected number, received " + received(v363) };
-if (!(v363 >= 0)) return { path: "costUsd", message: "Too small: expected number to be >=0" };
-}
-let v364 = value["requests"];
-if (v364 !== null) {
-if (typeof v364 !== "number" || !Number.isFinite(v364)) return { path: "requests", message: "Invalid input: expected number, received " + received(v364) };
-if (!Number.isInteger(v364)) return { path: "requests", message: "Invalid input: expected int, received " + received(v364) };
-if (v364 > 9007199254740991) return { path: "requests", message: "Too big: expected int to be <=9007199254740991" };
-if (v364 < -9007199254740991) return { path: "requests", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v364 >= 0)) return { path: "requests", message: "Too small: expected number to be >=0" };
-}
-let v365 = value["costEstimated"];
-if (v365 !== undefined) {
-if (typeof v365 !== "boolean") return { path: "costEstimated", message: "Invalid input: expected boolean, received " + received(v365) };
-}
-return null;
-},
-  "compaction.started": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v366 = value["stage"];
-if (typeof v366 !== "string") return { path: "stage", message: "Invalid input: expected string, received " + received(v366) };
-return null;
-},
-  "compaction.completed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v367 = value["stage"];
-if (typeof v367 !== "string") return { path: "stage", message: "Invalid input: expected string, received " + received(v367) };
-let v368 = value["before"];
-if (typeof v368 !== "number" || !Number.isFinite(v368)) return { path: "before", message: "Invalid input: expected number, received " + received(v368) };
-if (!Number.isInteger(v368)) return { path: "before", message: "Invalid input: expected int, received " + received(v368) };
-if (v368 > 9007199254740991) return { path: "before", message: "Too big: expected int to be <=9007199254740991" };
-if (v368 < -9007199254740991) return { path: "before", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v368 >= 0)) return { path: "before", message: "Too small: expected number to be >=0" };
-let v369 = value["after"];
-if (typeof v369 !== "number" || !Number.isFinite(v369)) return { path: "after", message: "Invalid input: expected number, received " + received(v369) };
-if (!Number.isInteger(v369)) return { path: "after", message: "Invalid input: expected int, received " + received(v369) };
-if (v369 > 9007199254740991) return { path: "after", message: "Too big: expected int to be <=9007199254740991" };
-if (v369 < -9007199254740991) return { path: "after", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v369 >= 0)) return { path: "after", message: "Too small: expected number to be >=0" };
-return null;
-},
-  "budget.warning": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v370 = value["ratio"];
-if (typeof v370 !== "number" || !Number.isFinite(v370)) return { path: "ratio", message: "Invalid input: expected number, received " + received(v370) };
-if (!(v370 >= 0)) return { path: "ratio", message: "Too small: expected number to be >=0" };
-let v371 = value["limit"];
-if (v371 !== undefined) {
-if (typeof v371 !== "string") return { path: "limit", message: "Invalid input: expected string, received " + received(v371) };
-}
-return null;
-},
-  "heartbeat": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v372 = value["iteration"];
-if (typeof v372 !== "number" || !Number.isFinite(v372)) return { path: "iteration", message: "Invalid input: expected number, received " + received(v372) };
-if (!Number.isInteger(v372)) return { path: "iteration", message: "Invalid input: expected int, received " + received(v372) };
-if (v372 > 9007199254740991) return { path: "iteration", message: "Too big: expected int to be <=9007199254740991" };
-if (v372 < -9007199254740991) return { path: "iteration", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v372 >= 0)) return { path: "iteration", message: "Too small: expected number to be >=0" };
-return null;
-},
-  "attachment.added": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v373 = value["name"];
-if (typeof v373 !== "string") return { path: "name", message: "Invalid input: expected string, received " + received(v373) };
-if (v373.length < 1) return { path: "name", message: "Too small: expected string to have >=1 characters" };
-let v374 = value["path"];
-if (typeof v374 !== "string") return { path: "path", message: "Invalid input: expected string, received " + received(v374) };
-if (v374.length < 1) return { path: "path", message: "Too small: expected string to have >=1 characters" };
-let v375 = value["contentType"];
-if (typeof v375 !== "string") return { path: "contentType", message: "Invalid input: expected string, received " + received(v375) };
-let v376 = value["bytes"];
-if (typeof v376 !== "number" || !Number.isFinite(v376)) return { path: "bytes", message: "Invalid input: expected number, received " + received(v376) };
-if (!Number.isInteger(v376)) return { path: "bytes", message: "Invalid input: expected int, received " + received(v376) };
-if (v376 > 9007199254740991) return { path: "bytes", message: "Too big: expected int to be <=9007199254740991" };
-if (v376 < -9007199254740991) return { path: "bytes", message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v376 >= 0)) return { path: "bytes", message: "Too small: expected number to be >=0" };
-let v377 = value["sha256"];
-if (typeof v377 !== "string") return { path: "sha256", message: "Invalid input: expected string, received " + received(v377) };
-if (!c1.test(v377)) return { path: "sha256", message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
-return null;
-},
-  "status.changed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v378 = value["status"];
-if (v378 !== "queued" && v378 !== "running" && v378 !== "waiting" && v378 !== "completed" && v378 !== "failed" && v378 !== "interrupted") return { path: "status", message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v379 = value["reason"];
-if (v379 !== null) {
-if (typeof v379 !== "string") return { path: "reason", message: "Invalid input: expected string, received " + received(v379) };
-}
-return null;
-},
-  "problem": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v380 = value["source"];
-if (typeof v380 !== "string") return { path: "source", message: "Invalid input: expected string, received " + received(v380) };
-let v381 = value["reason"];
-if (typeof v381 !== "string") return { path: "reason", message: "Invalid input: expected string, received " + received(v381) };
-let v382 = value["text"];
-if (v382 !== undefined) {
-if (typeof v382 !== "string") return { path: "text", message: "Invalid input: expected string, received " + received(v382) };
-}
-return null;
-},
-  "completed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v383 = value["reason"];
-if (v383 !== null) {
-if (typeof v383 !== "string") return { path: "reason", message: "Invalid input: expected string, received " + received(v383) };
-}
-let v384 = value["result"];
-if (v384 === undefined && !("result" in value)) return { path: "result", message: "Invalid input: expected nonoptional, received undefined" };
-return null;
-},
-  "failed": function (value) {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: "", message: "Invalid input: expected object, received " + received(value) };
-let v385 = value["reason"];
-if (v385 !== null) {
-if (typeof v385 !== "string") return { path: "reason", message: "Invalid input: expected string, received " + received(v385) };
-}
-let v386 = value["result"];
-if (v386 === undefined && !("result" in value)) return { path: "result", message: "Invalid input: expected nonoptional, received undefined" };
-return null;
-},
 };
 export const EVENT_TYPE_NAMES = ["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"] as const;
 export const RECORD_FIELDS = ["id","sessionId","contextId","nativeSessionId","parentRunId","resumedFromRunId","relation","harness","driver","trigger","cwd","goal","startedAt","endedAt","status","exitCode","terminalReason"] as const;

@@ -90,6 +90,12 @@ export class DataRoot implements Disposable {
     return this.#index;
   }
 
+  /** The index connection, if one is open and current (nothing is opened). */
+  openedIndex(): RunIndex | null {
+    this.#throwIfClosed();
+    return this.#index !== null && this.#index.isCurrent() ? this.#index : null;
+  }
+
   /** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
   resetIndex(): RunIndex {
     this.#index?.close();

@@ -3,9 +3,15 @@
 // corrupt or stale index is rebuilt from runs/*/run.json without being asked (see refreshIndex),
 // and a writer that cannot update it leaves `index.dirty`, which makes the next reader rebuild it.
 // The connection is the data root's (DataRoot.connectIndex keeps it), never this module's.
+// A writer with no connection open does not open one to note a run: it appends the run's id to
+// `index.pending`, which the next reader applies (see noteRun). So `reins run` never loads
+// SQLite, whose node:sqlite brings Deno's Node compatibility layer with it (~8 ms of CPU at
+// start-up, measured with V8's profiler; see `deno task bench` "a whole reins run"): it is
+// loaded, synchronously, only when an index is opened (sqlite()).
 // Free of zod and of node:fs/path/util on purpose: `reins runs` must start about as fast as an
-// empty `deno run`, and those imports cost 20 to 50 ms each. node:sqlite costs about 10.
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+// empty `deno run`.
+import { importLazily } from "../core/lazy_import.ts";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { DataRootError } from "../core/errors.ts";
@@ -77,7 +83,7 @@ export class RunIndex {
     const path = root.layout.index();
     root.ensureDir(root.home);
     preparePrivateFile(path);
-    const db = new DatabaseSync(path);
+    const db = new (sqlite().DatabaseSync)(path);
     try {
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.exec("PRAGMA journal_mode = WAL");
@@ -98,7 +104,7 @@ export class RunIndex {
 
   /** An index in memory, for a data root whose index file cannot be used. */
   static openMemory(root: DataRoot): RunIndex {
-    const db = new DatabaseSync(":memory:");
+    const db = new (sqlite().DatabaseSync)(":memory:");
     ensureSchema(db);
     return new RunIndex(root, db, null);
   }
@@ -390,14 +396,32 @@ export async function openIndex(root: DataRoot): Promise<RunIndex | null> {
 }
 
 async function refreshWithReader(index: RunIndex): Promise<void> {
-  const { recordsForIndex } = await import("./reindex.ts");
+  const { recordsForIndex } = await importLazily<typeof import("./reindex.ts")>(
+    new URL("./reindex.ts", import.meta.url),
+  );
   refreshIndex(index, { reader: recordsForIndex });
 }
 
-/** Records a run's new state in the index; a failure marks the index for rebuilding instead. */
+/** node:sqlite, loaded the first time an index is opened (not at start-up: see the top). */
+function sqlite(): typeof import("node:sqlite") {
+  const process = (globalThis as { process?: { getBuiltinModule(name: string): unknown } })
+    .process;
+  return process!.getBuiltinModule("node:sqlite") as typeof import("node:sqlite");
+}
+
+/**
+ * Records a run's new state in the index: at once with the connection this data root has open,
+ * else through `index.pending`, for the next reader (a writer does not open the index just for
+ * this). A failure marks the index for rebuilding instead.
+ */
 export function noteRun(root: DataRoot, record: RunRecord): void {
   try {
-    root.connectIndex().upsert(record);
+    const index = root.openedIndex();
+    if (index === null) {
+      root.appendLine(root.layout.indexPending(), record.id);
+      return;
+    }
+    index.upsert(record);
   } catch (error) {
     if ((error as Error)?.name === "StoreClosedError") throw error;
     if (isCorruption(error)) {
@@ -466,6 +490,7 @@ export function refreshIndex(
   options: { full?: boolean; reader?: RecordReader } = {},
 ): boolean {
   const root = index.root;
+  if (!applyPending(index, options.reader)) return false;
   const dirty = exists(root.layout.indexDirtyMarker());
   const full = options.full === true || dirty;
   const signature = runsSignature(root);
@@ -502,4 +527,41 @@ export function refreshIndex(
     } catch { /* gone */ }
   }
   return true;
+}
+
+/**
+ * Applies `index.pending` (runs writers noted without opening the index): their records are read
+ * and upserted, then the file is emptied — all under its lock, so an id appended meanwhile waits
+ * for the next reader, and a failure leaves the ids for it. Returns false, having changed
+ * nothing, when there are ids and no reader was given.
+ */
+function applyPending(index: RunIndex, reader: RecordReader | undefined): boolean {
+  const root = index.root;
+  const path = root.layout.indexPending();
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path, { read: true, write: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return true;
+    throw error;
+  }
+  try {
+    if (file.statSync().size === 0) return true;
+    file.lockSync(true);
+    const text = new TextDecoder().decode(Deno.readFileSync(path));
+    const ids = [...new Set(text.split("\n").filter(isSafeName))];
+    if (ids.length > 0) {
+      if (reader === undefined) return false;
+      index.transaction(() => {
+        for (const record of reader(root, ids)) index.upsert(record);
+      });
+    }
+    file.truncateSync(0);
+    return true;
+  } finally {
+    try {
+      file.unlockSync(); // before close: see RunWriter.close
+    } catch { /* not locked */ }
+    file.close();
+  }
 }

@@ -86,6 +86,11 @@ export class Layout {
     return joinPath(this.home, DIRTY_FILE);
   }
 
+  /** Run ids whose records changed since the index last saw them (see noteRun). */
+  indexPending(): string {
+    return joinPath(this.home, "index.pending");
+  }
+
   outbox(): string {
     return joinPath(this.home, "outbox");
   }

@@ -1,6 +1,7 @@
 // Whether a run's owner is alive, and the cheap reconciliation every command that reads runs does
 // first: only the runs the index holds as active are looked at, and only their owner locks are
 // tried. The repair itself (which needs zod) is loaded only when an owner is found gone.
+import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
 import { exists } from "./run_files.ts";
 import { openIndex } from "./index_db.ts";
@@ -40,7 +41,9 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
     else if (state === "gone") gone.push(id);
   }
   if (gone.length === 0) return [];
-  const { reconcileRun } = await import("./reconcile.ts");
+  const { reconcileRun } = await importLazily<typeof import("./reconcile.ts")>(
+    new URL("./reconcile.ts", import.meta.url),
+  );
   const changed: string[] = [];
   for (const id of gone) {
     const result = reconcileRun(root, id);

@@ -22,8 +22,14 @@ const defOf = (schema: unknown): Def => (schema as { _zod: { def: Def } })._zod.
 /** A construct the generator does not know: the caller keeps zod for that schema. */
 export class UnsupportedSchema extends Error {}
 
-/** The source of the helpers every generated module shares (received-type names). */
-export const PRELUDE = `function received(v) {
+/**
+ * The source of the helpers every generated module shares: received-type names, URL parsing,
+ * and joining a function's base path (`at`) with the path of a field below it (on failure only).
+ */
+export const PRELUDE = `function join(at, rel) {
+  return at === "" ? rel : rel === "" ? at : at + "." + rel;
+}
+function received(v) {
   if (v === null) return "null";
   if (Array.isArray(v)) return "array";
   if (typeof v === "number") return Number.isFinite(v) ? "number" : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
@@ -55,15 +61,41 @@ function child(path: PathExpr, key: string | { indexVar: string }): PathExpr {
   return { code: `${prefix}${key.indexVar}` };
 }
 
-/** Names the generated code uses for locals and for constants hoisted out of it. */
+/**
+ * Names the generated code uses for locals and for constants hoisted out of it, and the schemas
+ * that are functions of their own (checked by a call wherever they appear, not inlined again).
+ */
 export class Emitter {
   readonly constants: string[] = [];
   #names = 0;
   #constantNames = new Map<string, string>();
   readonly #prefix: string;
+  readonly #shared = new Map<unknown, string>();
+  #emitting: unknown = null;
 
   constructor(prefix = "c") {
     this.#prefix = prefix;
+  }
+
+  /** Makes `schema` the function `name` (emitted by the caller with emitFunction). */
+  share(schema: unknown, name: string): void {
+    this.#shared.set(schema, name);
+  }
+
+  /** The function name of a shared schema, unless it is the one being emitted. */
+  sharedName(schema: unknown): string | undefined {
+    return schema === this.#emitting ? undefined : this.#shared.get(schema);
+  }
+
+  /** Emits `fn` with `schema` as the one being emitted (so that it does not call itself). */
+  emitting<T>(schema: unknown, fn: () => T): T {
+    const outer = this.#emitting;
+    this.#emitting = schema;
+    try {
+      return fn();
+    } finally {
+      this.#emitting = outer;
+    }
   }
 
   name(): string {
@@ -83,20 +115,31 @@ export class Emitter {
 }
 
 const fail = (path: PathExpr, message: string) =>
-  `return { path: ${pathCode(path)}, message: ${message} };\n`;
+  `return { path: join(at, ${pathCode(path)}), message: ${message} };\n`;
 const text = (value: string) => JSON.stringify(value);
 const expected = (what: string, v: string) =>
   `${text(`Invalid input: expected ${what}, received `)} + received(${v})`;
 
 /**
- * The body of a function of `value` that returns the first issue of `schema`, or null. Hoisted
- * constants go to `e`.
+ * The body of a function of `value` (and `at`, the path of `value` in a bigger value) that
+ * returns the first issue of `schema`, or null. Hoisted constants go to `e`.
  */
 export function emitValidatorBody(schema: z.ZodType, e: Emitter): string {
-  return `${emit(schema, "value", { literal: "" }, e)}return null;\n`;
+  return e.emitting(schema, () => `${emit(schema, "value", { literal: "" }, e)}return null;\n`);
+}
+
+/** `function (value, at = "") { … }` checking `schema`. */
+export function emitFunction(schema: z.ZodType, e: Emitter): string {
+  return `function (value, at = "") {\n${emitValidatorBody(schema, e)}}`;
 }
 
 function emit(schema: unknown, v: string, path: PathExpr, e: Emitter): string {
+  const shared = e.sharedName(schema);
+  if (shared !== undefined) {
+    const issue = e.name();
+    return `{\nconst ${issue} = ${shared}(${v}, join(at, ${pathCode(path)}));\n` +
+      `if (${issue} !== null) return ${issue};\n}\n`;
+  }
   const def = defOf(schema);
   switch (def.type) {
     case "string": {
@@ -176,11 +219,10 @@ function pathPrefix(path: PathExpr): string {
 
 const notObject = (v: string) => `typeof ${v} !== "object" || ${v} === null || Array.isArray(${v})`;
 
-function emitObject(def: Def, v: string, path: PathExpr, e: Emitter): string {
-  if ((def.checks?.length ?? 0) > 0) throw new UnsupportedSchema("object refinements");
-  const shape = def.shape as Record<string, unknown>;
-  let code = `if (${notObject(v)}) ${fail(path, expected("object", v))}`;
-  for (const [key, field] of Object.entries(shape)) {
+/** The checks of an object's fields, in order (zod's order), `v` known to be an object. */
+function emitFields(fields: [string, unknown][], v: string, path: PathExpr, e: Emitter): string {
+  let code = "";
+  for (const [key, field] of fields) {
     const name = e.name();
     const quoted = JSON.stringify(key);
     const fieldPath = child(path, key);
@@ -206,6 +248,14 @@ function emitObject(def: Def, v: string, path: PathExpr, e: Emitter): string {
     }
     code += emit(field, name, fieldPath, e);
   }
+  return code;
+}
+
+function emitObject(def: Def, v: string, path: PathExpr, e: Emitter): string {
+  if ((def.checks?.length ?? 0) > 0) throw new UnsupportedSchema("object refinements");
+  const shape = def.shape as Record<string, unknown>;
+  let code = `if (${notObject(v)}) ${fail(path, expected("object", v))}` +
+    emitFields(Object.entries(shape), v, path, e);
   const catchall = def.catchall === undefined ? null : defOf(def.catchall).type;
   if (catchall === "never") {
     const known = e.constant(`new Set(${JSON.stringify(Object.keys(shape))})`);
@@ -229,35 +279,50 @@ function emitUnion(def: Def, v: string, path: PathExpr, e: Emitter): string {
   const discriminator = def.discriminator as string | undefined;
   if (discriminator === undefined) {
     // Any option may match: each becomes a function of its own, tried in turn.
-    const checks = options.map((option) => {
-      const body = emitValidatorBody(option as z.ZodType, e);
-      return e.constant(`function (value) {\n${body}}`);
-    });
+    const checks = options.map((option) => e.constant(emitFunction(option as z.ZodType, e)));
     return `if (${checks.map((check) => `${check}(${v}) !== null`).join(" && ")}) ` +
       fail(path, text("Invalid input"));
   }
-  const tags: unknown[] = [];
-  let cases = "";
-  for (const option of options) {
+  // Fields every option shares (the same schemas, in the same places, before the tag) are
+  // checked once, after the tag: in the order zod checks them, as the option it picks would.
+  const shapes = options.map((option) => {
     const optionDef = defOf(option);
     if (optionDef.type !== "object") throw new UnsupportedSchema("a union of non-objects");
-    const tag = defOf((optionDef.shape as Record<string, unknown>)[discriminator]);
+    if ((optionDef.checks?.length ?? 0) > 0 || optionDef.catchall !== undefined) {
+      throw new UnsupportedSchema("a union option with refinements or a catchall");
+    }
+    return Object.entries(optionDef.shape as Record<string, unknown>);
+  });
+  let common = 0;
+  while (
+    shapes.every((shape) =>
+      common < shape.length && shape[common][0] !== discriminator &&
+      shape[common][0] === shapes[0][common][0] && shape[common][1] === shapes[0][common][1]
+    )
+  ) common++;
+  const tags: unknown[] = [];
+  let cases = "";
+  for (const shape of shapes) {
+    const tag = defOf(shape.find(([key]) => key === discriminator)?.[1]);
     if (tag.type !== "literal") throw new UnsupportedSchema("a discriminator that is no literal");
     for (const value of tag.values as unknown[]) {
       if (tags.includes(value) || !isPlain(value)) throw new UnsupportedSchema("a repeated tag");
       tags.push(value);
       cases += `case ${JSON.stringify(value)}:\n`;
     }
-    cases += `{\n${emit(option, v, path, e)}break;\n}\n`;
+    cases += `{\n${emitFields(shape.slice(common), v, path, e)}break;\n}\n`;
   }
   const expectedTags = tags.map((tag) => `'${String(tag)}'`).join(" | ");
+  const tagVar = e.name();
   return `if (${notObject(v)}) ${fail(path, expected("object", v))}` +
-    `switch (${v}[${JSON.stringify(discriminator)}]) {\n${cases}default: ${
+    `const ${tagVar} = ${v}[${JSON.stringify(discriminator)}];\n` +
+    `if (!${e.constant(`new Set(${JSON.stringify(tags)})`)}.has(${tagVar})) ${
       fail(
         child(path, discriminator),
         text(`Invalid discriminator value. Expected ${expectedTags}`),
       )
-    }}\n`;
+    }` + emitFields(shapes[0].slice(0, common), v, path, e) +
+    `switch (${tagVar}) {\n${cases}}\n`;
 }
 
 function isPlain(value: unknown): boolean {
@@ -396,9 +461,7 @@ export type Validator = (value: unknown) => Issue | null;
 /** A validator made at run time from `schema` (for tests; the store uses the generated module). */
 export function compileValidator(schema: z.ZodType): Validator {
   const e = new Emitter();
-  const body = emitValidatorBody(schema, e);
-  const source = `${PRELUDE}\n${
-    e.constants.join("\n")
-  }\nreturn function validate(value) {\n${body}};`;
+  const fn = emitFunction(schema, e);
+  const source = `${PRELUDE}\n${e.constants.join("\n")}\nreturn ${fn};`;
   return new Function(source)() as Validator;
 }

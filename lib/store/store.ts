@@ -12,6 +12,7 @@
 // `pendingDecisions(runId)` for the commands that need them; the zod-free part (layout, index
 // connection, reconcileCheaply, listRunJson) is the base class DataRoot (data_root.ts), which the
 // start-up paths open alone.
+import { importLazily } from "../core/lazy_import.ts";
 import type { EventInput, PayloadOf, RunEvent, RunRecord } from "./contracts.ts";
 import { ContextMap } from "./contexts.ts";
 import { DataRoot, type DataRootOptions } from "./data_root.ts";
@@ -157,7 +158,9 @@ export class Store extends DataRoot {
     path: string,
     options?: { name?: string },
   ): Promise<AttachmentPayload> {
-    const { attachFile } = await import("../platform/attachments.ts");
+    const { attachFile } = await importLazily<typeof import("../platform/attachments.ts")>(
+      new URL("../platform/attachments.ts", import.meta.url),
+    );
     return await attachFile(this.home, runId, path, options);
   }
 }

@@ -2,6 +2,7 @@
 // runs. The built-in loop's model is checked here, before any run is recorded, so a bad --model
 // fails without leaving a failed run behind; `replay:last` is pinned to its run now, since once
 // this turn's run exists "last" is itself.
+import { importLazily } from "../core/lazy_import.ts";
 import type { Settings } from "../core/config.ts";
 import { type AgentSpec, type Driver, driverNameOf } from "../drivers/driver.ts";
 import { createDriver } from "../drivers/registry.ts";
@@ -21,8 +22,12 @@ export async function prepareAgent(
   if (agent.kind !== "loop") {
     return { driver: await createDriver(driverNameOf(agent), settings), agent };
   }
-  const loop = await import("../drivers/loop/mod.ts");
-  const { recordingLoader } = await import("../session/replay.ts");
+  const loop = await importLazily<typeof import("../drivers/loop/mod.ts")>(
+    new URL("../drivers/loop/mod.ts", import.meta.url),
+  );
+  const { recordingLoader } = await importLazily<typeof import("../session/replay.ts")>(
+    new URL("../session/replay.ts", import.meta.url),
+  );
   let pinned = agent;
   if (agent.model?.startsWith("replay:") && agent.model.length > "replay:".length) {
     pinned = {

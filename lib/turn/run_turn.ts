@@ -3,6 +3,7 @@
 // turn's timeout say so, and settle the run from what happened. Everything it keeps lives in this
 // call, so any number of turns run at once in one process; it installs no signal handler and
 // prints nothing (hooks.warn gets what people should hear).
+import { importLazily } from "../core/lazy_import.ts";
 import type { Settings } from "../core/config.ts";
 import { describeError, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { newId, safeName } from "../core/ids.ts";
@@ -69,7 +70,9 @@ export async function runTurn(
   if (endpointConfigured(settings.otel)) {
     // Every settled run goes to the OpenTelemetry collector configured (docs/otel.md): within a
     // bounded time, never throwing, what does not go out waiting in the outbox.
-    const { exportSettledRun } = await import("../otel/export.ts");
+    const { exportSettledRun } = await importLazily<typeof import("../otel/export.ts")>(
+      new URL("../otel/export.ts", import.meta.url),
+    );
     await exportSettledRun(store, settings, outcome.summary.runId, (m) => hooks.warn?.(m));
   }
   return outcome;

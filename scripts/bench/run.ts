@@ -2,7 +2,7 @@
 // lines as fast as it can, against the same program piped to `wc -l`), and what --context adds
 // to a run.
 import { compare, figure, medianMs, run } from "./_lib.ts";
-import { permissionFlags } from "../permissions.ts";
+import { sourceRunFlags } from "../permissions.ts";
 import { openStore } from "../../lib/store/store.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -14,7 +14,7 @@ export default async function (): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "reins-bench-run-" });
   try {
     const home = `${dir}/home`;
-    const flags = permissionFlags({
+    const flags = sourceRunFlags({
       home,
       cwd: dir,
       tempDir: "/tmp",

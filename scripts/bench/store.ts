@@ -3,7 +3,7 @@
 // `reins runs --limit 50` over 10,000 runs against an empty `deno run` and against a full scan
 // of runs/*/run.json. Each baseline is measured in the same run, on the same disk.
 import { compare, figure, medianMs, run } from "./_lib.ts";
-import { permissionFlags } from "../permissions.ts";
+import { sourceRunFlags } from "../permissions.ts";
 import { newId } from "../../lib/core/ids.ts";
 import { openStore } from "../../lib/store/store.ts";
 import type { EventInput } from "../../lib/store/contracts.ts";
@@ -232,7 +232,7 @@ async function listing(dir: string): Promise<void> {
   const empty = `${dir}/empty.ts`;
   Deno.writeTextFileSync(empty, "");
   const deno = Deno.execPath();
-  const flags = permissionFlags({
+  const flags = sourceRunFlags({
     home,
     cwd: dir,
     tempDir: Deno.env.get("TMPDIR") || "/tmp",

@@ -2,7 +2,7 @@
 // file alone (both whole processes), and `reins stats` over 1,000 runs against reading and
 // parsing their files alone.
 import { compare, figure } from "./_lib.ts";
-import { permissionFlags } from "../permissions.ts";
+import { sourceRunFlags } from "../permissions.ts";
 import type { EventInput } from "../../lib/store/contracts.ts";
 import { newId } from "../../lib/core/ids.ts";
 import { openStore } from "../../lib/store/store.ts";
@@ -160,7 +160,7 @@ export default async function (): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-views-" }));
   try {
     const flagsFor = (home: string) =>
-      permissionFlags({ home, cwd: dir, tempDir: "/tmp", netHosts: [], programs: ["sh"] });
+      sourceRunFlags({ home, cwd: dir, tempDir: "/tmp", netHosts: [], programs: ["sh"] });
     // Output goes to /dev/null: the time to format and write it is ours, reading it is not.
     const reins = (home: string, ...args: string[]) =>
       quietly(

@@ -208,7 +208,9 @@ Deno.test("reins recover interrupts what was left running and reindex rebuilds t
   done.close();
   const left = record(home.store, { settle: false });
   left.close();
-  Deno.removeSync(`${home.path}/index.sqlite`);
+  home.store.listRuns(); // the index exists, with both runs in it ...
+  home.store.close();
+  Deno.removeSync(`${home.path}/index.sqlite`); // ... and is gone
   const result = await reins(["recover", "--reindex"], { home: home.path, cwd: home.cwd });
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout, `interrupted       ${left.runId}\n`);
@@ -216,7 +218,8 @@ Deno.test("reins recover interrupts what was left running and reindex rebuilds t
     result.stderr,
     "checked 2 runs, 1 interrupted, 0 repaired, 0 still running, index rebuilt with 2 runs\n",
   );
-  assert.equal(home.store.loadRun(left.runId).status, "interrupted");
+  using after = openStore(home.path);
+  assert.equal(after.loadRun(left.runId).status, "interrupted");
   const again = await reins(["recover", "--json"], { home: home.path, cwd: home.cwd });
   assert.deepEqual(JSON.parse(again.stdout), {
     checked: 2,

@@ -19,3 +19,76 @@ Deno.test("the generated names of event types and record fields are the schemas'
   assert.deepEqual([...EVENT_TYPE_NAMES], EVENT_TYPES);
   assert.deepEqual([...RECORD_FIELDS], RUN_RECORD_FIELDS);
 });
+
+Deno.test("the generated event validator (payloads as shared functions) agrees with zod", async () => {
+  const fc = (await import("fast-check")).default;
+  const { RunEvent } = await import("../../lib/store/contracts.ts");
+  const { validateRunEvent } = await import("../../lib/store/contract_checks.ts");
+  const { anyJson, eventInput } = await import("./_arbitraries.ts");
+  const event = fc.tuple(fc.string({ minLength: 1, maxLength: 6 }), fc.nat(), eventInput).map((
+    [id, sequence, body],
+  ) => ({ id, runId: "r", sessionId: "s", sequence, timestamp: "2026-01-01T00:00:00Z", ...body }));
+  fc.assert(
+    fc.property(event, fc.nat(), anyJson, fc.boolean(), (value, pick, replacement, remove) => {
+      const copy = structuredClone(value) as Record<string, unknown>;
+      const payload = copy.payload as Record<string, unknown>;
+      const targets: [Record<string, unknown>, string][] = [
+        ...Object.keys(copy).map((k) => [copy, k] as [Record<string, unknown>, string]),
+        ...Object.keys(payload).map((k) => [payload, k] as [Record<string, unknown>, string]),
+      ];
+      const [target, key] = targets[pick % targets.length];
+      if (remove) delete target[key];
+      else target[key] = replacement;
+      const parsed = RunEvent.safeParse(copy);
+      const expected = parsed.success ? null : {
+        path: parsed.error.issues[0].path.map(String).join("."),
+        message: parsed.error.issues[0].message,
+      };
+      assert.equal(validateRunEvent(value), null);
+      assert.deepEqual(validateRunEvent(copy), expected, JSON.stringify(copy));
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+Deno.test("the generated config validators (shared driver, price and otel checks) agree with zod", async () => {
+  const fc = (await import("fast-check")).default;
+  const { ConfigFile } = await import("../../lib/core/config_schema.ts");
+  const { validateConfigFile } = await import("../../lib/core/config_checks.ts");
+  const { anyJson } = await import("./_arbitraries.ts");
+  const file = {
+    drivers: { claude: { program: "c", args: ["--x"] }, codex: { idleTimeoutSeconds: 3 } },
+    prices: { m: { inputPerMillion: 1, outputPerMillion: 2 } },
+    otel: { endpoint: "http://localhost:4318", headers: { a: "b" } },
+  };
+  fc.assert(
+    fc.property(fc.nat(), anyJson, fc.boolean(), (pick, replacement, remove) => {
+      const copy = structuredClone(file) as Record<string, unknown>;
+      const targets: [Record<string, unknown>, string][] = [];
+      const walk = (value: Record<string, unknown>) => {
+        for (const key of Object.keys(value)) {
+          targets.push([value, key]);
+          const inner = value[key];
+          if (inner && typeof inner === "object" && !Array.isArray(inner)) {
+            walk(inner as Record<string, unknown>);
+          }
+        }
+      };
+      walk(copy);
+      const [target, key] = targets[pick % targets.length];
+      if (remove) delete target[key];
+      else target[key] = replacement;
+      const parsed = ConfigFile.safeParse(structuredClone(copy));
+      const ours = structuredClone(copy);
+      const issue = validateConfigFile(ours);
+      if (parsed.success) {
+        assert.equal(issue, null);
+        assert.deepEqual(ours, parsed.data);
+      } else {
+        const first = parsed.error.issues[0];
+        assert.deepEqual(issue, { path: first.path.map(String).join("."), message: first.message });
+      }
+    }),
+    { numRuns: 2000 },
+  );
+});

@@ -4,13 +4,16 @@ import { DIRTY_FILE, markIndexDirty, openIndex } from "../../lib/store/index_db.
 import type { Store } from "../../lib/store/store.ts";
 import { modeOf, runInit, storeHome } from "./_helpers.ts";
 
+/** Makes runs, then lists them once, so that the index file exists and holds them. */
 function makeRuns(store: Store, count: number): string[] {
-  return Array.from({ length: count }, (_, i) => {
+  const made = Array.from({ length: count }, (_, i) => {
     const writer = store.createRun(runInit({ goal: `goal ${i}` }));
     writer.append({ type: "completed", payload: { reason: null, result: null } });
     writer.close();
     return writer.runId;
   }).reverse();
+  store.listRuns({ limit: 100 });
+  return made;
 }
 
 /** Closes the store (its index connection) and removes the index files (SQLite may have removed
@@ -128,4 +131,38 @@ Deno.test("openIndex() falls back to an index in memory when the file cannot be 
   const index = await openIndex(store);
   assert.equal(index?.inMemory, true);
   assert.deepEqual(ids(store), made);
+});
+
+// regression: every reins run opened SQLite (and Deno's Node layer with it) to note its record
+Deno.test("noteRun() without an open index queues the run in index.pending; the next reader applies it", async () => {
+  await using home = await storeHome();
+  const writer = home.store.createRun(runInit({ goal: "queued" }));
+  writer.append({ type: "completed", payload: { reason: null, result: null } });
+  writer.close();
+  assert.equal(home.store.openedIndex(), null, "the writer opened no index");
+  assert.throws(() => Deno.statSync(`${home.path}/index.sqlite`), Deno.errors.NotFound);
+  const pending = Deno.readTextFileSync(`${home.path}/index.pending`).trim().split("\n");
+  assert.deepEqual([...new Set(pending)], [writer.runId]);
+  // Another process reads: the pending run is in its listing, settled, and the queue is empty.
+  using reader = home.reopen();
+  const [listed] = reader.listRuns();
+  assert.deepEqual([listed.id, listed.status], [writer.runId, "completed"]);
+  assert.equal(Deno.readTextFileSync(`${home.path}/index.pending`), "");
+  // With the index open, a writer notes its record there at once.
+  const next = reader.createRun(runInit({ goal: "direct" }));
+  next.close();
+  assert.equal(Deno.readTextFileSync(`${home.path}/index.pending`), "");
+  assert.equal(reader.index()!.get(next.runId) !== null, true);
+});
+
+Deno.test("a run settled by a process that queued it is listed settled by reins runs", async () => {
+  await using home = await storeHome();
+  const writer = home.store.createRun(runInit());
+  // The index knows the run as running (listed while it ran) ...
+  assert.equal(home.reopen().listRuns()[0].status, "running");
+  writer.append({ type: "completed", payload: { reason: null, result: null } });
+  writer.close();
+  // ... and learns of its outcome from the queue, not from a rebuild.
+  const { records } = await home.reopen().listRunJson();
+  assert.equal(JSON.parse(records[0]).status, "completed");
 });
