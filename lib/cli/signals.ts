@@ -49,7 +49,8 @@ export function turnSignals(
       runId = id;
     },
     [Symbol.dispose]() {
-      clearTimeout(graceTimer);
+      // Only for a timer there is: clearTimeout(undefined) loads Deno's Node timers (clock.ts).
+      if (graceTimer !== undefined) clearTimeout(graceTimer);
       for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
     },
   };

@@ -2,6 +2,7 @@
 // last 64 KiB of stderr kept, an idle timeout (no output for N s → stop it), and stopping on
 // reins's signals (SIGINT, then SIGKILL after a grace period, or SIGKILL at once). It knows
 // nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
+import { onceAfter } from "../core/clock.ts";
 
 const STDERR_KEEP = 64 * 1024;
 const DEFAULT_GRACE_MS = 5_000;
@@ -85,8 +86,8 @@ export class HarnessProcess {
     this.#writer = spec.stdin === "piped" ? child.stdin.getWriter() : null;
     this.#status = child.status.then((status) => {
       this.#exited = true;
-      clearTimeout(this.#idleTimer);
-      clearTimeout(this.#graceTimer);
+      clearTimer(this.#idleTimer);
+      clearTimer(this.#graceTimer);
       return status;
     });
     this.#stderrDone = this.#readStderr();
@@ -202,7 +203,7 @@ export class HarnessProcess {
    */
   async hold<T>(work: Promise<T>): Promise<T> {
     this.#holds++;
-    clearTimeout(this.#idleTimer);
+    clearTimer(this.#idleTimer);
     try {
       return await work;
     } finally {
@@ -259,10 +260,11 @@ export class HarnessProcess {
   async *#chunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
     const reader = stream.getReader();
     let done = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: { cancel(): void } | undefined;
     this.#status.then(() => {
       if (done) return;
-      timer = setTimeout(() => reader.cancel().catch(() => {}), PIPE_GRACE_MS);
+      // Armed on every run's path: onceAfter, not setTimeout (see lib/core/clock.ts).
+      timer = onceAfter(PIPE_GRACE_MS, () => void reader.cancel().catch(() => {}));
     });
     try {
       while (true) {
@@ -272,7 +274,7 @@ export class HarnessProcess {
       }
     } finally {
       done = true;
-      clearTimeout(timer);
+      timer?.cancel();
       reader.releaseLock();
     }
   }
@@ -288,7 +290,7 @@ export class HarnessProcess {
   }
 
   #armIdle(): void {
-    clearTimeout(this.#idleTimer);
+    clearTimer(this.#idleTimer);
     if (this.#exited || this.#holds > 0 || this.#stoppedBy !== null) return;
     // No idle timeout (0 or Infinity): setTimeout would fire at once on Infinity.
     if (!(this.spec.idleTimeoutSeconds > 0 && Number.isFinite(this.spec.idleTimeoutSeconds))) {
@@ -325,4 +327,12 @@ export function stderrSummary(stderr: string, lines = 3, chars = 600): string {
   const kept = stderr.split("\n").map((line) => line.trim()).filter(Boolean).slice(-lines);
   const joined = kept.join(" ⏎ ");
   return joined.length > chars ? `…${joined.slice(-chars)}` : joined;
+}
+
+/**
+ * clearTimeout, only for a timer there is: the first clearTimeout in a process, even of
+ * undefined, loads Deno's Node timers (~7 ms of CPU; see onceAfter in lib/core/clock.ts).
+ */
+function clearTimer(timer: ReturnType<typeof setTimeout> | undefined): void {
+  if (timer !== undefined) clearTimeout(timer);
 }

@@ -262,8 +262,9 @@ async function driveAndSettle(
   } catch (thrown) {
     ended = { error: thrown };
   } finally {
-    clearTimeout(timer);
-    clearTimeout(graceTimer);
+    // Only for timers there are: clearTimeout(undefined) loads Deno's Node timers (clock.ts).
+    if (timer !== undefined) clearTimeout(timer);
+    if (graceTimer !== undefined) clearTimeout(graceTimer);
   }
   const settlement = settle({
     ended,
