@@ -4,14 +4,14 @@
 // and a writer that cannot update it leaves `index.dirty`, which makes the next reader rebuild it.
 // The connection is the data root's (DataRoot.connectIndex keeps it), never this module's.
 // A writer with no connection open does not open one to note a run: it appends the run's id to
-// `index.pending`, which the next reader applies (see noteRun). So `reins run` never loads
-// SQLite, whose node:sqlite brings Deno's Node compatibility layer with it (~8 ms of CPU at
-// start-up, measured with V8's profiler; see `deno task bench` "a whole reins run"): it is
-// loaded, synchronously, only when an index is opened (sqlite()).
+// `index.pending`, which the next reader applies (see noteRun). So `reins run` never opens the
+// database (the file, WAL mode, the schema check, two upserts: a few ms of every run).
 // Free of zod and of node:fs/path/util on purpose: `reins runs` must start about as fast as an
-// empty `deno run`.
+// empty `deno run`. (node:sqlite itself costs nothing measurable to import — but reaching it
+// through `process.getBuiltinModule` loads Deno's whole Node `process`, +17 ms: measured with
+// `perf stat`, see `deno task bench` "start-up".)
 import { importLazily } from "../core/lazy_import.ts";
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { DataRootError } from "../core/errors.ts";
@@ -83,7 +83,7 @@ export class RunIndex {
     const path = root.layout.index();
     root.ensureDir(root.home);
     preparePrivateFile(path);
-    const db = new (sqlite().DatabaseSync)(path);
+    const db = new DatabaseSync(path);
     try {
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.exec("PRAGMA journal_mode = WAL");
@@ -104,7 +104,7 @@ export class RunIndex {
 
   /** An index in memory, for a data root whose index file cannot be used. */
   static openMemory(root: DataRoot): RunIndex {
-    const db = new (sqlite().DatabaseSync)(":memory:");
+    const db = new DatabaseSync(":memory:");
     ensureSchema(db);
     return new RunIndex(root, db, null);
   }
@@ -400,13 +400,6 @@ async function refreshWithReader(index: RunIndex): Promise<void> {
     new URL("./reindex.ts", import.meta.url),
   );
   refreshIndex(index, { reader: recordsForIndex });
-}
-
-/** node:sqlite, loaded the first time an index is opened (not at start-up: see the top). */
-function sqlite(): typeof import("node:sqlite") {
-  const process = (globalThis as { process?: { getBuiltinModule(name: string): unknown } })
-    .process;
-  return process!.getBuiltinModule("node:sqlite") as typeof import("node:sqlite");
 }
 
 /**
