@@ -1,0 +1,283 @@
+// The turn engine's costs (issue 11): a whole `reins run` against a Deno script that only spawns
+// the same program, its slowest run against its median; many turns at once in one process (what
+// suites and servers do), every run checked complete and valid; and reins around a real agent CLI
+// against the same CLI run directly. Each baseline is measured in the same run, turn about with
+// ours, so that whatever else the machine does weighs on both alike.
+import { compare, figure } from "./_lib.ts";
+import { sourceRunFlags } from "../permissions.ts";
+import { loadSettings } from "../../lib/core/config.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
+import { runTurn } from "../../lib/turn/run_turn.ts";
+import { text } from "../../tests/fixtures/fake_model_server.ts";
+import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
+import { ensureCli } from "../../tests/interop/_install.ts";
+import { makeScratch } from "../../tests/interop/_scratch.ts";
+
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+const RUNS = 50;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1];
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+async function ok(command: Deno.Command): Promise<void> {
+  const output = await command.output();
+  if (!output.success) {
+    throw new Error(`exit ${output.code}: ${new TextDecoder().decode(output.stderr).slice(-400)}`);
+  }
+}
+
+/** A whole `reins run --driver command --exec true hello` against a script spawning `true`. */
+async function wholeRun(dir: string): Promise<void> {
+  const home = `${dir}/run-home`;
+  const flags = sourceRunFlags({
+    home,
+    cwd: dir,
+    tempDir: "/tmp",
+    netHosts: [],
+    programs: ["true"],
+  });
+  const reins = () =>
+    ok(
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, "run", "--driver", "command"]
+          .concat(["--exec", "true", "hello"]),
+        cwd: dir,
+        env: { REINS_HOME: home },
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }),
+    );
+  Deno.writeTextFileSync(`${dir}/spawn.ts`, 'await new Deno.Command("true").output();\n');
+  const raw = () =>
+    ok(
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "--quiet", "--allow-run=true", `${dir}/spawn.ts`],
+        cwd: dir,
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }),
+    );
+  // A data root of 50 runs, and the module caches warm.
+  for (let i = 0; i < RUNS; i++) await reins();
+  await raw();
+  const ours: number[] = [];
+  const baseline: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    baseline.push(await timed(raw));
+    ours.push(await timed(reins));
+  }
+  compare({
+    name: "a whole reins run --driver command --exec true hello (sandbox flags, 50-run data root)",
+    ours: median(ours),
+    baseline: median(baseline),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 2",
+    baselineName: "a Deno script that only spawns true",
+  });
+  compare({
+    name: `the slowest of ${RUNS} such reins runs`,
+    ours: Math.max(...ours),
+    baseline: median(ours),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 2",
+    baselineName: "their median",
+  });
+}
+
+/** `count` turns of `exec` on `count` contexts, `width` at a time, in this process. */
+async function manyTurns(store: Store, cwd: string, count: number, width: number) {
+  const settings = loadSettings({ REINS_HOME: store.home, HOME: cwd });
+  const signals = { stop: new AbortController().signal, kill: new AbortController().signal };
+  const runIds: string[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      const { summary } = await runTurn(store, settings, {
+        agent: { kind: "command", exec: "true", idleTimeoutSeconds: null },
+        prompt: `turn ${i}`,
+        cwd,
+        contextId: `bench-${i}`,
+        approval: "auto",
+        budget: {},
+        timeoutSeconds: null,
+        parentRunId: null,
+        trigger: "suite",
+      }, signals);
+      runIds.push(summary.runId);
+    }
+  };
+  await Promise.all(Array.from({ length: width }, worker));
+  return runIds;
+}
+
+/** Every run settled `completed`, its log whole and gap-free, and its owner gone. */
+function assertAllValid(store: Store, runIds: string[]): void {
+  for (const runId of runIds) {
+    const record = store.loadRun(runId);
+    const read = store.readEvents(runId);
+    const gapFree = read.events.every((event, i) => event.sequence === i);
+    const outcomes = read.events.filter((event) => event.type === "completed").length;
+    if (
+      record.status !== "completed" || read.problems.length > 0 || read.tornLine !== null ||
+      !gapFree || outcomes !== 1 || store.ownerState(runId) !== "gone"
+    ) {
+      throw new Error(`run ${runId} is not complete and valid: ${JSON.stringify(record)}`);
+    }
+  }
+}
+
+async function turnsInOneProcess(dir: string): Promise<void> {
+  const count = 200;
+  const width = 8;
+  const cwd = `${dir}/turns-cwd`;
+  Deno.mkdirSync(cwd, { recursive: true });
+  using store = openStore(`${dir}/turns-home`);
+  await manyTurns(store, cwd, 16, width); // warm up: modules, the data root
+  const start = performance.now();
+  const runIds = await manyTurns(store, cwd, count, width);
+  const seconds = (performance.now() - start) / 1000;
+  if (new Set(runIds).size !== count) throw new Error(`${runIds.length} runs for ${count} turns`);
+  assertAllValid(store, runIds);
+  // The same processes, started the same way, 8 at a time, with no engine around them.
+  let spawned = 0;
+  const rawStart = performance.now();
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (spawned < count) {
+      spawned++;
+      await new Deno.Command("true", { stdin: "null", stdout: "piped", stderr: "piped" })
+        .output();
+    }
+  }));
+  const rawSeconds = (performance.now() - rawStart) / 1000;
+  const rate = count / seconds;
+  compare({
+    name: `${count} one-turn command runs on ${count} contexts, ${width} at a time, in one process`,
+    ours: rate,
+    baseline: count / rawSeconds,
+    unit: "turns/s",
+    better: "higher",
+    goal: ">= 0",
+    baselineName: "spawning the same program as often, as many at a time",
+  });
+  figure(
+    "turns per second against the absolute goal (>= 100 turns/s, every run complete and valid)",
+    `${rate.toFixed(0)} turns/s ${rate >= 100 ? "ok" : "MISS"}`,
+  );
+}
+
+/** `reins run --driver claude` against the same `claude -p … --output-format stream-json`. */
+async function aroundClaude(dir: string): Promise<void> {
+  const installed = await ensureCli("claude");
+  if (installed.program === null) {
+    figure("reins around real Claude Code", `skipped: ${installed.skip}`);
+    return;
+  }
+  const program = installed.program;
+  const times = 7;
+  await using server = startFakeAnthropic(() => text("The answer."));
+  await using scratch = await makeScratch("claude", server.url);
+  const home = `${dir}/claude-home`;
+  Deno.mkdirSync(home, { recursive: true });
+  const flags = sourceRunFlags({
+    home,
+    cwd: scratch.cwd,
+    tempDir: "/tmp",
+    netHosts: [],
+    programs: [program],
+  });
+  const env = { ...scratch.env, REINS_HOME: home, REINS_CLAUDE_BIN: program };
+  const viaReins = () =>
+    ok(
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, "run", "--driver", "claude"]
+          .concat(["hello"]),
+        cwd: scratch.cwd,
+        clearEnv: true,
+        env: { ...env, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }),
+    );
+  // What reins asks of Claude Code for one turn (lib/drivers/claude.ts), without reins.
+  const direct = async () => {
+    const child = new Deno.Command(program, {
+      args: [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--input-format",
+        "stream-json",
+        "--session-id",
+        crypto.randomUUID(),
+        "--permission-mode",
+        "acceptEdits",
+      ],
+      cwd: scratch.cwd,
+      clearEnv: true,
+      env: { ...scratch.env, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(
+      new TextEncoder().encode(
+        `${JSON.stringify({ type: "user", message: { role: "user", content: "hello" } })}\n`,
+      ),
+    );
+    // Read until the result line, then close stdin, as the driver does.
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    while (!buffered.includes('"type":"result"')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffered += value;
+    }
+    await writer.close();
+    while (!(await reader.read()).done) { /* drain */ }
+    await child.stderr.cancel();
+    const status = await child.status;
+    if (!status.success) throw new Error(`claude exited ${status.code}`);
+  };
+  await viaReins();
+  await direct();
+  const ours: number[] = [];
+  const baseline: number[] = [];
+  for (let i = 0; i < times; i++) {
+    baseline.push(await timed(direct));
+    ours.push(await timed(viaReins));
+  }
+  compare({
+    name: "reins run --driver claude against a local fake model (whole process)",
+    ours: median(ours),
+    baseline: median(baseline),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 1.08",
+    baselineName: "the same claude -p --output-format stream-json turn run directly",
+  });
+}
+
+export default async function (): Promise<void> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-engine-" }));
+  try {
+    await wholeRun(dir);
+    await turnsInOneProcess(dir);
+    await aroundClaude(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
