@@ -67,7 +67,9 @@ export async function startSuiteProgress(
       finish() {},
     };
   }
-  const { default: $ } = await import("dax");
+  // Resolved at run time, so that Deno does not resolve dax at every start-up (lazy_import.ts).
+  const dax = import.meta.resolve("dax");
+  const { default: $ } = await import(dax) as typeof import("dax");
   const bar = $.progress({ prefix: options.label, length: total });
   const render = () => {
     const seconds = Math.round((Date.now() - startedMs) / 1000);

@@ -174,6 +174,7 @@ Deno.test("compileValidator() agrees with zod on settings (URLs, records, nested
     proxy: { http: null, https: null, all: null, noProxy: null },
     drivers: { claude: driver, codex: driver, gemini: driver, opencode: driver },
     prices: {},
+    snapshot: { maxBytes: 1024, maxEntries: 10 },
     otel: { env: { OTEL_SERVICE_NAME: "x" }, file: {} },
   };
   assert.equal(validate(structuredClone(settings)), null);
