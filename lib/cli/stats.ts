@@ -1,7 +1,8 @@
 // `reins stats [RUN ...] [--family]`: what runs did and cost — events, model and tool calls,
 // iterations, tokens, cost, duration — per run and in total. Without RUN, every run of the data
 // root (newest first, up to 10,000). --family widens each RUN to its family (the root it descends
-// from through parentRunId, and every run below that root) and sums each family.
+// from through parentRunId, and every run below that root) and sums each family; without RUN,
+// every family.
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import type { RunRecord } from "../store/contracts.ts";
@@ -22,7 +23,7 @@ export const description =
   "Sums what runs did: events, model calls, tool calls, iterations, input/output/cache tokens, " +
   "cost and duration, per run and in total. RUN is an id, a unique prefix of one, or `last`; " +
   "without RUN, every run (newest first, at most 10000). --family takes each run's whole family " +
-  "(its root parent and every run below it) and sums each family. --json prints {runs, total} " +
+  "(its root parent and every run below it) and sums each family (without RUN: every family). --json prints {runs, total} " +
   "(and families with --family). Tokens and cost are null where no run reported them.";
 export const flags = defineFlags({
   family: { type: "boolean", description: "each run's parent and children too, summed per family" },
@@ -71,9 +72,23 @@ async function printStats(ctx: CommandContext<Flags>): Promise<number> {
   const refs = ctx.positionals;
   if (ctx.flags.family) {
     const families: { family: FamilyStats; runs: RunStats[] }[] = [];
-    const refsOrLast = refs.length > 0 ? refs : ["last"];
-    for (const ref of refsOrLast) {
-      const family = store.runFamily(store.resolveRun(ref).id);
+    // Without RUN, every run's family (each once), as without --family every run is counted.
+    let ids: string[];
+    if (refs.length > 0) {
+      ids = refs.map((ref) => store.resolveRun(ref).id);
+    } else {
+      ids = store.listRuns({ limit: MAX_LIMIT }).map((record) => record.id);
+      if (ids.length === MAX_LIMIT) {
+        io.warn(
+          `only the families of the newest ${MAX_LIMIT} runs are counted: name runs to count others`,
+        );
+      }
+    }
+    const counted = new Set<string>();
+    for (const id of ids) {
+      if (counted.has(id)) continue;
+      const family = store.runFamily(id);
+      for (const { record } of family.runs) counted.add(record.id);
       if (families.some(({ family: seen }) => seen.rootRunId === family.rootRunId)) continue;
       const runs = family.runs.map(({ record }) => statsOf(record));
       families.push({

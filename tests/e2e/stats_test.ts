@@ -99,6 +99,18 @@ Deno.test("reins stats RUN --family sums the run's parent, children and grandchi
   assert.equal(everything.total.runs, 5);
   assert.equal(everything.total.inputTokens, 1100);
   assert.equal(everything.runs[0].runId, stranger, "newest first");
+
+  // regression: --family without RUN counted only the last run's family, though the help says
+  // every run: now every family, each once, newest first.
+  const families = await reins(["stats", "--family", "--json"], { home: home.path });
+  assert.equal(families.code, 0, families.stderr);
+  const byFamily = JSON.parse(families.stdout);
+  assert.deepEqual(
+    byFamily.families.map((f: { rootRunId: string; runIds: string[] }) => [f.rootRunId, f.runIds]),
+    [[stranger, [stranger]], [parent, family]],
+  );
+  assert.equal(byFamily.total.runs, 5);
+  assert.equal(byFamily.total.inputTokens, 1100);
 });
 
 Deno.test("reins stats RUN RUN counts each run once and prints a total", async () => {
