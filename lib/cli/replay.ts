@@ -1,6 +1,6 @@
 // `reins replay RUN [--cwd DIR]`: re-runs a recorded loop run with the `replay:RUN` model (its
 // recorded model outputs, served in order) and real tools, in a fresh copy of the run's working
-// directory, answering its approvals as the recording did; then says whether the replay diverged
+// directory, answering its approvals and questions as the recording did; then says whether the replay diverged
 // (a tool result that differs, the script running out) and where. The replay is a run of its
 // own: trigger `replay`, relation `replay`, resumedFromRunId RUN.
 import { importLazily } from "../core/lazy_import.ts";
@@ -31,7 +31,7 @@ export const description =
   "(replay:RUN) and the tools really run, in a fresh directory under the data root (tmp/, kept " +
   "afterwards to look at) that holds the run's working directory as the run found it (its " +
   "snapshot; without one, a copy of the directory as it is now, and a line that says so), " +
-  "unless --cwd is given. Approvals are answered as the recording " +
+  "unless --cwd is given. Approvals and questions are answered as the recording " +
   "answered them. Prints whether the replay reproduced the recording or diverged — a tool " +
   "result that differs, or the script running out — and where. Exit 0 when it reproduced, 1 " +
   "when it diverged. --json prints {runId, replayOf, cwd, status, reason, diverged, divergences, " +
@@ -109,6 +109,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
         progress?.update(event);
         if (event.type === "approval.requested") {
           answerAsRecorded(store, event, plan.decisions, (message) => io.warn(message));
+        } else if (event.type === "question.requested") {
+          replyAsRecorded(store, event, plan.answers, (message) => io.warn(message));
         }
       },
       onCreated: async (runId) => {
@@ -170,6 +172,29 @@ function answerAsRecorded(
       });
     } catch (error) {
       warn(`Cannot answer ${approvalId} as recorded: ${(error as Error).message}`);
+    }
+  }, 0);
+}
+
+/** Appends the recorded answer to a question the replay asks (after this append). */
+function replyAsRecorded(
+  store: Store,
+  event: Extract<RunEvent, { type: "question.requested" }>,
+  answers: ReturnType<typeof replayPlan>["answers"],
+  warn: (message: string) => void,
+): void {
+  const { questionId } = event.payload;
+  // A question the recording never had answered is answered so, rather than waited on forever.
+  const answer = answers.get(questionId) ??
+    "(the recording has no answer to this question: it is a replay)";
+  setTimeout(() => {
+    try {
+      store.appendToRun(event.runId, {
+        type: "question.answered",
+        payload: { questionId, answer, replayed: true },
+      });
+    } catch (error) {
+      warn(`Cannot answer ${questionId} as recorded: ${(error as Error).message}`);
     }
   }, 0);
 }

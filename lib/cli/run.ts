@@ -9,7 +9,7 @@ import { safeName } from "../core/ids.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { RunEvent } from "../store/contracts.ts";
 import { openStore } from "../store/store.ts";
-import type { AgentSpec } from "../drivers/driver.ts";
+import { type AgentSpec, COMMAND_STDIN, type CommandStdin } from "../drivers/driver.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
 import { WaitingAnnouncer } from "./waiting.ts";
@@ -44,6 +44,11 @@ export const flags = defineFlags({
     type: "string",
     value: "'PROGRAM ARGS'",
     description: "the program for --driver command",
+  },
+  "exec-stdin": {
+    type: "choice",
+    choices: COMMAND_STDIN,
+    description: "--exec's stdin: the prompt (default), or events (then the answers it waits for)",
   },
   cwd: {
     type: "string",
@@ -125,6 +130,8 @@ export interface AgentFlagValues {
   readonly exec: string | undefined;
   readonly model: string | undefined;
   readonly "base-url": string | undefined;
+  /** reins run's; a front end without it runs command agents with the prompt on stdin. */
+  readonly "exec-stdin"?: CommandStdin | undefined;
 }
 
 /** The agent the flags describe; a flag that belongs to another driver is refused. */
@@ -133,6 +140,11 @@ export function agentFlags(f: AgentFlagValues, driverName: DriverName): AgentSpe
   const exec = f.exec ?? null;
   if (exec !== null && driverName !== "command") {
     throw new UsageError("--exec goes with --driver command", { hint: "add --driver command" });
+  }
+  if (f["exec-stdin"] !== undefined && driverName !== "command") {
+    throw new UsageError("--exec-stdin goes with --driver command", {
+      hint: "add --driver command --exec 'PROGRAM ARGS'",
+    });
   }
   const model = f.model ?? null;
   if (model !== null && driverName !== "loop") {
@@ -146,7 +158,7 @@ export function agentFlags(f: AgentFlagValues, driverName: DriverName): AgentSpe
   }
   if (driverName === "command") {
     if (exec === null) throw new UsageError("--driver command needs --exec 'PROGRAM ARGS'");
-    return { kind: "command", exec, idleTimeoutSeconds };
+    return { kind: "command", exec, idleTimeoutSeconds, stdin: f["exec-stdin"] ?? "prompt" };
   }
   const driver = HARNESS_DRIVERS.find((name) => name === driverName)!;
   return { kind: "harness", driver, idleTimeoutSeconds };

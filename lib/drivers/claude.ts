@@ -1,8 +1,9 @@
 // The claude driver: Claude Code as `claude -p --output-format stream-json --verbose
 // --input-format stream-json`, the prompt sent as a user message on stdin. A new conversation
-// gets reins's session id with --session-id, a later turn --resume. With --approve ask or deny
-// Claude Code asks us before a tool runs (--permission-prompt-tool stdio); --approve auto runs
-// it in the acceptEdits permission mode instead. See docs/harnesses.md for the line mapping.
+// gets reins's session id with --session-id, a later turn --resume. Claude Code asks us before a
+// tool runs (--permission-prompt-tool stdio), and --approve decides (auto: the acceptEdits
+// permission mode first); its AskUserQuestion tool reaches reins the same way and becomes
+// questions answered with `reins answer`. See docs/harnesses.md for the line mapping.
 import { nowIso } from "../core/clock.ts";
 import type { Decision, Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
@@ -18,9 +19,12 @@ import {
   type TurnMapping,
   UsageTotals,
 } from "./harness.ts";
+import { budgetNotes, type BudgetSupport, type BudgetWatch } from "./budget_watch.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
 
 const CLI = "Claude Code";
+/** Claude Code's tool that asks the user: answered with `reins answer`, not approved. */
+export const CLAUDE_ASK_TOOL = "AskUserQuestion";
 
 /** The unattended permission mode --approve auto maps to (see docs/harnesses.md for why). */
 export const CLAUDE_AUTO_PERMISSION_MODE = "acceptEdits";
@@ -40,9 +44,16 @@ export function claudeArgs(input: DriverInput): string[] {
   // start it under the same id rather than resume what does not exist.
   if (input.resume?.nativeSessionId) args.push("--resume", input.resume.nativeSessionId);
   else args.push("--session-id", input.resume?.sessionId ?? input.sessionId);
+  // Always the stdio prompt tool: through it Claude Code asks reins before a tool runs and asks
+  // the user its questions (AskUserQuestion, which it disables without a prompt tool). Under
+  // --approve auto the acceptEdits mode decides first, so only what that mode would ask about
+  // reaches reins — and is refused, as that mode alone refuses it.
   if (input.approval === "auto") args.push("--permission-mode", CLAUDE_AUTO_PERMISSION_MODE);
-  else args.push("--permission-prompt-tool", "stdio");
+  args.push("--permission-prompt-tool", "stdio");
   if (model !== null) args.push("--model", model);
+  // Claude Code holds itself to these (its result then says error_max_turns/…_budget_usd).
+  if (input.budget.maxTurns !== undefined) args.push("--max-turns", String(input.budget.maxTurns));
+  if (input.budget.maxUsd !== undefined) args.push("--max-budget-usd", String(input.budget.maxUsd));
   return [...args, ...extraArgs];
 }
 
@@ -51,9 +62,13 @@ class ClaudeTurn implements TurnMapping {
   #result: Line | null = null;
   #linked: string | null = null;
   #approvals = 0;
+  #questions = 0;
   readonly #toolStarts = new Map<string, string>();
   readonly #messageIds = new Set<string>();
   readonly #usage = new UsageTotals();
+  /** Tokens of each API message as streamed so far (its output tokens arrive late). */
+  readonly #messageTokens = new Map<string, number>();
+  #budget: BudgetWatch | null = null;
 
   constructor(
     readonly input: DriverInput,
@@ -67,6 +82,10 @@ class ClaudeTurn implements TurnMapping {
 
   answer(): string | null {
     return this.#answer;
+  }
+
+  watchBudget(watch: BudgetWatch): void {
+    this.#budget = watch;
   }
 
   async line(value: Line, child: HarnessProcess): Promise<void> {
@@ -150,7 +169,15 @@ class ClaudeTurn implements TurnMapping {
       return;
     }
     const id = str(message.id);
-    if (id) this.#messageIds.add(id);
+    if (id) {
+      this.#messageIds.add(id);
+      const usage = obj(message.usage);
+      const tokens = (num(usage.input_tokens) ?? 0) + (num(usage.output_tokens) ?? 0);
+      this.#messageTokens.set(id, Math.max(tokens, this.#messageTokens.get(id) ?? 0));
+      let sum = 0;
+      for (const count of this.#messageTokens.values()) sum += count;
+      this.#budget?.observe({ requests: this.#messageIds.size, tokens: sum, costUsd: null });
+    }
     for (const block of blocks) {
       switch (block.type) {
         case "text": {
@@ -227,9 +254,10 @@ class ClaudeTurn implements TurnMapping {
       });
       return;
     }
-    const approvalId = `approval-${++this.#approvals}`;
     const tool = str(request.tool_name) ?? "unknown";
     const args = request.input ?? {};
+    if (tool === CLAUDE_ASK_TOOL) return await this.#askUser(requestId, obj(args), child);
+    const approvalId = `approval-${++this.#approvals}`;
     this.sink.emit({
       type: "approval.requested",
       payload: { approvalId, tool, args, callId: str(request.tool_use_id) },
@@ -247,10 +275,16 @@ class ClaudeTurn implements TurnMapping {
         throw error;
       }
     } else {
+      // Under auto, acceptEdits has already let through what it allows: this is what it asks
+      // about (a write outside the working directory, say), refused as that mode refuses it.
+      const why = str(request.decision_reason);
       decision = {
-        decision: this.input.approval === "auto" ? "allow" : "deny",
+        decision: "deny",
         by: "policy",
-        reason: `--approve ${this.input.approval}`,
+        reason: this.input.approval === "auto"
+          ? `--approve auto runs Claude Code in ${CLAUDE_AUTO_PERMISSION_MODE} mode, which asks ` +
+            `before this${why ? ` (${why})` : ""}`
+          : `--approve ${this.input.approval}`,
       };
       this.sink.emit({
         type: "approval.resolved",
@@ -271,6 +305,51 @@ class ClaudeTurn implements TurnMapping {
           behavior: "deny",
           message: `Denied by ${decision.by}${decision.reason ? `: ${decision.reason}` : ""}`,
         },
+      },
+    });
+  }
+
+  /**
+   * AskUserQuestion: each of its questions becomes `question.requested` (question-1, …) with
+   * its options; once `reins answer` has answered them all, Claude Code gets the answers, keyed
+   * by question text, in the tool's input (`answers`), as its own dialog gives them.
+   */
+  async #askUser(requestId: string, input: Line, child: HarnessProcess): Promise<void> {
+    const questions = Array.isArray(input.questions) ? input.questions.map(obj) : [];
+    const answers: Record<string, string> = {};
+    for (const asked of questions) {
+      const question = str(asked.question) ?? "";
+      const options = Array.isArray(asked.options) ? asked.options.map(obj) : [];
+      const labels = options.map((option) =>
+        `${str(option.label) ?? "?"}${str(option.description) ? `: ${option.description}` : ""}`
+      );
+      const questionId = `question-${++this.#questions}`;
+      this.sink.emit({
+        type: "question.requested",
+        payload: {
+          questionId,
+          text: labels.length > 0 ? `${question} (${labels.join(" · ")})` : question,
+          header: str(asked.header) ?? null,
+          options: options.map((option) => str(option.label) ?? ""),
+          multiSelect: asked.multiSelect === true,
+        },
+      });
+      try {
+        answers[question] = await child.hold(
+          untilAborted(this.input.decisions.waitForAnswer(questionId, this.signal), this.signal),
+        );
+      } catch (error) {
+        // Stopped while waiting: the child is being stopped too; nothing to answer.
+        if (this.signal.aborted) return;
+        throw error;
+      }
+    }
+    await child.send({
+      type: "control_response",
+      response: {
+        subtype: "success",
+        request_id: requestId,
+        response: { behavior: "allow", updatedInput: { ...input, answers } },
       },
     });
   }
@@ -299,6 +378,19 @@ class ClaudeTurn implements TurnMapping {
       });
     }
     const text = str(result.result) ?? this.#answer;
+    const limit = result.subtype === "error_max_turns"
+      ? `--max-turns ${this.input.budget.maxTurns ?? "?"}`
+      : result.subtype === "error_max_budget_usd"
+      ? `--max-usd ${this.input.budget.maxUsd ?? "?"}`
+      : null;
+    if (limit !== null) {
+      return {
+        status: "failed",
+        reason: `budget exhausted: ${CLI} stopped at ${limit} (${str(result.subtype)})`,
+        result: text ?? null,
+        exitCode: exit.code,
+      };
+    }
     if (result.is_error === true || (str(result.subtype) ?? "success") !== "success") {
       const why = str(result.terminal_reason) ?? str(result.subtype) ?? "error";
       return {
@@ -312,14 +404,27 @@ class ClaudeTurn implements TurnMapping {
   }
 }
 
+/**
+ * Claude Code stops itself at --max-turns and --max-budget-usd; reins counts tokens from each API
+ * message as it streams (its usage.updated comes only with the result).
+ */
+const CLAUDE_BUDGET: BudgetSupport = { native: ["turns", "usd"], live: ["tokens"], atEnd: [] };
+
 export function createClaudeDriver(): Driver {
   return {
     name: "claude",
     harness: "claude-code",
+    budgetNotes: (input) => budgetNotes(input.budget, CLAUDE_BUDGET, CLI),
     start(input, sink, signal) {
       return driveHarness(
-        { driver: "claude", cli: CLI, args: claudeArgs(input), stdin: "piped" },
-        new ClaudeTurn(input, sink, signal),
+        {
+          driver: "claude",
+          cli: CLI,
+          args: claudeArgs(input),
+          stdin: "piped",
+          budget: { ...CLAUDE_BUDGET, usageEvents: "final" },
+        },
+        (sink) => new ClaudeTurn(input, sink, signal),
         { input, sink, signal },
       );
     },

@@ -18,6 +18,7 @@ import {
   type TurnMapping,
   UsageTotals,
 } from "./harness.ts";
+import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
 import { estimateCostUsd, priceOf } from "./prices.ts";
 
@@ -281,10 +282,14 @@ class CodexTurn implements TurnMapping {
   }
 }
 
+/** Codex reports tokens (and reins prices them) only with turn.completed, and no model calls. */
+const CODEX_BUDGET: BudgetSupport = { native: [], live: [], atEnd: ["tokens", "usd"] };
+
 export function createCodexDriver(): Driver {
   return {
     name: "codex",
     harness: "codex",
+    budgetNotes: (input) => budgetNotes(input.budget, CODEX_BUDGET, CLI),
     start(input, sink, signal) {
       return driveHarness(
         {
@@ -293,8 +298,9 @@ export function createCodexDriver(): Driver {
           args: codexArgs(input),
           stdin: "piped",
           askFallback: "runs it in the read-only sandbox, as --approve deny does",
+          budget: { ...CODEX_BUDGET, usageEvents: "final" },
         },
-        new CodexTurn(input, sink, codexModel(input)),
+        (sink) => new CodexTurn(input, sink, codexModel(input)),
         { input, sink, signal },
       );
     },

@@ -1,6 +1,8 @@
 // The command driver: any program is an agent. The prompt goes to its stdin and REINS_PROMPT;
 // stdout lines that are JSON of our event protocol (docs/event-protocol.md) become events, any
-// other line is assistant text. Exit 0 completes the run; anything else fails it with the code and
+// other line is assistant text. With `--exec-stdin events` its stdin stays open and carries JSON
+// lines: the prompt, then the answers to its questions and the decisions on its approvals
+// (command_replies.ts). Exit 0 completes the run; anything else fails it with the code and
 // the tail of stderr. It neither retries nor interprets the program's output beyond that.
 import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
@@ -14,6 +16,9 @@ import {
   type EventSink,
 } from "./driver.ts";
 import { splitCommandLine } from "./command_line.ts";
+import { CommandReplies } from "./command_replies.ts";
+import { type BudgetSupport, BudgetWatch, limitsSet } from "./budget_watch.ts";
+import { budgetUse } from "./harness.ts";
 import { describeExit, HarnessProcess, HarnessStartError, stderrSummary } from "./process.ts";
 import { resolvePath } from "../core/paths.ts";
 
@@ -27,7 +32,15 @@ interface Declared {
   attachments: string[];
 }
 
-function takeLine(line: string, sink: EventSink, declared: Declared, text: string[]): void {
+type Ask = Extract<EventInput, { type: "question.requested" | "approval.requested" }>;
+
+function takeLine(
+  line: string,
+  sink: EventSink,
+  declared: Declared,
+  text: string[],
+  asked: (ask: Ask) => void,
+): void {
   const trimmed = line.trimStart();
   if (trimmed.startsWith("{")) {
     let value: unknown;
@@ -53,7 +66,7 @@ function takeLine(line: string, sink: EventSink, declared: Declared, text: strin
         });
         return;
       }
-      takeEvent(parsed.event, sink, declared);
+      takeEvent(parsed.event, sink, declared, asked);
       return;
     }
   }
@@ -68,7 +81,12 @@ function isAttachmentDeclaration(value: object): value is { payload: { path: str
     typeof payload.path === "string" && payload.path !== "" && payload.sha256 === undefined;
 }
 
-function takeEvent(event: EventInput, sink: EventSink, declared: Declared): void {
+function takeEvent(
+  event: EventInput,
+  sink: EventSink,
+  declared: Declared,
+  asked: (ask: Ask) => void,
+): void {
   switch (event.type) {
     case "completed":
     case "failed": {
@@ -97,15 +115,18 @@ function takeEvent(event: EventInput, sink: EventSink, declared: Declared): void
         },
       });
       return;
+    case "approval.requested":
+    case "question.requested":
+      sink.emit(event);
+      asked(event);
+      return;
     case "session.linked":
     case "message.delta":
     case "model.requested":
     case "model.completed":
     case "tool.started":
     case "tool.completed":
-    case "approval.requested":
     case "approval.resolved":
-    case "question.requested":
     case "question.answered":
     case "usage.updated":
     case "compaction.started":
@@ -122,12 +143,33 @@ function takeEvent(event: EventInput, sink: EventSink, declared: Declared): void
   }
 }
 
+/** A program's own usage.updated lines are running totals as it goes: all three limits hold. */
+const COMMAND_BUDGET: BudgetSupport = { native: [], live: ["turns", "tokens", "usd"], atEnd: [] };
+
 export function createCommandDriver(): Driver {
   return {
     name: "command",
     harness: "command",
-    async start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult> {
+    budgetNotes: (input) =>
+      limitsSet(input.budget).length === 0 ? [] : [
+        "--driver command: the budget holds only through the usage.updated lines the program " +
+        "reports (docs/event-protocol.md); reins stops it once they cross a limit, and cannot " +
+        "if it reports none",
+      ],
+    async start(input: DriverInput, given: EventSink, signal: AbortSignal): Promise<DriverResult> {
       const agent = agentOf(input, "command", "command");
+      // The usage the program reports holds it to --max-turns/--max-tokens/--max-usd.
+      let child: HarnessProcess | null = null;
+      const watch = new BudgetWatch(input.budget, COMMAND_BUDGET, {
+        sink: given,
+        stop: () => child?.stop("signal"),
+      });
+      const sink: EventSink = {
+        emit(event) {
+          given.emit(event);
+          if (event.type === "usage.updated") watch.observe(budgetUse(event.payload));
+        },
+      };
       if (!agent.exec) {
         throw new ReinsError("usage", "The command driver needs --exec 'PROGRAM ARGS'", {
           hint: "reins run --driver command --exec './my-agent --flag' 'the prompt'",
@@ -145,7 +187,6 @@ export function createCommandDriver(): Driver {
         REINS_CONTEXT_ID: input.contextId ?? "",
       };
       if (input.resume?.nativeSessionId) env.REINS_NATIVE_SESSION_ID = input.resume.nativeSessionId;
-      let child: HarnessProcess;
       try {
         child = HarnessProcess.start({
           cli: program,
@@ -165,8 +206,12 @@ export function createCommandDriver(): Driver {
         }
         throw error;
       }
-      // The program may not read its stdin: fine, the prompt is in REINS_PROMPT too.
-      const writePrompt = child.write(input.prompt).then(() => child.closeStdin());
+      const replies = new CommandReplies({ input, sink, program, child }, signal);
+      // The program may not read its stdin: fine, the prompt is in REINS_PROMPT too. With events
+      // on stdin it stays open for the replies until the program has given its verdict.
+      const writePrompt = replies.listening
+        ? replies.sendPrompt()
+        : child.write(input.prompt).then(() => child.closeStdin());
 
       const declared: Declared = {
         status: null,
@@ -180,13 +225,20 @@ export function createCommandDriver(): Driver {
       for await (const batch of child.lineBatches()) {
         if (sinkError) continue; // drain so the child is never blocked on a full pipe
         try {
-          for (const line of batch) takeLine(line, sink, declared, text);
+          for (const line of batch) {
+            const before = declared.status;
+            takeLine(line, sink, declared, text, (ask) => replies.take(ask));
+            if (before === null && declared.status !== null && replies.listening) {
+              void child.closeStdin();
+            }
+          }
         } catch (error) {
           sinkError = error;
           child.stop("signal");
         }
       }
       const exit = await child.finished();
+      await replies.finish();
       await writePrompt;
       if (sinkError) throw sinkError;
 
@@ -197,6 +249,15 @@ export function createCommandDriver(): Driver {
       const result = declared.result ?? declared.lastAssistant ?? plain;
       const attachments = declared.attachments.map((path) => resolvePath(path, input.cwd));
       const exitCode = exit.code;
+      if (watch.exhausted !== null) {
+        return {
+          status: "failed",
+          reason: BudgetWatch.reason(watch.exhausted, program),
+          result,
+          exitCode,
+          attachments,
+        };
+      }
       if (exit.stoppedBy === "signal" || exit.stoppedBy === "kill") {
         return {
           status: "interrupted",

@@ -14,8 +14,21 @@ import type { EventInput } from "../store/contracts.ts";
  */
 export type AgentSpec =
   | { kind: "loop"; model: string | null; baseUrl: string | null }
-  | { kind: "command"; exec: string; idleTimeoutSeconds: number | null }
+  | {
+    kind: "command";
+    exec: string;
+    idleTimeoutSeconds: number | null;
+    /**
+     * What reins writes on the program's stdin: "prompt" (the default) the prompt, then it closes;
+     * "events" JSON lines — the prompt, then the answers and decisions to what the program asks
+     * for — until the program exits (docs/event-protocol.md).
+     */
+    stdin?: CommandStdin;
+  }
   | { kind: "harness"; driver: HarnessDriver; idleTimeoutSeconds: number | null };
+
+export const COMMAND_STDIN = ["prompt", "events"] as const;
+export type CommandStdin = typeof COMMAND_STDIN[number];
 
 /** The driver an agent spec runs on (`loop`, `command`, or the harness's own name). */
 export function driverNameOf(agent: AgentSpec): DriverName {
@@ -119,5 +132,10 @@ export interface Driver {
   readonly name: string;
   /** What it drives: the harness name recorded on the run (`reins`, `claude-code`, …). */
   readonly harness: string;
+  /**
+   * What of the turn's budget (--max-turns, --max-tokens, --max-usd) this driver cannot hold the
+   * agent to while it runs, in words said before it starts; none when it enforces all of it.
+   */
+  budgetNotes?(input: Pick<DriverInput, "budget" | "agent" | "settings">): string[];
   start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult>;
 }

@@ -17,6 +17,7 @@ import {
   type TurnMapping,
   UsageTotals,
 } from "./harness.ts";
+import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
 import { estimateCostUsd, priceOf } from "./prices.ts";
 
@@ -211,10 +212,14 @@ class GeminiTurn implements TurnMapping {
   }
 }
 
+/** Gemini CLI reports its stats (and reins prices them) only in its result line. */
+const GEMINI_BUDGET: BudgetSupport = { native: [], live: [], atEnd: ["tokens", "usd"] };
+
 export function createGeminiDriver(): Driver {
   return {
     name: "gemini",
     harness: "gemini-cli",
+    budgetNotes: (input) => budgetNotes(input.budget, GEMINI_BUDGET, CLI),
     start(input, sink, signal) {
       return driveHarness(
         {
@@ -223,8 +228,9 @@ export function createGeminiDriver(): Driver {
           args: geminiArgs(input),
           stdin: "null",
           askFallback: "leaves out the tools that need a confirmation, as --approve deny does",
+          budget: { ...GEMINI_BUDGET, usageEvents: "final" },
         },
-        new GeminiTurn(input, sink),
+        (sink) => new GeminiTurn(input, sink),
         { input, sink, signal },
       );
     },

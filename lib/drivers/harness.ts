@@ -3,7 +3,15 @@
 // handed to the driver's mapping, the outcome when reins had to stop the CLI — and the running
 // usage totals. Each driver still reads its own CLI's lines and exit codes.
 import { type HarnessDriver, harnessProgram } from "../core/config.ts";
-import type { Usage } from "../store/contracts.ts";
+import type { EventInput, Usage } from "../store/contracts.ts";
+import {
+  type BudgetSupport,
+  BudgetWatch,
+  checkFinalUse,
+  describeUse,
+  type Exhaustion,
+  limitsSet,
+} from "./budget_watch.ts";
 import { agentOf, type DriverInput, type DriverResult, type EventSink } from "./driver.ts";
 import {
   describeExit,
@@ -30,6 +38,8 @@ export interface TurnMapping {
   settle(exit: HarnessExit): DriverResult;
   /** The final answer so far (kept when the turn is stopped). */
   answer(): string | null;
+  /** Handed the turn's budget watch, for usage the mapping sees live but records only at the end. */
+  watchBudget?(watch: BudgetWatch): void;
 }
 
 export interface HarnessCall {
@@ -42,6 +52,11 @@ export interface HarnessCall {
   env?: Record<string, string>;
   /** For a CLI that cannot ask reins before a tool runs: what --approve ask does instead. */
   askFallback?: string;
+  /**
+   * What the CLI lets reins do with --max-turns/--max-tokens/--max-usd (budget_watch.ts), and
+   * whether its usage.updated events come as it runs ("live") or with its last line ("final").
+   */
+  budget: BudgetSupport & { usageEvents: "live" | "final" };
 }
 
 /** The program, its configured extra arguments and the idle timeout of a harness driver. */
@@ -56,14 +71,35 @@ export function driverSettings(input: DriverInput, driver: HarnessDriver) {
   };
 }
 
-/** Runs one turn of a harness CLI: starts it, feeds its lines to `mapping`, settles the run. */
+/**
+ * Runs one turn of a harness CLI: starts it, feeds its lines to the mapping `makeMapping` builds
+ * (on the sink it must emit to), watches the budget, settles the run.
+ */
 export async function driveHarness(
   call: HarnessCall,
-  mapping: TurnMapping,
+  makeMapping: (sink: EventSink) => TurnMapping,
   context: { input: DriverInput; sink: EventSink; signal: AbortSignal },
 ): Promise<DriverResult> {
-  const { input, sink, signal } = context;
+  const { input, signal } = context;
   const settings = driverSettings(input, call.driver);
+  // The budget's live limits stop the CLI once crossed: its usage events feed the watch when they
+  // come as it runs, and the last one is checked against every limit when the turn has ended.
+  let child: HarnessProcess | null = null;
+  let lastUsage: Usage | null = null;
+  const watch = new BudgetWatch(input.budget, call.budget, {
+    sink: context.sink,
+    stop: () => child?.stop("signal"),
+  });
+  const sink: EventSink = {
+    emit(event: EventInput) {
+      context.sink.emit(event);
+      if (event.type !== "usage.updated") return;
+      lastUsage = event.payload;
+      if (call.budget.usageEvents === "live") watch.observe(budgetUse(event.payload));
+    },
+  };
+  const mapping = makeMapping(sink);
+  mapping.watchBudget?.(watch);
   sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
   if (input.approval === "ask" && call.askFallback) {
     sink.emit({
@@ -87,7 +123,6 @@ export async function driveHarness(
     signal,
     kill: input.kill,
   };
-  let child: HarnessProcess;
   try {
     child = HarnessProcess.start(spawn);
   } catch (error) {
@@ -100,7 +135,43 @@ export async function driveHarness(
       exitCode: null,
     };
   }
+  const outcome = await driveChild(child, call, mapping, sink, settings.idleTimeoutSeconds);
+  if (watch.exhausted !== null) {
+    return {
+      status: "failed",
+      reason: BudgetWatch.reason(watch.exhausted, call.cli),
+      result: mapping.answer(),
+      exitCode: outcome.exitCode,
+    };
+  }
+  // What the CLI does not enforce itself, checked against the usage it ended with (a live count
+  // may fall short of the final one: Claude Code streams its output tokens late).
+  const unwatched = limitsSet(input.budget).filter((limit) => !call.budget.native.includes(limit));
+  const over: Exhaustion | null = lastUsage === null
+    ? null
+    : checkFinalUse(input.budget, unwatched, budgetUse(lastUsage), sink);
+  if (over !== null && outcome.status === "completed") {
+    return { ...outcome, reason: `went over its budget: ${describeUse(over)}` };
+  }
+  return outcome;
+}
 
+/** Usage totals as the budget counts them: model calls, input + output tokens, dollars. */
+export function budgetUse(usage: Usage) {
+  const tokens = usage.inputTokens === null && usage.outputTokens === null
+    ? null
+    : (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
+  return { requests: usage.requests, tokens, costUsd: usage.costUsd };
+}
+
+/** Feeds the child's lines to the mapping until it exits; the outcome, before the budget's say. */
+async function driveChild(
+  child: HarnessProcess,
+  call: HarnessCall,
+  mapping: TurnMapping,
+  sink: EventSink,
+  idleTimeoutSeconds: number,
+): Promise<DriverResult> {
   // A sink that throws (the run's log is unwritable) stops the CLI: a turn nobody records must
   // not go on acting. The lines are still drained so the child is never blocked on a full pipe.
   let mappingError: unknown = null;
@@ -135,7 +206,7 @@ export async function driveHarness(
   if (mappingError !== null) throw mappingError;
   return stoppedOutcome(exit, {
     cli: call.cli,
-    idleTimeoutSeconds: settings.idleTimeoutSeconds,
+    idleTimeoutSeconds,
     answer: mapping.answer(),
   }) ?? mapping.settle(exit);
 }

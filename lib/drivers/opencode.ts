@@ -15,6 +15,7 @@ import {
   type TurnMapping,
   UsageTotals,
 } from "./harness.ts";
+import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
 
 const CLI = "opencode";
@@ -144,10 +145,14 @@ class OpencodeTurn implements TurnMapping {
   }
 }
 
+/** Every step_finish carries its tokens and cost: reins holds opencode to all three limits. */
+const OPENCODE_BUDGET: BudgetSupport = { native: [], live: ["turns", "tokens", "usd"], atEnd: [] };
+
 export function createOpencodeDriver(): Driver {
   return {
     name: "opencode",
     harness: "opencode",
+    budgetNotes: (input) => budgetNotes(input.budget, OPENCODE_BUDGET, CLI),
     start(input, sink, signal) {
       return driveHarness(
         {
@@ -157,8 +162,9 @@ export function createOpencodeDriver(): Driver {
           stdin: "null",
           env: opencodeEnv(input),
           askFallback: "denies edits, shell commands and web fetches, as --approve deny does",
+          budget: { ...OPENCODE_BUDGET, usageEvents: "live" },
         },
-        new OpencodeTurn(sink),
+        (sink) => new OpencodeTurn(sink),
         { input, sink, signal },
       );
     },

@@ -66,6 +66,8 @@ export interface ReplayPlan {
   approval: "auto" | "ask" | "deny";
   /** Each recorded approval's decision, by approvalId. */
   decisions: Map<string, { decision: "allow" | "deny"; by: string; reason: string | null }>;
+  /** Each recorded answer to a question the run asked (ask_user), by questionId. */
+  answers: Map<string, string>;
 }
 
 export function replayPlan(record: RunRecord, events: readonly RunEvent[]): ReplayPlan {
@@ -79,6 +81,7 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
   if (outputs.length === 0) throw nothingToReplay(record);
   let prompt = record.goal;
   const decisions: ReplayPlan["decisions"] = new Map();
+  const answers: ReplayPlan["answers"] = new Map();
   let asked = false;
   let deniedByPolicy = false;
   for (const event of events) {
@@ -94,6 +97,9 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
         reason: event.payload.reason ?? null,
       });
     }
+    if (event.type === "question.answered" && !answers.has(event.payload.questionId)) {
+      answers.set(event.payload.questionId, event.payload.answer);
+    }
     if (event.type === "tool.completed" && event.payload.error === "denied by policy") {
       deniedByPolicy = true;
     }
@@ -106,6 +112,7 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
     outputs,
     approval: asked ? "ask" : deniedByPolicy ? "deny" : "auto",
     decisions,
+    answers,
   };
 }
 

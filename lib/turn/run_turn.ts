@@ -42,6 +42,16 @@ export async function runTurn(
   const prepared = request.driver
     ? { driver: request.driver, agent: request.agent }
     : await prepareAgent(store, settings, request.agent);
+  // What of the budget the agent cannot be held to is said before anything runs, never ignored.
+  for (
+    const note of prepared.driver.budgetNotes?.({
+      budget: request.budget,
+      agent: prepared.agent,
+      settings,
+    }) ?? []
+  ) {
+    hooks.warn?.(note);
+  }
   const lock = request.contextId === null ? null : await ContextLock.acquire(
     store,
     request.contextId,

@@ -101,6 +101,8 @@ Deno.test("claudeArgs() passes a new session's id with --session-id and later on
     SESSION,
     "--permission-mode",
     "acceptEdits",
+    "--permission-prompt-tool",
+    "stdio",
     "--model",
     "opus",
     "--max-turns",
@@ -420,5 +422,109 @@ Deno.test("claude driver start() fails naming Claude Code when the program is mi
       "drivers.claude.program in the config file or REINS_CLAUDE_BIN",
     result: null,
     exitCode: null,
+  });
+});
+
+// The can_use_tool request Claude Code 2.1.328 sends for its AskUserQuestion tool (recorded).
+const askUserQuestion = {
+  type: "control_request",
+  request_id: "req-ask",
+  request: {
+    subtype: "can_use_tool",
+    tool_name: "AskUserQuestion",
+    display_name: "AskUserQuestion",
+    input: {
+      questions: [{
+        question: "Which colour should the button be?",
+        header: "Colour",
+        options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }],
+        multiSelect: false,
+      }],
+    },
+    tool_use_id: "toolu_ask",
+    requires_user_interaction: true,
+  },
+};
+
+for (const approval of ["auto", "ask", "deny"] as const) {
+  Deno.test(`claude driver start() turns AskUserQuestion into a question answered with reins answer (--approve ${approval})`, async () => {
+    await using dir = await scratchDir();
+    const asked: string[] = [];
+    const decisions = {
+      waitForApproval: () => Promise.reject(new Error("no approval expected")),
+      async waitForAnswer(questionId: string) {
+        asked.push(questionId);
+        // Longer than the idle timeout: waiting for a person is not a hung CLI.
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        return "Blue, please";
+      },
+    };
+    const { result, sink, recorded } = await runFake(dir.path, [
+      { out: init },
+      { readLine: true },
+      { out: askUserQuestion },
+      { readLine: true },
+      { out: resultLine() },
+      { readAll: true },
+    ], { approval, decisions, idleTimeoutSeconds: 1 });
+    assert.equal(result.status, "completed", result.reason ?? "");
+    assert.deepEqual(asked, ["question-1"]);
+    assert.deepEqual(sink.ofType("question.requested").map((e) => e.payload), [{
+      questionId: "question-1",
+      text: "Which colour should the button be? (Red: warm · Blue: cool)",
+      header: "Colour",
+      options: ["Red", "Blue"],
+      multiSelect: false,
+    }]);
+    assert.deepEqual(sink.ofType("approval.requested"), [], "a question is not an approval");
+    assert.deepEqual(JSON.parse(recorded.stdin[1]), {
+      type: "control_response",
+      response: {
+        subtype: "success",
+        request_id: "req-ask",
+        response: {
+          behavior: "allow",
+          updatedInput: {
+            ...askUserQuestion.request.input,
+            answers: { "Which colour should the button be?": "Blue, please" },
+          },
+        },
+      },
+    });
+    assert.ok(recorded.argv.includes("--permission-prompt-tool"));
+  });
+}
+
+Deno.test("claude driver start() under --approve auto refuses what acceptEdits asks about, as that mode would", async () => {
+  await using dir = await scratchDir();
+  const outside = {
+    ...canUseTool,
+    request: {
+      ...canUseTool.request,
+      tool_name: "Write",
+      input: { file_path: "/etc/x", content: "x" },
+      decision_reason: "Path is outside allowed working directories",
+    },
+  };
+  const { result, sink, recorded } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    { out: outside },
+    { readLine: true },
+    { out: resultLine() },
+    { readAll: true },
+  ], { approval: "auto" });
+  assert.equal(result.status, "completed");
+  const reason =
+    "--approve auto runs Claude Code in acceptEdits mode, which asks before this (Path is outside allowed working directories)";
+  assert.deepEqual(sink.ofType("approval.resolved").map((e) => e.payload), [{
+    approvalId: "approval-1",
+    decision: "deny",
+    by: "policy",
+    reason,
+  }]);
+  assert.deepEqual(JSON.parse(recorded.stdin[1]).response.response, {
+    behavior: "deny",
+    message: `Denied by policy: ${reason}`,
   });
 });

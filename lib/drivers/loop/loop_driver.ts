@@ -19,6 +19,8 @@ import { combineHooks, type LoopHooks, type ModelCall, recordingHooks } from "./
 import type { Message, Model, ModelOutput, ModelPurpose } from "./model.ts";
 import { resolveModel, type ResolveModelOptions } from "./resolve_model.ts";
 import { createToolbox, type Toolbox, type ToolboxOptions, type ToolResult } from "./tools.ts";
+import { ASK_USER, ASK_USER_SPEC, questionOf } from "./ask_user.ts";
+import { priceOf as tablePrice } from "../prices.ts";
 
 export const LOOP_DRIVER_NAME = "loop";
 export const LOOP_HARNESS = "reins";
@@ -41,8 +43,26 @@ export function createLoopDriver(options: LoopDriverOptions = {}): Driver {
   return {
     name: LOOP_DRIVER_NAME,
     harness: LOOP_HARNESS,
+    budgetNotes: (input) => options.model ? [] : loopBudgetNotes(input),
     start: (input, sink, signal) => runLoop(input, sink, signal, options),
   };
+}
+
+/**
+ * --max-usd needs a cost: an OpenAI-compatible endpoint reports tokens only, and reins prices
+ * them from the config file's `prices` (or its own table). Without a price the cost is unknown.
+ */
+function loopBudgetNotes(input: Pick<DriverInput, "budget" | "agent" | "settings">): string[] {
+  const spec = input.agent.kind === "loop" ? input.agent.model : null;
+  if (input.budget.maxUsd === undefined || !spec?.startsWith("openai:")) return [];
+  if (priceOf(input.settings.prices, spec) !== undefined) return [];
+  const name = spec.slice("openai:".length);
+  return [
+    `the cost of ${spec} is unknown (no price for ${JSON.stringify(name)} in the config ` +
+    `file's prices, nor in reins's table): --max-usd cannot stop it; add ` +
+    `"prices": {${JSON.stringify(name)}: {"inputPerMillion": …, "outputPerMillion": …}}, or use ` +
+    "--max-tokens",
+  ];
 }
 
 function defaultSystemPrompt(cwd: string): string {
@@ -50,6 +70,7 @@ function defaultSystemPrompt(cwd: string): string {
     "You are the agent of reins's built-in loop.",
     `You work in the directory ${cwd} through the tools list_files, read_file, write_file and ` +
     "run_command; paths are relative to it and cannot leave it.",
+    "When you need something only the user can tell you, ask with ask_user and wait.",
     "A tool may be refused by the user's approval policy: read its error and carry on.",
     "When you are done, answer in plain text without calling a tool.",
   ].join(" ");
@@ -124,6 +145,8 @@ class Loop {
   #turns = 0;
   #warned = false;
   #approvals = 0;
+  #questions = 0;
+  readonly #tools: ModelCall["tools"];
 
   constructor(
     readonly input: DriverInput,
@@ -137,6 +160,7 @@ class Loop {
       recordingHooks(sink, { model: model.name }),
       ...(options.hooks ?? []),
     ]);
+    this.#tools = [...toolbox.specs, ASK_USER_SPEC];
     this.#compaction = options.compaction === false
       ? null
       : { ...DEFAULT_COMPACTION, ...options.compaction };
@@ -157,7 +181,7 @@ class Loop {
         return { answer: output.text, exhausted: true };
       }
       await this.#compact();
-      const output = await this.#callModel("turn", this.#history, this.toolbox.specs);
+      const output = await this.#callModel("turn", this.#history, this.#tools);
       this.#turns += 1;
       this.#history.push({ role: "assistant", text: output.text, toolCalls: output.toolCalls });
       if (output.toolCalls.length === 0) return { answer: output.text, exhausted: false };
@@ -222,15 +246,35 @@ class Loop {
   }
 
   async #runTool(call: ToolCall): Promise<ToolResult & { startedAt: string; finishedAt: string }> {
-    const refusal = await this.#approve(call);
+    const asking = call.name === ASK_USER;
+    const refusal = asking ? null : await this.#approve(call);
     await this.#hooks.beforeTool(call);
     const startedAt = nowIso();
     const result: ToolResult = refusal !== null
       ? { ok: false, error: refusal }
+      : asking
+      ? await this.#ask(call)
       : await this.toolbox.run(call, this.signal);
     const outcome = { ...result, startedAt, finishedAt: nowIso() };
     await this.#hooks.afterTool(call, outcome);
     return outcome;
+  }
+
+  /** ask_user: records the question, waits for its answer, which is the tool's result. */
+  async #ask(call: ToolCall): Promise<ToolResult> {
+    const asked = questionOf(call.args);
+    if (!asked.ok) return { ok: false, error: asked.error };
+    this.#questions += 1;
+    const questionId = `question-${this.#questions}`;
+    this.sink.emit({
+      type: "question.requested",
+      payload: { questionId, text: asked.question, callId: call.id },
+    });
+    const answer = await untilAborted(
+      this.input.decisions.waitForAnswer(questionId, this.signal),
+      this.signal,
+    );
+    return { ok: true, result: answer };
   }
 
   /** null when the tool may run, else the error the model will read. */
@@ -258,7 +302,11 @@ class Loop {
   }
 }
 
-/** The price of a model: by its spec (`openai:gpt-4o`) or its bare name (`gpt-4o`). */
+/**
+ * The price of a model: the config file's, by its spec (`openai:gpt-4o`) or its bare name
+ * (`gpt-4o`), else reins's table of list prices (lib/drivers/prices.ts).
+ */
 function priceOf(prices: DriverInput["settings"]["prices"], modelName: string) {
-  return prices[modelName] ?? prices[modelName.slice(modelName.indexOf(":") + 1)];
+  const bare = modelName.slice(modelName.indexOf(":") + 1);
+  return prices[modelName] ?? tablePrice(bare, prices) ?? undefined;
 }

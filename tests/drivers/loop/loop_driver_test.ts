@@ -68,7 +68,7 @@ Deno.test("createLoopDriver() runs a mock script's tool calls and records the tu
     assert.deepEqual(sink.ofType("heartbeat").map((e) => e.payload.iteration), [0, 1, 2]);
     assert.deepEqual(sink.ofType("model.requested")[0].payload, {
       historyLength: 2,
-      toolCount: 4,
+      toolCount: 5, // the four tools of the working directory, and ask_user
       purpose: "turn",
       model: `mock:${script}`,
     });
@@ -274,7 +274,7 @@ Deno.test("createLoopDriver() warns at 80 % of --max-turns and ends with a tool-
     ]);
     const requested = sink.ofType("model.requested").map((e) => e.payload);
     assert.equal(requested.length, 6);
-    assert.deepEqual(requested.map((p) => p.toolCount), [4, 4, 4, 4, 4, 0]);
+    assert.deepEqual(requested.map((p) => p.toolCount), [5, 5, 5, 5, 5, 0]);
     assert.equal(requested[5].purpose, "final");
     // the warning comes before the fifth turn, the exhaustion before the final call
     const types = sink.types();
