@@ -2,8 +2,19 @@
 // `deno compile` downloads its runtime (denort) unless DENORT_BIN points at one; offline and
 // without it, this fails with Deno's own message.
 import { permissionFlags, sandboxFromEnv } from "./permissions.ts";
+import { configuredPrograms } from "./invocation.ts";
 
-const flags = permissionFlags(sandboxFromEnv(Deno.env.toObject(), "."));
+const env = Deno.env.toObject();
+const base = sandboxFromEnv(env, ".");
+// The harness programs the data root's config file names (drivers.*.program) may run too.
+const sandbox = {
+  ...base,
+  programs: [
+    ...base.programs,
+    ...configuredPrograms(env.REINS_CONFIG ?? `${base.home}/config.json`),
+  ],
+};
+const flags = permissionFlags(sandbox);
 const root = new URL("..", import.meta.url).pathname;
 // Modules reins imports lazily (lib/core/lazy_import.ts) are not in main.ts's static graph: the
 // binary gets all of lib/.

@@ -1,6 +1,6 @@
 // `deno task demo`: the main job on the built-in model, with no key and no network. Two turns
 // on one context in a temp copy of examples/demo/ (the second resumes the first), then the
-// recording of the last run and where the data root is.
+// recording of the last run, where the data root is, and the commands to type next.
 import { sandboxFromEnv, sourceRunFlags } from "./permissions.ts";
 
 const repo = new URL("..", import.meta.url).pathname;
@@ -44,3 +44,30 @@ await reins("show", "last");
 console.log(`\nThe project the agent worked in: ${work}`);
 console.log(`The data root (runs, events, contexts): ${home}`);
 console.log(`Done in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+
+// What to type next, literally: these runs live in the demo's own data root.
+const installed = onPath("reins");
+const reinsCommand = installed ? "reins" : "deno task reins";
+console.log(`\n${bold("Next")}, look at these runs yourself:`);
+console.log(`  ${reinsCommand} --home ${home} runs`);
+console.log(`  ${reinsCommand} --home ${home} show last --verbose`);
+console.log(
+  installed
+    ? "and start your own, in a project of yours: reins run 'list the files and summarise them'"
+    : "`deno task install` puts a reins on your PATH, for those and for runs of your own: " +
+      "reins run 'list the files and summarise them'",
+);
+
+/** Whether an executable `name` is on the PATH. */
+function onPath(name: string): boolean {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir === "") continue;
+    try {
+      const info = Deno.statSync(`${dir}/${name}`);
+      if (info.isFile && ((info.mode ?? 0) & 0o111) !== 0) return true;
+    } catch {
+      // not there
+    }
+  }
+  return false;
+}

@@ -15,6 +15,8 @@ export interface Sandbox {
   netHosts: string[];
   /** Programs the binary may start: names on PATH or absolute paths. */
   programs: string[];
+  /** More paths to read and write: what a launcher was given on the command line (--cwd, …). */
+  extraPaths?: readonly string[];
 }
 
 export const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
@@ -72,7 +74,8 @@ export function sandboxFromEnv(
 /** The permission flags for a sandbox, in a stable order. */
 export function permissionFlags(sandbox: Sandbox): string[] {
   const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
-  const paths = unique([sandbox.home, sandbox.cwd, sandbox.tempDir]).join(",");
+  const paths = unique([sandbox.home, sandbox.cwd, sandbox.tempDir, ...(sandbox.extraPaths ?? [])])
+    .join(",");
   const programs = unique(sandbox.programs);
   return [
     `--allow-read=${paths}`,

@@ -51,7 +51,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "stats",
-    summary: "sum events, calls, tokens, cost and duration of runs or run families",
+    summary: "sum calls, tokens, cost and duration of runs or run families",
     load: () => importLazily<typeof import("./stats.ts")>(new URL("./stats.ts", import.meta.url)),
   },
   {
@@ -61,29 +61,28 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "recover",
-    summary: "mark runs whose process is gone as interrupted; --reindex rebuilds the index",
+    summary: "interrupt runs whose process is gone; --reindex rebuilds the index",
     load: () =>
       importLazily<typeof import("./recover.ts")>(new URL("./recover.ts", import.meta.url)),
   },
   {
     name: "report",
-    summary: "send settled runs to the evaluation platform (--pending: what the outbox holds)",
+    summary: "send settled runs to the evaluation platform (--pending: the outbox)",
     load: () => importLazily<typeof import("./report.ts")>(new URL("./report.ts", import.meta.url)),
   },
   {
     name: "export",
-    summary: "export runs as OpenTelemetry traces to a collector (OTLP/HTTP JSON)",
+    summary: "send runs to a collector as OpenTelemetry traces (OTLP/HTTP JSON)",
     load: () => importLazily<typeof import("./export.ts")>(new URL("./export.ts", import.meta.url)),
   },
   {
     name: "suite",
-    summary:
-      "run, resume, show and report scenario suites (run, validate, show, list, plan, merge)",
+    summary: "scenario suites: run, validate, show, list, plan, merge (and report)",
     load: () => importLazily<typeof import("./suite.ts")>(new URL("./suite.ts", import.meta.url)),
   },
   {
     name: "serve",
-    summary: "serve the agent over A2A 1.0 (JSON-RPC, SSE); tasks are recorded runs",
+    summary: "serve the agent over A2A 1.0 (JSON-RPC, SSE): tasks are runs",
     load: () => importLazily<typeof import("./serve.ts")>(new URL("./serve.ts", import.meta.url)),
   },
   {

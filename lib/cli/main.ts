@@ -121,7 +121,7 @@ function generalHelp(): string {
     "Commands:",
     ...lines,
     "",
-    "reins help COMMAND (or reins COMMAND --help) tells more. reins --version prints the version.",
+    "More: reins help COMMAND (or reins COMMAND --help). Version: reins --version.",
     "Data root: --home DIR, else $REINS_HOME, else ~/.reins.",
   ].join("\n");
 }

@@ -13,6 +13,9 @@ export const ENV_VARS = [
   "REINS_CODEX_BIN",
   "REINS_GEMINI_BIN",
   "REINS_OPENCODE_BIN",
+  // What the launcher of a checkout (scripts/reins.ts) built the sandbox from, for the message
+  // of a refusal: JSON, set by the launcher only.
+  "REINS_SANDBOX",
   "HARNESS_PLATFORM_URL",
   "HARNESS_PLATFORM_API_KEY",
   "HARNESS_PLATFORM_SECRET_KEY",

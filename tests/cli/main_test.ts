@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { reins, tempDir } from "../support/reins.ts";
 import { VERSION } from "../../lib/core/version.ts";
+import { COMMANDS } from "../../lib/cli/commands.ts";
 
 Deno.test("reins --version prints the version of deno.json", async () => {
   await using home = await tempDir();
@@ -19,6 +20,16 @@ Deno.test("reins --help lists the commands and exits 0", async () => {
   assert.equal(result.code, 0);
   assert.match(result.stdout, /^reins .* runs, records, resumes and reports agent sessions/);
   assert.match(result.stdout, /\n {2}doctor +check the data root/);
+});
+
+// regression: `reins --help` ran to 97 columns, wider than the terminal a new user starts in.
+Deno.test("reins --help fits one screen of 24 lines of 80 columns and names every command", async () => {
+  await using home = await tempDir();
+  const result = await reins(["--help"], { home: home.path });
+  const lines = result.stdout.trimEnd().split("\n");
+  assert.ok(lines.length <= 24, `${lines.length} lines`);
+  for (const line of lines) assert.ok([...line].length <= 80, `${[...line].length}: ${line}`);
+  for (const { name } of COMMANDS) assert.match(result.stdout, new RegExp(`\n  ${name} `));
 });
 
 Deno.test("reins with no command prints the help on stderr and exits 2", async () => {

@@ -1,0 +1,14 @@
+// `deno run -A scripts/sandbox_flags.ts ARGS…`: what scripts/reins.sh runs main.ts with for the
+// command line ARGS, started in the current directory — on the first line the REINS_SANDBOX
+// value (what the sandbox was built from, for a refusal's message), then one permission flag a
+// line (invocation.ts). Nothing here runs reins itself.
+import { sourceRunFlags } from "./permissions.ts";
+import { invocationSandbox } from "./invocation.ts";
+
+const { sandbox, home, homeFrom, dirs } = invocationSandbox(
+  Deno.args,
+  Deno.env.toObject(),
+  Deno.cwd(),
+);
+const origin = JSON.stringify({ by: "launcher", home, homeFrom, dirs });
+console.log([origin, ...sourceRunFlags(sandbox)].join("\n"));
