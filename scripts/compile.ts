@@ -1,7 +1,8 @@
-// `deno task compile`: builds dist/reins with exactly the sandbox of scripts/permissions.ts.
-// `deno compile` downloads its runtime (denort) unless DENORT_BIN points at one; offline and
-// without it, this fails with Deno's own message.
-import { permissionFlags, sandboxFromEnv } from "./permissions.ts";
+// `deno task compile`: builds dist/reins with exactly the sandbox of scripts/permissions.ts, and
+// says first what that sandbox bakes in (the binary keeps what this build saw). `deno compile`
+// downloads its runtime (denort) unless DENORT_BIN points at one: offline and without it, this
+// says so in one line instead of passing on the download's error.
+import { describeSandbox, permissionFlags, sandboxFromEnv } from "./permissions.ts";
 import { configuredPrograms } from "./invocation.ts";
 
 const env = Deno.env.toObject();
@@ -18,20 +19,49 @@ const flags = permissionFlags(sandbox);
 const root = new URL("..", import.meta.url).pathname;
 // Modules reins imports lazily (lib/core/lazy_import.ts) are not in main.ts's static graph: the
 // binary gets all of lib/.
+const output = `${root}dist/reins`;
 const args = [
   "compile",
   ...flags,
   "--include",
   `${root}lib/`,
   "--output",
-  `${root}dist/reins`,
+  output,
   `${root}main.ts`,
 ];
-console.error(`deno ${args.join(" ")}`);
-const status = await new Deno.Command(Deno.execPath(), {
+console.error(
+  [
+    `deno task compile: ${output} will have this sandbox (from the environment of this build):`,
+    ...describeSandbox(sandbox).map((line) => `  ${line}`),
+    `deno ${args.join(" ")}`,
+  ].join("\n"),
+);
+
+const child = new Deno.Command(Deno.execPath(), {
   args,
   stdout: "inherit",
-  stderr: "inherit",
-})
-  .spawn().status;
-Deno.exit(status.code);
+  stderr: "piped",
+}).spawn();
+const [status, stderr] = await Promise.all([
+  child.status,
+  new Response(child.stderr).text(),
+]);
+if (status.success) {
+  await Deno.stderr.write(new TextEncoder().encode(stderr));
+  Deno.exit(0);
+}
+const plain = stderr.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"), "");
+// What deno compile says when it cannot fetch denort: "Setting up base binary" and a request
+// that failed (a DNS error offline, a refused connection behind a dead proxy).
+if (
+  /Setting up base binary|denort/.test(plain) &&
+  /error sending request|dns error|Connect/.test(plain)
+) {
+  console.error(
+    `deno task compile: cannot download Deno's runtime (denort ${Deno.version.deno}) from ` +
+      "dl.deno.land; offline, set DENORT_BIN to a denort binary of that version and run again",
+  );
+} else {
+  await Deno.stderr.write(new TextEncoder().encode(stderr));
+}
+Deno.exit(status.code || 1);

@@ -1,8 +1,10 @@
 // The sandbox: the one list of permission flags that `deno task compile` bakes into dist/reins
 // and that the end-to-end tests run main.ts under, so what the binary may touch is what is tested.
-// Read/write: the data root, the working directory and the temp dir. Net: loopback, the platform
-// host, the model hosts and the OTLP collector. Run: the harness programs. Env: the variables
-// lib/core/env.ts reads.
+// Read/write: the data root and the working directory (reins keeps its temp files in the data
+// root's tmp/). Net: loopback, the platform host, the model hosts and the OTLP collector. Run: the
+// harness programs, `kill` and `ps` (to stop an agent's process group and check it is the one
+// reins started), and what REINS_ALLOW_RUN adds. Env: the variables lib/core/env.ts reads.
+// Deno cannot confine a child process: whatever may run, runs with reins's own rights.
 import { ENV_VARS } from "../lib/core/env.ts";
 
 export interface Sandbox {
@@ -10,7 +12,6 @@ export interface Sandbox {
   home: string;
   /** The working directory; "." in the binary means wherever it is started. */
   cwd: string;
-  tempDir: string;
   /** Hosts (host or host:port) besides loopback. */
   netHosts: string[];
   /** Programs the binary may start: names on PATH or absolute paths. */
@@ -21,7 +22,16 @@ export interface Sandbox {
 
 export const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
 export const HARNESS_PROGRAMS = ["claude", "codex", "gemini", "opencode"];
-/** The built-in loop's run_command tool runs `sh -c`, confined to the working directory. */
+/**
+ * What reins runs itself: `kill` signals an agent's whole process group (Deno.kill of a group
+ * needs every program allowed) and `ps` tells a process's start time (reading /proc needs
+ * --allow-all). Neither can start another program.
+ */
+export const PROCESS_TOOLS = ["kill", "ps"];
+/**
+ * The built-in loop's run_command tool runs `sh -c`. It is on the list only when REINS_ALLOW_RUN
+ * names it: `sh` runs anything, so with it the list confines nothing.
+ */
 export const LOOP_SHELL = "sh";
 
 function split(value: string | undefined): string[] {
@@ -53,13 +63,12 @@ export function sandboxFromEnv(
     env.REINS_CODEX_BIN || "codex",
     env.REINS_GEMINI_BIN || "gemini",
     env.REINS_OPENCODE_BIN || "opencode",
-    LOOP_SHELL,
+    ...PROCESS_TOOLS,
     ...split(env.REINS_ALLOW_RUN),
   ];
   return {
     home,
     cwd,
-    tempDir: env.TMPDIR || "/tmp",
     netHosts: [
       ...hostOf(env.HARNESS_PLATFORM_URL || env.FI_BASE_URL),
       ...hostOf(env.OPENAI_BASE_URL || "https://api.openai.com/v1"),
@@ -74,8 +83,7 @@ export function sandboxFromEnv(
 /** The permission flags for a sandbox, in a stable order. */
 export function permissionFlags(sandbox: Sandbox): string[] {
   const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
-  const paths = unique([sandbox.home, sandbox.cwd, sandbox.tempDir, ...(sandbox.extraPaths ?? [])])
-    .join(",");
+  const paths = unique([sandbox.home, sandbox.cwd, ...(sandbox.extraPaths ?? [])]).join(",");
   const programs = unique(sandbox.programs);
   return [
     `--allow-read=${paths}`,
@@ -102,6 +110,26 @@ export function sourceRunFlags(sandbox: Sandbox): string[] {
   return permissionFlags(sandbox).map((flag) =>
     flag.startsWith("--allow-read=") ? `${flag},${SOURCE_DIR}` : flag
   );
+}
+
+/** What a sandbox allows, for people: the lines `deno task compile` prints. */
+export function describeSandbox(sandbox: Sandbox): string[] {
+  const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
+  const programs = unique(sandbox.programs);
+  return [
+    `data root    ${sandbox.home} (baked in: --home and REINS_HOME elsewhere are refused)`,
+    sandbox.cwd === "."
+      ? "working dir  the directory reins is started in, and below it (--cwd elsewhere is refused)"
+      : `working dir  ${sandbox.cwd}, and below it`,
+    `net          ${unique([...LOOPBACK_HOSTS, ...sandbox.netHosts]).join(", ")}`,
+    `run          ${programs.join(", ")}${
+      programs.includes(LOOP_SHELL)
+        ? " (with sh, the loop's run_command tool is on, and anything can run)"
+        : " (no sh: the loop's run_command tool is off; REINS_ALLOW_RUN=sh turns it on)"
+    }`,
+    "             Deno cannot confine a program it starts: it runs with your rights",
+    `env          ${ENV_VARS.length} variables reins reads (lib/core/env.ts); sys: uid only`,
+  ];
 }
 
 if (import.meta.main) {

@@ -15,6 +15,7 @@ import {
 import { describeError } from "../core/errors.ts";
 import { auditDataRoot, type Finding, type Repair, repairDataRoot } from "../core/audit.ts";
 import { VERSION } from "../core/version.ts";
+import { sandboxInForce, sandboxLines } from "../core/sandbox_in_force.ts";
 import { assertNever } from "../core/assert_never.ts";
 import { pendingReports } from "../platform/pending.ts";
 
@@ -168,6 +169,12 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const configProblem = configTrustProblem(settings.configPath);
   const query = (descriptor: Deno.PermissionDescriptor) =>
     Deno.permissions.querySync(descriptor).state === "granted" ? "granted" : "denied";
+  const sandbox = sandboxInForce({
+    home: settings.home,
+    cwd: Deno.cwd(),
+    hosts: [settings.platform.url, settings.openai.baseUrl],
+    programs: HARNESS_DRIVERS.map((driver) => harnessProgram(settings, driver)),
+  });
   const permissions = {
     readDataRoot: query({ name: "read", path: settings.home }),
     writeDataRoot: query({ name: "write", path: settings.home }),
@@ -206,6 +213,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       untrusted: configProblem,
     },
     permissions,
+    sandbox,
     programs,
     platform: {
       url: settings.platform.url,
@@ -234,8 +242,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     `config       ${settings.configPath} (${report.config.exists ? "present" : "absent"}${
       configProblem ? `; refused: ${configProblem}` : ""
     })`,
-    `sandbox      read data root: ${permissions.readDataRoot}, read anywhere: ${permissions.readAnywhere}, ` +
-    `net anywhere: ${permissions.netAnywhere}, run anything: ${permissions.runAnything}, all env: ${permissions.envAll}`,
+    ...sandboxLines(sandbox).map((line, i) => `${i === 0 ? "sandbox      " : INDENT}${line}`),
     ...programs.map((p) =>
       `harness      ${p.driver.padEnd(9)}${p.program}: ${
         p.found ? `found${p.version ? ` (${p.version})` : ""}` : p.error

@@ -11,7 +11,7 @@ import type { CommandContext, CommandModule } from "./command.ts";
 import { type Output, terminalOutput } from "./output.ts";
 import { nearest } from "./suggest.ts";
 import { VERSION } from "../core/version.ts";
-import { sandboxError } from "./sandbox_error.ts";
+import { sandboxRefusal } from "../core/sandbox.ts";
 
 export async function runCli(argv: readonly string[]): Promise<number> {
   const json = argv.includes("--json");
@@ -165,7 +165,7 @@ function reportError(error: unknown, io: Output): number {
   if (error instanceof Deno.errors.BrokenPipe) return ExitCode.ok;
   let failure: ReinsError;
   if (error instanceof ReinsError) failure = error;
-  else if (error instanceof Deno.errors.NotCapable) failure = sandboxError(error);
+  else if (error instanceof Deno.errors.NotCapable) failure = sandboxRefusal(error);
   else if (
     error instanceof Deno.errors.NotADirectory || error instanceof Deno.errors.IsADirectory ||
     error instanceof Deno.errors.NotFound

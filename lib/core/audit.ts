@@ -35,6 +35,7 @@ export function auditDataRoot(root: string): Finding[] {
   } catch {
     return findings;
   }
+  const tmp = joinPath(root, "tmp");
   const visit = (path: string, info: Deno.FileInfo) => {
     if (info.isSymlink) {
       let target: string | null = null;
@@ -56,6 +57,8 @@ export function auditDataRoot(root: string): Finding[] {
     const finding = judge(path, info);
     if (finding !== null) findings.push(finding);
     if (!info.isDirectory) return;
+    // Below tmp/ lie copies of working directories (a replay's): their modes are the project's.
+    if (path.startsWith(`${tmp}/`)) return;
     let entries: Deno.DirEntry[];
     try {
       entries = [...Deno.readDirSync(path)];

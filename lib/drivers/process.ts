@@ -4,6 +4,8 @@
 // nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
 import { onceAfter } from "../core/clock.ts";
 
+import { sandboxRefusal } from "../core/sandbox.ts";
+
 const STDERR_KEEP = 64 * 1024;
 const DEFAULT_GRACE_MS = 5_000;
 const LAST_SAID_CHARS = 300;
@@ -111,6 +113,8 @@ export class HarnessProcess {
         stderr: "piped",
       }).spawn();
     } catch (error) {
+      // Not on the sandbox's run list: exit 4 with how to grant it, not a failed start.
+      if (error instanceof Deno.errors.NotCapable) throw sandboxRefusal(error);
       if (error instanceof Deno.errors.NotFound) {
         throw new HarnessStartError(
           `Cannot start ${spec.cli}: no program ${JSON.stringify(spec.program)} on PATH`,

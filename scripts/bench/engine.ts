@@ -38,7 +38,6 @@ async function wholeRun(dir: string): Promise<void> {
   const flags = sourceRunFlags({
     home,
     cwd: dir,
-    tempDir: "/tmp",
     netHosts: [],
     programs: ["true"],
   });
@@ -192,7 +191,6 @@ async function aroundClaude(dir: string): Promise<void> {
   const flags = sourceRunFlags({
     home,
     cwd: scratch.cwd,
-    tempDir: "/tmp",
     netHosts: [],
     programs: [program],
   });

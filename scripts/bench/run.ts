@@ -17,7 +17,6 @@ export default async function (): Promise<void> {
     const flags = sourceRunFlags({
       home,
       cwd: dir,
-      tempDir: "/tmp",
       netHosts: [],
       programs: ["sh"],
     });

@@ -235,7 +235,6 @@ async function listing(dir: string): Promise<void> {
   const flags = sourceRunFlags({
     home,
     cwd: dir,
-    tempDir: Deno.env.get("TMPDIR") || "/tmp",
     netHosts: [],
     programs: ["claude"],
   });

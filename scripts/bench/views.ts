@@ -160,7 +160,7 @@ export default async function (): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-views-" }));
   try {
     const flagsFor = (home: string) =>
-      sourceRunFlags({ home, cwd: dir, tempDir: "/tmp", netHosts: [], programs: ["sh"] });
+      sourceRunFlags({ home, cwd: dir, netHosts: [], programs: ["sh"] });
     // Output goes to /dev/null: the time to format and write it is ours, reading it is not.
     const reins = (home: string, ...args: string[]) =>
       quietly(

@@ -83,17 +83,20 @@ Deno.test("reins doctor --json --bogus prints only a JSON error on stdout", asyn
 Deno.test("reins doctor under the sandbox exits 4 when it must read a file outside the allowed paths", async () => {
   await using home = await tempDir();
   await using elsewhere = await tempDir("reins-outside-");
-  // The config file is outside home, cwd and the temp dir only if TMPDIR differs; use /etc.
+  // A config file outside the data root and the working directory (the temp dir is no longer in
+  // the sandbox either).
   const result = await reins(["doctor"], {
     home: home.path,
-    env: { REINS_CONFIG: "/etc/reins-test-config.json" },
+    env: { REINS_CONFIG: `${elsewhere.path}/config.json` },
   });
   assert.equal(result.code, 4, result.stderr);
-  assert.match(
+  assert.equal(
     result.stderr,
-    /^reins: The sandbox refused read access to "\/etc\/reins-test-config.json": it is outside the data root, the working directory and the temp dir\nhint: .*--allow-read=\/etc\/reins-test-config.json/,
+    `reins: The sandbox refused to read "${elsewhere.path}/config.json": reins touches only its ` +
+      "data root and the directory it was started in (set REINS_HOME when you build reins " +
+      "(deno task compile) or start it (deno task reins), or start it in a directory that holds " +
+      "the path)\n",
   );
-  assert.ok(elsewhere.path);
 });
 
 Deno.test("reins doctor --json reports the data root it created, its mode and no secrets", async () => {

@@ -86,6 +86,8 @@ Deno.test("reins replay RUN reproduces a recorded loop run exactly in its restor
       toolResults: { recorded: 4, replayed: 4, differing: 0 },
     });
     assert.notEqual(verdict.cwd, cwd);
+    // regression: the copy was made in /tmp, which the sandbox then had to grant whole.
+    assert.ok(verdict.cwd.startsWith(`${Deno.realPathSync(home)}/tmp/replay-`), verdict.cwd);
     assert.equal(Deno.readTextFileSync(`${verdict.cwd}/out.txt`), "counted\n");
     assert.match(replay.stderr, new RegExp(`replaying run ${runId} \\(4 model outputs\\) in `));
 

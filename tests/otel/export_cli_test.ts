@@ -44,7 +44,8 @@ async function recordLoopRun(home: string, work: string, extra: string[] = []): 
       ...extra,
       "Summarise secret.txt",
     ],
-    { home, cwd: work, env: { OPENAI_API_KEY: SENTINEL } },
+    // The script lies outside the data root and the working directory: the sandbox is told.
+    { home, cwd: work, env: { OPENAI_API_KEY: SENTINEL }, allowPaths: [script] },
   );
   assert.equal(result.code, 0, result.stderr);
   return JSON.parse(result.stdout).runId;

@@ -47,6 +47,9 @@ Deno.test("reins export otel to a collector the sandbox does not allow is exit 4
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector.invalid:4318" },
   });
   assert.equal(result.code, 4, result.stderr);
-  assert.match(result.stderr, /The sandbox refused net access to "collector\.invalid:4318"/);
+  assert.match(
+    result.stderr,
+    /The sandbox refused to connect to collector\.invalid:4318: grant it with REINS_ALLOW_NET=collector\.invalid:4318/,
+  );
   assert.match(result.stderr, /OTEL_EXPORTER_OTLP_ENDPOINT/);
 });

@@ -46,7 +46,14 @@ function stubTest(name: string, fn: (w: World) => Promise<void>) {
       await Deno.writeTextFile(`${work}/notes.txt`, "Buy milk.\nCall the plumber.\n");
       await using platform = await startPythonPlatform();
       const run = (args: string[], env: Record<string, string> = {}) =>
-        reins(args, { home, cwd: work, env: { ...platform.env, ...env } });
+        // Attachments lie beside the working directory; command agents run through sh.
+        reins(args, {
+          home,
+          cwd: work,
+          env: { ...platform.env, ...env },
+          allowPaths: [dir.path],
+          allowRun: ["sh"],
+        });
       await fn({
         home,
         work,

@@ -1,6 +1,6 @@
 // Runs main.ts as a subprocess under the binary's own sandbox (scripts/permissions.ts), with a
 // scratch HOME and only the environment a test gives it.
-import { permissionFlags } from "../../scripts/permissions.ts";
+import { HARNESS_PROGRAMS, permissionFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 export const MAIN = `${REPO}main.ts`;
@@ -13,11 +13,11 @@ export interface ReinsOptions {
   cwd?: string;
   env?: Record<string, string>;
   stdin?: string;
-  /** Programs the sandbox may run (the harness programs are always listed). */
+  /** Programs the sandbox may run (the harness programs, kill and ps are always listed). */
   allowRun?: string[];
   /** Hosts besides loopback. */
   allowNet?: string[];
-  /** Extra paths to read and write, beyond home, cwd and the temp dir. */
+  /** Extra paths to read and write, beyond home and cwd. */
   allowPaths?: string[];
 }
 
@@ -33,9 +33,8 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
   const flags = permissionFlags({
     home: options.home,
     cwd,
-    tempDir,
     netHosts: options.allowNet ?? [],
-    programs: ["claude", "codex", "gemini", "opencode", "sh", ...(options.allowRun ?? [])],
+    programs: [...HARNESS_PROGRAMS, ...PROCESS_TOOLS, ...(options.allowRun ?? [])],
   });
   const extra = options.allowPaths ?? [];
   const withPaths = flags.map((flag) => {

@@ -4,6 +4,7 @@
 // run store itself and never emits the terminal `completed` / `failed`.
 import { nowIso } from "../../core/clock.ts";
 import { describeError, ReinsError } from "../../core/errors.ts";
+import { SandboxRefusal } from "../../core/sandbox.ts";
 import type { ToolCall } from "../../store/contracts.ts";
 import {
   agentOf,
@@ -110,6 +111,8 @@ async function runLoop(
     return ended("completed", exhausted ? "budget exhausted" : null, answer);
   } catch (error) {
     if (signal.aborted) return ended("interrupted", abortReason(signal), null);
+    // A refusal by the sandbox ends reins with exit 4, not as a failed turn (the run records it).
+    if (error instanceof SandboxRefusal) throw error;
     const reason = error instanceof ReinsError && error.hint
       ? `${describeError(error)} (${error.hint})`
       : describeError(error);

@@ -12,6 +12,7 @@ import {
   completionOutput,
 } from "./openai_wire.ts";
 import { readServerSentEvents } from "./sse.ts";
+import { isSandboxRefusal, sandboxRefusal } from "../../core/sandbox.ts";
 import { outboundFetch } from "../../net/outbound.ts";
 import { isRetriableStatus, type RetryPolicy, withRetry } from "../../net/retry.ts";
 import { retryAfterMs } from "../../net/retry_after.ts";
@@ -65,6 +66,8 @@ export function openaiModel(options: OpenAIModelOptions): Model {
           );
         } catch (error) {
           if (request.signal.aborted) throw error;
+          // The sandbox's no is final: never retried like an unreachable server.
+          if (isSandboxRefusal(error)) throw sandboxRefusal(error as Error);
           throw new RetriableFailure(
             new ModelError(
               `Cannot reach the model endpoint ${url}: ${(error as Error).message}` +

@@ -26,6 +26,16 @@ export interface ToolboxOptions {
   env?: Record<string, string>;
   /** Aborted when stopping must not wait: a running command is killed at once (SIGKILL). */
   kill?: AbortSignal;
+  /**
+   * Whether to offer run_command. Default: only when the sandbox lets reins run `sh` (a binary
+   * built without REINS_ALLOW_RUN=sh does not; Deno cannot confine what `sh -c` runs).
+   */
+  shell?: boolean;
+}
+
+/** Whether this process may start `sh` (its sandbox lists it, or runs anything). */
+export function shellAllowed(): boolean {
+  return Deno.permissions.querySync({ name: "run", command: "sh" }).state === "granted";
 }
 
 export interface Toolbox {
@@ -43,7 +53,9 @@ class ToolFailure extends Error {
 interface ToolContext {
   root: string;
   signal: AbortSignal;
-  options: Required<Omit<ToolboxOptions, "env" | "kill">> & { env: Record<string, string> };
+  options: Required<Omit<ToolboxOptions, "env" | "kill" | "shell">> & {
+    env: Record<string, string>;
+  };
   kill: AbortSignal | undefined;
 }
 
@@ -195,21 +207,20 @@ const DEFAULTS = {
 /** The tools for one working directory (absolute; it must exist). */
 export async function createToolbox(cwd: string, options: ToolboxOptions = {}): Promise<Toolbox> {
   const root = await Deno.realPath(cwd);
-  const { env, kill, ...limits } = options;
+  const { env, kill, shell, ...limits } = options;
+  const offered = TOOL_NAMES.filter((name) => name !== "run_command" || (shell ?? shellAllowed()));
   const settings = { ...DEFAULTS, ...withoutUndefined(limits), env: env ?? {} };
-  const specs: ToolSpec[] = TOOL_NAMES.map((name) => {
+  const specs: ToolSpec[] = offered.map((name) => {
     const { $schema: _, ...parameters } = z.toJSONSchema(TOOLS[name].args, { io: "input" });
     return { name, description: TOOLS[name].description, parameters };
   });
   return {
     specs,
     async run(call, signal) {
-      if (!Object.hasOwn(TOOLS, call.name)) {
+      if (!(offered as string[]).includes(call.name)) {
         return {
           ok: false,
-          error: `Unknown tool ${JSON.stringify(call.name)}: the tools are ${
-            TOOL_NAMES.join(", ")
-          }`,
+          error: `Unknown tool ${JSON.stringify(call.name)}: the tools are ${offered.join(", ")}`,
         };
       }
       const tool = TOOLS[call.name as ToolName] as ToolDefinition<z.ZodType>;

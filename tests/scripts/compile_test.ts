@@ -1,0 +1,80 @@
+// `deno task compile` says what the binary bakes in, and offline says in one line that it needs
+// DENORT_BIN instead of passing on the download's DNS error. "Offline" is made certain by a proxy
+// nobody listens on, so the test means the same wherever it runs.
+import assert from "node:assert/strict";
+import { tempDir } from "../support/reins.ts";
+
+const REPO = new URL("../../", import.meta.url).pathname;
+const DENO_DIR = Deno.env.get("DENO_DIR") ||
+  `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`;
+const cachedRuntime = (() => {
+  try {
+    const dir = `${DENO_DIR}/dl/release/v${Deno.version.deno}`;
+    return [...Deno.readDirSync(dir)].some((entry) => entry.name.startsWith("denort"));
+  } catch {
+    return false;
+  }
+})();
+
+function deadPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+Deno.test({
+  name:
+    "regression: deno task compile prints the sandbox it bakes and, offline, one line about DENORT_BIN",
+  // With denort in Deno's cache the build would succeed: nothing to test offline then.
+  ignore: cachedRuntime || Deno.env.get("DENORT_BIN") !== undefined,
+  async fn() {
+    await using dir = await tempDir();
+    const proxy = `http://127.0.0.1:${deadPort()}`;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", "--no-prompt", `${REPO}scripts/compile.ts`],
+      cwd: dir.path,
+      clearEnv: true,
+      env: {
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        HOME: dir.path,
+        DENO_DIR,
+        REINS_HOME: `${dir.path}/data`,
+        REINS_ALLOW_NET: "models.example:8443",
+        REINS_ALLOW_RUN: "sh,/opt/agent",
+        HTTPS_PROXY: proxy,
+        HTTP_PROXY: proxy,
+        NO_COLOR: "1",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.notEqual(output.code, 0, stderr);
+    const lines = stderr.trimEnd().split("\n");
+    assert.match(lines[0], /^deno task compile: .*dist\/reins will have this sandbox/);
+    assert.equal(
+      lines[1],
+      `  data root    ${dir.path}/data (baked in: --home and REINS_HOME elsewhere are refused)`,
+    );
+    assert.equal(
+      lines[2],
+      "  working dir  the directory reins is started in, and below it (--cwd elsewhere is refused)",
+    );
+    assert.equal(
+      lines[3],
+      "  net          127.0.0.1, localhost, [::1], api.openai.com, models.example:8443",
+    );
+    assert.match(
+      lines[4],
+      /^ {2}run {10}claude, codex, gemini, opencode, kill, ps, sh, \/opt\/agent \(with sh/,
+    );
+    assert.match(lines[5], /Deno cannot confine a program it starts/);
+    assert.equal(
+      lines.at(-1),
+      `deno task compile: cannot download Deno's runtime (denort ${Deno.version.deno}) from ` +
+        "dl.deno.land; offline, set DENORT_BIN to a denort binary of that version and run again",
+    );
+    assert.doesNotMatch(stderr, /dns error|Connection refused|Caused by/);
+  },
+});
