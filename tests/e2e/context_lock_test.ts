@@ -20,7 +20,7 @@ Deno.test("six reins run --context same started together make one session, one t
     () =>
       spawnReins(
         ["run", "--driver", "command", "--exec", exec, "--context", "same", "--json", "go"],
-        { home, cwd: dir.path },
+        { home, cwd: dir.path, allowRun: ["sh"] },
       ),
   );
   const stderrs = children.map(() => "");
@@ -81,7 +81,7 @@ Deno.test("reins run --no-wait on a busy context exits 7 with context busy (run 
       "--json",
       "hold it",
     ],
-    { home, cwd: dir.path, allowRun: ["true"] },
+    { home, cwd: dir.path, allowRun: ["true", "sh"] },
   );
   try {
     while (true) {
@@ -162,7 +162,7 @@ Deno.test("a context whose turn was SIGKILLed is free at once for the next turn"
       "k",
       "x",
     ],
-    { home, cwd: dir.path, allowRun: ["true"] },
+    { home, cwd: dir.path, allowRun: ["true", "sh"] },
   );
   while (true) {
     try {

@@ -1,6 +1,6 @@
 // `deno task compile` says what the binary bakes in, and offline says in one line that it needs
 // DENORT_BIN instead of passing on the download's DNS error. "Offline" is made certain by a proxy
-// nobody listens on, so the test means the same wherever it runs.
+// that hangs up, so the test means the same wherever it runs.
 import assert from "node:assert/strict";
 import { tempDir } from "../support/reins.ts";
 
@@ -16,11 +16,19 @@ const cachedRuntime = (() => {
   }
 })();
 
-function deadPort(): number {
+/**
+ * A proxy that hangs up on every connection. Held for the whole test, so that no other test's
+ * listener can be handed its port meanwhile (a closed "dead" port would be reused).
+ */
+function hangingUpProxy(): { url: string } & Disposable {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
+  (async () => {
+    for await (const conn of listener) conn.close();
+  })().catch(() => {});
+  return {
+    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    [Symbol.dispose]: () => listener.close(),
+  };
 }
 
 Deno.test({
@@ -30,7 +38,8 @@ Deno.test({
   ignore: cachedRuntime || Deno.env.get("DENORT_BIN") !== undefined,
   async fn() {
     await using dir = await tempDir();
-    const proxy = `http://127.0.0.1:${deadPort()}`;
+    using hangingUp = hangingUpProxy();
+    const proxy = hangingUp.url;
     const output = await new Deno.Command(Deno.execPath(), {
       args: ["run", "--allow-all", "--no-prompt", `${REPO}scripts/compile.ts`],
       cwd: dir.path,
