@@ -7,6 +7,7 @@
 // on with the same one, and `reins report --pending` sends what is ready. Nothing here changes a
 // scenario's status or the suite's exit code.
 import type { Settings } from "../core/config.ts";
+import { isSandboxRefusal } from "../core/sandbox.ts";
 import { describeError } from "../core/errors.ts";
 import type { RetryPolicy } from "../net/retry.ts";
 import { PlatformClient, type PlatformTarget } from "../platform/client.ts";
@@ -246,7 +247,7 @@ export class SuiteReporter {
       });
     } catch (error) {
       // Not the platform's doing (a sandbox that may not reach it): stop trying, say so.
-      this.#broken = error instanceof Deno.errors.NotCapable
+      this.#broken = isSandboxRefusal(error)
         ? `the sandbox may not reach ${new URL(this.#options.target.url).host} (build with ` +
           "HARNESS_PLATFORM_URL set, or add the host to REINS_ALLOW_NET)"
         : describeError(error);

@@ -4,8 +4,10 @@
 // the next begins, so a crash loses at most the step in flight and a resume redoes only what did
 // not finish. It prints nothing; hooks tell the caller (progress, the platform report).
 import { describeError, ReinsError } from "../core/errors.ts";
+import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_files.ts";
 import { createHash } from "node:crypto";
 import type { Model } from "../drivers/loop/model.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
@@ -81,11 +83,17 @@ async function copyTree(from: string, to: string): Promise<void> {
   }
 }
 
-/** A fresh working directory for one attempt: an empty temp folder, or a copy of the workdir. */
-async function makeWorkdir(spec: ScenarioSpec, suiteRunId: string): Promise<string> {
+/**
+ * A fresh working directory for one attempt: an empty folder, or a copy of the workdir. It lies
+ * in the data root's tmp/, which the sandbox grants (the system's temp dir it does not).
+ */
+async function makeWorkdir(spec: ScenarioSpec, handle: SuiteRunHandle): Promise<string> {
+  const tmp = handle.root.layout.tmp();
+  ensurePrivateDir(handle.root.home, tmp);
   const dir = await Deno.realPath(
     await Deno.makeTempDir({
-      prefix: `reins-suite-${suiteRunId.slice(-6)}-${spec.key.slice(0, 40)}-`,
+      dir: tmp,
+      prefix: `suite-${handle.id.slice(-6)}-${spec.key.slice(0, 40)}-`,
     }),
   );
   if (spec.workdir !== null) await copyTree(spec.workdir, dir);
@@ -156,7 +164,7 @@ async function playAttempt(
   };
   // Saved with the attempt's first run (below), or with its end: each save is an fsync, and a
   // crash before the first run leaves a scenario a resume plays all the same.
-  const cwd = await makeWorkdir(spec, handle.id);
+  const cwd = await makeWorkdir(spec, handle);
   attempt.workdir = cwd;
   const evidence: Evidence = { cwd, turns: [], transcript: [], recordings: [] };
   try {
@@ -260,7 +268,7 @@ async function playAttempt(
     }
     if (error instanceof AbortedByStop) throw error;
     if (options.stop.aborted) throw new AbortedByStop();
-    if (error instanceof Deno.errors.NotCapable) throw error;
+    if (isSandboxRefusal(error)) throw error;
     if (clock.timedOut) {
       return {
         status: "error",

@@ -4,6 +4,7 @@
 // (lib/turn) does the turn; this maps a scenario's settings onto its request and reads back what
 // was stored, through the same mapping a platform report uses.
 import { assertNever } from "../core/assert_never.ts";
+import { isSandboxRefusal } from "../core/sandbox.ts";
 import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
 import type { AgentSpec } from "../drivers/driver.ts";
 import type { Store } from "../store/store.ts";
@@ -127,7 +128,7 @@ export function engineTurns(
     );
     // The sandbox refusing the agent refuses every scenario alike: the suite stops (exit 4)
     // rather than record each as an error.
-    if (error instanceof Deno.errors.NotCapable) throw error;
+    if (isSandboxRefusal(error)) throw error;
     return recordedTurn(store, summary.runId, turn.prompt);
   };
 }

@@ -196,7 +196,6 @@ export default async function (): Promise<void> {
     const flags = permissionFlags({
       home,
       cwd: work,
-      tempDir: "/tmp",
       netHosts: [],
       programs: ["true"],
     });

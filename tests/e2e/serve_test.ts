@@ -26,6 +26,8 @@ async function serve(home: string, args: string[]): Promise<Served> {
   const child = spawnReins(["serve", "--port", "0", ...args], {
     home,
     allowPaths: [FIXTURES],
+    // The fixture agents are shell scripts.
+    allowRun: ["sh"],
   });
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let out = "";

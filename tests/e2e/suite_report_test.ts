@@ -46,7 +46,7 @@ Deno.test("reins suite run reports as it goes: provision, start and batch first,
     const result = await reins(["suite", "run", "suite.yaml", "--json"], {
       home,
       cwd: EXAMPLE_DIR,
-      allowRun: [SHOP_AGENT],
+      allowRun: [SHOP_AGENT, "sh"],
       env: envFor(platform, { ALK_HARNESS_JOB_ID: "job-42" }),
     });
     assert.equal(result.code, 0, result.stderr);
@@ -109,7 +109,7 @@ Deno.test("reins suite run reports as it goes: provision, start and batch first,
     const again = await reins(["suite", "run", "suite.yaml", "--json", "--filter", "refund-*"], {
       home,
       cwd: EXAMPLE_DIR,
-      allowRun: [SHOP_AGENT],
+      allowRun: [SHOP_AGENT, "sh"],
       env: envFor(platform),
     });
     assert.equal(again.code, 0, again.stderr);
@@ -129,7 +129,7 @@ Deno.test("reins suite run keeps its exit code when the platform refuses or cann
     const refused = await reins(["suite", "run", "suite.yaml", "--filter", "no-refund-*"], {
       home,
       cwd: EXAMPLE_DIR,
-      allowRun: [SHOP_AGENT],
+      allowRun: [SHOP_AGENT, "sh"],
       env: envFor(platform, { HARNESS_PLATFORM_SECRET_KEY: "wrong" }),
     });
     assert.equal(refused.code, 0, refused.stderr);
@@ -149,7 +149,7 @@ Deno.test("reins suite run keeps its exit code when the platform refuses or cann
     const down = await reins(["suite", "run", "suite.yaml", "--filter", "no-refund-*,refund-*"], {
       home,
       cwd: EXAMPLE_DIR,
-      allowRun: [SHOP_AGENT],
+      allowRun: [SHOP_AGENT, "sh"],
       env: envFor({ ...platform, url: downUrl }),
     });
     dropping.close();
@@ -191,7 +191,7 @@ Deno.test("reins suite run --resume after kill -9 reports into the same executio
     const child = spawnReins(["suite", "run", "suite.yaml", "--jobs", "1"], {
       home,
       cwd: dir.path,
-      allowRun: [agent],
+      allowRun: [agent, "sh"],
       env: envFor(platform),
     });
     const started = () => {
@@ -221,7 +221,7 @@ Deno.test("reins suite run --resume after kill -9 reports into the same executio
     const resumed = await reins(["suite", "run", "suite.yaml", "--resume", "--json"], {
       home,
       cwd: dir.path,
-      allowRun: [agent],
+      allowRun: [agent, "sh"],
       env: envFor(platform),
     });
     assert.equal(resumed.code, 0, resumed.stderr);
@@ -271,7 +271,7 @@ Deno.test("reins suite run uploads the files a scenario's turns attached as its 
     const result = await reins(["suite", "run", "suite.yaml", "--json"], {
       home,
       cwd: dir.path,
-      allowRun: [agent],
+      allowRun: [agent, "sh"],
       env: envFor(platform),
     });
     assert.equal(result.code, 0, result.stderr);

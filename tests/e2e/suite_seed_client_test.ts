@@ -157,7 +157,7 @@ Deno.test({
       const run = await reins(["suite", "run", "suite.yaml", "--jobs", "1", "--json"], {
         home: `${dir.path}/home`,
         cwd: EXAMPLE_DIR,
-        allowRun: [SHOP_AGENT],
+        allowRun: [SHOP_AGENT, "sh"],
         env: envFor(ours),
       });
       assert.equal(run.code, 0, run.stderr);

@@ -57,7 +57,7 @@ Deno.test("reins suite plan + three shards + merge: one provision, start and bat
     HARNESS_PLATFORM_API_KEY: platform.apiKey,
     HARNESS_PLATFORM_SECRET_KEY: platform.secretKey,
   };
-  const allowRun = [`${dir.path}/agent.sh`];
+  const allowRun = [`${dir.path}/agent.sh`, "sh"];
   try {
     const planned = await reins([
       "suite",

@@ -15,7 +15,9 @@ Deno.test("reins suite run passes the example suite offline: every check kind, s
   const result = await reins(["suite", "run", "suite.yaml", "--junit", junit], {
     home,
     cwd: EXAMPLE_DIR,
-    allowRun: [SHOP_AGENT],
+    allowRun: [SHOP_AGENT, "sh"],
+    // The JUnit file goes beside the data root, outside the working directory.
+    allowPaths: [dir.path],
   });
   assert.equal(result.code, 0, result.stderr + result.stdout);
   const table = result.stdout.trimEnd().split("\n");
@@ -154,7 +156,7 @@ Deno.test("reins suite run --resume after kill -9 plays only what did not finish
   const child = spawnReins(["suite", "run", "suite.yaml", "--jobs", "1"], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   await waitFor("c's agent to start", () => exists(`${dir.path}/pid-c`));
   assert.equal(scenarioFile(home, "b")?.status, "passed");
@@ -174,7 +176,7 @@ Deno.test("reins suite run --resume after kill -9 plays only what did not finish
   const resumed = await reins(["suite", "run", "suite.yaml", "--resume", "--json"], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   assert.equal(resumed.code, 0, resumed.stderr);
   const result = JSON.parse(resumed.stdout);
@@ -210,7 +212,7 @@ Deno.test("reins suite run --rerun failed --from ID plays only the failures, as 
   const first = await reins(["suite", "run", "suite.yaml", "--json"], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   assert.equal(first.code, 1);
   const firstRun = JSON.parse(first.stdout);
@@ -233,7 +235,7 @@ Deno.test("reins suite run --rerun failed --from ID plays only the failures, as 
   ], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   assert.equal(rerun.code, 0, rerun.stderr);
   const second = JSON.parse(rerun.stdout);
@@ -284,7 +286,7 @@ Deno.test("reins suite run --filter and --repeat choose and repeat scenarios; --
   ], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   assert.equal(result.code, 0, result.stderr);
   const parsed = JSON.parse(result.stdout);
@@ -308,7 +310,7 @@ Deno.test("reins suite run stops on SIGINT: the rest stays unfinished, exit 1, a
   const child = spawnReins(["suite", "run", "suite.yaml", "--jobs", "1"], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   await waitFor("b's agent to start", () => exists(`${dir.path}/pid-b`));
   child.kill("SIGINT");
@@ -326,7 +328,7 @@ Deno.test("reins suite run stops on SIGINT: the rest stays unfinished, exit 1, a
   const resumed = await reins(["suite", "run", "suite.yaml", "--resume", id.slice(0, 24)], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   assert.equal(resumed.code, 0, resumed.stderr);
   assert.match(resumed.stderr, new RegExp(`resuming suite run ${id}: 2 of 3 scenarios left`));
@@ -341,7 +343,10 @@ Deno.test("reins suite run stops at exit 4 when the sandbox refuses the agent, l
     cwd: dir.path,
   });
   assert.equal(refused.code, 4, refused.stderr);
-  assert.match(refused.stderr, /The sandbox refused run access to ".*agent\.sh"/);
+  assert.match(
+    refused.stderr,
+    /The sandbox refused to run ".*agent\.sh": grant it with REINS_ALLOW_RUN=/,
+  );
   const listed = JSON.parse((await reins(["suite", "list", "--json"], { home })).stdout);
   assert.equal(listed.suiteRuns[0].state, "stopped");
   assert.equal(listed.suiteRuns[0].totals.unfinished, 2);
@@ -351,7 +356,7 @@ Deno.test("reins suite run stops at exit 4 when the sandbox refuses the agent, l
   const resumed = await reins(["suite", "run", "suite.yaml", "--resume"], {
     home,
     cwd: dir.path,
-    allowRun: [`${dir.path}/agent.sh`],
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
   });
   assert.equal(resumed.code, 0, resumed.stderr);
 });

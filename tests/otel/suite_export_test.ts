@@ -31,7 +31,7 @@ Deno.test("reins suite run exports each scenario's runs as they settle, grouped 
   const result = await reins(["suite", "run", "suite.yaml", "--no-report", "--json"], {
     home: `${dir.path}/home`,
     cwd: EXAMPLE_DIR,
-    allowRun: [SHOP_AGENT],
+    allowRun: [SHOP_AGENT, "sh"],
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
   });
   assert.equal(result.code, 0, result.stderr);
@@ -80,7 +80,7 @@ Deno.test("reins suite run with the collector down ends as it does without one",
     reins(["suite", "run", "suite.yaml", "--no-report", "--json"], {
       home,
       cwd: EXAMPLE_DIR,
-      allowRun: [SHOP_AGENT],
+      allowRun: [SHOP_AGENT, "sh"],
       env,
     });
   const without = await run(`${dir.path}/a`, {});
