@@ -280,3 +280,43 @@ Deno.test("a turn that cannot start (a missing mock model) is -32603 saying why,
   assert.deepEqual((listed.body.result as { tasks: unknown[] }).tasks, []);
   assert.equal(t.server.service.activeTurns, 0, "its slot is free again");
 });
+
+Deno.test("a task another server runs on the same data root is visible, but cannot be streamed or canceled here", async () => {
+  await using a = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}sleeper.sh`) });
+  await using b = await startTestServer({
+    dir: a.dir,
+    agent: commandAgent(`sh ${FIXTURES}sleeper.sh`),
+    server: { cancelGraceMs: 1_000 },
+  });
+  const { body } = await a.rpc("SendMessage", {
+    ...message("work"),
+    configuration: { returnImmediately: true },
+  });
+  const taskId = (body.result as { task: { id: string } }).task.id;
+  const pid = Number(
+    await eventually(
+      () => Deno.readTextFile(`${a.work}/child.pid`).catch(() => ""),
+      "the agent's child",
+    ),
+  );
+  a.defer(() => {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch { /* gone with its group */ }
+  });
+  const got = await b.rpc("GetTask", { id: taskId });
+  assert.equal(
+    (got.body.result as { status: { state: string } }).status.state,
+    "TASK_STATE_WORKING",
+  );
+  const subscribe = await b.rpc("SubscribeToTask", { id: taskId });
+  assert.equal(errorOf(subscribe.body).code, -32004);
+  assert.match(errorOf(subscribe.body).message, /not run by this server/);
+  const cancel = await b.rpc("CancelTask", { id: taskId });
+  assert.equal(errorOf(cancel.body).code, -32002);
+  const canceled = await a.rpc("CancelTask", { id: taskId });
+  assert.equal(
+    (canceled.body.result as { status: { state: string } }).status.state,
+    "TASK_STATE_CANCELED",
+  );
+});
