@@ -9,7 +9,7 @@ import { rememberSecrets } from "../core/redact.ts";
 import { resolvePath } from "../core/paths.ts";
 import { openStore } from "../store/store.ts";
 import { runTurn } from "../turn/run_turn.ts";
-import { driverNameOf } from "../drivers/driver.ts";
+import { COMMAND_STDIN, driverNameOf } from "../drivers/driver.ts";
 import { dataRootToken, readTokenFile } from "../serve/auth.ts";
 import { startServer } from "../serve/mod.ts";
 import { agentFlags, checkCwd } from "./run.ts";
@@ -84,6 +84,11 @@ export const flags = defineFlags({
     type: "string",
     value: "'PROGRAM ARGS'",
     description: "the program for --driver command",
+  },
+  "exec-stdin": {
+    type: "choice",
+    choices: COMMAND_STDIN,
+    description: "--exec's stdin: the prompt (default), or events (then the answers it waits for)",
   },
   cwd: {
     type: "string",

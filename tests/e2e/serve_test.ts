@@ -219,3 +219,38 @@ Deno.test("after a crash of reins serve mid-turn, the restarted server answers G
   assert.match(said ?? "", /^The run was interrupted: /);
   assert.equal((await stop(again)).code, 0);
 });
+
+Deno.test("reins serve --driver command --exec-stdin events: the program's question is input-required, the client's answer reaches its stdin", async () => {
+  await using dir = await tempDir();
+  const served = await serve(dir.path, [
+    "--driver",
+    "command",
+    "--exec",
+    `sh ${FIXTURES}asker.sh`,
+    "--exec-stdin",
+    "events",
+  ]);
+  const token = (await Deno.readTextFile(`${dir.path}/serve.token`)).trim();
+  const client = await officialClient(served.base, token);
+  const asked = await client.sendMessage(send("pick one")) as Task;
+  assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const done = await client.sendMessage(
+    SendMessageRequest.fromJSON({
+      message: {
+        messageId: crypto.randomUUID(),
+        role: "ROLE_USER",
+        taskId: asked.id,
+        parts: [{ text: "notes.md" }],
+      },
+    }),
+  ) as Task;
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const text = done.artifacts.flatMap((a) => a.parts).map((p) =>
+    p.content?.$case === "text" ? p.content.value : ""
+  ).join("");
+  assert.equal(
+    text,
+    'told: {"type":"question.answered","payload":{"questionId":"q1","answer":"notes.md"}}\n',
+  );
+  assert.equal((await stop(served)).code, 0);
+});

@@ -9,7 +9,7 @@ import {
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
 import { loadSettings } from "../../lib/core/config.ts";
-import type { AgentSpec, ApprovalPolicy, Driver } from "../../lib/drivers/driver.ts";
+import type { AgentSpec, ApprovalPolicy } from "../../lib/drivers/driver.ts";
 import { type RunningServer, type ServerOptions, startServer } from "../../lib/serve/mod.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
@@ -41,8 +41,6 @@ export interface TestServerOptions {
   agent?: AgentSpec | ((dir: string) => AgentSpec | Promise<AgentSpec>);
   approval?: ApprovalPolicy;
   timeoutSeconds?: number;
-  /** A ready driver for every turn (one a test writes), instead of the agent's own. */
-  driver?: Driver;
   /** An existing data root (a restart); else a new temp dir. */
   dir?: string;
   server?: Partial<ServerOptions>;
@@ -87,7 +85,6 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
           timeoutSeconds: options.timeoutSeconds ?? null,
           parentRunId: null,
           trigger: "a2a",
-          ...(options.driver ? { driver: options.driver } : {}),
         },
         signals,
         hooks,

@@ -332,28 +332,26 @@ Deno.test("a second message on a busy context waits for the first turn, then res
   assert.equal(b.sessionId, a.sessionId);
 });
 
-/** A driver that asks the person a question and answers with what it was told. */
-const askingDriver: import("../../lib/drivers/driver.ts").Driver = {
-  name: "command",
-  harness: "command",
-  async start(input, sink, signal) {
-    sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
-    sink.emit({
-      type: "question.requested",
-      payload: { questionId: "q1", text: "Which file should I read?" },
-    });
-    const answer = await input.decisions.waitForAnswer("q1", signal);
-    const text = `Reading ${answer}.`;
-    sink.emit({ type: "message.completed", payload: { role: "assistant", text } });
-    return { status: "completed", reason: null, result: text, exitCode: null };
-  },
-};
+async function questioningAgent(dir: string) {
+  const script = `${dir}/question.json`;
+  await Deno.writeTextFile(
+    script,
+    JSON.stringify([
+      {
+        toolCalls: [{
+          id: "c1",
+          name: "ask_user",
+          args: { question: "Which file should I read?" },
+        }],
+      },
+      { text: "Reading it." },
+    ]),
+  );
+  return { kind: "loop" as const, model: `mock:${script}`, baseUrl: null };
+}
 
-Deno.test("a question the agent asks is TASK_STATE_INPUT_REQUIRED; the next message's text answers it", async () => {
-  await using t = await startTestServer({
-    agent: commandAgent("unused"),
-    driver: askingDriver,
-  });
+Deno.test("a question the agent asks (the loop's ask_user) is TASK_STATE_INPUT_REQUIRED; the next message's text answers it", async () => {
+  await using t = await startTestServer({ agent: questioningAgent });
   const client = await t.client();
   const asked = await client.sendMessage(send("read something")) as Task;
   assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
@@ -364,14 +362,17 @@ Deno.test("a question the agent asks is TASK_STATE_INPUT_REQUIRED; the next mess
   );
   assert.deepEqual(
     parts[1].content?.$case === "data" && parts[1].content.value,
-    { event: "question.requested", questionId: "q1" },
+    { event: "question.requested", questionId: "question-1" },
   );
   const items = await collect(client.sendMessageStream(send("notes.md", { taskId: asked.id })));
   assert.equal(items[0][0], "task");
   const last = items.at(-1)![1] as import("@a2a-js/sdk").TaskStatusUpdateEvent;
   assert.equal(last.status?.state, TaskState.TASK_STATE_COMPLETED);
   const done = await client.getTask(GetTaskRequest.fromJSON({ id: asked.id }));
-  assert.equal(answerOf(done), "Reading notes.md.");
-  const answered = t.store.readEvents(asked.id).events.find((e) => e.type === "question.answered");
-  assert.deepEqual(answered?.payload, { questionId: "q1", answer: "notes.md" });
+  assert.equal(answerOf(done), "Reading it.");
+  const events = t.store.readEvents(asked.id).events;
+  const answered = events.find((e) => e.type === "question.answered");
+  assert.deepEqual(answered?.payload, { questionId: "question-1", answer: "notes.md" });
+  const tool = events.find((e) => e.type === "tool.completed");
+  assert.equal(tool?.payload.result, "notes.md", "the model was given the answer");
 });
