@@ -1,6 +1,7 @@
 // The sandbox of one `reins …` started from a checkout (the installed launcher, `deno task reins`):
 // the binary's sandbox (permissions.ts) built from the command line as given — `--home`, `--cwd`,
-// `--attach FILE`, `--model mock:FILE`, `--exec 'PROGRAM …'`, `--base-url URL` — and from the
+// `--attach FILE`, `--model mock:FILE`, `--exec 'PROGRAM …'`, `--base-url URL`, and `reins serve`'s
+// `--token-file FILE` and `--host ADDRESS` (to listen on) — and from the
 // config file's `drivers.*.program`, besides the environment and the directory it starts in. A
 // flag the person typed is what they mean reins to touch; nothing else widens the sandbox.
 import { type Sandbox, sandboxFromEnv } from "./permissions.ts";
@@ -90,6 +91,7 @@ export function invocationSandbox(
   const dirs = [startDir, ...flagValues(args, "cwd").map((dir) => absolute(dir, startDir))];
   const files = [
     ...flagValues(args, "attach"),
+    ...flagValues(args, "token-file"),
     ...flagValues(args, "model").filter((spec) => spec.startsWith("mock:")).map((spec) =>
       spec.slice("mock:".length)
     ),
@@ -105,6 +107,8 @@ export function invocationSandbox(
   const netHosts = [
     ...base.netHosts,
     ...flagValues(args, "base-url").flatMap((url) => hostOf(url) ?? []),
+    // An address to listen on is granted like a host to reach (`--allow-net` covers both).
+    ...flagValues(args, "host").map((host) => host.includes(":") ? `[${host}]` : host),
   ];
   return {
     sandbox: {

@@ -205,6 +205,11 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       ),
   });
 
+  if (publicUrl === undefined && /^(0\.0\.0\.0|::|\[::\])$/.test(host)) {
+    io.warn(
+      `listening on every address: the card says ${server.url}, which clients elsewhere cannot use; give --public-url with the address they reach this server at`,
+    );
+  }
   if (io.jsonMode) {
     io.json({ cardUrl: server.cardUrl, url: server.url, tokenFile: token.path, maxTurns });
   } else {

@@ -254,3 +254,67 @@ Deno.test("reins serve --driver command --exec-stdin events: the program's quest
   );
   assert.equal((await stop(served)).code, 0);
 });
+
+// regression: the launcher's sandbox granted neither --token-file nor --host, so reins serve could
+// neither read its token nor listen where it was told.
+Deno.test("the reins launcher grants reins serve its --token-file and --host", async () => {
+  await using dir = await tempDir();
+  const root = await Deno.realPath(dir.path);
+  for (const sub of ["home", "work", "tmp", "secrets"]) await Deno.mkdir(`${root}/${sub}`);
+  const tokenFile = `${root}/secrets/token`;
+  await Deno.writeTextFile(tokenFile, "a-token-outside-the-sandbox-0123\n");
+  const repo = new URL("../../", import.meta.url).pathname;
+  const child = new Deno.Command("sh", {
+    args: [
+      `${repo}scripts/reins.sh`,
+      Deno.execPath(),
+      "serve",
+      "--port",
+      "0",
+      "--host",
+      "0.0.0.0",
+      "--token-file",
+      tokenFile,
+    ],
+    cwd: `${root}/work`,
+    clearEnv: true,
+    env: {
+      HOME: `${root}/home`,
+      TMPDIR: `${root}/tmp`,
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      DENO_DIR: Deno.env.get("DENO_DIR") ||
+        `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`,
+      NO_COLOR: "1",
+    },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  try {
+    while (!out.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += value;
+    }
+    reader.releaseLock();
+    assert.match(
+      out,
+      /^http:\/\/0\.0\.0\.0:\d+\/\.well-known\/agent-card\.json\n/,
+      await (out === "" ? stderr : Promise.resolve(out)),
+    );
+    const client = await officialClient(
+      `http://127.0.0.1:${new URL(out.trim()).port}/`,
+      "a-token-outside-the-sandbox-0123",
+    );
+    const task = await client.sendMessage(send("hi")) as Task;
+    assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  } finally {
+    child.kill("SIGTERM");
+    assert.equal((await child.status).code, 0, await stderr);
+    await child.stdout.cancel().catch(() => {});
+  }
+  assert.match(await stderr, /listening on every address: the card says http:\/\/0\.0\.0\.0:/);
+});
