@@ -5,7 +5,7 @@
 // and how fast a megabyte of `[` is refused. Both servers are subprocesses; the load comes from this process over raw
 // sockets (the same client for both), so the ratio compares the servers, not the clients.
 import { compare, figure } from "./_lib.ts";
-import { permissionFlags } from "../permissions.ts";
+import { sourceRunFlags } from "../permissions.ts";
 import { loadSettings } from "../../lib/core/config.ts";
 import { newId } from "../../lib/core/ids.ts";
 import { openStore } from "../../lib/store/store.ts";
@@ -31,13 +31,15 @@ async function start(args: string[], env: Record<string, string>): Promise<Serve
     env,
     stdin: "null",
     stdout: "piped",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  // Kept for a failure to start; drained so a server that writes much never blocks.
+  const stderr = new Response(child.stderr).text();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let out = "";
   while (!out.includes("\n")) {
     const { value, done } = await reader.read();
-    if (done) throw new Error(`the server exited before listening: ${out}`);
+    if (done) throw new Error(`the server exited before listening: ${out}${await stderr}`);
     out += value;
   }
   reader.releaseLock();
@@ -49,6 +51,7 @@ async function start(args: string[], env: Record<string, string>): Promise<Serve
       child.kill("SIGTERM");
       await child.status;
       await child.stdout.cancel().catch(() => {});
+      await stderr;
     },
   };
 }
@@ -193,7 +196,7 @@ export default async function (): Promise<void> {
     const home = `${dir}/home`;
     const work = `${dir}/work-serve`;
     await Deno.mkdir(work);
-    const flags = permissionFlags({
+    const flags = sourceRunFlags({
       home,
       cwd: work,
       netHosts: [],
