@@ -13,6 +13,7 @@ import {
   RunEvent,
   RunRecord,
 } from "../lib/store/contracts.ts";
+import { CLAUDE_LINES } from "../lib/drivers/claude_wire.ts";
 import {
   ConfigFile,
   DriverSettings,
@@ -61,6 +62,15 @@ export const TARGETS: Target[] = [
       ["modelPrice", ModelPrice],
       ["otelSettings", OtelSettings],
     ],
+  },
+  {
+    path: "lib/drivers/wire_checks.ts",
+    about: "the harness lines reins acts on (lib/drivers/*_wire.ts)",
+    validators: [],
+    records: [[
+      "validateClaudeLine",
+      Object.entries(CLAUDE_LINES) as [string, z.ZodType][],
+    ]],
   },
 ];
 

@@ -4,6 +4,8 @@
 // tool runs (--permission-prompt-tool stdio), and --approve decides (auto: the acceptEdits
 // permission mode first); its AskUserQuestion tool reaches reins the same way and becomes
 // questions answered with `reins answer`. See docs/harnesses.md for the line mapping.
+// The lines are checked against their wire schemas (claude_wire.ts) before anything is read from
+// them: a line reins cannot read is kept as a `problem`, never half-used.
 import { nowIso } from "../core/clock.ts";
 import type { Decision, Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
@@ -11,7 +13,6 @@ import {
   driverSettings,
   exitFailure,
   type Line,
-  num,
   obj,
   reportCliError,
   str,
@@ -21,6 +22,15 @@ import {
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport, type BudgetWatch } from "./budget_watch.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
+import type {
+  ClaudeAssistant,
+  ClaudeBlock,
+  ClaudeControlRequest,
+  ClaudeResult,
+  ClaudeSystem,
+  ClaudeUser,
+} from "./claude_wire.ts";
+import { validateClaudeLine } from "./wire_checks.ts";
 
 const CLI = "Claude Code";
 /** Claude Code's tool that asks the user: answered with `reins answer`, not approved. */
@@ -59,7 +69,7 @@ export function claudeArgs(input: DriverInput): string[] {
 
 class ClaudeTurn implements TurnMapping {
   #answer: string | null = null;
-  #result: Line | null = null;
+  #result: ClaudeResult | null = null;
   #linked: string | null = null;
   #approvals = 0;
   #questions = 0;
@@ -89,18 +99,37 @@ class ClaudeTurn implements TurnMapping {
   }
 
   async line(value: Line, child: HarnessProcess): Promise<void> {
-    switch (value.type) {
+    const type = typeof value.type === "string" ? value.type : "";
+    if (Object.hasOwn(validateClaudeLine, type)) {
+      const issue = validateClaudeLine[type](value);
+      if (issue !== null) {
+        this.sink.emit({
+          type: "problem",
+          payload: {
+            source: "claude",
+            reason: `${CLI} wrote ${
+              /^[aeiou]/.test(type) ? "an" : "a"
+            } ${type} line reins cannot read (${issue.message}${
+              issue.path ? ` at ${issue.path}` : ""
+            }); it was skipped`,
+          },
+          native: value,
+        });
+        return;
+      }
+    }
+    switch (type) {
       case "system":
-        return this.#system(value);
+        return this.#system(value as ClaudeSystem);
       case "assistant":
-        return this.#assistant(value);
+        return this.#assistant(value as ClaudeAssistant);
       case "user":
-        return this.#user(value);
+        return this.#user(value as ClaudeUser);
       case "control_request":
-        return await this.#controlRequest(value, child);
+        return await this.#controlRequest(value as ClaudeControlRequest, child);
       case "result":
-        this.#result = value;
-        this.#finalUsage(value);
+        this.#result = value as ClaudeResult;
+        this.#finalUsage(this.#result);
         // One turn per process: closing stdin lets Claude Code exit once the turn is over.
         await child.closeStdin();
         return;
@@ -110,13 +139,13 @@ class ClaudeTurn implements TurnMapping {
     }
   }
 
-  #link(sessionId: unknown, native: Line): void {
-    if (typeof sessionId !== "string" || sessionId === "" || sessionId === this.#linked) return;
+  #link(sessionId: string | undefined, native: Line): void {
+    if (sessionId === undefined || sessionId === "" || sessionId === this.#linked) return;
     this.#linked = sessionId;
     this.sink.emit({ type: "session.linked", payload: { nativeSessionId: sessionId }, native });
   }
 
-  #system(value: Line): void {
+  #system(value: ClaudeSystem): void {
     switch (value.subtype) {
       case "init":
         this.#link(value.session_id, value);
@@ -125,10 +154,10 @@ class ClaudeTurn implements TurnMapping {
         // Denied by Claude Code's own permission mode, without asking us: recorded as an
         // approval asked and refused on the spot, so `reins show` says why the tool failed.
         const approvalId = `approval-${++this.#approvals}`;
-        const tool = str(value.tool_name) ?? "unknown";
+        const tool = value.tool_name ?? "unknown";
         this.sink.emit({
           type: "approval.requested",
-          payload: { approvalId, tool, args: null, callId: str(value.tool_use_id) },
+          payload: { approvalId, tool, args: null, callId: value.tool_use_id },
           native: value,
         });
         this.sink.emit({
@@ -137,7 +166,7 @@ class ClaudeTurn implements TurnMapping {
             approvalId,
             decision: "deny",
             by: "claude-code",
-            reason: str(value.message) ?? null,
+            reason: value.message ?? null,
           },
         });
         return;
@@ -148,8 +177,11 @@ class ClaudeTurn implements TurnMapping {
           payload: {
             source: "claude",
             reason: `${CLI} is retrying the model API${
-              num(value.attempt) !== undefined ? ` (attempt ${value.attempt})` : ""
-            }: ${str(value.error) ?? str(obj(value.error).message) ?? "no reason given"}`,
+              value.attempt !== undefined ? ` (attempt ${value.attempt})` : ""
+            }: ${
+              (typeof value.error === "string" ? value.error : value.error?.message) ??
+                "no reason given"
+            }`,
           },
           native: value,
         });
@@ -159,20 +191,20 @@ class ClaudeTurn implements TurnMapping {
     }
   }
 
-  #assistant(value: Line): void {
+  #assistant(value: ClaudeAssistant): void {
     this.#link(value.session_id, value);
-    const message = obj(value.message);
-    const blocks = Array.isArray(message.content) ? message.content as Line[] : [];
-    if (value.is_api_error_message === true || message.model === "<synthetic>") {
-      const text = blocks.map((block) => str(block.text) ?? "").join("").trim();
+    const message = value.message;
+    const blocks = blocksOf(message?.content);
+    if (value.is_api_error_message === true || message?.model === "<synthetic>") {
+      const text = blocks.map((block) => block.text ?? "").join("").trim();
       reportCliError(this.sink, "claude", CLI, text || "an API error", value);
       return;
     }
-    const id = str(message.id);
+    const id = message?.id;
     if (id) {
       this.#messageIds.add(id);
-      const usage = obj(message.usage);
-      const tokens = (num(usage.input_tokens) ?? 0) + (num(usage.output_tokens) ?? 0);
+      const usage = message?.usage;
+      const tokens = (usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0);
       this.#messageTokens.set(id, Math.max(tokens, this.#messageTokens.get(id) ?? 0));
       let sum = 0;
       for (const count of this.#messageTokens.values()) sum += count;
@@ -181,7 +213,7 @@ class ClaudeTurn implements TurnMapping {
     for (const block of blocks) {
       switch (block.type) {
         case "text": {
-          const text = str(block.text) ?? "";
+          const text = block.text ?? "";
           if (text === "") break;
           if (value.parent_tool_use_id == null) this.#answer = text;
           this.sink.emit({
@@ -192,11 +224,11 @@ class ClaudeTurn implements TurnMapping {
           break;
         }
         case "tool_use": {
-          const callId = str(block.id) ?? `tool-${this.#toolStarts.size + 1}`;
+          const callId = block.id ?? `tool-${this.#toolStarts.size + 1}`;
           this.#toolStarts.set(callId, nowIso());
           this.sink.emit({
             type: "tool.started",
-            payload: { callId, tool: str(block.name) ?? "unknown", args: block.input ?? null },
+            payload: { callId, tool: block.name ?? "unknown", args: block.input ?? null },
             native: value,
           });
           break;
@@ -208,12 +240,10 @@ class ClaudeTurn implements TurnMapping {
     }
   }
 
-  #user(value: Line): void {
-    const message = obj(value.message);
-    const blocks = Array.isArray(message.content) ? message.content as Line[] : [];
-    for (const block of blocks) {
+  #user(value: ClaudeUser): void {
+    for (const block of blocksOf(value.message?.content)) {
       if (block.type !== "tool_result") continue;
-      const callId = str(block.tool_use_id) ?? "unknown";
+      const callId = block.tool_use_id ?? "unknown";
       const output = textOf(block.content);
       const ok = block.is_error !== true;
       this.sink.emit({
@@ -230,9 +260,9 @@ class ClaudeTurn implements TurnMapping {
     }
   }
 
-  async #controlRequest(value: Line, child: HarnessProcess): Promise<void> {
-    const requestId = str(value.request_id) ?? "";
-    const request = obj(value.request);
+  async #controlRequest(value: ClaudeControlRequest, child: HarnessProcess): Promise<void> {
+    const requestId = value.request_id;
+    const request = value.request;
     if (request.subtype !== "can_use_tool") {
       this.sink.emit({
         type: "problem",
@@ -254,13 +284,13 @@ class ClaudeTurn implements TurnMapping {
       });
       return;
     }
-    const tool = str(request.tool_name) ?? "unknown";
+    const tool = request.tool_name ?? "unknown";
     const args = request.input ?? {};
     if (tool === CLAUDE_ASK_TOOL) return await this.#askUser(requestId, obj(args), child);
     const approvalId = `approval-${++this.#approvals}`;
     this.sink.emit({
       type: "approval.requested",
-      payload: { approvalId, tool, args, callId: str(request.tool_use_id) },
+      payload: { approvalId, tool, args, callId: request.tool_use_id },
       native: value,
     });
     let decision: Decision;
@@ -354,15 +384,15 @@ class ClaudeTurn implements TurnMapping {
     });
   }
 
-  #finalUsage(value: Line): void {
-    const usage = obj(value.usage);
+  #finalUsage(value: ClaudeResult): void {
+    const usage = value.usage ?? undefined;
     this.#usage.set({
-      inputTokens: num(usage.input_tokens) ?? null,
-      outputTokens: num(usage.output_tokens) ?? null,
-      cacheReadTokens: num(usage.cache_read_input_tokens) ?? null,
-      cacheWriteTokens: num(usage.cache_creation_input_tokens) ?? null,
-      reasoningTokens: num(obj(usage.output_tokens_details).thinking_tokens) ?? null,
-      costUsd: num(value.total_cost_usd) ?? null,
+      inputTokens: usage?.input_tokens ?? null,
+      outputTokens: usage?.output_tokens ?? null,
+      cacheReadTokens: usage?.cache_read_input_tokens ?? null,
+      cacheWriteTokens: usage?.cache_creation_input_tokens ?? null,
+      reasoningTokens: usage?.output_tokens_details?.thinking_tokens ?? null,
+      costUsd: value.total_cost_usd ?? null,
       requests: this.#messageIds.size,
     });
     this.#usage.emit(this.sink, value);
@@ -377,7 +407,7 @@ class ClaudeTurn implements TurnMapping {
         answer: this.#answer,
       });
     }
-    const text = str(result.result) ?? this.#answer;
+    const text = result.result ?? this.#answer;
     const limit = result.subtype === "error_max_turns"
       ? `--max-turns ${this.input.budget.maxTurns ?? "?"}`
       : result.subtype === "error_max_budget_usd"
@@ -386,13 +416,13 @@ class ClaudeTurn implements TurnMapping {
     if (limit !== null) {
       return {
         status: "failed",
-        reason: `budget exhausted: ${CLI} stopped at ${limit} (${str(result.subtype)})`,
+        reason: `budget exhausted: ${CLI} stopped at ${limit} (${result.subtype})`,
         result: text ?? null,
         exitCode: exit.code,
       };
     }
-    if (result.is_error === true || (str(result.subtype) ?? "success") !== "success") {
-      const why = str(result.terminal_reason) ?? str(result.subtype) ?? "error";
+    if (result.is_error === true || (result.subtype ?? "success") !== "success") {
+      const why = result.terminal_reason ?? result.subtype ?? "error";
       return {
         status: "failed",
         reason: `${CLI} failed (${why})${text ? `: ${text}` : ""}`,
@@ -409,6 +439,12 @@ class ClaudeTurn implements TurnMapping {
  * message as it streams (its usage.updated comes only with the result).
  */
 const CLAUDE_BUDGET: BudgetSupport = { native: ["turns", "usd"], live: ["tokens"], atEnd: [] };
+
+/** A message's content blocks (a plain-string content has none reins reads). */
+function blocksOf(content: string | (string | ClaudeBlock)[] | undefined): ClaudeBlock[] {
+  if (!Array.isArray(content)) return [];
+  return content.filter((block): block is ClaudeBlock => typeof block !== "string");
+}
 
 export function createClaudeDriver(): Driver {
   return {

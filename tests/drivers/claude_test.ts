@@ -528,3 +528,25 @@ Deno.test("claude driver start() under --approve auto refuses what acceptEdits a
     message: `Denied by policy: ${reason}`,
   });
 });
+
+// A line whose fields are not what reins acts on is refused whole, by its wire schema, instead of
+// being read in part (the str/num/obj helpers took a mistyped field as absent and went on).
+Deno.test("claude driver start() keeps a line that fails its wire schema as a problem and reads none of it", async () => {
+  await using dir = await scratchDir();
+  const { result, sink } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    { out: assistant([{ type: "tool_use", id: 7, name: "Bash", input: { command: "ls" } }]) },
+    { out: assistant([{ type: "text", text: "Done." }], "msg_2") },
+    { out: resultLine({ total_cost_usd: -1 }) },
+    { out: resultLine({ result: "Done." }) },
+    { readAll: true },
+  ]);
+  assert.deepEqual(sink.ofType("problem").map((event) => event.payload.reason), [
+    "Claude Code wrote an assistant line reins cannot read (Invalid input at message.content); it was skipped",
+    "Claude Code wrote a result line reins cannot read (Too small: expected number to be >=0 at total_cost_usd); it was skipped",
+  ]);
+  assert.deepEqual(sink.ofType("tool.started"), [], "nothing of the refused line was used");
+  assert.equal(result.status, "completed");
+  assert.equal(result.result, "Done.");
+});

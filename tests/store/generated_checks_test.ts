@@ -92,3 +92,80 @@ Deno.test("the generated config validators (shared driver, price and otel checks
     { numRuns: 2000 },
   );
 });
+
+Deno.test("the generated Claude Code line validators agree with their zod schemas", async () => {
+  const fc = (await import("fast-check")).default;
+  const { CLAUDE_LINES } = await import("../../lib/drivers/claude_wire.ts");
+  const { validateClaudeLine } = await import("../../lib/drivers/wire_checks.ts");
+  const { anyJson } = await import("./_arbitraries.ts");
+  const samples: Record<string, unknown>[] = [
+    { type: "system", subtype: "init", session_id: "s", tools: ["Bash"] },
+    { type: "system", subtype: "api_retry", attempt: 1, error: { message: "overloaded" } },
+    {
+      type: "assistant",
+      session_id: "s",
+      parent_tool_use_id: null,
+      message: {
+        id: "m",
+        model: "claude",
+        content: [{ type: "text", text: "hi" }, {
+          type: "tool_use",
+          id: "t",
+          name: "Bash",
+          input: { command: "ls" },
+        }],
+      },
+    },
+    {
+      type: "user",
+      message: {
+        content: [{ type: "tool_result", tool_use_id: "t", content: "ok", is_error: false }],
+      },
+    },
+    {
+      type: "control_request",
+      request_id: "r",
+      request: { subtype: "can_use_tool", tool_name: "Bash", input: {} },
+    },
+    {
+      type: "result",
+      subtype: "success",
+      is_error: false,
+      result: "done",
+      total_cost_usd: 0.01,
+      usage: { input_tokens: 3, output_tokens: 4, output_tokens_details: { thinking_tokens: 1 } },
+    },
+  ];
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...samples),
+      fc.nat(),
+      anyJson,
+      fc.boolean(),
+      (sample, pick, value, remove) => {
+        const copy = structuredClone(sample);
+        const targets: [Record<string, unknown>, string][] = [];
+        const walk = (node: Record<string, unknown>) => {
+          for (const key of Object.keys(node)) {
+            targets.push([node, key]);
+            const inner = node[key];
+            if (inner && typeof inner === "object") walk(inner as Record<string, unknown>);
+          }
+        };
+        walk(copy);
+        const [target, key] = targets[pick % targets.length];
+        if (remove) delete target[key];
+        else target[key] = value;
+        const type = String(sample.type) as keyof typeof CLAUDE_LINES;
+        const parsed = CLAUDE_LINES[type].safeParse(copy);
+        const expected = parsed.success ? null : {
+          path: parsed.error.issues[0].path.map(String).join("."),
+          message: parsed.error.issues[0].message,
+        };
+        assert.equal(validateClaudeLine[type](sample), null);
+        assert.deepEqual(validateClaudeLine[type](copy), expected, JSON.stringify(copy));
+      },
+    ),
+    { numRuns: 2000 },
+  );
+});

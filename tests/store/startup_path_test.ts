@@ -49,6 +49,8 @@ for (
     "lib/turn/run_turn.ts",
     "lib/core/config.ts",
     "lib/drivers/command.ts",
+    // the wire schemas of Claude Code's lines are checked by generated code, not by zod
+    "lib/drivers/claude.ts",
   ]
 ) {
   Deno.test(`${entry} loads no npm package and no node:fs, node:path or node:util at start-up`, async () => {
