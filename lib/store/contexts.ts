@@ -183,7 +183,16 @@ export class ContextMap {
       return entry;
     }
     try {
-      this.#root.writeFileAtomic(path, `${JSON.stringify(entry, null, 2)}\n`);
+      // Synced only when it names another session than the file did: a turn that resumes the
+      // session on top only moves `updated_ms`, which a power cut may lose at no cost — and
+      // every resumed turn would pay two fsyncs for it (`deno task bench` "a run with --context").
+      const sameSession = previous !== null && previous.driver === current.driver &&
+        previous.session_id === current.session_id &&
+        previous.native_session_id === current.native_session_id &&
+        previous.harness === current.harness;
+      this.#root.writeFileAtomic(path, `${JSON.stringify(entry, null, 2)}\n`, {
+        durable: !sameSession,
+      });
       this.#unsaved.delete(contextId);
       this.#distrusted.delete(path);
     } catch (error) {

@@ -35,9 +35,12 @@ async function ok(command: Deno.Command): Promise<void> {
 /** A whole `reins run --driver command --exec true hello` against a script spawning `true`. */
 async function wholeRun(dir: string): Promise<void> {
   const home = `${dir}/run-home`;
+  // A working directory of its own, empty: a turn snapshots its working directory as it starts.
+  const work = `${dir}/run-work`;
+  Deno.mkdirSync(work);
   const flags = sourceRunFlags({
     home,
-    cwd: dir,
+    cwd: work,
     netHosts: [],
     programs: ["true"],
   });
@@ -46,7 +49,7 @@ async function wholeRun(dir: string): Promise<void> {
       new Deno.Command(Deno.execPath(), {
         args: ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, "run", "--driver", "command"]
           .concat(["--exec", "true", "hello"]),
-        cwd: dir,
+        cwd: work,
         env: { REINS_HOME: home },
         stdin: "null",
         stdout: "null",
@@ -58,7 +61,7 @@ async function wholeRun(dir: string): Promise<void> {
     ok(
       new Deno.Command(Deno.execPath(), {
         args: ["run", "--quiet", "--allow-run=true", `${dir}/spawn.ts`],
-        cwd: dir,
+        cwd: work,
         stdin: "null",
         stdout: "null",
         stderr: "piped",

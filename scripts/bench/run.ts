@@ -14,15 +14,19 @@ export default async function (): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "reins-bench-run-" });
   try {
     const home = `${dir}/home`;
+    // A working directory of its own: a turn snapshots its working directory as it starts, and
+    // this one must not hold the data root the runs are recorded in.
+    const work = `${dir}/work`;
+    Deno.mkdirSync(work);
     const flags = sourceRunFlags({
       home,
-      cwd: dir,
+      cwd: work,
       netHosts: [],
       programs: ["sh"],
     });
     const reins = (...args: string[]) =>
       run(Deno.execPath(), ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, ...args], {
-        cwd: dir,
+        cwd: work,
         env: { REINS_HOME: home },
       });
     const lines = 100_000;
