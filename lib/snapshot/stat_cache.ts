@@ -5,9 +5,9 @@
 // Deno reports ctime in whole seconds, so a change in that second could leave every time as it
 // was. The cache is a hint: a missing, torn or
 // foreign one only means reading every file again.
-import { createHash } from "node:crypto";
 import { joinPath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
+import { sha256Hex } from "../core/sha256.ts";
 import { snapshotsDir } from "./paths.ts";
 
 const CACHE_TYPE = "reins.snapshot-cache";
@@ -31,7 +31,7 @@ export interface CachedContent {
 type Row = [number, number, number, number, string, string, number];
 
 function cachePath(home: string, cwd: string): string {
-  const key = createHash("sha256").update(cwd).digest("hex").slice(0, 32);
+  const key = sha256Hex(cwd).slice(0, 32);
   return joinPath(snapshotsDir(home), "cache", `${key}.json`);
 }
 

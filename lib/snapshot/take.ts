@@ -3,8 +3,8 @@
 // snapshotted again writes no file bytes, only its manifest. A tree over the cap is not
 // snapshotted: the manifest says so and why. A file that cannot be read is left out and counted.
 // It never changes the working directory. Reads are synchronous, in stretches between yields.
-import { createHash } from "node:crypto";
 import { nowIso } from "../core/clock.ts";
+import { importLazily } from "../core/lazy_import.ts";
 import { dirnameOf, isInside, joinPath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import { redactJsonText } from "../core/redact.ts";
@@ -43,8 +43,25 @@ const CHUNK = 1024 * 1024;
 /** Bytes read between two yields to the event loop. */
 const STRETCH = 8 * 1024 * 1024;
 
+type CreateHash = typeof import("node:crypto").createHash;
+
+/**
+ * node:crypto, imported when a file's content must be hashed: loading it costs ~19 ms of CPU
+ * (lib/core/sha256.ts), and a run in a tree the stat cache knows, or an empty one, hashes none.
+ */
+let createHash: CreateHash | null = null;
+async function loadHashing(): Promise<void> {
+  createHash ??= (await importLazily<typeof import("node:crypto")>(new URL("node:crypto")))
+    .createHash;
+}
+
+function hashing(): CreateHash {
+  if (createHash === null) throw new Error("node:crypto is not loaded yet (loadHashing)");
+  return createHash;
+}
+
 function sha256Of(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
+  return hashing()("sha256").update(bytes).digest("hex");
 }
 
 /** Reads `path` in chunks, giving each to `each`; the sha256 and size of what was read. */
@@ -52,7 +69,7 @@ function readChunks(
   path: string,
   each: (chunk: Uint8Array) => void,
 ): { sha256: string; size: number } {
-  const hash = createHash("sha256");
+  const hash = hashing()("sha256");
   let size = 0;
   using file = Deno.openSync(path, { read: true });
   const buffer = new Uint8Array(CHUNK);
@@ -273,6 +290,7 @@ export async function takeSnapshot(
         if (cached) content = cached;
         else {
           misses++;
+          await loadHashing();
           try {
             const put = store.put(joinPath(cwd, path), stat.size, cache.known(path));
             content = { sha256: put.sha256, ...put.at };
