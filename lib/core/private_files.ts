@@ -266,15 +266,22 @@ function tempPrefix(path: string): string {
  * temp file, so a temp file whose lock can be taken belongs to nobody.
  */
 export function removeStaleTemps(path: string): number {
+  const entries = listOrNull(dirnameOf(path));
+  return entries === null ? 0 : removeStaleTempsIn(path, entries);
+}
+
+function listOrNull(dir: string): Deno.DirEntry[] | null {
+  try {
+    return [...Deno.readDirSync(dir)];
+  } catch {
+    return null;
+  }
+}
+
+function removeStaleTempsIn(path: string, entries: Deno.DirEntry[]): number {
   const dir = dirnameOf(path);
   const prefix = tempPrefix(path);
   let removed = 0;
-  let entries: Deno.DirEntry[];
-  try {
-    entries = [...Deno.readDirSync(dir)];
-  } catch {
-    return 0;
-  }
   for (const entry of entries) {
     if (!entry.isFile || !entry.name.startsWith(prefix) || !entry.name.endsWith(".tmp")) continue;
     const tempPath = joinPath(dir, entry.name);
@@ -299,6 +306,23 @@ export function removeStaleTemps(path: string): number {
 }
 
 /**
+ * Before `path` is replaced: refuses it if it is a link out of the root (checkFile), and removes
+ * the temp files a killed writer of it left behind — both from one listing of its directory,
+ * which the temp files needed anyway: no lstat of a file that is often not there yet, and so
+ * no exception, on every atomic write (a run's first run.json is one).
+ */
+function prepareReplace(root: string, path: string): void {
+  const entries = listOrNull(dirnameOf(path));
+  if (entries === null) {
+    checkFile(root, path, "write");
+    return;
+  }
+  const name = basenameOf(path);
+  if (entries.some((entry) => entry.name === name && entry.isSymlink)) refuseLinkOut(root, path);
+  removeStaleTempsIn(path, entries);
+}
+
+/**
  * Replaces `path` with `data` atomically: a temp file in the same directory, fsync, rename, fsync
  * of the directory. A reader sees the old or the new content, never a mix; the mode is 0600.
  * Text has its secrets redacted; bytes are written as they are.
@@ -316,8 +340,7 @@ export function writePrivateFileAtomic(
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir, checked);
-  checkFile(root, absPath, "write");
-  removeStaleTemps(absPath);
+  prepareReplace(root, absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
   const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
   const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
@@ -354,8 +377,7 @@ export async function writePrivateFileAtomicAsync(
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir, checked);
-  checkFile(root, absPath, "write");
-  removeStaleTemps(absPath);
+  prepareReplace(root, absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
   const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
   const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);

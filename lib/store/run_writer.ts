@@ -320,6 +320,7 @@ function takeOwnership(root: DataRoot, runId: string): Deno.FsFile {
     Deno.chmodSync(lockPath, 0o600);
     owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
     Deno.renameSync(staging, root.layout.run(runId));
+    root.madePrivate(root.layout.run(runId));
     return owner;
   } catch (error) {
     owner.close();
