@@ -4,6 +4,7 @@
 // says so in one line instead of passing on the download's error.
 import { describeSandbox, permissionFlags, sandboxFromEnv } from "./permissions.ts";
 import { configuredPrograms } from "./invocation.ts";
+import { compileEntry } from "./compile_entry.ts";
 
 const env = Deno.env.toObject();
 const base = sandboxFromEnv(env, ".");
@@ -20,14 +21,27 @@ const root = new URL("..", import.meta.url).pathname;
 // Modules reins imports lazily (lib/core/lazy_import.ts) are not in main.ts's static graph: the
 // binary gets all of lib/.
 const output = `${root}dist/reins`;
+// The binary's refusals name the data root it was built for (lib/core/sandbox.ts).
+const entry = await Deno.makeTempFile({ prefix: "reins-compile-entry-", suffix: ".ts" });
+await Deno.writeTextFile(
+  entry,
+  compileEntry({
+    by: "compile",
+    home: sandbox.home,
+    homeFrom: env.REINS_HOME ? "REINS_HOME" : "HOME",
+    dirs: [],
+  }),
+);
 const args = [
   "compile",
   ...flags,
+  "--config",
+  `${root}deno.json`,
   "--include",
   `${root}lib/`,
   "--output",
   output,
-  `${root}main.ts`,
+  entry,
 ];
 console.error(
   [
@@ -46,6 +60,7 @@ const [status, stderr] = await Promise.all([
   child.status,
   new Response(child.stderr).text(),
 ]);
+await Deno.remove(entry).catch(() => {});
 if (status.success) {
   await Deno.stderr.write(new TextEncoder().encode(stderr));
   Deno.exit(0);

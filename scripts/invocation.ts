@@ -1,8 +1,9 @@
 // The sandbox of one `reins …` started from a checkout (the installed launcher, `deno task reins`):
 // the binary's sandbox (permissions.ts) built from the command line as given — `--home`, `--cwd`,
-// `--attach FILE`, `--model mock:FILE`, `--exec 'PROGRAM …'`, `--base-url URL`, and `reins serve`'s
-// `--token-file FILE` and `--host ADDRESS` (to listen on) — and from the
-// config file's `drivers.*.program`, besides the environment and the directory it starts in. A
+// `--attach FILE`, `--model mock:FILE`, `--exec 'PROGRAM …'`, `--base-url URL`, `--endpoint URL`,
+// the files of `reins suite`, and `reins serve`'s `--token-file FILE` and `--host ADDRESS` (to
+// listen on) — and from the config file's `drivers.*.program`, besides the environment and the
+// directory it starts in. A
 // flag the person typed is what they mean reins to touch; nothing else widens the sandbox.
 import { type Sandbox, sandboxFromEnv } from "./permissions.ts";
 
@@ -55,6 +56,37 @@ function programOf(exec: string): string | null {
   return match?.[1] ?? match?.[2] ?? match?.[3] ?? null;
 }
 
+/**
+ * The files and directories `reins suite run|validate|plan FILE` and `reins suite merge DIR…`
+ * name: the words after the subcommand that are not flags or their values.
+ */
+function suiteOperands(args: readonly string[]): string[] {
+  const at = args.indexOf("suite");
+  const sub = args[at + 1];
+  if (at < 0 || !["run", "validate", "plan", "merge"].includes(sub)) return [];
+  const withValue = new Set([
+    "--home",
+    "--jobs",
+    "--filter",
+    "--repeat",
+    "--rerun",
+    "--from",
+    "--plan",
+    "--shard",
+    "--shards",
+    "--out",
+    "--junit",
+  ]);
+  const operands: string[] = [];
+  for (let i = at + 2; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--") break;
+    if (withValue.has(arg)) i++;
+    else if (!arg.startsWith("-")) operands.push(arg);
+  }
+  return operands;
+}
+
 /** The `drivers.*.program` of the config file, or none (an unreadable file is main.ts's to report). */
 export function configuredPrograms(configPath: string): string[] {
   let parsed: unknown;
@@ -91,10 +123,12 @@ export function invocationSandbox(
   const dirs = [startDir, ...flagValues(args, "cwd").map((dir) => absolute(dir, startDir))];
   const files = [
     ...flagValues(args, "attach"),
-    ...flagValues(args, "token-file"),
     ...flagValues(args, "model").filter((spec) => spec.startsWith("mock:")).map((spec) =>
       spec.slice("mock:".length)
     ),
+    // reins serve's token, reins suite's plan, JUnit and plan output files.
+    ...["token-file", "plan", "junit", "out"].flatMap((name) => flagValues(args, name)),
+    ...suiteOperands(args),
   ].map((file) => absolute(file, startDir));
   const configPath = env.REINS_CONFIG
     ? absolute(env.REINS_CONFIG, startDir)
@@ -106,7 +140,8 @@ export function invocationSandbox(
   ];
   const netHosts = [
     ...base.netHosts,
-    ...flagValues(args, "base-url").flatMap((url) => hostOf(url) ?? []),
+    ...["base-url", "endpoint"].flatMap((name) => flagValues(args, name))
+      .flatMap((url) => hostOf(url) ?? []),
     // An address to listen on is granted like a host to reach (`--allow-net` covers both).
     ...flagValues(args, "host").map((host) => host.includes(":") ? `[${host}]` : host),
   ];

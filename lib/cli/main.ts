@@ -11,7 +11,12 @@ import type { CommandContext, CommandModule } from "./command.ts";
 import { type Output, terminalOutput } from "./output.ts";
 import { nearest } from "./suggest.ts";
 import { VERSION } from "../core/version.ts";
-import { sandboxRefusal } from "../core/sandbox.ts";
+import {
+  builtSandboxOrigin,
+  parseSandboxOrigin,
+  sandboxRefusal,
+  setSandboxOrigin,
+} from "../core/sandbox.ts";
 
 export async function runCli(argv: readonly string[]): Promise<number> {
   const json = argv.includes("--json");
@@ -20,6 +25,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   let io: Output = terminalOutput({ json, quiet, noColor: false });
   try {
     env = readEnv();
+    // A binary says what its build baked in; a checkout's launcher, what it built the sandbox from.
+    setSandboxOrigin(builtSandboxOrigin() ?? parseSandboxOrigin(env.REINS_SANDBOX));
     // Known before anything can print or write them; agents started later never inherit the
     // platform's credentials.
     rememberSecrets(...secretsInEnv(env));

@@ -7,6 +7,66 @@ import { ExitCode, ReinsError } from "./errors.ts";
 /** Where a sandbox is made: the build of the binary, or the launcher of a checkout. */
 const WHERE = "when you build reins (deno task compile) or start it (deno task reins)";
 
+/**
+ * What the sandbox of this process was built from, when reins knows: `launcher` — the launcher
+ * of a checkout (scripts/reins.sh) built it for this invocation and says so in REINS_SANDBOX;
+ * `compile` — `deno task compile` baked it into this binary. A refusal then names the data root,
+ * where it came from, and the directories it holds, and what would grant the rest.
+ */
+export interface SandboxOrigin {
+  by: "launcher" | "compile";
+  /** The data root the sandbox holds. */
+  home: string;
+  /** What named it: the flag or variable, or HOME for the default ~/.reins. */
+  homeFrom: "--home" | "REINS_HOME" | "HOME";
+  /** The launcher's: the directory reins started in, then each --cwd. The binary's: none. */
+  dirs: string[];
+}
+
+let origin: SandboxOrigin | null = null;
+let baked: SandboxOrigin | null = null;
+
+/** Called by the entry `deno task compile` builds (scripts/compile_entry.ts), before main runs. */
+export function bakeSandboxOrigin(value: SandboxOrigin): void {
+  baked = value;
+}
+
+/** The origin baked into this binary, or null when reins runs from source. */
+export function builtSandboxOrigin(): SandboxOrigin | null {
+  return baked;
+}
+
+/**
+ * Tells refusals what this process's sandbox was built from (main.ts, at start: the binary's
+ * baked origin, else the launcher's REINS_SANDBOX). One per process, as the sandbox is.
+ */
+export function setSandboxOrigin(value: SandboxOrigin | null): void {
+  origin = value;
+}
+
+/** REINS_SANDBOX as the launcher writes it, or null for anything else. */
+export function parseSandboxOrigin(text: string | undefined): SandboxOrigin | null {
+  if (!text) return null;
+  try {
+    const value = JSON.parse(text) as Partial<SandboxOrigin>;
+    if (
+      (value.by === "launcher" || value.by === "compile") && typeof value.home === "string" &&
+      (value.homeFrom === "--home" || value.homeFrom === "REINS_HOME" ||
+        value.homeFrom === "HOME") &&
+      Array.isArray(value.dirs) && value.dirs.every((dir) => typeof dir === "string")
+    ) {
+      return { by: value.by, home: value.home, homeFrom: value.homeFrom, dirs: value.dirs };
+    }
+  } catch {
+    // not ours
+  }
+  return null;
+}
+
+function homeNamed(from: SandboxOrigin["homeFrom"]): string {
+  return from === "HOME" ? "the default ~/.reins" : from;
+}
+
 /** The sandbox refused something: exit 4, never retried. */
 export class SandboxRefusal extends ReinsError {
   /** run, net, read, write, env, sys, … */
@@ -36,6 +96,10 @@ export function sandboxRefusal(error: Error): SandboxRefusal {
 }
 
 function refusalMessage(kind: string, target: string): string {
+  if (origin !== null) {
+    const said = originMessage(origin, kind, target);
+    if (said !== null) return said;
+  }
   switch (kind) {
     case "run":
       return `The sandbox refused to run ${JSON.stringify(target)}: grant it with ` +
@@ -56,4 +120,45 @@ function refusalMessage(kind: string, target: string): string {
       return `The sandbox refused ${kind} access to ${target}: scripts/permissions.ts does not ` +
         "grant it";
   }
+}
+
+/** What a refusal says when the sandbox's origin is known; null to say it the general way. */
+function originMessage(from: SandboxOrigin, kind: string, target: string): string | null {
+  const quoted = JSON.stringify(target);
+  if (kind === "read" || kind === "write") {
+    if (from.by === "launcher") {
+      const [start, ...given] = from.dirs;
+      const dirs = [
+        ...(start === undefined ? [] : [`${start} (where it started)`]),
+        ...given.map((dir) => `${dir} (--cwd)`),
+      ];
+      return `The sandbox refused to ${kind} ${quoted}: this reins may touch only its data root ` +
+        `${from.home} (${homeNamed(from.homeFrom)})${
+          dirs.length ? ` and ${dirs.join(", ")}` : ""
+        }` +
+        ": name the path on the command line — --cwd DIR for a working directory, --home DIR " +
+        "for a data root, --attach FILE for a file — or start reins in a directory that holds it";
+    }
+    return `The sandbox refused to ${kind} ${quoted}: this binary was built (deno task compile) ` +
+      `for the data root ${from.home} (${homeNamed(from.homeFrom)} at the build) and may touch ` +
+      "only that and the directory it is started in: start it in a directory that holds the " +
+      `path, or build it again for another data root (REINS_HOME=DIR deno task compile)`;
+  }
+  if (kind === "run") {
+    return from.by === "launcher"
+      ? `The sandbox refused to run ${quoted}: grant it with REINS_ALLOW_RUN=${target} (read ` +
+        "each time reins starts), the config file's drivers.NAME.program, or name it with --exec"
+      : `The sandbox refused to run ${quoted}: this binary was built (deno task compile) ` +
+        `without it: build it again with REINS_ALLOW_RUN=${target} (or with the program in the ` +
+        "data root's config file)";
+  }
+  if (kind === "net") {
+    return from.by === "launcher"
+      ? `The sandbox refused to connect to ${target}: grant it with REINS_ALLOW_NET=${target} ` +
+        "(read each time reins starts), or name it with --base-url or in OPENAI_BASE_URL, " +
+        "HARNESS_PLATFORM_URL or OTEL_EXPORTER_OTLP_ENDPOINT"
+      : `The sandbox refused to connect to ${target}: this binary was built (deno task ` +
+        `compile) without it: build it again with REINS_ALLOW_NET=${target}`;
+  }
+  return null;
 }
