@@ -93,7 +93,8 @@ class Store {
   readonly added = new Map<string, BlobLocation>();
   storedBytes = 0;
   /** One byte more than a small file may have, so a file that grew is seen to. */
-  readonly #scratch = new Uint8Array(WHOLE_FILE + 1);
+  /** Made on the first small file read (see PackWriter's buffer). */
+  #scratch: Uint8Array | null = null;
 
   constructor(home: string) {
     this.#home = home;
@@ -115,12 +116,13 @@ class Store {
   /** Reads a small file whole into a buffer kept for the purpose; null when it is not small. */
   #readSmall(path: string): Uint8Array | null {
     using file = Deno.openSync(path, { read: true });
+    const scratch = this.#scratch ??= new Uint8Array(WHOLE_FILE + 1);
     let filled = 0;
     while (true) {
-      const got = file.readSync(this.#scratch.subarray(filled));
-      if (got === null) return this.#scratch.subarray(0, filled);
+      const got = file.readSync(scratch.subarray(filled));
+      if (got === null) return scratch.subarray(0, filled);
       filled += got;
-      if (filled === this.#scratch.length) return null;
+      if (filled === scratch.length) return null;
     }
   }
 
