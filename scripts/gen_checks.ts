@@ -14,6 +14,9 @@ import {
   RunRecord,
 } from "../lib/store/contracts.ts";
 import { CLAUDE_LINES } from "../lib/drivers/claude_wire.ts";
+import { CODEX_LINES } from "../lib/drivers/codex_wire.ts";
+import { GEMINI_LINES } from "../lib/drivers/gemini_wire.ts";
+import { OPENCODE_LINES } from "../lib/drivers/opencode_wire.ts";
 import {
   ConfigFile,
   DriverSettings,
@@ -67,10 +70,12 @@ export const TARGETS: Target[] = [
     path: "lib/drivers/wire_checks.ts",
     about: "the harness lines reins acts on (lib/drivers/*_wire.ts)",
     validators: [],
-    records: [[
-      "validateClaudeLine",
-      Object.entries(CLAUDE_LINES) as [string, z.ZodType][],
-    ]],
+    records: [
+      ["validateClaudeLine", Object.entries(CLAUDE_LINES) as [string, z.ZodType][]],
+      ["validateCodexLine", Object.entries(CODEX_LINES) as [string, z.ZodType][]],
+      ["validateGeminiLine", Object.entries(GEMINI_LINES) as [string, z.ZodType][]],
+      ["validateOpencodeLine", Object.entries(OPENCODE_LINES) as [string, z.ZodType][]],
+    ],
   },
 ];
 

@@ -14,6 +14,7 @@ import {
   exitFailure,
   type Line,
   obj,
+  readableLine,
   reportCliError,
   str,
   textOf,
@@ -99,25 +100,8 @@ class ClaudeTurn implements TurnMapping {
   }
 
   async line(value: Line, child: HarnessProcess): Promise<void> {
-    const type = typeof value.type === "string" ? value.type : "";
-    if (Object.hasOwn(validateClaudeLine, type)) {
-      const issue = validateClaudeLine[type](value);
-      if (issue !== null) {
-        this.sink.emit({
-          type: "problem",
-          payload: {
-            source: "claude",
-            reason: `${CLI} wrote ${
-              /^[aeiou]/.test(type) ? "an" : "a"
-            } ${type} line reins cannot read (${issue.message}${
-              issue.path ? ` at ${issue.path}` : ""
-            }); it was skipped`,
-          },
-          native: value,
-        });
-        return;
-      }
-    }
+    if (!readableLine(this.sink, "claude", CLI, validateClaudeLine, value)) return;
+    const type = value.type;
     switch (type) {
       case "system":
         return this.#system(value as ClaudeSystem);

@@ -3,7 +3,8 @@
 // native session. Codex reports tokens but no cost, and its totals cover the whole thread: this
 // driver takes the earlier runs' totals off (from the history it is given) and prices the rest
 // from prices.ts, marking the cost as estimated. It never asks for approvals: --approve picks
-// its sandbox (docs/harnesses.md).
+// its sandbox (docs/harnesses.md). Its lines are checked against their wire schemas
+// (codex_wire.ts) before anything is read from them.
 import { nowIso } from "../core/clock.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
@@ -11,16 +12,25 @@ import {
   driverSettings,
   exitFailure,
   type Line,
-  num,
   obj,
+  readableLine,
   reportCliError,
-  str,
   type TurnMapping,
   UsageTotals,
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
 import { estimateCostUsd, priceOf } from "./prices.ts";
+import type {
+  CodexError,
+  CodexItem,
+  CodexItemLine,
+  CodexThreadStarted,
+  CodexTurnCompleted,
+  CodexTurnFailed,
+  CodexUsage,
+} from "./codex_wire.ts";
+import { validateCodexLine } from "./wire_checks.ts";
 
 const CLI = "Codex";
 
@@ -75,12 +85,12 @@ interface ThreadTotals {
   reasoning: number;
 }
 
-function threadTotalsOf(usage: Line): ThreadTotals {
+function threadTotalsOf(usage: CodexUsage | null | undefined): ThreadTotals {
   return {
-    input: num(usage.input_tokens) ?? 0,
-    cached: num(usage.cached_input_tokens) ?? 0,
-    output: num(usage.output_tokens) ?? 0,
-    reasoning: num(usage.reasoning_output_tokens) ?? 0,
+    input: usage?.input_tokens ?? 0,
+    cached: usage?.cached_input_tokens ?? 0,
+    output: usage?.output_tokens ?? 0,
+    reasoning: usage?.reasoning_output_tokens ?? 0,
   };
 }
 
@@ -92,8 +102,11 @@ export function earlierThreadTotals(history: DriverInput["history"]): ThreadTota
   for (let i = history.length - 1; i >= 0; i--) {
     const event = history[i];
     if (event.type !== "usage.updated") continue;
+    // Kept as Codex wrote it, and checked as it was read then: checked again, being read again.
     const native = obj(event.native);
-    if (native.type === "turn.completed") return threadTotalsOf(obj(native.usage));
+    if (native.type === "turn.completed" && validateCodexLine["turn.completed"](native) === null) {
+      return threadTotalsOf((native as CodexTurnCompleted).usage);
+    }
   }
   return null;
 }
@@ -123,28 +136,30 @@ class CodexTurn implements TurnMapping {
 
   line(value: Line): void {
     const native = value;
+    if (!readableLine(this.sink, "codex", CLI, validateCodexLine, value)) return;
     switch (value.type) {
       case "thread.started": {
-        const thread = str(value.thread_id);
+        const thread = (value as CodexThreadStarted).thread_id;
         if (thread) {
           this.sink.emit({ type: "session.linked", payload: { nativeSessionId: thread }, native });
         }
         return;
       }
       case "item.started":
-        return this.#itemStarted(obj(value.item), native);
+        return this.#itemStarted((value as CodexItemLine).item, native);
       case "item.completed":
-        return this.#itemCompleted(obj(value.item), native);
+        return this.#itemCompleted((value as CodexItemLine).item, native);
       case "turn.completed":
         this.#completed = true;
-        this.#turnUsage(obj(value.usage), native);
+        this.#turnUsage((value as CodexTurnCompleted).usage, native);
         return;
       case "turn.failed":
-        this.#failure = str(obj(value.error).message) ?? this.#lastError ?? "the turn failed";
+        this.#failure = (value as CodexTurnFailed).error?.message ?? this.#lastError ??
+          "the turn failed";
         return;
       case "error":
         // Also sent for recoverable trouble (a reconnect); the turn's outcome decides.
-        this.#lastError = str(value.message) ?? null;
+        this.#lastError = (value as CodexError).message ?? null;
         reportCliError(this.sink, "codex", CLI, this.#lastError ?? undefined, native);
         return;
       default:
@@ -153,7 +168,7 @@ class CodexTurn implements TurnMapping {
     }
   }
 
-  #tool(item: Line): { tool: string; args: unknown } | null {
+  #tool(item: CodexItem): { tool: string; args: unknown } | null {
     switch (item.type) {
       case "command_execution":
         return { tool: "command_execution", args: { command: item.command } };
@@ -161,7 +176,7 @@ class CodexTurn implements TurnMapping {
         return { tool: "file_change", args: { changes: item.changes ?? [] } };
       case "mcp_tool_call":
         return {
-          tool: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}`,
+          tool: `${item.server ?? "mcp"}.${item.tool ?? "tool"}`,
           args: item.arguments ?? null,
         };
       case "web_search":
@@ -171,18 +186,18 @@ class CodexTurn implements TurnMapping {
     }
   }
 
-  #itemStarted(item: Line, native: Line): void {
+  #itemStarted(item: CodexItem, native: Line): void {
     const tool = this.#tool(item);
-    const callId = str(item.id);
+    const callId = item.id;
     if (tool === null || !callId) return;
     this.#started.set(callId, nowIso());
     this.sink.emit({ type: "tool.started", payload: { callId, ...tool }, native });
   }
 
-  #itemCompleted(item: Line, native: Line): void {
+  #itemCompleted(item: CodexItem, native: Line): void {
     switch (item.type) {
       case "agent_message": {
-        const text = str(item.text) ?? "";
+        const text = item.text ?? "";
         this.#answer = text;
         this.sink.emit({
           type: "message.completed",
@@ -192,23 +207,23 @@ class CodexTurn implements TurnMapping {
         return;
       }
       case "error":
-        reportCliError(this.sink, "codex", CLI, str(item.message), native);
+        reportCliError(this.sink, "codex", CLI, item.message, native);
         return;
       default:
         break;
     }
     const tool = this.#tool(item);
-    const callId = str(item.id);
+    const callId = item.id;
     if (tool === null || !callId) return; // reasoning, todo_list
     if (!this.#started.has(callId)) this.#itemStarted(item, native);
     const ok = item.status === "completed" &&
       (item.type !== "command_execution" || item.exit_code === 0);
     const output = item.type === "command_execution"
-      ? str(item.aggregated_output) ?? ""
+      ? item.aggregated_output ?? ""
       : item.type === "mcp_tool_call"
       ? item.result ?? null
       : null;
-    const error = str(obj(item.error).message) ??
+    const error = item.error?.message ??
       (item.type === "command_execution"
         ? `exit code ${item.exit_code ?? "none"}: ${output}`
         : `status ${String(item.status)}`);
@@ -225,7 +240,7 @@ class CodexTurn implements TurnMapping {
     });
   }
 
-  #turnUsage(usage: Line, native: Line): void {
+  #turnUsage(usage: CodexUsage | null | undefined, native: Line): void {
     const totals = threadTotalsOf(usage);
     const earlier = earlierThreadTotals(this.input.history);
     if (this.input.resume?.nativeSessionId && earlier === null) {
@@ -253,7 +268,7 @@ class CodexTurn implements TurnMapping {
     });
     this.#usage.set({
       ...run,
-      cacheWriteTokens: num(usage.cache_write_input_tokens) ?? null,
+      cacheWriteTokens: usage?.cache_write_input_tokens ?? null,
       costUsd: cost,
       ...(cost === null ? {} : { costEstimated: true }),
     });

@@ -1,7 +1,8 @@
 // The gemini driver: Gemini CLI as `gemini --prompt=… --output-format stream-json`, resumed with
 // --resume and the session id its `init` line reported. Its exit code is not an outcome (the
 // HTTP status modulo 256 after an API error, 0 after a signal): the `result` line is. It cannot
-// ask us before a tool runs: --approve picks its approval mode (docs/harnesses.md).
+// ask us before a tool runs: --approve picks its approval mode (docs/harnesses.md). Its lines
+// are checked against their wire schemas (gemini_wire.ts) before anything is read from them.
 import { nowIso } from "../core/clock.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
@@ -9,10 +10,8 @@ import {
   driverSettings,
   exitFailure,
   type Line,
-  num,
-  obj,
+  readableLine,
   reportCliError,
-  str,
   textOf,
   type TurnMapping,
   UsageTotals,
@@ -20,6 +19,15 @@ import {
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
 import { estimateCostUsd, priceOf } from "./prices.ts";
+import type {
+  GeminiError,
+  GeminiInit,
+  GeminiMessage,
+  GeminiResult,
+  GeminiToolResult,
+  GeminiToolUse,
+} from "./gemini_wire.ts";
+import { validateGeminiLine } from "./wire_checks.ts";
 
 const CLI = "Gemini CLI";
 
@@ -54,7 +62,7 @@ class GeminiTurn implements TurnMapping {
   #answer: string | null = null;
   #text = "";
   #textNative: Line | null = null;
-  #result: Line | null = null;
+  #result: GeminiResult | null = null;
   #model: string | null;
   #linked: string | null = null;
   readonly #started = new Map<string, string>();
@@ -81,13 +89,14 @@ class GeminiTurn implements TurnMapping {
     this.#textNative = null;
   }
 
-  line(value: Line): void {
-    const native = value;
-    if (value.type !== "message") this.#flush();
-    switch (value.type) {
+  line(native: Line): void {
+    if (!readableLine(this.sink, "gemini", CLI, validateGeminiLine, native)) return;
+    if (native.type !== "message") this.#flush();
+    switch (native.type) {
       case "init": {
-        this.#model = str(value.model) ?? this.#model;
-        const id = str(value.session_id);
+        const value = native as GeminiInit;
+        this.#model = value.model ?? this.#model;
+        const id = value.session_id;
         if (id && id !== this.#linked) {
           this.#linked = id;
           this.sink.emit({ type: "session.linked", payload: { nativeSessionId: id }, native });
@@ -95,9 +104,10 @@ class GeminiTurn implements TurnMapping {
         return;
       }
       case "message": {
+        const value = native as GeminiMessage;
         // The user's message is echoed back: reins recorded it already.
         if (value.role !== "assistant") return;
-        const text = str(value.content) ?? "";
+        const text = value.content ?? "";
         if (value.delta === true) {
           this.#text += text;
           this.#textNative = native;
@@ -111,13 +121,14 @@ class GeminiTurn implements TurnMapping {
         return;
       }
       case "tool_use": {
-        const callId = str(value.tool_id) ?? `tool-${this.#started.size + 1}`;
+        const value = native as GeminiToolUse;
+        const callId = value.tool_id ?? `tool-${this.#started.size + 1}`;
         this.#started.set(callId, nowIso());
         this.sink.emit({
           type: "tool.started",
           payload: {
             callId,
-            tool: str(value.tool_name) ?? "unknown",
+            tool: value.tool_name ?? "unknown",
             args: value.parameters ?? null,
           },
           native,
@@ -125,7 +136,8 @@ class GeminiTurn implements TurnMapping {
         return;
       }
       case "tool_result": {
-        const callId = str(value.tool_id) ?? "unknown";
+        const value = native as GeminiToolResult;
+        const callId = value.tool_id ?? "unknown";
         const ok = value.status === "success";
         const output = textOf(value.output);
         this.sink.emit({
@@ -135,7 +147,7 @@ class GeminiTurn implements TurnMapping {
             ok,
             ...(ok
               ? { result: output }
-              : { error: str(obj(value.error).message) ?? (output || "the tool failed") }),
+              : { error: value.error?.message ?? (output || "the tool failed") }),
             startedAt: this.#started.get(callId) ?? null,
             finishedAt: nowIso(),
           },
@@ -144,27 +156,27 @@ class GeminiTurn implements TurnMapping {
         return;
       }
       case "error":
-        reportCliError(this.sink, "gemini", CLI, str(value.message), native);
+        reportCliError(this.sink, "gemini", CLI, (native as GeminiError).message, native);
         return;
       case "result":
-        this.#result = value;
-        this.#finalUsage(obj(value.stats), native);
+        this.#result = native as GeminiResult;
+        if (this.#result.stats) this.#finalUsage(this.#result.stats, native);
         return;
       default:
         return;
     }
   }
 
-  #finalUsage(stats: Line, native: Line): void {
+  #finalUsage(stats: NonNullable<GeminiResult["stats"]>, native: Line): void {
     if (Object.keys(stats).length === 0) return;
-    const input = num(stats.input_tokens) ?? 0;
-    const cached = num(stats.cached) ?? 0;
-    const output = num(stats.output_tokens) ?? 0;
+    const input = stats.input_tokens ?? 0;
+    const cached = stats.cached ?? 0;
+    const output = stats.output_tokens ?? 0;
     // Priced per model when the stats break it down (a turn may use more than one).
-    const perModel = Object.entries(obj(stats.models));
+    const perModel = Object.entries(stats.models ?? {});
     let cost: number | null = 0;
     const priced = perModel.length > 0
-      ? perModel.map(([model, counts]) => ({ model, counts: obj(counts) }))
+      ? perModel.map(([model, counts]) => ({ model, counts }))
       : [{ model: this.#model ?? "", counts: stats }];
     for (const { model, counts } of priced) {
       const price = priceOf(model, this.input.settings.prices);
@@ -173,9 +185,9 @@ class GeminiTurn implements TurnMapping {
         break;
       }
       cost += estimateCostUsd(price, {
-        inputTokens: num(counts.input_tokens) ?? 0,
-        cachedInputTokens: num(counts.cached) ?? 0,
-        outputTokens: num(counts.output_tokens) ?? 0,
+        inputTokens: counts.input_tokens ?? 0,
+        cachedInputTokens: counts.cached ?? 0,
+        outputTokens: counts.output_tokens ?? 0,
       });
     }
     this.#usage.set({
@@ -195,10 +207,9 @@ class GeminiTurn implements TurnMapping {
       if (result.status === "success") {
         return { status: "completed", reason: null, result: this.answer(), exitCode: exit.code };
       }
-      const error = obj(result.error);
       return {
         status: "failed",
-        reason: `${CLI} failed: ${str(error.message) ?? str(result.status) ?? "error"}`,
+        reason: `${CLI} failed: ${result.error?.message ?? result.status ?? "error"}`,
         result: this.answer(),
         exitCode: exit.code,
       };

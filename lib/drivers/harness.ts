@@ -21,6 +21,7 @@ import {
   HarnessStartError,
   stderrSummary,
 } from "./process.ts";
+import type { Validator } from "./wire_checks.ts";
 
 /** Seconds of silence before a CLI counts as hung, unless the config or --idle-timeout says. */
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 600;
@@ -314,7 +315,36 @@ export class UsageTotals {
   }
 }
 
-/** A number field of a line, or undefined. */
+/**
+ * Checks a line against the wire schema of its type (the validators generated from the
+ * driver's `*_wire.ts`; the one under "*" for types without their own): true when the mapping
+ * may read it. A line that fails is kept as a `problem` naming the field, and none of it is used.
+ */
+export function readableLine(
+  sink: EventSink,
+  driver: HarnessDriver,
+  cli: string,
+  validators: Record<string, Validator>,
+  value: Line,
+): boolean {
+  const type = typeof value.type === "string" ? value.type : "";
+  const validate = Object.hasOwn(validators, type) ? validators[type] : validators["*"];
+  const issue = validate?.(value) ?? null;
+  if (issue === null) return true;
+  const what = type === "" ? "an untyped" : `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;
+  sink.emit({
+    type: "problem",
+    payload: {
+      source: driver,
+      reason: `${cli} wrote ${what} line reins cannot read (${issue.message}${
+        issue.path ? ` at ${issue.path}` : ""
+      }); it was skipped`,
+    },
+    native: value,
+  });
+  return false;
+}
+
 /** Records an error the CLI reported that is not (yet) the turn's outcome, as a `problem`. */
 export function reportCliError(
   sink: EventSink,
@@ -330,6 +360,7 @@ export function reportCliError(
   });
 }
 
+/** A number field of a line (finite, not negative), or undefined. */
 export function num(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
 }

@@ -2,21 +2,27 @@
 // session id of its `step_start` lines. Cost is opencode's own (`step_finish` part.cost, from the
 // model prices in its config). It cannot ask us before a tool runs: --approve auto maps to
 // --auto; deny (and ask) to an OPENCODE_PERMISSION that denies edits, shell and web fetches.
+// Its lines are checked against their wire schemas (opencode_wire.ts) before anything is read.
 import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
 import {
   driveHarness,
   driverSettings,
   exitFailure,
   type Line,
-  num,
-  obj,
-  str,
+  readableLine,
   textOf,
   type TurnMapping,
   UsageTotals,
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
+import type {
+  OpencodeError,
+  OpencodeStepFinish,
+  OpencodeText,
+  OpencodeToolUse,
+} from "./opencode_wire.ts";
+import { validateOpencodeLine } from "./wire_checks.ts";
 
 const CLI = "opencode";
 
@@ -39,9 +45,8 @@ export function opencodeEnv(input: DriverInput): Record<string, string> {
     : { OPENCODE_PERMISSION: JSON.stringify(OPENCODE_DENY_PERMISSION) };
 }
 
-function isoOf(ms: unknown): string | null {
-  const value = num(ms);
-  return value === undefined ? null : new Date(value).toISOString();
+function isoOf(ms: number | undefined): string | null {
+  return ms === undefined ? null : new Date(ms).toISOString();
 }
 
 class OpencodeTurn implements TurnMapping {
@@ -56,44 +61,42 @@ class OpencodeTurn implements TurnMapping {
     return this.#answer;
   }
 
-  line(value: Line): void {
-    const native = value;
-    const session = str(value.sessionID);
+  line(native: Line): void {
+    if (!readableLine(this.sink, "opencode", CLI, validateOpencodeLine, native)) return;
+    const session = (native as { sessionID?: string }).sessionID;
     if (session && session !== this.#linked) {
       this.#linked = session;
       this.sink.emit({ type: "session.linked", payload: { nativeSessionId: session }, native });
     }
-    const part = obj(value.part);
-    switch (value.type) {
+    switch (native.type) {
       case "text": {
-        const text = str(part.text) ?? "";
+        const text = (native as OpencodeText).part?.text ?? "";
         if (text === "") return;
         this.#answer = text;
         this.sink.emit({ type: "message.completed", payload: { role: "assistant", text }, native });
         return;
       }
       case "tool_use":
-        return this.#tool(part, native);
+        return this.#tool((native as OpencodeToolUse).part ?? {}, native);
       case "step_finish": {
-        const tokens = obj(part.tokens);
-        const cache = obj(tokens.cache);
+        const part = (native as OpencodeStepFinish).part;
+        const tokens = part?.tokens;
         this.#usage.add({
-          inputTokens: num(tokens.input),
-          outputTokens: num(tokens.output),
-          reasoningTokens: num(tokens.reasoning),
-          cacheReadTokens: num(cache.read),
-          cacheWriteTokens: num(cache.write),
-          costUsd: num(part.cost),
+          inputTokens: tokens?.input,
+          outputTokens: tokens?.output,
+          reasoningTokens: tokens?.reasoning,
+          cacheReadTokens: tokens?.cache?.read,
+          cacheWriteTokens: tokens?.cache?.write,
+          costUsd: part?.cost,
           requests: 1,
         });
         this.#usage.emit(this.sink, native);
         return;
       }
       case "error": {
-        const error = obj(value.error);
-        const data = obj(error.data);
-        this.#error = str(data.message) ?? str(error.message) ?? str(error.name) ?? "an error";
-        const status = num(data.statusCode);
+        const error = (native as OpencodeError).error;
+        this.#error = error?.data?.message ?? error?.message ?? error?.name ?? "an error";
+        const status = error?.data?.statusCode;
         if (status !== undefined) this.#error = `${this.#error} (HTTP ${status})`;
         return;
       }
@@ -104,13 +107,13 @@ class OpencodeTurn implements TurnMapping {
   }
 
   /** opencode writes a tool call once, when it has finished: both events come from that line. */
-  #tool(part: Line, native: Line): void {
-    const state = obj(part.state);
-    const callId = str(part.callID) ?? str(part.id) ?? "unknown";
-    const time = obj(state.time);
+  #tool(part: NonNullable<OpencodeToolUse["part"]>, native: Line): void {
+    const state = part.state ?? {};
+    const callId = part.callID ?? part.id ?? "unknown";
+    const time = state.time;
     this.sink.emit({
       type: "tool.started",
-      payload: { callId, tool: str(part.tool) ?? "unknown", args: state.input ?? null },
+      payload: { callId, tool: part.tool ?? "unknown", args: state.input ?? null },
       native,
     });
     if (state.status !== "completed" && state.status !== "error") return;
@@ -122,9 +125,9 @@ class OpencodeTurn implements TurnMapping {
         ok,
         ...(ok
           ? { result: textOf(state.output) }
-          : { error: str(state.error) ?? "the tool failed" }),
-        startedAt: isoOf(time.start),
-        finishedAt: isoOf(time.end),
+          : { error: typeof state.error === "string" ? state.error : "the tool failed" }),
+        startedAt: isoOf(time?.start),
+        finishedAt: isoOf(time?.end),
       },
     });
   }

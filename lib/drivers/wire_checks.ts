@@ -340,6 +340,565 @@ if (!(v67 >= 0)) return { path: join(at, "usage.output_tokens_details.thinking_t
 }
 return null;
 };
+// thread.started
+const validateCodexLine_0 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v68 = value["type"];
+if (v68 !== "thread.started") return { path: join(at, "type"), message: "Invalid input: expected \"thread.started\"" };
+let v69 = value["thread_id"];
+if (v69 !== undefined) {
+if (typeof v69 !== "string") return { path: join(at, "thread_id"), message: "Invalid input: expected string, received " + received(v69) };
+}
+return null;
+};
+// item.started
+const validateCodexLine_1 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v70 = value["type"];
+if (typeof v70 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v70) };
+let v71 = value["item"];
+if (typeof v71 !== "object" || v71 === null || Array.isArray(v71)) return { path: join(at, "item"), message: "Invalid input: expected object, received " + received(v71) };
+let v72 = v71["type"];
+if (typeof v72 !== "string") return { path: join(at, "item.type"), message: "Invalid input: expected string, received " + received(v72) };
+let v73 = v71["id"];
+if (v73 !== undefined) {
+if (typeof v73 !== "string") return { path: join(at, "item.id"), message: "Invalid input: expected string, received " + received(v73) };
+}
+let v74 = v71["text"];
+if (v74 !== undefined) {
+if (typeof v74 !== "string") return { path: join(at, "item.text"), message: "Invalid input: expected string, received " + received(v74) };
+}
+let v75 = v71["message"];
+if (v75 !== undefined) {
+if (typeof v75 !== "string") return { path: join(at, "item.message"), message: "Invalid input: expected string, received " + received(v75) };
+}
+let v76 = v71["status"];
+if (v76 !== undefined) {
+if (typeof v76 !== "string") return { path: join(at, "item.status"), message: "Invalid input: expected string, received " + received(v76) };
+}
+let v77 = v71["command"];
+if (v77 !== undefined) {
+}
+let v78 = v71["aggregated_output"];
+if (v78 !== undefined) {
+if (v78 !== null) {
+if (typeof v78 !== "string") return { path: join(at, "item.aggregated_output"), message: "Invalid input: expected string, received " + received(v78) };
+}
+}
+let v79 = v71["exit_code"];
+if (v79 !== undefined) {
+if (v79 !== null) {
+if (typeof v79 !== "number" || !Number.isFinite(v79)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected number, received " + received(v79) };
+if (!Number.isInteger(v79)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected int, received " + received(v79) };
+if (v79 > 9007199254740991) return { path: join(at, "item.exit_code"), message: "Too big: expected int to be <=9007199254740991" };
+if (v79 < -9007199254740991) return { path: join(at, "item.exit_code"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+}
+let v80 = v71["changes"];
+if (v80 !== undefined) {
+}
+let v81 = v71["server"];
+if (v81 !== undefined) {
+if (typeof v81 !== "string") return { path: join(at, "item.server"), message: "Invalid input: expected string, received " + received(v81) };
+}
+let v82 = v71["tool"];
+if (v82 !== undefined) {
+if (typeof v82 !== "string") return { path: join(at, "item.tool"), message: "Invalid input: expected string, received " + received(v82) };
+}
+let v83 = v71["arguments"];
+if (v83 !== undefined) {
+}
+let v84 = v71["result"];
+if (v84 !== undefined) {
+}
+let v85 = v71["query"];
+if (v85 !== undefined) {
+}
+let v86 = v71["error"];
+if (v86 !== undefined) {
+if (v86 !== null) {
+if (typeof v86 !== "object" || v86 === null || Array.isArray(v86)) return { path: join(at, "item.error"), message: "Invalid input: expected object, received " + received(v86) };
+let v87 = v86["message"];
+if (v87 !== undefined) {
+if (typeof v87 !== "string") return { path: join(at, "item.error.message"), message: "Invalid input: expected string, received " + received(v87) };
+}
+}
+}
+return null;
+};
+// item.completed
+const validateCodexLine_2 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v88 = value["type"];
+if (typeof v88 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v88) };
+let v89 = value["item"];
+if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: join(at, "item"), message: "Invalid input: expected object, received " + received(v89) };
+let v90 = v89["type"];
+if (typeof v90 !== "string") return { path: join(at, "item.type"), message: "Invalid input: expected string, received " + received(v90) };
+let v91 = v89["id"];
+if (v91 !== undefined) {
+if (typeof v91 !== "string") return { path: join(at, "item.id"), message: "Invalid input: expected string, received " + received(v91) };
+}
+let v92 = v89["text"];
+if (v92 !== undefined) {
+if (typeof v92 !== "string") return { path: join(at, "item.text"), message: "Invalid input: expected string, received " + received(v92) };
+}
+let v93 = v89["message"];
+if (v93 !== undefined) {
+if (typeof v93 !== "string") return { path: join(at, "item.message"), message: "Invalid input: expected string, received " + received(v93) };
+}
+let v94 = v89["status"];
+if (v94 !== undefined) {
+if (typeof v94 !== "string") return { path: join(at, "item.status"), message: "Invalid input: expected string, received " + received(v94) };
+}
+let v95 = v89["command"];
+if (v95 !== undefined) {
+}
+let v96 = v89["aggregated_output"];
+if (v96 !== undefined) {
+if (v96 !== null) {
+if (typeof v96 !== "string") return { path: join(at, "item.aggregated_output"), message: "Invalid input: expected string, received " + received(v96) };
+}
+}
+let v97 = v89["exit_code"];
+if (v97 !== undefined) {
+if (v97 !== null) {
+if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected number, received " + received(v97) };
+if (!Number.isInteger(v97)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected int, received " + received(v97) };
+if (v97 > 9007199254740991) return { path: join(at, "item.exit_code"), message: "Too big: expected int to be <=9007199254740991" };
+if (v97 < -9007199254740991) return { path: join(at, "item.exit_code"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+}
+let v98 = v89["changes"];
+if (v98 !== undefined) {
+}
+let v99 = v89["server"];
+if (v99 !== undefined) {
+if (typeof v99 !== "string") return { path: join(at, "item.server"), message: "Invalid input: expected string, received " + received(v99) };
+}
+let v100 = v89["tool"];
+if (v100 !== undefined) {
+if (typeof v100 !== "string") return { path: join(at, "item.tool"), message: "Invalid input: expected string, received " + received(v100) };
+}
+let v101 = v89["arguments"];
+if (v101 !== undefined) {
+}
+let v102 = v89["result"];
+if (v102 !== undefined) {
+}
+let v103 = v89["query"];
+if (v103 !== undefined) {
+}
+let v104 = v89["error"];
+if (v104 !== undefined) {
+if (v104 !== null) {
+if (typeof v104 !== "object" || v104 === null || Array.isArray(v104)) return { path: join(at, "item.error"), message: "Invalid input: expected object, received " + received(v104) };
+let v105 = v104["message"];
+if (v105 !== undefined) {
+if (typeof v105 !== "string") return { path: join(at, "item.error.message"), message: "Invalid input: expected string, received " + received(v105) };
+}
+}
+}
+return null;
+};
+// turn.completed
+const validateCodexLine_3 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v106 = value["type"];
+if (v106 !== "turn.completed") return { path: join(at, "type"), message: "Invalid input: expected \"turn.completed\"" };
+let v107 = value["usage"];
+if (v107 !== undefined) {
+if (v107 !== null) {
+if (typeof v107 !== "object" || v107 === null || Array.isArray(v107)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v107) };
+let v108 = v107["input_tokens"];
+if (v108 !== undefined) {
+if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "usage.input_tokens"), message: "Invalid input: expected number, received " + received(v108) };
+if (!(v108 >= 0)) return { path: join(at, "usage.input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v109 = v107["cached_input_tokens"];
+if (v109 !== undefined) {
+if (typeof v109 !== "number" || !Number.isFinite(v109)) return { path: join(at, "usage.cached_input_tokens"), message: "Invalid input: expected number, received " + received(v109) };
+if (!(v109 >= 0)) return { path: join(at, "usage.cached_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v110 = v107["output_tokens"];
+if (v110 !== undefined) {
+if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: join(at, "usage.output_tokens"), message: "Invalid input: expected number, received " + received(v110) };
+if (!(v110 >= 0)) return { path: join(at, "usage.output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v111 = v107["reasoning_output_tokens"];
+if (v111 !== undefined) {
+if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "usage.reasoning_output_tokens"), message: "Invalid input: expected number, received " + received(v111) };
+if (!(v111 >= 0)) return { path: join(at, "usage.reasoning_output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v112 = v107["cache_write_input_tokens"];
+if (v112 !== undefined) {
+if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "usage.cache_write_input_tokens"), message: "Invalid input: expected number, received " + received(v112) };
+if (!(v112 >= 0)) return { path: join(at, "usage.cache_write_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+}
+}
+return null;
+};
+// turn.failed
+const validateCodexLine_4 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v113 = value["type"];
+if (v113 !== "turn.failed") return { path: join(at, "type"), message: "Invalid input: expected \"turn.failed\"" };
+let v114 = value["error"];
+if (v114 !== undefined) {
+if (v114 !== null) {
+if (typeof v114 !== "object" || v114 === null || Array.isArray(v114)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v114) };
+let v115 = v114["message"];
+if (v115 !== undefined) {
+if (typeof v115 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v115) };
+}
+}
+}
+return null;
+};
+// error
+const validateCodexLine_5 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v116 = value["type"];
+if (v116 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
+let v117 = value["message"];
+if (v117 !== undefined) {
+if (typeof v117 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v117) };
+}
+return null;
+};
+// init
+const validateGeminiLine_0 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v118 = value["type"];
+if (v118 !== "init") return { path: join(at, "type"), message: "Invalid input: expected \"init\"" };
+let v119 = value["session_id"];
+if (v119 !== undefined) {
+if (typeof v119 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v119) };
+}
+let v120 = value["model"];
+if (v120 !== undefined) {
+if (typeof v120 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v120) };
+}
+return null;
+};
+// message
+const validateGeminiLine_1 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v121 = value["type"];
+if (v121 !== "message") return { path: join(at, "type"), message: "Invalid input: expected \"message\"" };
+let v122 = value["role"];
+if (v122 !== undefined) {
+if (typeof v122 !== "string") return { path: join(at, "role"), message: "Invalid input: expected string, received " + received(v122) };
+}
+let v123 = value["content"];
+if (v123 !== undefined) {
+if (typeof v123 !== "string") return { path: join(at, "content"), message: "Invalid input: expected string, received " + received(v123) };
+}
+let v124 = value["delta"];
+if (v124 !== undefined) {
+if (typeof v124 !== "boolean") return { path: join(at, "delta"), message: "Invalid input: expected boolean, received " + received(v124) };
+}
+return null;
+};
+// tool_use
+const validateGeminiLine_2 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v125 = value["type"];
+if (v125 !== "tool_use") return { path: join(at, "type"), message: "Invalid input: expected \"tool_use\"" };
+let v126 = value["tool_id"];
+if (v126 !== undefined) {
+if (typeof v126 !== "string") return { path: join(at, "tool_id"), message: "Invalid input: expected string, received " + received(v126) };
+}
+let v127 = value["tool_name"];
+if (v127 !== undefined) {
+if (typeof v127 !== "string") return { path: join(at, "tool_name"), message: "Invalid input: expected string, received " + received(v127) };
+}
+let v128 = value["parameters"];
+if (v128 !== undefined) {
+}
+return null;
+};
+// tool_result
+const validateGeminiLine_3 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v129 = value["type"];
+if (v129 !== "tool_result") return { path: join(at, "type"), message: "Invalid input: expected \"tool_result\"" };
+let v130 = value["tool_id"];
+if (v130 !== undefined) {
+if (typeof v130 !== "string") return { path: join(at, "tool_id"), message: "Invalid input: expected string, received " + received(v130) };
+}
+let v131 = value["status"];
+if (v131 !== undefined) {
+if (typeof v131 !== "string") return { path: join(at, "status"), message: "Invalid input: expected string, received " + received(v131) };
+}
+let v132 = value["output"];
+if (v132 !== undefined) {
+}
+let v133 = value["error"];
+if (v133 !== undefined) {
+if (v133 !== null) {
+if (typeof v133 !== "object" || v133 === null || Array.isArray(v133)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v133) };
+let v134 = v133["message"];
+if (v134 !== undefined) {
+if (typeof v134 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v134) };
+}
+}
+}
+return null;
+};
+// error
+const validateGeminiLine_4 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v135 = value["type"];
+if (v135 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
+let v136 = value["message"];
+if (v136 !== undefined) {
+if (typeof v136 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v136) };
+}
+return null;
+};
+// result
+const validateGeminiLine_5 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v137 = value["type"];
+if (v137 !== "result") return { path: join(at, "type"), message: "Invalid input: expected \"result\"" };
+let v138 = value["status"];
+if (v138 !== undefined) {
+if (typeof v138 !== "string") return { path: join(at, "status"), message: "Invalid input: expected string, received " + received(v138) };
+}
+let v139 = value["error"];
+if (v139 !== undefined) {
+if (v139 !== null) {
+if (typeof v139 !== "object" || v139 === null || Array.isArray(v139)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v139) };
+let v140 = v139["message"];
+if (v140 !== undefined) {
+if (typeof v140 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v140) };
+}
+}
+}
+let v141 = value["stats"];
+if (v141 !== undefined) {
+if (v141 !== null) {
+if (typeof v141 !== "object" || v141 === null || Array.isArray(v141)) return { path: join(at, "stats"), message: "Invalid input: expected object, received " + received(v141) };
+let v142 = v141["input_tokens"];
+if (v142 !== undefined) {
+if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "stats.input_tokens"), message: "Invalid input: expected number, received " + received(v142) };
+if (!(v142 >= 0)) return { path: join(at, "stats.input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v143 = v141["cached"];
+if (v143 !== undefined) {
+if (typeof v143 !== "number" || !Number.isFinite(v143)) return { path: join(at, "stats.cached"), message: "Invalid input: expected number, received " + received(v143) };
+if (!(v143 >= 0)) return { path: join(at, "stats.cached"), message: "Too small: expected number to be >=0" };
+}
+let v144 = v141["output_tokens"];
+if (v144 !== undefined) {
+if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "stats.output_tokens"), message: "Invalid input: expected number, received " + received(v144) };
+if (!(v144 >= 0)) return { path: join(at, "stats.output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v145 = v141["models"];
+if (v145 !== undefined) {
+if (typeof v145 !== "object" || v145 === null || Array.isArray(v145)) return { path: join(at, "stats.models"), message: "Invalid input: expected record, received " + received(v145) };
+for (const v146 of Object.keys(v145)) {
+const v147 = v145[v146];
+if (typeof v147 !== "object" || v147 === null || Array.isArray(v147)) return { path: join(at, "stats.models." + v146), message: "Invalid input: expected object, received " + received(v147) };
+let v148 = v147["input_tokens"];
+if (v148 !== undefined) {
+if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "stats.models." + v146 + ".input_tokens"), message: "Invalid input: expected number, received " + received(v148) };
+if (!(v148 >= 0)) return { path: join(at, "stats.models." + v146 + ".input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v149 = v147["cached"];
+if (v149 !== undefined) {
+if (typeof v149 !== "number" || !Number.isFinite(v149)) return { path: join(at, "stats.models." + v146 + ".cached"), message: "Invalid input: expected number, received " + received(v149) };
+if (!(v149 >= 0)) return { path: join(at, "stats.models." + v146 + ".cached"), message: "Too small: expected number to be >=0" };
+}
+let v150 = v147["output_tokens"];
+if (v150 !== undefined) {
+if (typeof v150 !== "number" || !Number.isFinite(v150)) return { path: join(at, "stats.models." + v146 + ".output_tokens"), message: "Invalid input: expected number, received " + received(v150) };
+if (!(v150 >= 0)) return { path: join(at, "stats.models." + v146 + ".output_tokens"), message: "Too small: expected number to be >=0" };
+}
+}
+}
+}
+}
+return null;
+};
+// text
+const validateOpencodeLine_0 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v151 = value["type"];
+if (v151 !== "text") return { path: join(at, "type"), message: "Invalid input: expected \"text\"" };
+let v152 = value["sessionID"];
+if (v152 !== undefined) {
+if (typeof v152 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v152) };
+}
+let v153 = value["part"];
+if (v153 !== undefined) {
+if (typeof v153 !== "object" || v153 === null || Array.isArray(v153)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v153) };
+let v154 = v153["text"];
+if (v154 !== undefined) {
+if (typeof v154 !== "string") return { path: join(at, "part.text"), message: "Invalid input: expected string, received " + received(v154) };
+}
+}
+return null;
+};
+// tool_use
+const validateOpencodeLine_1 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v155 = value["type"];
+if (v155 !== "tool_use") return { path: join(at, "type"), message: "Invalid input: expected \"tool_use\"" };
+let v156 = value["sessionID"];
+if (v156 !== undefined) {
+if (typeof v156 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v156) };
+}
+let v157 = value["part"];
+if (v157 !== undefined) {
+if (typeof v157 !== "object" || v157 === null || Array.isArray(v157)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v157) };
+let v158 = v157["callID"];
+if (v158 !== undefined) {
+if (typeof v158 !== "string") return { path: join(at, "part.callID"), message: "Invalid input: expected string, received " + received(v158) };
+}
+let v159 = v157["id"];
+if (v159 !== undefined) {
+if (typeof v159 !== "string") return { path: join(at, "part.id"), message: "Invalid input: expected string, received " + received(v159) };
+}
+let v160 = v157["tool"];
+if (v160 !== undefined) {
+if (typeof v160 !== "string") return { path: join(at, "part.tool"), message: "Invalid input: expected string, received " + received(v160) };
+}
+let v161 = v157["state"];
+if (v161 !== undefined) {
+if (typeof v161 !== "object" || v161 === null || Array.isArray(v161)) return { path: join(at, "part.state"), message: "Invalid input: expected object, received " + received(v161) };
+let v162 = v161["status"];
+if (v162 !== undefined) {
+if (typeof v162 !== "string") return { path: join(at, "part.state.status"), message: "Invalid input: expected string, received " + received(v162) };
+}
+let v163 = v161["input"];
+if (v163 !== undefined) {
+}
+let v164 = v161["output"];
+if (v164 !== undefined) {
+}
+let v165 = v161["error"];
+if (v165 !== undefined) {
+}
+let v166 = v161["time"];
+if (v166 !== undefined) {
+if (typeof v166 !== "object" || v166 === null || Array.isArray(v166)) return { path: join(at, "part.state.time"), message: "Invalid input: expected object, received " + received(v166) };
+let v167 = v166["start"];
+if (v167 !== undefined) {
+if (typeof v167 !== "number" || !Number.isFinite(v167)) return { path: join(at, "part.state.time.start"), message: "Invalid input: expected number, received " + received(v167) };
+if (!(v167 >= 0)) return { path: join(at, "part.state.time.start"), message: "Too small: expected number to be >=0" };
+}
+let v168 = v166["end"];
+if (v168 !== undefined) {
+if (typeof v168 !== "number" || !Number.isFinite(v168)) return { path: join(at, "part.state.time.end"), message: "Invalid input: expected number, received " + received(v168) };
+if (!(v168 >= 0)) return { path: join(at, "part.state.time.end"), message: "Too small: expected number to be >=0" };
+}
+}
+}
+}
+return null;
+};
+// step_finish
+const validateOpencodeLine_2 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v169 = value["type"];
+if (v169 !== "step_finish") return { path: join(at, "type"), message: "Invalid input: expected \"step_finish\"" };
+let v170 = value["sessionID"];
+if (v170 !== undefined) {
+if (typeof v170 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v170) };
+}
+let v171 = value["part"];
+if (v171 !== undefined) {
+if (typeof v171 !== "object" || v171 === null || Array.isArray(v171)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v171) };
+let v172 = v171["cost"];
+if (v172 !== undefined) {
+if (typeof v172 !== "number" || !Number.isFinite(v172)) return { path: join(at, "part.cost"), message: "Invalid input: expected number, received " + received(v172) };
+if (!(v172 >= 0)) return { path: join(at, "part.cost"), message: "Too small: expected number to be >=0" };
+}
+let v173 = v171["tokens"];
+if (v173 !== undefined) {
+if (typeof v173 !== "object" || v173 === null || Array.isArray(v173)) return { path: join(at, "part.tokens"), message: "Invalid input: expected object, received " + received(v173) };
+let v174 = v173["input"];
+if (v174 !== undefined) {
+if (typeof v174 !== "number" || !Number.isFinite(v174)) return { path: join(at, "part.tokens.input"), message: "Invalid input: expected number, received " + received(v174) };
+if (!(v174 >= 0)) return { path: join(at, "part.tokens.input"), message: "Too small: expected number to be >=0" };
+}
+let v175 = v173["output"];
+if (v175 !== undefined) {
+if (typeof v175 !== "number" || !Number.isFinite(v175)) return { path: join(at, "part.tokens.output"), message: "Invalid input: expected number, received " + received(v175) };
+if (!(v175 >= 0)) return { path: join(at, "part.tokens.output"), message: "Too small: expected number to be >=0" };
+}
+let v176 = v173["reasoning"];
+if (v176 !== undefined) {
+if (typeof v176 !== "number" || !Number.isFinite(v176)) return { path: join(at, "part.tokens.reasoning"), message: "Invalid input: expected number, received " + received(v176) };
+if (!(v176 >= 0)) return { path: join(at, "part.tokens.reasoning"), message: "Too small: expected number to be >=0" };
+}
+let v177 = v173["cache"];
+if (v177 !== undefined) {
+if (typeof v177 !== "object" || v177 === null || Array.isArray(v177)) return { path: join(at, "part.tokens.cache"), message: "Invalid input: expected object, received " + received(v177) };
+let v178 = v177["read"];
+if (v178 !== undefined) {
+if (typeof v178 !== "number" || !Number.isFinite(v178)) return { path: join(at, "part.tokens.cache.read"), message: "Invalid input: expected number, received " + received(v178) };
+if (!(v178 >= 0)) return { path: join(at, "part.tokens.cache.read"), message: "Too small: expected number to be >=0" };
+}
+let v179 = v177["write"];
+if (v179 !== undefined) {
+if (typeof v179 !== "number" || !Number.isFinite(v179)) return { path: join(at, "part.tokens.cache.write"), message: "Invalid input: expected number, received " + received(v179) };
+if (!(v179 >= 0)) return { path: join(at, "part.tokens.cache.write"), message: "Too small: expected number to be >=0" };
+}
+}
+}
+}
+return null;
+};
+// error
+const validateOpencodeLine_3 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v180 = value["type"];
+if (v180 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
+let v181 = value["sessionID"];
+if (v181 !== undefined) {
+if (typeof v181 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v181) };
+}
+let v182 = value["error"];
+if (v182 !== undefined) {
+if (typeof v182 !== "object" || v182 === null || Array.isArray(v182)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v182) };
+let v183 = v182["name"];
+if (v183 !== undefined) {
+if (typeof v183 !== "string") return { path: join(at, "error.name"), message: "Invalid input: expected string, received " + received(v183) };
+}
+let v184 = v182["message"];
+if (v184 !== undefined) {
+if (typeof v184 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v184) };
+}
+let v185 = v182["data"];
+if (v185 !== undefined) {
+if (typeof v185 !== "object" || v185 === null || Array.isArray(v185)) return { path: join(at, "error.data"), message: "Invalid input: expected object, received " + received(v185) };
+let v186 = v185["message"];
+if (v186 !== undefined) {
+if (typeof v186 !== "string") return { path: join(at, "error.data.message"), message: "Invalid input: expected string, received " + received(v186) };
+}
+let v187 = v185["statusCode"];
+if (v187 !== undefined) {
+if (typeof v187 !== "number" || !Number.isFinite(v187)) return { path: join(at, "error.data.statusCode"), message: "Invalid input: expected number, received " + received(v187) };
+}
+}
+}
+return null;
+};
+// *
+const validateOpencodeLine_4 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v188 = value["type"];
+if (typeof v188 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v188) };
+let v189 = value["sessionID"];
+if (v189 !== undefined) {
+if (typeof v189 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v189) };
+}
+return null;
+};
 
 export const validateClaudeLine: Record<string, Validator> = {
   "system": validateClaudeLine_0,
@@ -347,4 +906,27 @@ export const validateClaudeLine: Record<string, Validator> = {
   "user": validateClaudeLine_2,
   "control_request": validateClaudeLine_3,
   "result": validateClaudeLine_4,
+};
+export const validateCodexLine: Record<string, Validator> = {
+  "thread.started": validateCodexLine_0,
+  "item.started": validateCodexLine_1,
+  "item.completed": validateCodexLine_2,
+  "turn.completed": validateCodexLine_3,
+  "turn.failed": validateCodexLine_4,
+  "error": validateCodexLine_5,
+};
+export const validateGeminiLine: Record<string, Validator> = {
+  "init": validateGeminiLine_0,
+  "message": validateGeminiLine_1,
+  "tool_use": validateGeminiLine_2,
+  "tool_result": validateGeminiLine_3,
+  "error": validateGeminiLine_4,
+  "result": validateGeminiLine_5,
+};
+export const validateOpencodeLine: Record<string, Validator> = {
+  "text": validateOpencodeLine_0,
+  "tool_use": validateOpencodeLine_1,
+  "step_finish": validateOpencodeLine_2,
+  "error": validateOpencodeLine_3,
+  "*": validateOpencodeLine_4,
 };

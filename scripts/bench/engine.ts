@@ -8,6 +8,12 @@ import { sourceRunFlags } from "../permissions.ts";
 import { loadSettings } from "../../lib/core/config.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
+import {
+  validateClaudeLine,
+  validateCodexLine,
+  validateGeminiLine,
+  validateOpencodeLine,
+} from "../../lib/drivers/wire_checks.ts";
 import { text } from "../../tests/fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
 import { ensureCli } from "../../tests/interop/_install.ts";
@@ -272,9 +278,98 @@ async function aroundClaude(dir: string): Promise<void> {
   });
 }
 
+/** Lines as the harness CLIs write them (shortened from recordings), with their validators. */
+const WIRE_LINES: [Record<string, (value: unknown) => unknown>, Record<string, unknown>][] = [
+  [validateClaudeLine, {
+    type: "assistant",
+    session_id: "2f7c",
+    parent_tool_use_id: null,
+    message: {
+      id: "msg_01",
+      model: "claude-sonnet",
+      content: [
+        { type: "text", text: "I'll list the files first. ".repeat(6) },
+        { type: "tool_use", id: "toolu_01", name: "Bash", input: { command: "ls -la" } },
+      ],
+      usage: { input_tokens: 1200, output_tokens: 80 },
+    },
+  }],
+  [validateClaudeLine, {
+    type: "user",
+    message: {
+      content: [{ type: "tool_result", tool_use_id: "toolu_01", content: "a.ts\n".repeat(40) }],
+    },
+  }],
+  [validateCodexLine, {
+    type: "item.completed",
+    item: {
+      id: "item_0",
+      type: "command_execution",
+      command: "/bin/bash -lc ls",
+      aggregated_output: "a.ts\n".repeat(40),
+      exit_code: 0,
+      status: "completed",
+    },
+  }],
+  [validateGeminiLine, {
+    type: "message",
+    role: "assistant",
+    content: "Listing the files. ".repeat(6),
+    delta: true,
+  }],
+  [validateOpencodeLine, {
+    type: "step_finish",
+    sessionID: "ses_1",
+    part: {
+      type: "step-finish",
+      cost: 0.001,
+      tokens: { input: 40, output: 6, reasoning: 0, cache: { read: 8, write: 0 } },
+    },
+  }],
+];
+
+/**
+ * What the wire schemas cost the reading of a harness's lines: lines parsed and checked against
+ * parsed alone (what the str/num/obj helpers added was next to nothing).
+ */
+export function wireChecks(): void {
+  const count = 100_000;
+  const texts = WIRE_LINES.map(([, line]) => JSON.stringify(line));
+  const parseAll = (check: boolean) => {
+    const start = performance.now();
+    for (let i = 0; i < count; i++) {
+      const k = i % texts.length;
+      const value = JSON.parse(texts[k]);
+      if (check) {
+        const validators = WIRE_LINES[k][0];
+        if (validators[value.type](value) !== null) throw new Error(`${texts[k]} is refused`);
+      }
+    }
+    return count / ((performance.now() - start) / 1000);
+  };
+  parseAll(true); // warm up
+  const rates = { ours: [] as number[], baseline: [] as number[] };
+  for (let i = 0; i < 5; i++) {
+    rates.baseline.push(parseAll(false));
+    rates.ours.push(parseAll(true));
+  }
+  compare({
+    name: `${
+      count.toLocaleString("en")
+    } harness lines parsed and checked against their wire schemas`,
+    ours: median(rates.ours),
+    baseline: median(rates.baseline),
+    unit: "lines/s",
+    better: "higher",
+    goal: ">= 0.5",
+    baselineName: "the same lines only parsed",
+  });
+}
+
 export default async function (): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-engine-" }));
   try {
+    wireChecks();
     await wholeRun(dir);
     await turnsInOneProcess(dir);
     await aroundClaude(dir);

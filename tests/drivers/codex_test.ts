@@ -273,3 +273,22 @@ Deno.test("codex driver start() says --approve ask cannot be forwarded and runs 
   }]);
   assert.ok(recorded.argv.includes('sandbox_mode="read-only"'));
 });
+
+// A line whose fields are not what reins acts on is refused whole, by its wire schema, instead of
+// being read in part (the str/num/obj helpers took a mistyped field as absent and went on).
+Deno.test("codex driver start() keeps a line that fails its wire schema as a problem and reads none of it", async () => {
+  await using dir = await scratchDir();
+  const { result, sink } = await runFake(dir.path, [
+    { out: { type: "thread.started", thread_id: THREAD } },
+    { out: { type: "item.completed", item: { ...command("completed", 0, "x"), exit_code: "0" } } },
+    { out: { type: "item.completed", item: { id: "item_2", type: "agent_message", text: "Ok." } } },
+    { out: turnCompleted(10, 0, 2) },
+    { exit: 0 },
+  ]);
+  assert.deepEqual(sink.ofType("problem").map((event) => event.payload.reason), [
+    "Codex wrote an item.completed line reins cannot read (Invalid input: expected number, received string at item.exit_code); it was skipped",
+  ]);
+  assert.deepEqual(sink.ofType("tool.started"), [], "nothing of the refused line was used");
+  assert.equal(result.status, "completed");
+  assert.equal(result.result, "Ok.");
+});

@@ -181,3 +181,22 @@ Deno.test("gemini driver start() returns interrupted after a signal although Gem
     exitCode: 0,
   });
 });
+
+// A line whose fields are not what reins acts on is refused whole, by its wire schema, instead of
+// being read in part (the str/num/obj helpers took a mistyped field as absent and went on).
+Deno.test("gemini driver start() keeps a line that fails its wire schema as a problem and reads none of it", async () => {
+  await using dir = await scratchDir();
+  const { result, sink } = await runFake(dir.path, [
+    { out: { type: "init", session_id: SESSION, model: "gemini-test" } },
+    { out: { type: "tool_use", tool_name: "ls", tool_id: 3, parameters: {} } },
+    { out: { type: "message", role: "assistant", content: "Done." } },
+    { out: { type: "result", status: "success", stats } },
+    { exit: 0 },
+  ]);
+  assert.deepEqual(sink.ofType("problem").map((event) => event.payload.reason), [
+    "Gemini CLI wrote a tool_use line reins cannot read (Invalid input: expected string, received number at tool_id); it was skipped",
+  ]);
+  assert.deepEqual(sink.ofType("tool.started"), [], "nothing of the refused line was used");
+  assert.equal(result.status, "completed");
+  assert.equal(result.result, "Done.");
+});

@@ -162,3 +162,23 @@ Deno.test("opencode driver start() fails with the API error opencode reports", a
     exitCode: 1,
   });
 });
+
+// A line whose fields are not what reins acts on is refused whole, by its wire schema, instead of
+// being read in part (the str/num/obj helpers took a mistyped field as absent and went on).
+Deno.test("opencode driver start() keeps a line that fails its wire schema as a problem and reads none of it", async () => {
+  await using dir = await scratchDir();
+  const { result, sink } = await runFake(dir.path, [
+    { out: line("step_start", { type: "step-start" }) },
+    { out: line("step_finish", { type: "step-finish", tokens: { input: "40" }, cost: 0.5 }) },
+    { out: line("text", { type: "text", text: "Done." }) },
+    { out: stepFinish("stop", 0.25) },
+    { exit: 0 },
+  ]);
+  assert.deepEqual(sink.ofType("problem").map((event) => event.payload.reason), [
+    "opencode wrote a step_finish line reins cannot read (Invalid input: expected number, received string at part.tokens.input); it was skipped",
+  ]);
+  const usage = sink.ofType("usage.updated").map((event) => event.payload.costUsd);
+  assert.deepEqual(usage, [0.25], "nothing of the refused line was used");
+  assert.equal(result.status, "completed");
+  assert.equal(result.result, "Done.");
+});

@@ -93,79 +93,168 @@ Deno.test("the generated config validators (shared driver, price and otel checks
   );
 });
 
-Deno.test("the generated Claude Code line validators agree with their zod schemas", async () => {
-  const fc = (await import("fast-check")).default;
-  const { CLAUDE_LINES } = await import("../../lib/drivers/claude_wire.ts");
-  const { validateClaudeLine } = await import("../../lib/drivers/wire_checks.ts");
-  const { anyJson } = await import("./_arbitraries.ts");
-  const samples: Record<string, unknown>[] = [
-    { type: "system", subtype: "init", session_id: "s", tools: ["Bash"] },
-    { type: "system", subtype: "api_retry", attempt: 1, error: { message: "overloaded" } },
-    {
-      type: "assistant",
-      session_id: "s",
-      parent_tool_use_id: null,
-      message: {
-        id: "m",
-        model: "claude",
-        content: [{ type: "text", text: "hi" }, {
-          type: "tool_use",
-          id: "t",
-          name: "Bash",
-          input: { command: "ls" },
-        }],
-      },
+// Lines as each CLI writes them (recorded; see the drivers' tests), each mutated at random.
+const CLAUDE_SAMPLES: Record<string, unknown>[] = [
+  { type: "system", subtype: "init", session_id: "s", tools: ["Bash"] },
+  { type: "system", subtype: "api_retry", attempt: 1, error: { message: "overloaded" } },
+  {
+    type: "assistant",
+    session_id: "s",
+    parent_tool_use_id: null,
+    message: {
+      id: "m",
+      model: "claude",
+      content: [{ type: "text", text: "hi" }, {
+        type: "tool_use",
+        id: "t",
+        name: "Bash",
+        input: { command: "ls" },
+      }],
     },
-    {
-      type: "user",
-      message: {
-        content: [{ type: "tool_result", tool_use_id: "t", content: "ok", is_error: false }],
-      },
+  },
+  {
+    type: "user",
+    message: {
+      content: [{ type: "tool_result", tool_use_id: "t", content: "ok", is_error: false }],
     },
-    {
-      type: "control_request",
-      request_id: "r",
-      request: { subtype: "can_use_tool", tool_name: "Bash", input: {} },
+  },
+  {
+    type: "control_request",
+    request_id: "r",
+    request: { subtype: "can_use_tool", tool_name: "Bash", input: {} },
+  },
+  {
+    type: "result",
+    subtype: "success",
+    is_error: false,
+    result: "done",
+    total_cost_usd: 0.01,
+    usage: { input_tokens: 3, output_tokens: 4, output_tokens_details: { thinking_tokens: 1 } },
+  },
+];
+
+const CODEX_SAMPLES: Record<string, unknown>[] = [
+  { type: "thread.started", thread_id: "t" },
+  {
+    type: "item.started",
+    item: { id: "i", type: "command_execution", command: "ls", status: "in_progress" },
+  },
+  {
+    type: "item.completed",
+    item: {
+      id: "i",
+      type: "command_execution",
+      command: "ls",
+      aggregated_output: "a\n",
+      exit_code: 0,
+      status: "completed",
     },
-    {
-      type: "result",
-      subtype: "success",
-      is_error: false,
-      result: "done",
-      total_cost_usd: 0.01,
-      usage: { input_tokens: 3, output_tokens: 4, output_tokens_details: { thinking_tokens: 1 } },
+  },
+  {
+    type: "item.completed",
+    item: { id: "m", type: "mcp_tool_call", server: "s", tool: "t", error: { message: "no" } },
+  },
+  {
+    type: "turn.completed",
+    usage: { input_tokens: 5, cached_input_tokens: 1, output_tokens: 2 },
+  },
+  { type: "turn.failed", error: { message: "boom" } },
+  { type: "error", message: "reconnecting" },
+];
+
+const GEMINI_SAMPLES: Record<string, unknown>[] = [
+  { type: "init", session_id: "s", model: "gemini-test" },
+  { type: "message", role: "assistant", content: "hi", delta: true },
+  { type: "tool_use", tool_name: "ls", tool_id: "t", parameters: { path: "." } },
+  { type: "tool_result", tool_id: "t", status: "error", output: "", error: { message: "no" } },
+  { type: "error", message: "quota" },
+  {
+    type: "result",
+    status: "success",
+    stats: {
+      input_tokens: 6,
+      output_tokens: 1,
+      cached: 2,
+      models: { "gemini-test": { input_tokens: 6, output_tokens: 1, cached: 2 } },
     },
-  ];
-  fc.assert(
-    fc.property(
-      fc.constantFrom(...samples),
-      fc.nat(),
-      anyJson,
-      fc.boolean(),
-      (sample, pick, value, remove) => {
-        const copy = structuredClone(sample);
-        const targets: [Record<string, unknown>, string][] = [];
-        const walk = (node: Record<string, unknown>) => {
-          for (const key of Object.keys(node)) {
-            targets.push([node, key]);
-            const inner = node[key];
-            if (inner && typeof inner === "object") walk(inner as Record<string, unknown>);
-          }
-        };
-        walk(copy);
-        const [target, key] = targets[pick % targets.length];
-        if (remove) delete target[key];
-        else target[key] = value;
-        const type = String(sample.type) as keyof typeof CLAUDE_LINES;
-        const parsed = CLAUDE_LINES[type].safeParse(copy);
-        const expected = parsed.success ? null : {
-          path: parsed.error.issues[0].path.map(String).join("."),
-          message: parsed.error.issues[0].message,
-        };
-        assert.equal(validateClaudeLine[type](sample), null);
-        assert.deepEqual(validateClaudeLine[type](copy), expected, JSON.stringify(copy));
-      },
-    ),
-    { numRuns: 2000 },
-  );
-});
+  },
+];
+
+const OPENCODE_SAMPLES: Record<string, unknown>[] = [
+  { type: "step_start", sessionID: "s", part: { type: "step-start" } },
+  { type: "text", sessionID: "s", part: { type: "text", text: "hi" } },
+  {
+    type: "tool_use",
+    sessionID: "s",
+    part: {
+      callID: "c",
+      tool: "bash",
+      state: { status: "completed", input: {}, output: "ok", time: { start: 1, end: 2 } },
+    },
+  },
+  {
+    type: "step_finish",
+    sessionID: "s",
+    part: {
+      cost: 0.1,
+      tokens: { input: 3, output: 4, reasoning: 0, cache: { read: 1, write: 0 } },
+    },
+  },
+  {
+    type: "error",
+    sessionID: "s",
+    error: { name: "APIError", data: { message: "bad key", statusCode: 401 } },
+  },
+];
+
+for (
+  const [cli, wire, samples, validatorsName, linesName] of [
+    ["Claude Code", "claude_wire.ts", CLAUDE_SAMPLES, "validateClaudeLine", "CLAUDE_LINES"],
+    ["Codex", "codex_wire.ts", CODEX_SAMPLES, "validateCodexLine", "CODEX_LINES"],
+    ["Gemini CLI", "gemini_wire.ts", GEMINI_SAMPLES, "validateGeminiLine", "GEMINI_LINES"],
+    ["opencode", "opencode_wire.ts", OPENCODE_SAMPLES, "validateOpencodeLine", "OPENCODE_LINES"],
+  ] as const
+) {
+  Deno.test(`the generated ${cli} line validators agree with their zod schemas`, async () => {
+    const fc = (await import("fast-check")).default;
+    const lines = (await import(`../../lib/drivers/${wire}`))[linesName] as Record<
+      string,
+      import("zod").ZodType
+    >;
+    const validators = (await import("../../lib/drivers/wire_checks.ts"))[validatorsName];
+    const { anyJson } = await import("./_arbitraries.ts");
+    const schemaOf = (type: string) => Object.hasOwn(lines, type) ? type : "*";
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...samples),
+        fc.nat(),
+        anyJson,
+        fc.boolean(),
+        (sample, pick, value, remove) => {
+          const copy = structuredClone(sample);
+          const targets: [Record<string, unknown>, string][] = [];
+          const walk = (node: Record<string, unknown>) => {
+            for (const key of Object.keys(node)) {
+              targets.push([node, key]);
+              const inner = node[key];
+              if (inner && typeof inner === "object") walk(inner as Record<string, unknown>);
+            }
+          };
+          walk(copy);
+          const [target, key] = targets[pick % targets.length];
+          if (remove) delete target[key];
+          else target[key] = value;
+          const type = schemaOf(String(sample.type));
+          const parsed = lines[type].safeParse(copy);
+          const expected = parsed.success ? null : {
+            path: parsed.error.issues[0].path.map(String).join("."),
+            message: parsed.error.issues[0].message,
+          };
+          assert.equal(validators[type](sample), null, JSON.stringify(sample));
+          assert.deepEqual(validators[type](copy), expected, JSON.stringify(copy));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+}
