@@ -7,6 +7,7 @@ import { importLazily } from "../core/lazy_import.ts";
 import type { Settings } from "../core/config.ts";
 import { describeError, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { newId, safeName } from "../core/ids.ts";
+import { isInside, resolvePath } from "../core/paths.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/driver.ts";
 import type { EventInput, RunEvent } from "../store/contracts.ts";
 import type { Store } from "../store/store.ts";
@@ -281,7 +282,7 @@ async function driveAndSettle(
     timedOutAfterSeconds: timeoutStop.signal.aborted ? request.timeoutSeconds : null,
     stopReason: signals.stop.aborted ? stopReasonOf(signals.stop) : null,
   });
-  await keepDeclaredAttachments(store, runId, driver.name, settlement, record);
+  await keepDeclaredAttachments(store, runId, driver.name, request.cwd, settlement, record);
   // The record takes the exit code from the terminal event: one write settles the run.
   record(settlement.terminal);
   return {
@@ -292,15 +293,36 @@ async function driveAndSettle(
 }
 
 /** Copies in the files the agent declared; one it cannot keep is a `problem`, not a failure. */
+/**
+ * Copies in what the agent declared as its products. Only files inside the working directory
+ * (after links are followed) are kept: an agent may not have reins copy, and then upload, a file
+ * from elsewhere (`../x`, `~/.ssh/id_rsa`); such a declaration is a `problem` event naming it.
+ */
 async function keepDeclaredAttachments(
   store: Store,
   runId: string,
   source: string,
+  cwd: string,
   settlement: Settlement,
   record: (event: EventInput) => RunEvent,
 ): Promise<void> {
+  let root: string | null = null;
   for (const file of settlement.attachments) {
     try {
+      root ??= await Deno.realPath(cwd);
+      const outside = await outsideOf(cwd, root, file);
+      if (outside !== null) {
+        record({
+          type: "problem",
+          payload: {
+            source,
+            reason: `a declared attachment was refused: ${JSON.stringify(file)} ${outside} ` +
+              `${cwd}; nothing was copied`,
+            text: file,
+          },
+        });
+        continue;
+      }
       record({ type: "attachment.added", payload: await store.attachFile(runId, file) });
     } catch (thrown) {
       record({
@@ -313,4 +335,23 @@ async function keepDeclaredAttachments(
       });
     }
   }
+}
+
+/**
+ * How `file` lies outside the working directory (`cwd` as given, `root` its real path), in words,
+ * or null when it is inside. An existing file is judged by its real path, links followed.
+ */
+async function outsideOf(cwd: string, root: string, file: string): Promise<string | null> {
+  const absolute = resolvePath(file, cwd);
+  let real: string;
+  try {
+    real = await Deno.realPath(absolute);
+  } catch {
+    // Missing: attachFile says so, unless the path already leads out.
+    return isInside(absolute, cwd) ? null : "is outside the working directory";
+  }
+  if (isInside(real, root)) return null;
+  return real === absolute
+    ? "is outside the working directory"
+    : `leads to ${JSON.stringify(real)}, outside the working directory`;
 }

@@ -281,3 +281,52 @@ Deno.test("reins run --attach copies a file into the run and a program can decla
   assert.equal(missing.code, 3);
   assert.match(missing.stderr, /^reins: Cannot attach "nope.wav": no such file/);
 });
+
+// regression: `../x`, absolute paths and links out of --cwd were copied in (and then uploaded).
+Deno.test("reins run refuses an agent's attachment outside --cwd with a problem event naming it", async () => {
+  await using dir = await tempDir();
+  const work = `${dir.path}/work`;
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(work);
+  await Deno.writeTextFile(`${dir.path}/outside.txt`, "not the agent's to hand over");
+  await Deno.writeTextFile(`${work}/inside.txt`, "a product of the run");
+  await Deno.symlink("../outside.txt", `${work}/link.txt`);
+  const declare = (path: string) =>
+    `echo '${JSON.stringify({ type: "attachment.added", payload: { path } })}'`;
+  await Deno.writeTextFile(
+    `${work}/agent.sh`,
+    [
+      declare("../outside.txt"),
+      declare(`${dir.path}/outside.txt`),
+      declare("link.txt"),
+      declare("inside.txt"),
+      "echo done",
+    ].join("\n") + "\n",
+  );
+  const result = await reins(
+    ["run", "--driver", "command", "--exec", "sh agent.sh", "--json", "go"],
+    // The sandbox could read the outside file: what refuses it is reins's own rule.
+    { home, cwd: work, allowRun: ["sh"], allowPaths: [dir.path] },
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const { runId } = JSON.parse(result.stdout);
+  const shown = await showJson(home, runId);
+  const added = shown.events.filter((e: { type: string }) => e.type === "attachment.added");
+  assert.deepEqual(added.map((e: { payload: { name: string } }) => e.payload.name), ["inside.txt"]);
+  const problems = shown.events.filter((e: { type: string }) => e.type === "problem")
+    .map((e: { payload: { reason: string; text: string } }) => e.payload);
+  assert.deepEqual(problems.map((p: { text: string }) => p.text), [
+    `${work}/../outside.txt`.replace(/\/work\/\.\.\//, "/"),
+    `${dir.path}/outside.txt`,
+    `${work}/link.txt`,
+  ]);
+  for (const problem of problems) {
+    assert.match(
+      problem.reason,
+      /^a declared attachment was refused: ".*" (is outside|leads to ".*outside\.txt", outside) the working directory/,
+    );
+    assert.match(problem.reason, /nothing was copied$/);
+  }
+  const copies = [...Deno.readDirSync(`${home}/runs/${runId}/attachments`)].map((e) => e.name);
+  assert.deepEqual(copies, ["inside.txt"]);
+});
