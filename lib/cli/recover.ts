@@ -4,6 +4,7 @@
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
+import { importLazily } from "../core/lazy_import.ts";
 import { openStore } from "../store/store.ts";
 
 export const usage = "reins recover [--reindex]";
@@ -20,7 +21,7 @@ export const flags = defineFlags({
 });
 type Flags = typeof flags;
 
-export function run(ctx: CommandContext<Flags>): Promise<number> {
+export async function run(ctx: CommandContext<Flags>): Promise<number> {
   if (ctx.positionals.length > 0) {
     throw new UsageError(
       `reins recover takes no arguments: got ${JSON.stringify(ctx.positionals[0])}`,
@@ -29,9 +30,18 @@ export function run(ctx: CommandContext<Flags>): Promise<number> {
   }
   using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
   const report = store.reconcileInterruptedRuns({ reindex: ctx.flags.reindex });
+  // What the dead owners' agents left running is stopped (verified by start time) and said.
+  const { stopLeftAgents, describeLeftAgent } = await importLazily<
+    typeof import("../store/left_agents.ts")
+  >(new URL("../store/left_agents.ts", import.meta.url));
+  const agents = await stopLeftAgents(store, [...report.interrupted, ...report.skipped]);
   if (ctx.io.jsonMode) {
-    ctx.io.json(report);
-    return Promise.resolve(0);
+    ctx.io.json({ ...report, agents });
+    return 0;
+  }
+  for (const left of agents) {
+    const line = describeLeftAgent(left);
+    if (line !== null) ctx.io.note(line);
   }
   for (const problem of report.problems) ctx.io.warn(problem);
   const lines = [
@@ -51,5 +61,5 @@ export function run(ctx: CommandContext<Flags>): Promise<number> {
   if (report.removed > 0) summary.push(`${report.removed} empty removed`);
   if (report.reindexed !== null) summary.push(`index rebuilt with ${report.reindexed} runs`);
   ctx.io.note(summary.join(", "));
-  return Promise.resolve(0);
+  return 0;
 }

@@ -199,6 +199,7 @@ export function createCommandDriver(): Driver {
           idleTimeoutSeconds: agent.idleTimeoutSeconds ?? 0,
           signal,
           kill: input.kill,
+          onStarted: input.onProcess,
         });
       } catch (error) {
         if (error instanceof HarnessStartError) {

@@ -5,6 +5,7 @@ import { assertNever } from "../core/assert_never.ts";
 import type { DriverName, HarnessDriver, Settings } from "../core/config.ts";
 import { UsageError } from "../core/errors.ts";
 import type { EventInput } from "../store/contracts.ts";
+import type { AgentProcess } from "../core/process_group.ts";
 
 /**
  * What to run, by kind of driver: each kind carries only the fields it uses. `loop`: the built-in
@@ -108,6 +109,12 @@ export interface DriverInput {
    * passed to start() is always aborted first.
    */
   kill: AbortSignal;
+  /**
+   * Told of each process the driver starts (the agent, a tool's command), each the leader of a
+   * group of its own: the turn keeps them with the run, so that the group can be stopped should
+   * reins die before it does (lib/core/process_group.ts).
+   */
+  onProcess?: (agent: AgentProcess) => void;
 }
 
 /** Receives a driver's events; each is validated and appended before emit returns. */

@@ -123,6 +123,7 @@ export async function driveHarness(
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
     signal,
     kill: input.kill,
+    onStarted: input.onProcess,
   };
   try {
     child = HarnessProcess.start(spawn);

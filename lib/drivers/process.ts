@@ -1,10 +1,11 @@
-// The child process under a harness driver: spawned with Deno.Command, stdout read as lines, the
-// last 64 KiB of stderr kept, an idle timeout (no output for N s → stop it), and stopping on
-// reins's signals (SIGINT, then SIGKILL after a grace period, or SIGKILL at once). It knows
-// nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
+// The child process under a harness driver: spawned with Deno.Command as the leader of a process
+// group of its own, stdout read as lines, the last 64 KiB of stderr kept, an idle timeout (no
+// output for N s → stop it), and stopping on reins's signals (SIGINT, then SIGKILL after a grace
+// period, or SIGKILL at once) — sent to the whole group, so what the agent started stops too. It
+// knows nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
 import { onceAfter } from "../core/clock.ts";
-
 import { sandboxRefusal } from "../core/sandbox.ts";
+import { type AgentProcess, signalGroup } from "../core/process_group.ts";
 
 const STDERR_KEEP = 64 * 1024;
 const DEFAULT_GRACE_MS = 5_000;
@@ -29,6 +30,8 @@ export interface HarnessSpawn {
   /** Aborted: SIGKILL at once. */
   kill?: AbortSignal;
   graceMs?: number;
+  /** Told once the child runs: what a later reins needs to stop its group (process_group.ts). */
+  onStarted?: (agent: AgentProcess) => void;
 }
 
 /** Why reins ended the child, when it did. */
@@ -90,6 +93,8 @@ export class HarnessProcess {
       this.#exited = true;
       clearTimer(this.#idleTimer);
       clearTimer(this.#graceTimer);
+      // What a stopped agent's group still holds (a child that ignored the signal) goes with it.
+      if (this.#stoppedBy !== null) void signalGroup(child.pid, "SIGKILL");
       return status;
     });
     this.#stderrDone = this.#readStderr();
@@ -111,6 +116,9 @@ export class HarnessProcess {
         stdin: spec.stdin,
         stdout: "piped",
         stderr: "piped",
+        // A session and process group of its own (pgid = pid): signals reach what it starts, and
+        // a terminal's Ctrl-C reaches reins alone, which passes it on.
+        detached: true,
       }).spawn();
     } catch (error) {
       // Not on the sandbox's run list: exit 4 with how to grant it, not a failed start.
@@ -129,6 +137,12 @@ export class HarnessProcess {
       }
       throw error;
     }
+    spec.onStarted?.({
+      pid: child.pid,
+      pgid: child.pid,
+      startedMs: Date.now(),
+      program: spec.program,
+    });
     return new HarnessProcess(spec, child);
   }
 
@@ -259,7 +273,8 @@ export class HarnessProcess {
   /**
    * The chunks of one of the child's pipes until it closes — or, once the child has exited,
    * until PIPE_GRACE_MS have passed: something the CLI left running in the background (a
-   * server its agent started, say) may hold the pipe open for ever, and the turn is over.
+   * server its agent started, say) may hold the pipe open for ever, and the turn is over. What
+   * holds it is in the agent's group, and is stopped with it: no agent outlives its turn.
    */
   async *#chunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
     const reader = stream.getReader();
@@ -268,7 +283,10 @@ export class HarnessProcess {
     this.#status.then(() => {
       if (done) return;
       // Armed on every run's path: onceAfter, not setTimeout (see lib/core/clock.ts).
-      timer = onceAfter(PIPE_GRACE_MS, () => void reader.cancel().catch(() => {}));
+      timer = onceAfter(PIPE_GRACE_MS, () => {
+        void signalGroup(this.#child.pid, "SIGTERM");
+        void reader.cancel().catch(() => {});
+      });
     });
     try {
       while (true) {
@@ -286,6 +304,12 @@ export class HarnessProcess {
   #signal(signal: Deno.Signal, cause: StopCause): void {
     this.#stoppedBy ??= cause;
     if (this.#exited) return;
+    void this.#signalGroup(signal);
+  }
+
+  /** The whole group; the leader alone when the group cannot be signalled. */
+  async #signalGroup(signal: Deno.Signal): Promise<void> {
+    if (await signalGroup(this.#child.pid, signal)) return;
     try {
       this.#child.kill(signal);
     } catch {

@@ -9,6 +9,8 @@ export const RECORD_FILE = "run.json";
 export const EVENTS_FILE = "events.jsonl";
 /** Held locked (flock, exclusive) by the process that runs the run, for the run's whole life. */
 export const OWNER_LOCK_FILE = "owner.lock";
+/** The agent processes a run started (see Layout.agents). */
+export const AGENTS_FILE = "agents.jsonl";
 /** A run directory being created: renamed to its id once its owner lock is held. */
 export const CREATING_SUFFIX = ".creating";
 export const HARNESS_SESSION_FILE = "harness-session.json";
@@ -59,6 +61,14 @@ export class Layout {
 
   attachments(runId: string): string {
     return this.runFile(runId, "attachments");
+  }
+
+  /**
+   * `runs/<id>/agents.jsonl`: the agent processes the run started (pid, process group, start
+   * time), one JSON line each, so that a reins that finds the run's owner gone can stop them.
+   */
+  agents(runId: string): string {
+    return this.runFile(runId, AGENTS_FILE);
   }
 
   contexts(): string {

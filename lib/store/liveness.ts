@@ -45,9 +45,21 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
     new URL("./reconcile.ts", import.meta.url),
   );
   const changed: string[] = [];
+  const interrupted: string[] = [];
   for (const id of gone) {
     const result = reconcileRun(root, id);
     if (result.interrupted || result.outcomeRepaired || result.recordRebuilt) changed.push(id);
+    if (result.interrupted || result.skipped !== null) interrupted.push(id);
+  }
+  if (interrupted.length > 0) {
+    // What a killed reins left running goes too (its group, verified by start time).
+    const { stopLeftAgents, describeLeftAgent } = await importLazily<
+      typeof import("./left_agents.ts")
+    >(new URL("./left_agents.ts", import.meta.url));
+    for (const left of await stopLeftAgents(root, interrupted)) {
+      const line = describeLeftAgent(left);
+      if (line !== null) root.warn(line);
+    }
   }
   return changed;
 }

@@ -9,6 +9,7 @@ import { describeError, NotFoundError, ReinsError, UsageError } from "../core/er
 import { newId, safeName } from "../core/ids.ts";
 import { isInside, resolvePath } from "../core/paths.ts";
 import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/driver.ts";
+import type { AgentProcess } from "../core/process_group.ts";
 import type { EventInput, RunEvent } from "../store/contracts.ts";
 import type { Store } from "../store/store.ts";
 import type { RunWriter } from "../store/run_writer.ts";
@@ -265,6 +266,7 @@ async function driveAndSettle(
         settings,
         decisions: logDecisions(store, runId, record),
         kill,
+        onProcess: (agent) => keepAgentProcess(store, runId, agent, hooks),
       },
       sink,
       stop,
@@ -354,4 +356,20 @@ async function outsideOf(cwd: string, root: string, file: string): Promise<strin
   return real === absolute
     ? "is outside the working directory"
     : `leads to ${JSON.stringify(real)}, outside the working directory`;
+}
+
+/**
+ * Notes an agent process with the run (runs/<id>/agents.jsonl) before it can do much: should
+ * reins die, the reconciliation that finds the run's owner gone stops its group.
+ */
+function keepAgentProcess(store: Store, runId: string, agent: AgentProcess, hooks: TurnHooks) {
+  try {
+    store.appendLine(store.layout.agents(runId), JSON.stringify(agent));
+  } catch (error) {
+    hooks.warn?.(
+      `the agent's process ${agent.pid} could not be noted with run ${runId} (${
+        describeError(error)
+      }); should reins be killed, stop its group yourself: kill -- -${agent.pgid}`,
+    );
+  }
 }

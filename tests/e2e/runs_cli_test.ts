@@ -231,6 +231,7 @@ Deno.test("reins recover interrupts what was left running and reindex rebuilds t
     removed: 0,
     problems: [],
     reindexed: null,
+    agents: [],
   });
 });
 

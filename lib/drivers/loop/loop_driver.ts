@@ -101,6 +101,7 @@ async function runLoop(
     const toolbox = await createToolbox(input.cwd, {
       env: input.env,
       kill: input.kill,
+      onProcess: input.onProcess,
       ...options.tools,
     });
     const loop = new Loop(input, sink, signal, model, toolbox, options);

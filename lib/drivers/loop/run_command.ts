@@ -2,6 +2,8 @@
 // closed, a timeout, and output capped (the head and the tail kept) so a chatty command cannot
 // flood the model's context or our memory. It does not sandbox the command beyond its cwd.
 
+import type { AgentProcess } from "../../core/process_group.ts";
+
 export interface CommandOutcome {
   exitCode: number | null;
   signal: string | null;
@@ -20,6 +22,8 @@ export interface RunCommandOptions {
   signal: AbortSignal;
   /** Kills the command at once. */
   kill?: AbortSignal;
+  /** Told once the command runs (the leader of a group of its own), to keep with the run. */
+  onStarted?: (agent: AgentProcess) => void;
 }
 
 // After SIGTERM, how long a command has to exit before SIGKILL; and how long to keep reading
@@ -50,6 +54,7 @@ export async function runShellCommand(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  options.onStarted?.({ pid: child.pid, pgid: child.pid, startedMs: Date.now(), program: "sh" });
   const stopReading = new AbortController();
   const stdout = collect(child.stdout, options.maxOutputBytes, stopReading.signal);
   const stderr = collect(child.stderr, options.maxOutputBytes, stopReading.signal);

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { formatIssue, type ToolCall } from "../../store/contracts.ts";
 import { ConfinementError, confinePath } from "./confine.ts";
 import type { ToolSpec } from "./model.ts";
+import type { AgentProcess } from "../../core/process_group.ts";
 import { runShellCommand } from "./run_command.ts";
 
 export type ToolResult =
@@ -26,6 +27,8 @@ export interface ToolboxOptions {
   env?: Record<string, string>;
   /** Aborted when stopping must not wait: a running command is killed at once (SIGKILL). */
   kill?: AbortSignal;
+  /** Told of each command's process (the leader of a group of its own), to keep with the run. */
+  onProcess?: (agent: AgentProcess) => void;
   /**
    * Whether to offer run_command. Default: only when the sandbox lets reins run `sh` (a binary
    * built without REINS_ALLOW_RUN=sh does not; Deno cannot confine what `sh -c` runs).
@@ -53,10 +56,11 @@ class ToolFailure extends Error {
 interface ToolContext {
   root: string;
   signal: AbortSignal;
-  options: Required<Omit<ToolboxOptions, "env" | "kill" | "shell">> & {
+  options: Required<Omit<ToolboxOptions, "env" | "kill" | "shell" | "onProcess">> & {
     env: Record<string, string>;
   };
   kill: AbortSignal | undefined;
+  onProcess: ((agent: AgentProcess) => void) | undefined;
 }
 
 interface ToolDefinition<S extends z.ZodType> {
@@ -170,6 +174,7 @@ const TOOLS = {
           env: context.options.env,
           signal: context.signal,
           kill: context.kill,
+          onStarted: context.onProcess,
         });
       } catch (error) {
         throw new ToolFailure(`Cannot run the command: ${fsReason(error)}`);
@@ -207,7 +212,7 @@ const DEFAULTS = {
 /** The tools for one working directory (absolute; it must exist). */
 export async function createToolbox(cwd: string, options: ToolboxOptions = {}): Promise<Toolbox> {
   const root = await Deno.realPath(cwd);
-  const { env, kill, shell, ...limits } = options;
+  const { env, kill, shell, onProcess, ...limits } = options;
   const offered = TOOL_NAMES.filter((name) => name !== "run_command" || (shell ?? shellAllowed()));
   const settings = { ...DEFAULTS, ...withoutUndefined(limits), env: env ?? {} };
   const specs: ToolSpec[] = offered.map((name) => {
@@ -236,7 +241,7 @@ export async function createToolbox(cwd: string, options: ToolboxOptions = {}): 
       try {
         return {
           ok: true,
-          result: await tool.run(parsed.data, { root, signal, kill, options: settings }),
+          result: await tool.run(parsed.data, { root, signal, kill, onProcess, options: settings }),
         };
       } catch (error) {
         if (error instanceof ToolFailure) {

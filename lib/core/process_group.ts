@@ -1,0 +1,131 @@
+// An agent's process group: reins starts every agent as the leader of a group of its own (a new
+// session, `detached`), so that stopping the agent stops what it started too, and a later reins
+// can stop what a killed one left running. What Deno 2.9 offers, measured: `detached: true` makes
+// the child a session and group leader (pgid = pid); ChildProcess.kill() reaches the leader
+// only; Deno.kill(-pgid) reaches the group but needs --allow-run for every program, and reading
+// /proc needs --allow-all. So in the sandbox the group is signalled with the `kill` program and a
+// process's start time is asked of `ps` (both on the binary's run list, neither runs anything).
+
+/** What is kept of a started agent so that it can be stopped later: see stopAgentGroup. */
+export interface AgentProcess {
+  pid: number;
+  /** The process group: the pid, as the agent leads a group of its own. */
+  pgid: number;
+  /** When reins started it (epoch ms): a later pid with the same number started later. */
+  startedMs: number;
+  /** The program, for people. */
+  program: string;
+}
+
+/** How far a start time told by `ps` (to the second) may be from the one reins noted. */
+const START_TOLERANCE_MS = 2_000;
+
+/** Sends `signal` to every process of group `pgid`; false when none is left (or none may be). */
+export async function signalGroup(pgid: number, signal: Deno.Signal): Promise<boolean> {
+  if (!Number.isSafeInteger(pgid) || pgid <= 1) return false;
+  try {
+    Deno.kill(-pgid, signal);
+    return true;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotCapable)) return false; // ESRCH: the group is gone
+  }
+  try {
+    const output = await new Deno.Command("kill", {
+      args: ["-s", signal.replace(/^SIG/, ""), "--", `-${pgid}`],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return output.success;
+  } catch {
+    return false; // no `kill` program, or the sandbox does not list it
+  }
+}
+
+export interface GroupMember {
+  pid: number;
+  pgid: number;
+  startedMs: number;
+}
+
+/**
+ * The processes of group `pgid` with their start times, from `ps`; null when `ps` cannot be run
+ * (then nothing can be verified, and nothing should be signalled).
+ */
+export async function groupMembers(pgid: number): Promise<GroupMember[] | null> {
+  let text: string;
+  try {
+    const output = await new Deno.Command("ps", {
+      args: ["-e", "-o", "pid=,pgid=,lstart="],
+      env: { LC_ALL: "C", TZ: "UTC" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!output.success) return null;
+    text = new TextDecoder().decode(output.stdout);
+  } catch {
+    return null;
+  }
+  const members: GroupMember[] = [];
+  for (const line of text.split("\n")) {
+    const match = /^\s*(\d+)\s+(\d+)\s+(.+?)\s*$/.exec(line);
+    if (match === null || Number(match[2]) !== pgid) continue;
+    const startedMs = Date.parse(`${match[3]} UTC`);
+    if (Number.isNaN(startedMs)) continue;
+    members.push({ pid: Number(match[1]), pgid, startedMs });
+  }
+  return members;
+}
+
+/** What stopAgentGroup did, in a form a recovery report can say. */
+export type GroupStop =
+  | { state: "stopped"; pids: number[] }
+  | { state: "gone" }
+  | { state: "not-ours"; why: string }
+  | { state: "unknown"; why: string };
+
+/**
+ * Stops what is left of an agent's group after the reins that started it died: SIGTERM, then
+ * SIGKILL for what is still there after `graceMs`. Only a group that is verifiably the agent's is
+ * touched: its leader alive with the start time reins noted, or, with the leader gone, members
+ * that all started after it (the kernel hands out a group's number again only once the whole
+ * group is gone). Anything else is left alone and said.
+ */
+export async function stopAgentGroup(
+  agent: AgentProcess,
+  options: { graceMs?: number } = {},
+): Promise<GroupStop> {
+  const members = await groupMembers(agent.pgid);
+  if (members === null) {
+    return { state: "unknown", why: "ps cannot be run to check it is the agent's" };
+  }
+  if (members.length === 0) return { state: "gone" };
+  const leader = members.find((member) => member.pid === agent.pgid);
+  if (leader !== undefined && Math.abs(leader.startedMs - agent.startedMs) > START_TOLERANCE_MS) {
+    return {
+      state: "not-ours",
+      why: `process ${agent.pgid} started at ${new Date(leader.startedMs).toISOString()}, ` +
+        `not at ${new Date(agent.startedMs).toISOString()}: its number was reused`,
+    };
+  }
+  if (leader === undefined) {
+    const early = members.find((member) => member.startedMs < agent.startedMs - START_TOLERANCE_MS);
+    if (early !== undefined) {
+      return {
+        state: "not-ours",
+        why: `process ${early.pid} of group ${agent.pgid} started before the agent did`,
+      };
+    }
+  }
+  const pids = members.map((member) => member.pid);
+  await signalGroup(agent.pgid, "SIGTERM");
+  const deadline = Date.now() + (options.graceMs ?? 2_000);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const left = await groupMembers(agent.pgid);
+    if (left === null || left.length === 0) return { state: "stopped", pids };
+  }
+  await signalGroup(agent.pgid, "SIGKILL");
+  return { state: "stopped", pids };
+}

@@ -1,0 +1,86 @@
+// The agents a run started and its dead owner left running: read from runs/<id>/agents.jsonl
+// (written by the turn as each started) and stopped, group by group, when they are verifiably
+// the same processes (lib/core/process_group.ts). Run by the reconciliation that finds a run's
+// owner gone, cheap or full. It never touches a process it cannot verify.
+import { assertNever } from "../core/assert_never.ts";
+import { describeError } from "../core/errors.ts";
+import { readPrivateText } from "../core/private_files.ts";
+import { type AgentProcess, type GroupStop, stopAgentGroup } from "../core/process_group.ts";
+import type { DataRoot } from "./data_root.ts";
+
+export interface LeftAgent {
+  runId: string;
+  agent: AgentProcess;
+  outcome: GroupStop;
+}
+
+/** The agent processes recorded with a run (bad lines skipped); empty when there are none. */
+export function recordedAgents(root: DataRoot, runId: string): AgentProcess[] {
+  const text = readPrivateText(root.home, root.layout.agents(runId));
+  if (text === null) return [];
+  const agents: AgentProcess[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      const value = JSON.parse(line);
+      if (
+        Number.isSafeInteger(value?.pid) && Number.isSafeInteger(value?.pgid) &&
+        value.pgid > 1 && Number.isFinite(value?.startedMs)
+      ) {
+        agents.push({
+          pid: value.pid,
+          pgid: value.pgid,
+          startedMs: value.startedMs,
+          program: String(value.program ?? "?"),
+        });
+      }
+    } catch { /* a torn or foreign line: nothing to stop */ }
+  }
+  return agents;
+}
+
+/** Stops what each run's agents left running; one outcome per recorded process group. */
+export async function stopLeftAgents(
+  root: DataRoot,
+  runIds: readonly string[],
+  options: { graceMs?: number } = {},
+): Promise<LeftAgent[]> {
+  const out: LeftAgent[] = [];
+  for (const runId of runIds) {
+    let agents: AgentProcess[];
+    try {
+      agents = recordedAgents(root, runId);
+    } catch (error) {
+      // Someone else could have written it (or it is a planted link): it names no one to stop.
+      root.warn(`the agents of run ${runId} were not looked for: ${describeError(error)}`);
+      continue;
+    }
+    const seen = new Set<number>();
+    for (const agent of agents) {
+      if (seen.has(agent.pgid)) continue;
+      seen.add(agent.pgid);
+      out.push({ runId, agent, outcome: await stopAgentGroup(agent, options) });
+    }
+  }
+  return out;
+}
+
+/** One line for people about a left agent, or null when there was nothing left of it. */
+export function describeLeftAgent(left: LeftAgent): string | null {
+  const { runId, agent, outcome } = left;
+  const what = `${agent.program} (process group ${agent.pgid}) of run ${runId}`;
+  switch (outcome.state) {
+    case "gone":
+      return null;
+    case "stopped":
+      return `stopped ${what}, left running when its reins died: process(es) ${
+        outcome.pids.join(", ")
+      }`;
+    case "not-ours":
+      return `left ${what} alone: ${outcome.why}`;
+    case "unknown":
+      return `could not stop ${what}: ${outcome.why}; if it still runs: kill -- -${agent.pgid}`;
+    default:
+      return assertNever(outcome, "group stop");
+  }
+}

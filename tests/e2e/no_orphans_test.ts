@@ -1,0 +1,155 @@
+// No agent outlives reins: each agent leads a process group of its own; SIGTERM of reins stops
+// the whole group (a `sleep` the agent started included), and after reins is SIGKILLed the next
+// command that reconciles the run — or `reins recover` — stops the group it left, but only when
+// the recorded start time says it is the same process (a reused pid is never touched).
+import assert from "node:assert/strict";
+import { openStore } from "../../lib/store/store.ts";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
+
+function alive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return !/^\d+ \(.*\) Z/.test(stat); // a zombie is as good as gone
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** An agent that starts a `sleep` in the background, says so, and waits for it. */
+async function sleepyAgent(dir: string): Promise<{ script: string; pids: string }> {
+  const pids = `${dir}/pids`;
+  const script = `${dir}/agent.sh`;
+  await Deno.writeTextFile(
+    script,
+    `sleep 300 &\necho "$$ $!" > ${pids}.tmp && mv ${pids}.tmp ${pids}\necho started\nwait\n`,
+  );
+  return { script, pids };
+}
+
+function readPids(path: string): { agent: number; sleep: number } {
+  const [agent, sleep] = Deno.readTextFileSync(path).trim().split(" ").map(Number);
+  return { agent, sleep };
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("regression: SIGTERM of reins stops the agent's whole process group, its sleep too", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const { script, pids } = await sleepyAgent(dir.path);
+  const child = spawnReins(["run", "--driver", "command", "--exec", `sh ${script}`, "go"], {
+    home,
+    cwd: dir.path,
+    allowRun: ["sh"],
+  });
+  const stderr = new Response(child.stderr).text();
+  const stdout = new Response(child.stdout).text();
+  await waitFor("the agent to start its sleep", () => exists(pids));
+  const { agent, sleep } = readPids(pids);
+  assert.ok(alive(agent) && alive(sleep));
+  child.kill("SIGTERM");
+  const status = await child.status;
+  assert.equal(status.code, 1, await stderr);
+  assert.equal(await stdout, "started\n");
+  await waitFor("the sleep to be gone", () => !alive(sleep), 5_000);
+  assert.ok(!alive(agent));
+  using store = openStore(home);
+  const [run] = store.listRuns({ limit: 1 });
+  assert.equal(run.status, "interrupted");
+  // The agent is on record with its group and start time.
+  const recorded = JSON.parse(Deno.readTextFileSync(store.layout.agents(run.id)).trim());
+  assert.deepEqual(Object.keys(recorded), ["pid", "pgid", "startedMs", "program"]);
+  assert.equal(recorded.pid, agent);
+  assert.equal(recorded.pgid, agent);
+});
+
+for (const next of [["runs"], ["recover"]]) {
+  Deno.test(`regression: after reins is SIGKILLed, reins ${next[0]} stops the group it left`, async () => {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const { script, pids } = await sleepyAgent(dir.path);
+    const child = spawnReins(["run", "--driver", "command", "--exec", `sh ${script}`, "go"], {
+      home,
+      cwd: dir.path,
+      allowRun: ["sh"],
+    });
+    await child.stdout.cancel();
+    await child.stderr.cancel();
+    await waitFor("the agent to start its sleep", () => exists(pids));
+    const { agent, sleep } = readPids(pids);
+    child.kill("SIGKILL");
+    await child.status;
+    // Re-parented to init, the agent and its sleep go on.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(alive(agent) && alive(sleep), "the agent outlived reins, as today");
+
+    const result = await reins(next, { home, cwd: dir.path });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stderr,
+      new RegExp(`stopped sh \\(process group ${agent}\\) of run .*: process\\(es\\) .*${sleep}`),
+    );
+    await waitFor("the agent's group to be gone", () => !alive(agent) && !alive(sleep), 5_000);
+    using store = openStore(home);
+    assert.equal(store.listRuns({ limit: 1 })[0].status, "interrupted");
+  });
+}
+
+Deno.test("a recorded group whose leader's pid now belongs to another process is left alone", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  // Someone else's process leads a group of its own, with the pid the run recorded…
+  const stranger = new Deno.Command("sleep", { args: ["300"], detached: true }).spawn();
+  try {
+    using store = openStore(home);
+    const writer = store.createRun({
+      sessionId: "s-1",
+      contextId: null,
+      harness: "command",
+      driver: "command",
+      trigger: "cli",
+      cwd: dir.path,
+      goal: "go",
+    });
+    // …but the run's agent started an hour before it did: the pid was reused.
+    store.appendLine(
+      store.layout.agents(writer.runId),
+      JSON.stringify({
+        pid: stranger.pid,
+        pgid: stranger.pid,
+        startedMs: Date.now() - 3_600_000,
+        program: "sh",
+      }),
+    );
+    writer.close();
+    store.close();
+
+    const result = await reins(["recover", "--json"], { home, cwd: dir.path });
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout);
+    assert.deepEqual(report.interrupted, [writer.runId]);
+    assert.equal(report.agents.length, 1);
+    assert.equal(report.agents[0].outcome.state, "not-ours");
+    assert.match(report.agents[0].outcome.why, /its number was reused/);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.ok(alive(stranger.pid), "the stranger was not touched");
+  } finally {
+    stranger.kill("SIGKILL");
+    await stranger.status;
+  }
+});
