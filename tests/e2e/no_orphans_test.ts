@@ -39,6 +39,17 @@ function readPids(path: string): { agent: number; sleep: number } {
   return { agent, sleep };
 }
 
+/** What the runs of `home` noted of their agents. */
+function agentsOf(home: string): string {
+  return [...Deno.readDirSync(`${home}/runs`)].map((entry) => {
+    try {
+      return Deno.readTextFileSync(`${home}/runs/${entry.name}/agents.jsonl`);
+    } catch (error) {
+      return String(error);
+    }
+  }).join("; ");
+}
+
 function exists(path: string): boolean {
   try {
     Deno.statSync(path);
@@ -91,6 +102,8 @@ for (const next of [["runs"], ["recover"]]) {
     await child.stdout.cancel();
     await child.stderr.cancel();
     await waitFor("the agent to start its sleep", () => exists(pids));
+    // reins notes the agent right after it spawns it; on a busy machine the agent can be faster.
+    await waitFor("reins to note its agent", () => /"pgid"/.test(agentsOf(home)));
     const { agent, sleep } = readPids(pids);
     child.kill("SIGKILL");
     await child.status;
@@ -103,6 +116,9 @@ for (const next of [["runs"], ["recover"]]) {
     assert.match(
       result.stderr,
       new RegExp(`stopped sh \\(process group ${agent}\\) of run .*: process\\(es\\) .*${sleep}`),
+      `${result.stderr}\nagents.jsonl: ${agentsOf(home)}\nalive: agent ${alive(agent)}, sleep ${
+        alive(sleep)
+      }`,
     );
     await waitFor("the agent's group to be gone", () => !alive(agent) && !alive(sleep), 5_000);
     using store = openStore(home);
