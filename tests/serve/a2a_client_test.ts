@@ -264,7 +264,7 @@ function alive(pid: number): boolean {
   }
 }
 
-Deno.test("CancelTask stops the agent and records the run interrupted; the task is CANCELED", async () => {
+Deno.test("CancelTask stops the agent and its process group and records the run interrupted; the task is CANCELED", async () => {
   await using t = await startTestServer({
     agent: commandAgent(`sh ${FIXTURES}sleeper.sh`),
     server: { cancelGraceMs: 2_000 },
@@ -277,14 +277,14 @@ Deno.test("CancelTask stops the agent and records the run interrupted; the task 
   const agent = await pidOf("agent.pid");
   const child = await pidOf("child.pid");
   t.defer(() => {
-    // The agent's own child is stopped with its process group once the drivers start agents in
-    // one (lib/drivers/process.ts); until then it is left over, and this test's to clean up.
+    // Should the test fail before the group is stopped, it does not leave the child behind.
     if (alive(child)) Deno.kill(child, "SIGKILL");
   });
-  assert.ok(alive(agent));
+  assert.ok(alive(agent) && alive(child));
   const canceled = await client.cancelTask({ id: task.id, tenant: "", metadata: undefined });
   assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
   assert.equal(alive(agent), false, "the agent was stopped before CancelTask answered");
+  assert.equal(alive(child), false, "and what it started, its process group");
   const record = t.store.loadRun(task.id);
   assert.equal(record.status, "interrupted");
   assert.equal(record.terminalReason, "canceled by an A2A client (CancelTask)");
