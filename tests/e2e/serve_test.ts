@@ -14,6 +14,14 @@ const send = (text: string, configuration = {}) =>
     configuration,
   });
 
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
+
 interface Served {
   child: Deno.ChildProcess;
   cardUrl: string;
@@ -153,6 +161,7 @@ Deno.test("SIGTERM lets a running turn finish within --grace; past it the turn i
     const shown = JSON.parse((await reins(["show", task.id, "--json"], { home: dir.path })).stdout);
     assert.equal(shown.record.status, "interrupted");
     assert.match(shown.record.terminalReason, /stopped/);
+    assert.equal(alive(child), false, "the agent's process group went with it");
   } finally {
     try {
       Deno.kill(child, "SIGKILL");

@@ -201,7 +201,7 @@ Deno.test("beyond --max-turns a new message is refused with a clear error; the r
     agent: commandAgent(`sh ${FIXTURES}sleeper.sh`),
     server: { maxTurns: 1, cancelGraceMs: 1_000 },
   });
-  // Until the agent's process group is stopped with it, its child is the test's to clean up.
+  // Should the test fail before its turns are stopped, their children do not outlive it.
   const start = async (text: string) => {
     await Deno.remove(`${t.work}/child.pid`).catch(() => {});
     const { body } = await t.rpc("SendMessage", {
