@@ -6,7 +6,7 @@
 // start-up, and because a mistyped flag should name the nearest valid one.
 import { assertNever } from "../core/assert_never.ts";
 import { UsageError } from "../core/errors.ts";
-import { nearest } from "./suggest.ts";
+import { nearest } from "../core/suggest.ts";
 
 interface SpecBase {
   short?: string;

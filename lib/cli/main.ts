@@ -9,7 +9,7 @@ import { type FlagSpecs, GLOBAL_FLAGS, parseArgs, valueHint } from "./args.ts";
 import { COMMANDS, findCommand } from "./commands.ts";
 import type { CommandContext, CommandModule } from "./command.ts";
 import { type Output, terminalOutput } from "./output.ts";
-import { nearest } from "./suggest.ts";
+import { nearest } from "../core/suggest.ts";
 import { VERSION } from "../core/version.ts";
 import {
   builtSandboxOrigin,

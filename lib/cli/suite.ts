@@ -5,7 +5,7 @@ import { importLazily } from "../core/lazy_import.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
-import { nearest } from "./suggest.ts";
+import { nearest } from "../core/suggest.ts";
 
 export const usage = [
   "reins suite run FILE [--jobs N] [--filter GLOB] [--repeat N] [--resume [ID]]",

@@ -9,7 +9,7 @@ import type { z } from "zod";
 import type { DriverName } from "../core/config.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { dirnameOf, resolvePath } from "../core/paths.ts";
-import { nearest } from "../cli/suggest.ts";
+import { nearest } from "../core/suggest.ts";
 import {
   Budget,
   type Check,
