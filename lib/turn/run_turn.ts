@@ -294,11 +294,11 @@ async function driveAndSettle(
   };
 }
 
-/** Copies in the files the agent declared; one it cannot keep is a `problem`, not a failure. */
 /**
- * Copies in what the agent declared as its products. Only files inside the working directory
- * (after links are followed) are kept: an agent may not have reins copy, and then upload, a file
- * from elsewhere (`../x`, `~/.ssh/id_rsa`); such a declaration is a `problem` event naming it.
+ * Copies in what the agent declared as its products; one it cannot keep is a `problem`, not a
+ * failure. Only files inside the working directory (after links are followed) are kept: an agent
+ * may not have reins copy, and then upload, a file from elsewhere (`../x`, `~/.ssh/id_rsa`); such
+ * a declaration is a `problem` event naming it.
  */
 async function keepDeclaredAttachments(
   store: Store,
