@@ -15,17 +15,16 @@ const FILE_MODE = 0o600;
 const encoder = new TextEncoder();
 
 /**
- * Directories a caller has already made private, so that its hot path does not lstat every
- * segment again: one set per open data root (a Store owns one), never shared module state.
+ * What a caller already knows of the directories below one data root, so that its hot path does
+ * not lstat every segment again: those it made private, and those it found trustworthy. One per
+ * open data root (a Store owns one), never shared module state; a caller without one pays the
+ * checks every time.
  */
-export type CheckedDirs = Set<string>;
-
-/** Directories found trustworthy by this process (see trustProblem). */
-const trustedDirs = new Set<string>();
-
-/** Forgets which directories were found trustworthy (tests that change modes behind our back). */
-export function forgetCheckedDirs(): void {
-  trustedDirs.clear();
+export class CheckedDirs {
+  /** Made to exist with mode 0700 by this owner: not looked at again. */
+  readonly madePrivate = new Set<string>();
+  /** Found trustworthy (see trustProblem): a later check of a file in one stops there. */
+  readonly trusted = new Set<string>();
 }
 
 /** A file or directory reins will not use: another user owns it, or others may write it. */
@@ -83,11 +82,11 @@ export function distrustOf(info: Deno.FileInfo): string | null {
 }
 
 /** Why a directory from `dir` up to the data root `root` cannot be trusted, or null. */
-function distrustOfDirs(root: string, dir: string): string | null {
+function distrustOfDirs(root: string, dir: string, checked?: CheckedDirs): string | null {
   const absRoot = resolvePath(root);
   let current = resolvePath(dir, absRoot);
   while (isInside(current, absRoot)) {
-    if (trustedDirs.has(current)) return null;
+    if (checked?.trusted.has(current) || checked?.madePrivate.has(current)) return null;
     let info: Deno.FileInfo | null;
     try {
       info = Deno.statSync(current);
@@ -106,8 +105,9 @@ function distrustOfDirs(root: string, dir: string): string | null {
     current = dirnameOf(current);
   }
   // Every directory of the chain passed: later checks of files in them stop early.
+  if (checked === undefined) return null;
   for (let at = resolvePath(dir, absRoot); isInside(at, absRoot); at = dirnameOf(at)) {
-    trustedDirs.add(at);
+    checked.trusted.add(at);
     if (at === absRoot) break;
   }
   return null;
@@ -116,9 +116,10 @@ function distrustOfDirs(root: string, dir: string): string | null {
 /**
  * Why `path` (below the data root `root`) cannot be trusted, or null when it can or does not
  * exist: the file itself (what a link inside the root points at) or a directory between it and
- * the root is owned by another user or writable by group or others.
+ * the root is owned by another user or writable by group or others. With `checked`, directories
+ * it already trusts are not looked at again.
  */
-export function trustProblem(root: string, path: string): string | null {
+export function trustProblem(root: string, path: string, checked?: CheckedDirs): string | null {
   const absPath = resolvePath(path, resolvePath(root));
   let info: Deno.FileInfo;
   try {
@@ -129,7 +130,7 @@ export function trustProblem(root: string, path: string): string | null {
     }
     throw error;
   }
-  return distrustOf(info) ?? distrustOfDirs(root, dirnameOf(absPath));
+  return distrustOf(info) ?? distrustOfDirs(root, dirnameOf(absPath), checked);
 }
 
 function lstatOrNull(path: string): Deno.FileInfo | null {
@@ -183,7 +184,7 @@ function tighten(path: string, info: Deno.FileInfo, mode: number, tightened?: st
 export function ensurePrivateDir(root: string, dir: string, checked?: CheckedDirs): string[] {
   const absRoot = resolvePath(root);
   const absDir = resolvePath(dir, absRoot);
-  if (checked?.has(absDir)) return [];
+  if (checked?.madePrivate.has(absDir)) return [];
   if (!isInside(absDir, absRoot)) {
     throw new DataRootError(`Refusing ${JSON.stringify(absDir)}: it is outside the data root`, {
       hint: `reins writes only below ${absRoot}`,
@@ -224,7 +225,7 @@ export function ensurePrivateDir(root: string, dir: string, checked?: CheckedDir
     if (!info.isDirectory) throw notADirectory(current);
     tighten(current, info, DIR_MODE, tightened);
   }
-  checked?.add(absDir);
+  checked?.madePrivate.add(absDir);
   return tightened;
 }
 
@@ -239,14 +240,19 @@ function notADirectory(path: string): DataRootError {
  * to be read that cannot be trusted (see trustProblem). Writing replaces an untrusted file with
  * one of ours, so a writer need not ask.
  */
-function checkFile(root: string, path: string, purpose: "read" | "write"): Deno.FileInfo | null {
+function checkFile(
+  root: string,
+  path: string,
+  purpose: "read" | "write",
+  checked?: CheckedDirs,
+): Deno.FileInfo | null {
   let info = lstatOrNull(path);
   if (info?.isSymlink) {
     refuseLinkOut(root, path);
     info = Deno.statSync(path);
   }
   if (info !== null && purpose === "read") {
-    const reason = distrustOf(info) ?? distrustOfDirs(root, dirnameOf(path));
+    const reason = distrustOf(info) ?? distrustOfDirs(root, dirnameOf(path), checked);
     if (reason !== null) throw new UntrustedFileError(path, reason);
   }
   return info;
@@ -424,11 +430,15 @@ function syncDir(dir: string): void {
 
 /**
  * Reads a file below the root as text, or null when it does not exist. Links out are refused, and
- * so is a file someone else could have written (UntrustedFileError).
+ * so is a file someone else could have written (UntrustedFileError). `checked`: see CheckedDirs.
  */
-export function readPrivateText(root: string, path: string): string | null {
+export function readPrivateText(
+  root: string,
+  path: string,
+  checked?: CheckedDirs,
+): string | null {
   const absPath = resolvePath(path, resolvePath(root));
-  if (checkFile(root, absPath, "read") === null) return null;
+  if (checkFile(root, absPath, "read", checked) === null) return null;
   try {
     return Deno.readTextFileSync(absPath);
   } catch (error) {
@@ -473,7 +483,7 @@ export class PrivateLog {
     const absPath = resolvePath(path, resolvePath(root));
     // A log is read as it is appended to (sequences, the outcome): it must be trustworthy, and
     // is checked before its directory is tightened.
-    checkFile(root, absPath, "read");
+    checkFile(root, absPath, "read", checked);
     ensurePrivateDir(root, dirnameOf(absPath), checked);
     const file = Deno.openSync(absPath, {
       read: true,

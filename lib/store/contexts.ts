@@ -9,7 +9,6 @@
 // a directory) is not used: it would let them pick the session an agent continues.
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
-import { trustProblem } from "../core/private_files.ts";
 import type { DriverSession, HarnessSession } from "./contracts.ts";
 import { asHarnessSession, HARNESS_SESSION_TYPE } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
@@ -138,7 +137,7 @@ export class ContextMap {
     const path = this.entryPath(contextId);
     if (path === null || this.#root === null) return null;
     try {
-      return trustProblem(this.#root.home, path);
+      return this.#root.trustProblem(path);
     } catch (error) {
       return describeError(error);
     }

@@ -5,11 +5,12 @@
 // start fast (`reins runs`, the cheap reconciliation every command does) use it alone.
 import { nowIso } from "../core/clock.ts";
 import {
-  type CheckedDirs,
+  CheckedDirs,
   ensurePrivateDir,
   OpenLogs,
   PrivateLog,
   readPrivateText,
+  trustProblem,
   writePrivateFileAtomic,
 } from "../core/private_files.ts";
 import { resolvePath } from "../core/paths.ts";
@@ -30,7 +31,7 @@ export class DataRoot implements Disposable {
   /** The data root, absolute. */
   readonly home: string;
   readonly layout: Layout;
-  readonly #checked: CheckedDirs = new Set();
+  readonly #checked = new CheckedDirs();
   readonly #logs: OpenLogs;
   readonly #warn: (message: string) => void;
   #index: RunIndex | null = null;
@@ -55,7 +56,7 @@ export class DataRoot implements Disposable {
    * 1.2–3 ms, 0.6 without, by performance marks in a whole `reins run` on a busy machine).
    */
   madePrivate(dir: string): void {
-    this.#checked.add(resolvePath(dir, this.home));
+    this.#checked.madePrivate.add(resolvePath(dir, this.home));
   }
 
   /** Replaces a file below the root atomically, 0600 (see writePrivateFileAtomic). */
@@ -65,7 +66,12 @@ export class DataRoot implements Disposable {
 
   /** A file below the root as text, or null when it does not exist (links out refused). */
   readText(path: string): string | null {
-    return readPrivateText(this.home, path);
+    return readPrivateText(this.home, path, this.#checked);
+  }
+
+  /** Why a file below the root cannot be trusted, or null (see trustProblem). */
+  trustProblem(path: string): string | null {
+    return trustProblem(this.home, path, this.#checked);
   }
 
   /** Opens a private append-only file below the root. */

@@ -4,7 +4,6 @@
 // owner gone, cheap or full. It never touches a process it cannot verify.
 import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
-import { readPrivateText } from "../core/private_files.ts";
 import { type AgentProcess, type GroupStop, stopAgentGroup } from "../core/process_group.ts";
 import type { DataRoot } from "./data_root.ts";
 
@@ -16,7 +15,7 @@ export interface LeftAgent {
 
 /** The agent processes recorded with a run (bad lines skipped); empty when there are none. */
 export function recordedAgents(root: DataRoot, runId: string): AgentProcess[] {
-  const text = readPrivateText(root.home, root.layout.agents(runId));
+  const text = root.readText(root.layout.agents(runId));
   if (text === null) return [];
   const agents: AgentProcess[] = [];
   for (const line of text.split("\n")) {

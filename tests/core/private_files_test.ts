@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import {
-  type CheckedDirs,
+  CheckedDirs,
   ensurePrivateDir,
-  forgetCheckedDirs,
   OpenLogs,
   PrivateLog,
   readPrivateText,
@@ -161,7 +160,7 @@ Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 2
 Deno.test("ensurePrivateDir() with a CheckedDirs set looks at a directory once; without one, every time", async () => {
   await using dir = await tempDir();
   const root = dir.path;
-  const checked: CheckedDirs = new Set();
+  const checked = new CheckedDirs();
   ensurePrivateDir(root, `${root}/a`, checked);
   Deno.chmodSync(`${root}/a`, 0o755);
   assert.deepEqual(ensurePrivateDir(root, `${root}/a`, checked), []);
@@ -234,7 +233,6 @@ Deno.test("readPrivateText() refuses a file others may write, or one in a direct
   writePrivateFileAtomic(root, `${root}/a/file.json`, "{}");
   assert.equal(readPrivateText(root, `${root}/a/file.json`), "{}");
   Deno.chmodSync(`${root}/a/file.json`, 0o620);
-  forgetCheckedDirs();
   assert.throws(
     () => readPrivateText(root, `${root}/a/file.json`),
     (error: unknown) =>
@@ -243,7 +241,6 @@ Deno.test("readPrivateText() refuses a file others may write, or one in a direct
   );
   Deno.chmodSync(`${root}/a/file.json`, 0o600);
   Deno.chmodSync(`${root}/a`, 0o703);
-  forgetCheckedDirs();
   assert.equal(
     trustProblem(root, `${root}/a/file.json`),
     `its directory ${root}/a is writable by others (mode 0703)`,
@@ -255,6 +252,23 @@ Deno.test("readPrivateText() refuses a file others may write, or one in a direct
   assert.equal(trustProblem(root, `${root}/missing.json`), null);
 });
 
+// regression: the directories found trustworthy were remembered by the module, for every data
+// root and every Store of the process alike, until a test called forgetCheckedDirs()
+Deno.test("trustProblem() remembers trusted directories in the CheckedDirs it is given, and only there", async () => {
+  await using dir = await tempDir();
+  const root = dir.path;
+  writePrivateFileAtomic(root, `${root}/a/file.json`, "{}");
+  const checked = new CheckedDirs();
+  assert.equal(trustProblem(root, `${root}/a/file.json`, checked), null);
+  assert.ok(checked.trusted.has(`${root}/a`) && checked.trusted.has(root));
+  Deno.chmodSync(`${root}/a`, 0o703);
+  assert.equal(trustProblem(root, `${root}/a/file.json`, checked), null, "remembered as trusted");
+  const widened = `its directory ${root}/a is writable by others (mode 0703)`;
+  assert.equal(trustProblem(root, `${root}/a/file.json`, new CheckedDirs()), widened);
+  assert.equal(trustProblem(root, `${root}/a/file.json`), widened);
+  assert.throws(() => readPrivateText(root, `${root}/a/file.json`), UntrustedFileError);
+});
+
 Deno.test({
   name: "ensurePrivateDir() refuses a directory another user owns instead of tightening it",
   ignore: Deno.uid() !== 0,
@@ -263,7 +277,6 @@ Deno.test({
     Deno.mkdirSync(`${dir.path}/theirs`);
     Deno.chmodSync(`${dir.path}/theirs`, 0o777);
     Deno.chownSync(`${dir.path}/theirs`, 65534, 65534);
-    forgetCheckedDirs();
     assert.throws(
       () => ensurePrivateDir(dir.path, `${dir.path}/theirs/x`),
       (error: unknown) =>
