@@ -3,7 +3,8 @@
 // 0600), one per snapshot that had anything new, because creating a file per blob costs more
 // than reading the whole tree (measured on our machines: ~0.4 ms of kernel time per created
 // file, while `tar c` of a 5,000-file tree takes ~150 ms). A pack is fsynced before its
-// contents are listed in snapshots/blobs.sqlite, the index later snapshots look contents up in;
+// contents are listed in snapshots/blobs.sqlite, the index later snapshots look contents up in
+// (one query per batch of contents: a query per file cost more than hashing them);
 // a manifest also keeps where each of its contents is, so a lost or damaged index costs
 // deduplication, never a snapshot. Nothing is ever removed here.
 import { DatabaseSync, type StatementSync } from "node:sqlite";
@@ -27,26 +28,49 @@ function tighten(path: string): void {
   } catch { /* absent */ }
 }
 
+function indexPath(home: string): string {
+  return joinPath(snapshotsDir(home), "blobs.sqlite");
+}
+
 /** The blob index: sha256 → where its content is. */
 export class BlobIndex implements Disposable {
   readonly #db: DatabaseSync;
   readonly #find: StatementSync;
+  readonly #findMany: StatementSync;
   readonly #add: StatementSync;
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
     this.#find = db.prepare("SELECT pack, offset, size FROM blobs WHERE sha256 = ?");
+    this.#findMany = db.prepare(
+      "SELECT sha256, pack, offset, size FROM blobs WHERE sha256 IN (SELECT value FROM json_each(?))",
+    );
     this.#add = db.prepare(
       "INSERT OR IGNORE INTO blobs (sha256, pack, offset, size) " +
         "SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?)",
     );
   }
 
+  /**
+   * The index when there is one, else null (nothing is stored yet, so nothing can be found):
+   * the first snapshot in a data root looks nothing up and makes the index only to list what it
+   * stored.
+   */
+  static openIfAny(home: string): BlobIndex | null {
+    try {
+      if (!Deno.statSync(indexPath(home)).isFile) return null;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return null;
+      throw error;
+    }
+    return BlobIndex.open(home);
+  }
+
   /** Opens (creating 0600) the index; a damaged one is set aside and started afresh. */
   static open(home: string): BlobIndex {
     const dir = snapshotsDir(home);
     ensurePrivateDir(home, dir);
-    const path = joinPath(dir, "blobs.sqlite");
+    const path = indexPath(home);
     for (let attempt = 0;; attempt++) {
       try {
         Deno.openSync(path, { write: true, create: true, mode: 0o600 }).close();
@@ -86,6 +110,22 @@ export class BlobIndex implements Disposable {
     return row ? { pack: row.pack, offset: Number(row.offset), size: Number(row.size) } : null;
   }
 
+  /** Which of `sha256s` the index has, and where: one query for a whole batch. */
+  findMany(sha256s: readonly string[]): Map<string, BlobLocation> {
+    const found = new Map<string, BlobLocation>();
+    if (sha256s.length === 0) return found;
+    const rows = this.#findMany.all(JSON.stringify(sha256s)) as {
+      sha256: string;
+      pack: string;
+      offset: number | bigint;
+      size: number | bigint;
+    }[];
+    for (const row of rows) {
+      found.set(row.sha256, { pack: row.pack, offset: Number(row.offset), size: Number(row.size) });
+    }
+    return found;
+  }
+
   /** Lists contents of a pack that is on disk for good (fsynced). */
   addAll(blobs: Iterable<[string, BlobLocation]>): void {
     const rows = [...blobs].map(([sha256, at]) => [sha256, at.pack, at.offset, at.size]);
@@ -101,8 +141,14 @@ export class BlobIndex implements Disposable {
   }
 }
 
-/** Appends are gathered up to this many bytes before they are written. */
-const BUFFER = 4 * 1024 * 1024;
+/**
+ * Appends are gathered in a buffer of this many bytes before they are written; a small file is
+ * also read straight into it (take.ts), hashed there and kept there unless the store has the
+ * content already, with no copy. There are two such buffers: one is written out by a thread of
+ * the runtime (an async write) while the other is filled, so copying a pack into the page cache
+ * costs the snapshot's own thread next to nothing.
+ */
+export const PACK_BUFFER = 4 * 1024 * 1024;
 
 /** A pack being written: contents appended in order, made durable by finish(). */
 export class PackWriter {
@@ -111,15 +157,18 @@ export class PackWriter {
   #file: Deno.FsFile | null = null;
   #size = 0;
   /**
-   * Made on the first write: most snapshots (of a tree the stat cache knows) write nothing, and
-   * 4 MB zeroed at every run start showed in the profile of many turns in one process.
+   * Made on first use: most snapshots (of a tree the stat cache knows) write nothing, and
+   * zeroing buffers at every run start showed in the profile of many turns in one process.
    */
   #buffer: Uint8Array | null = null;
+  #spare: Uint8Array | null = null;
   #filled = 0;
+  /** The write of the other buffer, while it is under way. */
+  #writing: Promise<void> | null = null;
 
   constructor(home: string) {
-    this.#home = home;
     this.id = crypto.randomUUID();
+    this.#home = home;
   }
 
   #open(): Deno.FsFile {
@@ -137,40 +186,108 @@ export class PackWriter {
     return this.#size;
   }
 
-  write(bytes: Uint8Array): void {
-    this.#size += bytes.length;
-    if (this.#filled + bytes.length > BUFFER) this.#flush();
-    if (bytes.length > BUFFER) this.#writeOut(bytes);
-    else {
-      (this.#buffer ??= new Uint8Array(BUFFER)).set(bytes, this.#filled);
-      this.#filled += bytes.length;
+  /** Where the contents not written out yet (still in the buffer) start. */
+  get unwritten(): number {
+    return this.#size - this.#filled;
+  }
+
+  /** How many bytes tail() can give before the buffer must be flushed. */
+  get room(): number {
+    return PACK_BUFFER - this.#filled;
+  }
+
+  /** The next `n` (at most room) bytes of the buffer, to read a content into; see append(). */
+  tail(n: number): Uint8Array {
+    if (n > this.room) throw new RangeError(`${n} bytes do not fit the pack buffer`);
+    const buffer = this.#buffer ??= new Uint8Array(PACK_BUFFER);
+    return buffer.subarray(this.#filled, this.#filled + n);
+  }
+
+  /** Takes the first `n` bytes last given by tail() as the next content. */
+  append(n: number): void {
+    this.#filled += n;
+    this.#size += n;
+  }
+
+  /**
+   * Keeps, of the contents not written out yet, only `keep` (ranges in pack order, each one
+   * content): moves them together where the unwritten part starts, drops the rest, and returns
+   * their new offsets.
+   */
+  retain(keep: readonly { offset: number; size: number }[]): number[] {
+    const base = this.unwritten;
+    const buffer = this.#buffer;
+    let cursor = 0;
+    const offsets: number[] = [];
+    for (const piece of keep) {
+      const from = piece.offset - base;
+      if (from < cursor || from + piece.size > this.#filled || buffer === null) {
+        throw new RangeError(`pack range ${piece.offset}+${piece.size} is not unwritten, in order`);
+      }
+      if (from !== cursor) buffer.copyWithin(cursor, from, from + piece.size);
+      offsets.push(base + cursor);
+      cursor += piece.size;
     }
+    this.#size = base + cursor;
+    this.#filled = cursor;
+    return offsets;
   }
 
-  #writeOut(bytes: Uint8Array): void {
-    const file = this.#open();
-    let written = 0;
-    while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
-  }
-
-  #flush(): void {
+  /**
+   * Starts writing out what the buffer holds, and goes on with the other one. Waits only for
+   * the write before it (writes go out in order, and that buffer is the next to fill).
+   */
+  async flush(): Promise<void> {
     if (this.#filled === 0 || this.#buffer === null) return;
-    this.#writeOut(this.#buffer.subarray(0, this.#filled));
+    await this.drain();
+    const file = this.#open();
+    const full = this.#buffer;
+    const bytes = full.subarray(0, this.#filled);
+    this.#writing = (async () => {
+      let written = 0;
+      while (written < bytes.length) written += await file.write(bytes.subarray(written));
+    })();
+    // Handled by drain(); a failure until then is not unhandled.
+    this.#writing.catch(() => {});
+    this.#buffer = this.#spare;
+    this.#spare = full;
     this.#filled = 0;
   }
 
-  /** Flushes the pack to disk and closes it. */
-  finish(): void {
-    this.#flush();
+  /** Waits until everything flushed is written out. */
+  async drain(): Promise<void> {
+    const writing = this.#writing;
+    this.#writing = null;
+    if (writing !== null) await writing;
+  }
+
+  /** Appends `chunk` at once (the buffer must be empty and drained: see drain()). */
+  writeNow(chunk: Uint8Array): void {
+    if (this.#filled !== 0 || this.#writing !== null) {
+      throw new Error("PackWriter.writeNow() with buffered or unwritten contents");
+    }
+    const file = this.#open();
+    let written = 0;
+    while (written < chunk.length) written += file.writeSync(chunk.subarray(written));
+    this.#size += chunk.length;
+  }
+
+  /** Writes the pack out, syncs it to disk (fsync) and closes it. */
+  async finish(): Promise<void> {
+    await this.flush();
+    await this.drain();
     if (this.#file === null) return;
-    this.#file.syncSync();
+    await this.#file.sync();
     this.#file.close();
     this.#file = null;
   }
 
   /** Closes and removes a pack whose snapshot failed. */
-  abandon(): void {
+  async abandon(): Promise<void> {
     this.#filled = 0;
+    try {
+      await this.drain();
+    } catch { /* removed below */ }
     if (this.#file === null) return;
     this.#file.close();
     this.#file = null;

@@ -2,7 +2,17 @@
 // the state the run started from. Each content is stored once (blobs.ts), so an unchanged tree
 // snapshotted again writes no file bytes, only its manifest. A tree over the cap is not
 // snapshotted: the manifest says so and why. A file that cannot be read is left out and counted.
-// It never changes the working directory. Reads are synchronous, in stretches between yields.
+// It never changes the working directory. Reads are synchronous, in slices between yields
+// (walk.ts's Pacer). The first snapshot of a tree costs about one open, one read and one hash
+// per file: a small file is read straight into the pack's buffer, and the index is asked about
+// a whole buffer of contents in one query (not one per file) before the buffer is written out,
+// by a thread of the runtime, while the next one fills.
+//
+// Durability, in order: (1) the pack is fsynced; only then (2) the index lists its contents,
+// (3) the directory's stat cache and (4) the manifest are written, neither fsynced. So anything
+// that names a place in a pack (the index, a cache a later snapshot trusts, a manifest) can only
+// reach the disk after the bytes it names; a power cut loses at most this snapshot's manifest
+// (a replay then copies the directory, and says so) and some deduplication.
 import { nowIso } from "../core/clock.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { dirnameOf, isInside, joinPath } from "../core/paths.ts";
@@ -10,9 +20,9 @@ import { ensurePrivateDir } from "../core/private_files.ts";
 import { redactJsonText } from "../core/redact.ts";
 import { BlobIndex, type BlobLocation, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
-import type { SnapshotManifest } from "./manifest.ts";
+import type { SnapshotEntry, SnapshotManifest } from "./manifest.ts";
 import { describeSize, manifestPath } from "./paths.ts";
-import { walkTree, yieldNow } from "./walk.ts";
+import { Pacer, walkTree } from "./walk.ts";
 
 export const DEFAULT_SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_SNAPSHOT_MAX_ENTRIES = 100_000;
@@ -37,11 +47,11 @@ export interface SnapshotSummary {
   manifest: string;
 }
 
-/** Files up to this size are read whole; bigger ones are hashed, then copied, in chunks. */
+type FileEntry = Extract<SnapshotEntry, { type: "file" }>;
+
+/** Files up to this size are read whole (into the pack's buffer); bigger ones in chunks. */
 const WHOLE_FILE = 4 * 1024 * 1024;
 const CHUNK = 1024 * 1024;
-/** Bytes read between two yields to the event loop. */
-const STRETCH = 8 * 1024 * 1024;
 
 type CreateHash = typeof import("node:crypto").createHash;
 
@@ -84,86 +94,148 @@ function readChunks(
   return { sha256: hash.digest("hex"), size };
 }
 
+/**
+ * Where one content of this snapshot is. A content read into the pack's buffer is only looked
+ * up in the index when the buffer is written out (one query for the batch, not one per file),
+ * so its place is settled then: in the index (its bytes dropped from the buffer) or in this
+ * pack. The manifest's entries are filled in from these once the snapshot is committed.
+ */
+interface Placed extends BlobLocation {
+  sha256: string;
+  /** Stored by this snapshot (listed in the index at commit). */
+  fresh: boolean;
+}
+
 /** One snapshot's view of the store: what the index has, and what this snapshot added. */
 class Store {
   readonly #home: string;
-  /** Opened on the first content the stat cache cannot place (a run in a known tree never does). */
-  #index: BlobIndex | null = null;
+  /** The index, once looked for; null after that when the data root has none yet. */
+  #index: BlobIndex | null | undefined = undefined;
   readonly pack: PackWriter;
-  readonly added = new Map<string, BlobLocation>();
+  /** Every content this snapshot read, by sha256: a file seen twice is stored once. */
+  readonly #placed = new Map<string, Placed>();
+  /** Contents in the pack's buffer not looked up in the index yet, in pack order. */
+  #pending: Placed[] = [];
   storedBytes = 0;
-  /** One byte more than a small file may have, so a file that grew is seen to. */
-  /** Made on the first small file read (see PackWriter's buffer). */
-  #scratch: Uint8Array | null = null;
 
   constructor(home: string) {
     this.#home = home;
     this.pack = new PackWriter(home);
   }
 
-  #indexed(): BlobIndex {
-    return this.#index ??= BlobIndex.open(this.#home);
+  #lookups(): BlobIndex | null {
+    if (this.#index === undefined) this.#index = BlobIndex.openIfAny(this.#home);
+    return this.#index;
   }
 
-  /** Where content `sha256` is stored, if it is; `hint` is where the stat cache last saw it. */
-  find(sha256: string, hint: CachedContent | null): BlobLocation | null {
-    const added = this.added.get(sha256);
-    if (added) return added;
-    if (hint?.sha256 === sha256) return { pack: hint.pack, offset: hint.offset, size: hint.size };
-    return this.#indexed().find(sha256);
+  /** What this snapshot or the stat cache's `hint` already places for `sha256`. */
+  #known(sha256: string, hint: CachedContent | null): Placed | null {
+    const placed = this.#placed.get(sha256);
+    if (placed) return placed;
+    if (hint?.sha256 === sha256) {
+      return { sha256, pack: hint.pack, offset: hint.offset, size: hint.size, fresh: false };
+    }
+    return null;
   }
 
-  /** Reads a small file whole into a buffer kept for the purpose; null when it is not small. */
-  #readSmall(path: string): Uint8Array | null {
-    using file = Deno.openSync(path, { read: true });
-    const scratch = this.#scratch ??= new Uint8Array(WHOLE_FILE + 1);
+  /**
+   * Stores a small file's content (unless the store has it): read straight into the pack's
+   * buffer, in one read when it still has the `size` bytes the walk saw. Null when it does not
+   * fit the buffer's room now (see makeRoom()), or is not small, or has grown (see putLarge()).
+   */
+  putSmall(path: string, size: number, hint: CachedContent | null): Placed | "large" | "room" {
+    if (size > WHOLE_FILE) return "large";
+    if (this.pack.room < size + 1) return "room";
+    const into = this.pack.tail(size + 1);
     let filled = 0;
-    while (true) {
-      const got = file.readSync(scratch.subarray(filled));
-      if (got === null) return scratch.subarray(0, filled);
-      filled += got;
-      if (filled === scratch.length) return null;
+    {
+      using file = Deno.openSync(path, { read: true });
+      // A regular file's read stops short only at its end, so one that fills `size` bytes has
+      // been read whole, without a second read to see the end.
+      while (filled < into.length) {
+        const got = file.readSync(into.subarray(filled));
+        if (got === null) break;
+        filled += got;
+        if (filled === size) break;
+      }
     }
+    if (filled > size) return "large";
+    const sha256 = sha256Of(into.subarray(0, filled));
+    const known = this.#known(sha256, hint);
+    if (known) return known;
+    const placed = { sha256, pack: this.pack.id, offset: this.pack.offset, size: filled };
+    this.pack.append(filled);
+    const pending = { ...placed, fresh: true };
+    this.#pending.push(pending);
+    this.#placed.set(sha256, pending);
+    return pending;
   }
 
-  /** Stores a file's content (unless the store has it) and returns its digest and place. */
-  put(
-    path: string,
-    size: number,
-    hint: CachedContent | null,
-  ): { sha256: string; size: number; at: BlobLocation } {
-    const small = size <= WHOLE_FILE ? this.#readSmall(path) : null;
-    if (small !== null) {
-      const bytes = small;
-      const sha256 = sha256Of(bytes);
-      const known = this.find(sha256, hint);
-      if (known) return { sha256, size: bytes.length, at: known };
-      const at = { pack: this.pack.id, offset: this.pack.offset, size: bytes.length };
-      this.pack.write(bytes);
-      this.added.set(sha256, at);
-      this.storedBytes += bytes.length;
-      return { sha256, size: bytes.length, at };
-    }
+  /** Makes room in the pack's buffer: settles what it holds and starts writing it out. */
+  async makeRoom(): Promise<void> {
+    this.#settle();
+    await this.pack.flush();
+  }
+
+  /** Stores a file of any size in chunks (unless the store has it): read to hash, then copied. */
+  async putLarge(path: string, hint: CachedContent | null): Promise<Placed> {
     const first = readChunks(path, () => {});
-    const known = this.find(first.sha256, hint);
-    if (known) return { ...first, at: known };
-    // Copied while hashed again: what is stored is named by what was read this time.
+    const known = this.#known(first.sha256, hint);
+    if (known) return known;
+    const indexed = this.#lookups()?.find(first.sha256);
+    if (indexed) return this.#keep({ sha256: first.sha256, ...indexed, fresh: false });
+    // Copied while hashed again: what is stored is named by what was read this time, written
+    // straight to the pack once what was buffered before it is out.
+    await this.makeRoom();
+    await this.pack.drain();
     const offset = this.pack.offset;
-    const copied = readChunks(path, (chunk) => this.pack.write(chunk));
-    const at = { pack: this.pack.id, offset, size: copied.size };
-    this.added.set(copied.sha256, at);
+    const copied = readChunks(path, (chunk) => this.pack.writeNow(chunk));
     this.storedBytes += copied.size;
-    return { ...copied, at };
+    const placed = { sha256: copied.sha256, pack: this.pack.id, offset, size: copied.size };
+    return this.#keep({ ...placed, fresh: true });
   }
 
-  /** Makes what this snapshot added durable, then lists it in the index. */
-  commit(): void {
-    this.pack.finish();
-    if (this.added.size > 0) this.#indexed().addAll(this.added);
+  #keep(placed: Placed): Placed {
+    this.#placed.set(placed.sha256, placed);
+    return placed;
   }
 
-  close(): void {
-    this.pack.abandon();
+  /**
+   * Looks the contents read into the buffer up in the index (one query for them all), and
+   * drops from the buffer those it has, pointing them there instead.
+   */
+  #settle(): void {
+    const pending = this.#pending;
+    this.#pending = [];
+    if (pending.length === 0) return;
+    const indexed = this.#lookups()?.findMany(pending.map((p) => p.sha256)) ?? new Map();
+    const kept = indexed.size === 0 ? pending : pending.filter((p) => !indexed.has(p.sha256));
+    if (kept.length !== pending.length) {
+      for (const placed of pending) {
+        const at = indexed.get(placed.sha256);
+        if (at) Object.assign(placed, at, { fresh: false });
+      }
+      const offsets = this.pack.retain(kept);
+      kept.forEach((placed, i) => placed.offset = offsets[i]);
+    }
+    for (const placed of kept) this.storedBytes += placed.size;
+  }
+
+  /** Makes what this snapshot added durable (the pack fsynced), then lists it in the index. */
+  async commit(): Promise<void> {
+    this.#settle();
+    await this.pack.finish();
+    const fresh: [string, BlobLocation][] = [];
+    for (const placed of this.#placed.values()) {
+      if (placed.fresh) fresh.push([placed.sha256, placed]);
+    }
+    if (fresh.length === 0) return;
+    if (this.#index === undefined || this.#index === null) this.#index = BlobIndex.open(this.#home);
+    this.#index.addAll(fresh);
+  }
+
+  async close(): Promise<void> {
+    await this.pack.abandon();
     this.#index?.close();
   }
 }
@@ -260,9 +332,10 @@ export async function takeSnapshot(
     storedBytes: 0,
     entries: [],
   };
+  const pacer = new Pacer();
   const walk = maxBytes <= 0
     ? { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: "off" as const }
-    : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(home, cwd) });
+    : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(home, cwd), pacer });
   manifest.leftOut = walk.leftOut;
   let readBytes = 0;
   if (walk.stopped !== null) {
@@ -276,9 +349,10 @@ export async function takeSnapshot(
   } else {
     const store = new Store(home);
     const cache = StatCache.load(home, cwd);
+    // A content read this time is placed for good only at commit (see Placed): its entries in
+    // the manifest and the cache are filled in then.
+    const read: { entry: FileEntry; placed: Placed; stat: FileStat | null }[] = [];
     const seen: { path: string; stat: FileStat; content: CachedContent }[] = [];
-    let misses = 0;
-    let stretch = 0;
     try {
       for (const entry of walk.entries) {
         if (entry.type !== "file") {
@@ -287,48 +361,61 @@ export async function takeSnapshot(
         }
         const { path, mode, ...stat } = entry;
         const cached = cache.find(path, stat);
-        let content: CachedContent;
-        let size = stat.size;
-        if (cached) content = cached;
-        else {
-          misses++;
-          await loadHashing();
-          try {
-            const put = store.put(joinPath(cwd, path), stat.size, cache.known(path));
-            content = { sha256: put.sha256, ...put.at };
-            // Read as it is now, which may differ from what the walk saw.
-            if (put.size !== stat.size) size = put.size;
-            else seen.push({ path, stat, content });
-          } catch (error) {
-            if (!unreadable(error)) throw error;
-            manifest.leftOut++;
-            continue;
-          }
-          readBytes += size;
-          stretch += size;
+        if (cached) {
+          seen.push({ path, stat, content: cached });
+          const { sha256, pack, offset } = cached;
+          manifest.entries.push({
+            type: "file",
+            path,
+            mode,
+            size: stat.size,
+            sha256,
+            pack,
+            offset,
+          });
+          manifest.files++;
+          manifest.bytes += stat.size;
+          continue;
         }
-        if (cached) seen.push({ path, stat, content });
-        manifest.entries.push({
-          type: "file",
-          path,
-          mode,
-          size,
-          sha256: content.sha256,
-          pack: content.pack,
-          offset: content.offset,
-        });
+        if (createHash === null) await loadHashing();
+        let placed: Placed;
+        try {
+          const full = joinPath(cwd, path);
+          const hint = cache.known(path);
+          let small = store.putSmall(full, stat.size, hint);
+          if (small === "room") {
+            await store.makeRoom();
+            small = store.putSmall(full, stat.size, hint);
+          }
+          placed = typeof small === "string" ? await store.putLarge(full, hint) : small;
+        } catch (error) {
+          if (!unreadable(error)) throw error;
+          manifest.leftOut++;
+          continue;
+        }
+        // Read as it is now, which may differ from what the walk saw (then it is not cached).
+        const size = placed.size;
+        const file: FileEntry = { type: "file", path, mode, size, sha256: "", pack: "", offset: 0 };
+        manifest.entries.push(file);
+        read.push({ entry: file, placed, stat: size === stat.size ? stat : null });
         manifest.files++;
         manifest.bytes += size;
-        if (stretch >= STRETCH) {
-          stretch = 0;
-          await yieldNow();
-        }
+        readBytes += size;
+        const due = pacer.due();
+        if (due !== null) await due;
       }
-      store.commit();
+      await store.commit();
       manifest.storedBytes = store.storedBytes;
     } finally {
-      store.close();
+      await store.close();
     }
+    for (const { entry, placed, stat } of read) {
+      entry.sha256 = placed.sha256;
+      entry.pack = placed.pack;
+      entry.offset = placed.offset;
+      if (stat !== null) seen.push({ path: entry.path, stat, content: { ...placed } });
+    }
+    const misses = read.length;
     // Every file as the cache had it (and no other files): it is still right as it is.
     if (misses > 0 || seen.length !== cache.size) StatCache.save(home, cwd, seen);
   }

@@ -140,6 +140,52 @@ Deno.test("takeSnapshot() stores a file bigger than it reads whole, chunk by chu
   assert.equal((await takeSnapshot(home.path, "run-2", work.path)).storedBytes, 0);
 });
 
+Deno.test("takeSnapshot() of a new directory stores only contents no run stored, whichever files they are in", async () => {
+  // The index is asked about a whole pack buffer of contents at once, and those it has are
+  // taken out of the buffer again: many files (more than one buffer: 4 MiB), known and new
+  // ones interleaved, and a big one read in chunks between them.
+  await using home = await tempDir();
+  await using a = await tempDir();
+  await using b = await tempDir();
+  const pattern = new Uint8Array(5 * 1024 * 1024).map((_, i) => (i * 31) & 0xff);
+  const content = (n: number, size: number) => {
+    const bytes = pattern.slice(0, size);
+    new DataView(bytes.buffer).setUint32(0, n);
+    return bytes;
+  };
+  for (let n = 0; n < 300; n += 2) await Deno.writeFile(`${a.path}/f${n}`, content(n, 40_000));
+  assert.equal((await takeSnapshot(home.path, "run-a", a.path)).storedBytes, 150 * 40_000);
+  let fresh = 0;
+  for (let n = 0; n < 300; n++) {
+    await Deno.writeFile(`${b.path}/f${n}`, content(n, 40_000));
+    if (n % 2 === 1) fresh += 40_000;
+  }
+  const big = content(1000, 5 * 1024 * 1024);
+  await Deno.writeFile(`${b.path}/f150-big`, big);
+  fresh += big.length;
+  const summary = await takeSnapshot(home.path, "run-b", b.path);
+  assert.equal(summary.storedBytes, fresh, "the contents run-a stored are not stored again");
+  const manifest = manifestOf(home.path, "run-b");
+  const packs = new Map<string, Uint8Array>();
+  for (const entry of manifest.entries) {
+    assert.ok(entry.type === "file");
+    const n = entry.path === "f150-big" ? 1000 : Number(entry.path.slice(1));
+    const expected = n === 1000 ? big : content(n, 40_000);
+    assert.equal(entry.sha256, sha(expected), entry.path);
+    const pack = packs.get(entry.pack) ?? Deno.readFileSync(packPath(home.path, entry.pack));
+    packs.set(entry.pack, pack);
+    const bytes = pack.subarray(entry.offset, entry.offset + entry.size);
+    assert.equal(sha(bytes), entry.sha256, `${entry.path} points at its bytes`);
+  }
+  await using copy = await tempDir();
+  await restoreSnapshot(home.path, manifest, copy.path);
+  assert.deepEqual(await diffSnapshot(manifest, copy.path), {
+    added: [],
+    changed: [],
+    removed: [],
+  });
+});
+
 Deno.test("takeSnapshot() skips a tree over its cap and says why, storing nothing", async () => {
   await using home = await tempDir();
   await using work = await tempDir();
