@@ -1,12 +1,13 @@
 // A task whose turn runs in this server: its view kept current from the events the turn stores,
-// and the streams watching it. Each event is folded in once, in sequence order, and what it
-// causes goes to every subscriber in that same order (A2A 1.0 §3.5.2); an event that arrives
-// after a gap (an answer appended by `reins approve` in another shell) brings the missing ones in
-// from the log first. A subscriber's queue holds text as ranges of the view's own text (which
-// the task keeps anyway), joined while it waits: an agent that streams faster than a client
-// reads costs that client nothing per delta. One that falls behind by too many other items, or
-// stops reading (and so stops taking writes, which time out), is dropped, so one slow client
-// never holds the others back.
+// and the streams watching it. Each event is folded in once, in sequence order (an event that
+// arrives after a gap — an answer appended by `reins approve` in another shell — brings the
+// missing ones in from the log first), and what it causes is appended once to the task's feed:
+// one list of stream items that every subscriber reads with a cursor of its own. So every
+// subscriber gets the very same items in the same order (A2A 1.0 §3.5.2) however fast it reads,
+// and a fast one never waits for a slow one. Text in the feed is a range of the view's own text
+// (which the task keeps anyway), so a reader behind by many deltas costs a few numbers per delta;
+// the feed keeps only what some subscriber has yet to read. A subscriber that falls too far
+// behind, or stops reading (and so stops taking writes, which time out), is dropped.
 import type { RunEvent } from "../store/contracts.ts";
 import type { StreamResponse, Task } from "./a2a/wire.ts";
 import { INTERRUPTED_STATES, TERMINAL_STATES } from "./a2a/wire.ts";
@@ -14,6 +15,8 @@ import type { TaskView } from "./task_view.ts";
 
 /** Items other than text a subscriber may fall behind by before it is dropped. */
 export const MAX_QUEUED_ITEMS = 10_000;
+/** Text chunks a subscriber may fall behind by before it is dropped (a few numbers each). */
+export const MAX_QUEUED_CHUNKS = 200_000;
 /** The most text one stream item carries, well under what SSE readers take as one event (4 MiB). */
 export const MAX_CHUNK_TEXT = 64 * 1024;
 
@@ -26,106 +29,162 @@ export function endsStream(item: StreamResponse, atInterrupted: boolean): boolea
 
 type ArtifactChunk = Extract<StreamResponse, { artifactUpdate: unknown }>["artifactUpdate"];
 
-/** Queued text: a range of the view's text, sent as one or more artifact chunks. */
+/** Text in the feed: `text().slice(from, to)` sent as one artifact chunk shaped like `base`. */
 interface TextRange {
-  template: ArtifactChunk;
+  /** The chunk the view made, its text left out (shared by the ranges of one artifact). */
+  base: ArtifactChunk;
   from: number;
   to: number;
   append: boolean;
   lastChunk: boolean;
 }
 
-type Queued = { item: StreamResponse } | { text: TextRange };
+type Entry = { item: StreamResponse } | { text: TextRange };
 
 function isTextChunk(chunk: ArtifactChunk): boolean {
   const parts = chunk.artifact.parts;
   return parts.length === 1 && typeof parts[0].text === "string";
 }
 
+/** Feed entries are dropped from the front once this many are read by every subscriber. */
+const TRIM_AT = 1024;
+
+/**
+ * The items of one task, in order, from the oldest a subscriber has yet to read. Positions are
+ * absolute (the n-th item the task made), so a cursor survives trimming.
+ */
+class Feed {
+  #entries: Entry[] = [];
+  /** The position of #entries[0]. */
+  #base = 0;
+  /** Items other than text appended so far, over the task's life. */
+  items = 0;
+  /** The view's text length after the last text appended. */
+  #textAt: number;
+  readonly text: () => string;
+  #lastBase: ArtifactChunk | null = null;
+  readonly subscriptions = new Set<Subscription>();
+  ended = false;
+
+  constructor(text: () => string) {
+    this.text = text;
+    this.#textAt = text().length;
+  }
+
+  /** The position the next appended entry gets. */
+  get head(): number {
+    return this.#base + this.#entries.length;
+  }
+
+  entry(position: number): Entry {
+    return this.#entries[position - this.#base];
+  }
+
+  append(item: StreamResponse): void {
+    if ("artifactUpdate" in item && isTextChunk(item.artifactUpdate)) {
+      const chunk = item.artifactUpdate;
+      const length = chunk.artifact.parts[0].text!.length;
+      const from = this.#textAt;
+      this.#textAt += length;
+      if (this.subscriptions.size === 0) return;
+      let base = this.#lastBase;
+      if (base === null || base.artifact.artifactId !== chunk.artifact.artifactId) {
+        base = this.#lastBase = { ...chunk, artifact: { ...chunk.artifact, parts: [] } };
+      }
+      // A delta longer than one item carries is split here, once, so every reader gets the same.
+      let at = from;
+      do {
+        const to = Math.min(this.#textAt, at + MAX_CHUNK_TEXT);
+        this.#entries.push({
+          text: {
+            base,
+            from: at,
+            to,
+            append: at === from ? chunk.append === true : true,
+            lastChunk: to === this.#textAt && chunk.lastChunk === true,
+          },
+        });
+        at = to;
+      } while (at < this.#textAt);
+    } else {
+      this.items++;
+      if (this.subscriptions.size === 0) return;
+      this.#entries.push({ item });
+    }
+  }
+
+  /** Drops what every subscriber has read (all of it when none is left). */
+  trim(): void {
+    if (this.#entries.length < TRIM_AT && this.subscriptions.size > 0) return;
+    let oldest = this.head;
+    for (const subscription of this.subscriptions) oldest = Math.min(oldest, subscription.at);
+    const read = oldest - this.#base;
+    if (read === this.#entries.length) this.#entries = [];
+    else if (read >= this.#entries.length / 2) this.#entries = this.#entries.slice(read);
+    else return;
+    this.#base = oldest;
+  }
+}
+
 export class Subscription {
   /** The Task as it stood when the subscription began: the stream's first item. */
   readonly first: Task;
-  readonly #queue: Queued[] = [];
-  /** Where the next text chunk starts in the view's text. */
-  #textAt: number;
-  readonly #text: () => string;
-  #items = 0;
+  readonly #feed: Feed;
+  /** The position in the feed of the next item to read. */
+  at: number;
+  /** Items other than text read (the feed's count when the subscription began, and on). */
+  #items: number;
   #wake: (() => void) | null = null;
   #closed = false;
   /** Set when the subscriber fell too far behind and was dropped. */
   overflowed = false;
-  readonly #onClose: (subscription: Subscription) => void;
 
-  /** `textAt`: how much of `text()` the first item holds already (streamed chunks follow it). */
-  constructor(
-    first: Task,
-    text: { at: number; source: () => string },
-    onClose: (subscription: Subscription) => void,
-  ) {
+  constructor(first: Task, feed: Feed) {
     this.first = first;
-    this.#textAt = text.at;
-    this.#text = text.source;
-    this.#onClose = onClose;
+    this.#feed = feed;
+    this.at = feed.head;
+    this.#items = feed.items;
   }
 
-  push(item: StreamResponse): void {
-    if (this.#closed) return;
-    if ("artifactUpdate" in item && isTextChunk(item.artifactUpdate)) {
-      const chunk = item.artifactUpdate;
-      const from = this.#textAt;
-      this.#textAt += chunk.artifact.parts[0].text!.length;
-      const last = this.#queue.at(-1);
-      if (
-        last && "text" in last && !last.text.lastChunk && chunk.append === true &&
-        last.text.template.artifact.artifactId === chunk.artifact.artifactId
-      ) {
-        last.text.to = this.#textAt;
-        last.text.lastChunk = chunk.lastChunk === true;
-      } else {
-        this.#queue.push({
-          text: {
-            template: chunk,
-            from,
-            to: this.#textAt,
-            append: chunk.append === true,
-            lastChunk: chunk.lastChunk === true,
-          },
-        });
-      }
-    } else {
-      if (this.#items >= MAX_QUEUED_ITEMS) {
-        this.overflowed = true;
-        this.#queue.length = 0;
-        this.close();
-        return;
-      }
-      this.#items++;
-      this.#queue.push({ item });
+  /** Called when the feed grew: wakes the reader, or drops it if it is too far behind. */
+  notify(): void {
+    if (
+      this.#feed.items - this.#items > MAX_QUEUED_ITEMS ||
+      this.#feed.head - this.at > MAX_QUEUED_ITEMS + MAX_QUEUED_CHUNKS
+    ) {
+      this.overflowed = true;
+      this.close();
+      return;
     }
     this.#wake?.();
   }
 
-  /** No more items: next() drains what is queued, then answers null. */
+  /** This reader is done: next() answers null from now on. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#onClose(this);
+    this.#feed.subscriptions.delete(this);
+    this.#feed.trim();
     this.#wake?.();
   }
 
-  /** The next item, or null once closed and drained (or when `signal` aborts). */
+  /**
+   * The next item; null once the turn has ended and every item is read, once closed, or when
+   * `signal` aborts.
+   */
   async next(signal?: AbortSignal): Promise<StreamResponse | null> {
     while (true) {
-      const head = this.#queue[0];
-      if (head !== undefined) {
-        if ("item" in head) {
-          this.#queue.shift();
-          this.#items--;
-          return head.item;
+      if (this.#closed) return null;
+      if (this.at < this.#feed.head) {
+        const entry = this.#feed.entry(this.at++);
+        if (this.at - this.#feed.head === 0 || this.at % 256 === 0) this.#feed.trim();
+        if ("item" in entry) {
+          this.#items++;
+          return entry.item;
         }
-        return this.#takeText(head.text);
+        return this.#chunk(entry.text);
       }
-      if (this.#closed || signal?.aborted) return null;
+      if (this.#feed.ended || signal?.aborted) return null;
       await new Promise<void>((resolve) => {
         const done = () => {
           this.#wake = null;
@@ -138,26 +197,19 @@ export class Subscription {
     }
   }
 
-  /** At most MAX_CHUNK_TEXT of the range at the head of the queue, as one chunk. */
-  #takeText(range: TextRange): StreamResponse {
-    const end = Math.min(range.to, range.from + MAX_CHUNK_TEXT);
-    const whole = end === range.to;
-    const { template } = range;
-    const chunk: ArtifactChunk = {
-      ...template,
-      artifact: {
-        ...template.artifact,
-        parts: [{ ...template.artifact.parts[0], text: this.#text().slice(range.from, end) }],
+  #chunk(range: TextRange): StreamResponse {
+    const { base } = range;
+    return {
+      artifactUpdate: {
+        ...base,
+        artifact: {
+          ...base.artifact,
+          parts: [{ text: this.#feed.text().slice(range.from, range.to) }],
+        },
+        append: range.append,
+        lastChunk: range.lastChunk,
       },
-      append: range.append,
-      lastChunk: whole && range.lastChunk,
     };
-    if (whole) this.#queue.shift();
-    else {
-      range.from = end;
-      range.append = true;
-    }
-    return { artifactUpdate: chunk };
   }
 }
 
@@ -170,10 +222,9 @@ export interface TurnControl {
 export class LiveTask {
   readonly view: TaskView;
   readonly control: TurnControl;
-  readonly #subscriptions = new Set<Subscription>();
+  readonly #feed: Feed;
   readonly #readRange: (afterSequence: number, beforeSequence: number) => RunEvent[];
   #lastSequence = -1;
-  #ended = false;
   /** Resolves when the turn has settled and its runner returned. */
   readonly finished: Promise<void>;
   #finish!: () => void;
@@ -189,6 +240,7 @@ export class LiveTask {
   ) {
     this.view = view;
     this.control = control;
+    this.#feed = new Feed(() => view.text);
     this.#readRange = readRange;
     this.finished = new Promise((resolve) => this.#finish = resolve);
   }
@@ -198,7 +250,7 @@ export class LiveTask {
   }
 
   get ended(): boolean {
-    return this.#ended;
+    return this.#feed.ended;
   }
 
   /** Folds a stored event in (once: a sequence already seen is skipped) and fans out. */
@@ -219,32 +271,28 @@ export class LiveTask {
     this.#lastSequence = event.sequence;
     const items = this.view.apply(event);
     if (items.length === 0) return;
-    for (const subscription of this.#subscriptions) {
-      for (const item of items) subscription.push(item);
-    }
+    for (const item of items) this.#feed.append(item);
+    for (const subscription of [...this.#feed.subscriptions]) subscription.notify();
   }
 
   /** A subscription that starts with the Task as it is now; null once the turn has ended. */
   subscribe(snapshot: (view: TaskView) => Task): Subscription | null {
-    if (this.#ended) return null;
-    const subscription = new Subscription(
-      snapshot(this.view),
-      { at: this.view.text.length, source: () => this.view.text },
-      (s) => this.#subscriptions.delete(s),
-    );
-    this.#subscriptions.add(subscription);
+    if (this.#feed.ended) return null;
+    const subscription = new Subscription(snapshot(this.view), this.#feed);
+    this.#feed.subscriptions.add(subscription);
     return subscription;
   }
 
+  /** Streams reading this task (for tests and logs). */
   get subscriberCount(): number {
-    return this.#subscriptions.size;
+    return this.#feed.subscriptions.size;
   }
 
-  /** The turn is over: every stream drains and closes. */
+  /** The turn is over: every stream reads what is left of the feed, then ends. */
   end(): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    for (const subscription of [...this.#subscriptions]) subscription.close();
+    if (this.#feed.ended) return;
+    this.#feed.ended = true;
+    for (const subscription of [...this.#feed.subscriptions]) subscription.notify();
     this.#finish();
   }
 }

@@ -6,10 +6,13 @@ import {
   GetTaskRequest,
   ListTasksRequest,
   SendMessageRequest,
+  StreamResponse,
   type Task,
   TaskState,
+  type TaskStatusUpdateEvent,
 } from "@a2a-js/sdk";
-import { commandAgent, eventually, FIXTURES, startTestServer } from "./_server.ts";
+import { commandAgent, eventually, FIXTURES, startTestServer, TOKEN } from "./_server.ts";
+import { parseResponses, writeAll } from "./_raw.ts";
 
 /** A SendMessageRequest from its ProtoJSON form, as a client program would write it. */
 const send = (text: string, message: Record<string, unknown> = {}, configuration = {}) =>
@@ -215,6 +218,124 @@ Deno.test("SubscribeToTask gives every subscriber the current task, then the sam
     (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32004,
   );
 });
+
+// regression: a subscriber that read more slowly than the others was sent the text that waited
+// for it joined into fewer, longer chunks, so concurrent streams of one task differed (A2A 1.0
+// §3.5.2: each stream receives the same events in the same order).
+Deno.test("SubscribeToTask: subscribers reading at different speeds get the very same items, and the fast one never waits", async () => {
+  // 300 lines of 48 KiB (14 MB) at a steady pace: more than the sockets between the server and a
+  // reader that reads nothing hold, so lines wait for it at the server. (The official client
+  // buffers without bound, a raw socket does not.)
+  const lines = 300;
+  const size = 48 * 1024;
+  await using t = await startTestServer({
+    agent: commandAgent(`sh ${FIXTURES}drip_on_go.sh ${lines} ${size}`),
+  });
+  const client = await t.client();
+  const task = await client.sendMessage(send("drip", {}, { returnImmediately: true })) as Task;
+  await eventually(() => Deno.stat(`${t.work}/ready`).catch(() => null), "the agent");
+  const official = await Promise.all([0, 1].map(async () => {
+    const stream = (await t.client()).resubscribeTask({ id: task.id, tenant: "" });
+    // Subscribed once the first item (the task as it stands) has come.
+    const first = await stream.next();
+    return { stream, first: first.value! };
+  }));
+  const raw = await rawSubscriber(t.server.addr.port, task.id);
+  await Deno.writeTextFile(`${t.work}/go`, "");
+  const read = async (stream: AsyncGenerator<StreamResponse>, pauseMs: number) => {
+    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+    const items: StreamResponse[] = [];
+    for await (const item of stream) items.push(item);
+    return items;
+  };
+  const fastDone = read(official[0].stream, 0);
+  // The raw one reads nothing more until the fast one has had the whole task.
+  const [fast, paused, stalled] = await Promise.all([
+    fastDone,
+    read(official[1].stream, 1_000),
+    raw.readAllAfter(fastDone),
+  ]);
+  assert.deepEqual(official[1].first, official[0].first);
+  assert.deepEqual(stalled[0], official[0].first);
+  const last = fast.at(-1)!;
+  assert.equal(last.payload?.$case, "statusUpdate");
+  assert.equal(
+    (last.payload!.value as TaskStatusUpdateEvent).status?.state,
+    TaskState.TASK_STATE_COMPLETED,
+  );
+  const text = fast.flatMap((item) =>
+    item.payload?.$case === "artifactUpdate" ? item.payload.value.artifact!.parts : []
+  ).map((p) => p.content?.$case === "text" ? p.content.value : "").join("");
+  const pad = "x".repeat(size);
+  assert.equal(text, Array.from({ length: lines }, (_, i) => `${i} ${pad}\n`).join(""));
+  const kinds = (items: StreamResponse[]) => items.map((item) => item.payload?.$case);
+  assert.ok(
+    kinds(fast).filter((k) => k === "artifactUpdate").length >= lines,
+    "the fast reader was sent the lines as they came",
+  );
+  assert.deepEqual(kinds(paused), kinds(fast), "the same items for the one that paused");
+  assert.deepEqual(kinds(stalled.slice(1)), kinds(fast), "and for the one that stopped reading");
+  assert.deepEqual(paused, fast);
+  assert.deepEqual(stalled.slice(1), fast);
+});
+
+/**
+ * A SubscribeToTask over a bare socket: resolves once the stream's first item has come; then
+ * reads nothing until readAllAfter()'s promise settles, so that the server's writes to it back up.
+ */
+async function rawSubscriber(port: number, taskId: string) {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 7,
+    method: "SubscribeToTask",
+    params: { id: taskId },
+  });
+  await writeAll(
+    conn,
+    new TextEncoder().encode(
+      `POST / HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\n` +
+        `content-type: application/json\r\na2a-version: 1.0\r\nconnection: close\r\n` +
+        `content-length: ${body.length}\r\n\r\n${body}`,
+    ),
+  );
+  const chunks: Uint8Array[] = [];
+  const buffer = new Uint8Array(64 * 1024);
+  const readSome = async () => {
+    const n = await conn.read(buffer);
+    if (n === null) return false;
+    chunks.push(buffer.slice(0, n));
+    return true;
+  };
+  const text = () => new TextDecoder().decode(concat(chunks));
+  while (
+    !/\r\n\r\n[\s\S]*data: /.test(text()) || !text().includes("\n\n", text().indexOf("data: "))
+  ) {
+    if (!(await readSome())) throw new Error(`the stream ended early: ${text()}`);
+  }
+  return {
+    async readAllAfter(start: Promise<unknown>) {
+      await start;
+      while (await readSome());
+      conn.close();
+      const [response] = parseResponses(text());
+      assert.equal(response.status, 200);
+      return response.body.split("\n\n").filter((event) => event.startsWith("data: ")).map(
+        (event) => StreamResponse.fromJSON(JSON.parse(event.slice(6)).result),
+      );
+    },
+  };
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
 
 Deno.test("ForgetContext (the card's extension) drops the context's session: the next message starts afresh", async () => {
   await using t = await startTestServer();
