@@ -13,6 +13,9 @@ import {
 } from "@a2a-js/sdk";
 import { commandAgent, eventually, FIXTURES, startTestServer, TOKEN } from "./_server.ts";
 import { parseResponses, writeAll } from "./_raw.ts";
+import { VERSION } from "../../lib/core/version.ts";
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** A SendMessageRequest from its ProtoJSON form, as a client program would write it. */
 const send = (text: string, message: Record<string, unknown> = {}, configuration = {}) =>
@@ -41,7 +44,14 @@ Deno.test("the official client reads the agent card: JSONRPC 1.0, streaming, bea
   assert.deepEqual(card.capabilities?.extensions.map((e) => e.uri), [
     "urn:reins:a2a:context-forget:v1",
   ]);
-  assert.ok(card.securitySchemes.bearer);
+  const bearer = card.securitySchemes.bearer?.scheme;
+  assert.equal(bearer?.$case, "httpAuthSecurityScheme");
+  assert.equal(bearer.value.scheme, "Bearer");
+  assert.deepEqual(card.securityRequirements.map((r) => Object.keys(r.schemes)), [["bearer"]]);
+  assert.deepEqual(card.skills.map((skill) => [skill.id, skill.tags]), [
+    ["reins-command", ["agent", "reins", "command"]],
+  ], "one skill: the configured driver");
+  assert.equal(card.version, VERSION);
   assert.equal(client.protocolVersion, "1.0");
 });
 
@@ -56,6 +66,7 @@ Deno.test("SendMessage runs a turn and returns the completed task, which GetTask
   const record = t.store.loadRun(task.id);
   assert.equal(record.trigger, "a2a");
   assert.equal(record.contextId, task.contextId);
+  assert.match(task.contextId, UUID_V7, "a message without a contextId gets a new uuid v7");
   const got = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
   assert.deepEqual(got.artifacts, task.artifacts);
   const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: task.contextId }));

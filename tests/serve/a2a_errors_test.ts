@@ -82,6 +82,37 @@ Deno.test("methods reins does not serve have their spec codes", async () => {
   }
 });
 
+Deno.test("envelopes that are not one JSON-RPC 2.0 request get -32700 or -32600 over HTTP, the id when it can be told", async () => {
+  await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+  const post = async (body: BodyInit) => {
+    const response = await fetch(`http://127.0.0.1:${t.server.addr.port}/`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${TOKEN}`,
+        "a2a-version": "1.0",
+      },
+      body,
+    });
+    assert.equal(response.status, 200);
+    return await response.json();
+  };
+  const cases: [BodyInit, number, unknown][] = [
+    ['{"jsonrpc":"2.0","id":1,"method":', -32700, null],
+    [new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), -32700, null],
+    ['[{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}]', -32600, null],
+    ['{"jsonrpc":"2.0","method":"GetTask","params":{"id":"x"}}', -32600, null],
+    ['{"jsonrpc":"1.0","id":7,"method":"GetTask","params":{"id":"x"}}', -32600, 7],
+    ['{"jsonrpc":"2.0","id":"a","method":42}', -32600, "a"],
+  ];
+  for (const [body, code, id] of cases) {
+    const answer = await post(body);
+    assert.equal(answer.jsonrpc, "2.0");
+    assert.equal(answer.error?.code, code, `${body}: ${JSON.stringify(answer)}`);
+    assert.equal(answer.id, id, String(body));
+  }
+});
+
 Deno.test("bad params are -32602 naming the field; files are ContentTypeNotSupported (-32005)", async () => {
   await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
   const cases: [string, unknown, number, RegExp][] = [
