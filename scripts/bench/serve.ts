@@ -2,8 +2,10 @@
 // driver running `true`), 16 clients on kept-alive connections, against a bare Deno.serve that
 // answers the same JSON — and SendMessage against the same turns run by runTurn() in process,
 // which is what a recorded turn costs without HTTP; the memory 500 idle connections cost each;
-// and how fast a megabyte of `[` is refused. Both servers are subprocesses; the load comes from this process over raw
-// sockets (the same client for both), so the ratio compares the servers, not the clients.
+// and how fast a megabyte of `[` is refused. Both servers are subprocesses; the load comes from
+// this process over raw sockets (the same client for both), so the ratio compares the servers,
+// not the clients; each pair is measured in alternating rounds, so that other work on the machine
+// weighs on both sides of a ratio alike.
 import { compare, figure } from "./_lib.ts";
 import { sourceRunFlags } from "../permissions.ts";
 import { loadSettings } from "../../lib/core/config.ts";
@@ -101,30 +103,54 @@ class Connection {
   }
 }
 
-/** Requests per second with CLIENTS connections sending `bytes` for SECONDS. */
-async function rate(port: number, bytes: Uint8Array): Promise<number> {
+/** A load of CLIENTS concurrent clients: `run` goes on until the time given, counting answers. */
+interface Load {
+  run(untilMs: number): Promise<number>;
+  close(): void;
+}
+
+/** CLIENTS kept-alive connections sending `bytes`, each waiting for its answer. */
+async function httpLoad(port: number, bytes: Uint8Array): Promise<Load> {
   const connections = await Promise.all(
     Array.from({ length: CLIENTS }, () => Connection.open(port)),
   );
-  try {
-    // Warm up (JIT, caches), then count.
-    const warmEnd = performance.now() + 500;
-    await Promise.all(connections.map(async (c) => {
-      while (performance.now() < warmEnd) await c.exchange(bytes);
-    }));
-    let count = 0;
-    const start = performance.now();
-    const end = start + SECONDS * 1000;
-    await Promise.all(connections.map(async (c) => {
-      while (performance.now() < end) {
-        await c.exchange(bytes);
-        count++;
-      }
-    }));
-    return count / ((performance.now() - start) / 1000);
-  } finally {
-    for (const c of connections) c.close();
+  return {
+    async run(untilMs) {
+      let count = 0;
+      await Promise.all(connections.map(async (c) => {
+        while (performance.now() < untilMs) {
+          await c.exchange(bytes);
+          count++;
+        }
+      }));
+      return count;
+    },
+    close() {
+      for (const c of connections) c.close();
+    },
+  };
+}
+
+/**
+ * The rates (per second) of two loads, measured in alternating rounds (A B B A …) after a warm-up
+ * of each: on a machine shared with other work, a busy spell then weighs on both sides alike
+ * rather than on whichever ran during it.
+ */
+async function paired(a: Load, b: Load): Promise<[number, number]> {
+  const ROUNDS = 4;
+  const roundMs = (SECONDS * 1000) / ROUNDS;
+  for (const load of [a, b]) await load.run(performance.now() + 500);
+  const counts = [0, 0];
+  const times = [0, 0];
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    for (const side of order) {
+      const start = performance.now();
+      counts[side] += await [a, b][side].run(start + roundMs);
+      times[side] += performance.now() - start;
+    }
   }
+  return [counts[0] / (times[0] / 1000), counts[1] / (times[1] / 1000)];
 }
 
 function rssKiB(pid: number): number {
@@ -150,8 +176,8 @@ async function idleCost(server: Server, bytes: Uint8Array): Promise<number> {
   return Math.max(1, after - before) / 500;
 }
 
-/** Turns per second of `true` on the command driver, 16 at once, straight through runTurn(). */
-async function turnRate(home: string, cwd: string): Promise<number> {
+/** Turns of `true` on the command driver, CLIENTS at once, straight through runTurn(). */
+function turnLoad(home: string, cwd: string): Load {
   const store = openStore(home);
   const settings = loadSettings({ REINS_HOME: home, HOME: cwd, REINS_CONFIG: `${cwd}/none.json` });
   const signals = { stop: new AbortController().signal, kill: new AbortController().signal };
@@ -167,24 +193,21 @@ async function turnRate(home: string, cwd: string): Promise<number> {
       parentRunId: null,
       trigger: "a2a",
     }, signals);
-  try {
-    const warmEnd = performance.now() + 500;
-    await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      while (performance.now() < warmEnd) await turn();
-    }));
-    let count = 0;
-    const start = performance.now();
-    const end = start + SECONDS * 1000;
-    await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      while (performance.now() < end) {
-        await turn();
-        count++;
-      }
-    }));
-    return count / ((performance.now() - start) / 1000);
-  } finally {
-    store.close();
-  }
+  return {
+    async run(untilMs) {
+      let count = 0;
+      await Promise.all(Array.from({ length: CLIENTS }, async () => {
+        while (performance.now() < untilMs) {
+          await turn();
+          count++;
+        }
+      }));
+      return count;
+    },
+    close() {
+      store.close();
+    },
+  };
 }
 
 export default async function (): Promise<void> {
@@ -254,8 +277,12 @@ export default async function (): Promise<void> {
     const bare = await startBare();
     servers.push(bare);
 
-    const getOurs = await rate(ours.port, get);
-    const getBare = await rate(bare.port, get);
+    const loads: Load[] = [];
+    const load = <T extends Load>(l: T) => (loads.push(l), l);
+    const [getOurs, getBare] = await paired(
+      load(await httpLoad(ours.port, get)),
+      load(await httpLoad(bare.port, get)),
+    );
     compare({
       name: "GetTask, 16 clients (auth, JSON-RPC, task from the recorded run)",
       ours: getOurs,
@@ -265,8 +292,11 @@ export default async function (): Promise<void> {
       goal: ">= 0.5",
       baselineName: "bare Deno.serve, same JSON",
     });
-    const sendOurs = await rate(ours.port, request(send, token));
-    const sendBare = await rate(bare.port, request(send, token));
+    const sendLoad = load(await httpLoad(ours.port, request(send, token)));
+    const [sendOurs, sendBare] = await paired(
+      sendLoad,
+      load(await httpLoad(bare.port, request(send, token))),
+    );
     compare({
       name: "SendMessage, 16 clients (a recorded run of `true` each, blocking)",
       ours: sendOurs,
@@ -279,10 +309,14 @@ export default async function (): Promise<void> {
 
     // What the turns themselves cost, without HTTP: runTurn() in this process, 16 at once.
     await Deno.mkdir(`${dir}/work-engine`);
-    const engineRate = await turnRate(`${dir}/engine-home`, `${dir}/work-engine`);
+    const [sendAgain, engineRate] = await paired(
+      sendLoad,
+      load(turnLoad(`${dir}/engine-home`, `${dir}/work-engine`)),
+    );
+    for (const l of loads) l.close();
     compare({
       name: "SendMessage, 16 clients, against the same turns run by runTurn() in process",
-      ours: sendOurs,
+      ours: sendAgain,
       baseline: engineRate,
       unit: "turns/s",
       better: "higher",
