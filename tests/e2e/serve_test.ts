@@ -264,6 +264,58 @@ Deno.test("reins serve --driver command --exec-stdin events: the program's quest
   assert.equal((await stop(served)).code, 0);
 });
 
+Deno.test("reins serve gives every turn reins run's turn flags: --timeout fails a turn that runs too long, --approve deny refuses a tool", async () => {
+  await using dir = await tempDir();
+  const timed = await serve(dir.path, [
+    "--driver",
+    "command",
+    "--exec",
+    `sh ${FIXTURES}sleeper.sh`,
+    "--timeout",
+    "1",
+    "--cwd",
+    dir.path,
+  ]);
+  const token = (await Deno.readTextFile(`${dir.path}/serve.token`)).trim();
+  try {
+    const late = await (await officialClient(timed.base, token)).sendMessage(send("work")) as Task;
+    assert.equal(late.status?.state, TaskState.TASK_STATE_FAILED);
+    const record = JSON.parse((await reins(["show", late.id, "--json"], { home: dir.path })).stdout)
+      .record;
+    assert.equal(record.status, "failed");
+    assert.match(record.terminalReason, /^timed out after 1 s/);
+  } finally {
+    assert.equal((await stop(timed)).code, 0);
+    const child = Number(await Deno.readTextFile(`${dir.path}/child.pid`).catch(() => "0"));
+    if (child) assert.equal(alive(child), false, "the timed-out agent's group is gone");
+  }
+
+  const script = `${dir.path}/write.json`;
+  await Deno.writeTextFile(
+    script,
+    JSON.stringify([
+      { toolCalls: [{ id: "c1", name: "write_file", args: { path: "out.txt", content: "x" } }] },
+      { text: "could not write it" },
+    ]),
+  );
+  const denying = await serve(dir.path, [
+    "--model",
+    `mock:${script}`,
+    "--approve",
+    "deny",
+    "--cwd",
+    dir.path,
+  ]);
+  const task = await (await officialClient(denying.base, token)).sendMessage(send("write")) as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(await Deno.stat(`${dir.path}/out.txt`).catch(() => null), null, "refused");
+  const shown = JSON.parse((await reins(["show", task.id, "--json"], { home: dir.path })).stdout);
+  const events = shown.events as { type: string; payload: Record<string, unknown> }[];
+  const completed = events.find((e) => e.type === "tool.completed");
+  assert.match(JSON.stringify(completed?.payload), /denied by policy/);
+  assert.equal((await stop(denying)).code, 0);
+});
+
 // regression: the launcher's sandbox granted neither --token-file nor --host, so reins serve could
 // neither read its token nor listen where it was told.
 Deno.test("the reins launcher grants reins serve its --token-file and --host", async () => {
