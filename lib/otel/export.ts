@@ -89,10 +89,13 @@ export interface SettleExport {
   load: (runId: string) => RecordedRun;
   /** One line for people (stderr). */
   warn: (message: string) => void;
+  /**
+   * Whether a warning about the settings is said for the first time (the store's firstTime): a
+   * server settles many runs with the same settings. Without it, every export says them.
+   */
+  firstTime?: (key: string) => boolean;
   budgetMs?: number;
 }
-
-const warnedSettings = new Set<string>();
 
 /**
  * Exports a run that has just settled, when the settings ask for it: written to the outbox, then
@@ -109,9 +112,7 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
     return null;
   }
   for (const warning of exporting.warnings) {
-    // Once per process: a server settles many runs with the same settings.
-    if (warnedSettings.has(warning)) continue;
-    warnedSettings.add(warning);
+    if (request.firstTime?.(`otel settings: ${warning}`) === false) continue;
     request.warn(`OpenTelemetry export: ${warning}`);
   }
   if (!exporting.onSettle || exporting.target === null) return null;
@@ -168,7 +169,7 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
  * exportOnSettle() with the store's reading of the run.
  */
 export async function exportSettledRun(
-  store: Pick<Store, "home" | "inspectRun" | "readEvents">,
+  store: Pick<Store, "home" | "inspectRun" | "readEvents" | "firstTime">,
   settings: Settings,
   runId: string,
   warn: (message: string) => void,
@@ -179,6 +180,7 @@ export async function exportSettledRun(
     runId,
     load: (id) => ({ record: store.inspectRun(id).record, events: store.readEvents(id).events }),
     warn,
+    firstTime: (key) => store.firstTime(key),
   });
 }
 

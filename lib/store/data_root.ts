@@ -34,6 +34,7 @@ export class DataRoot implements Disposable {
   readonly #checked = new CheckedDirs();
   readonly #logs: OpenLogs;
   readonly #warn: (message: string) => void;
+  readonly #said = new Set<string>();
   #index: RunIndex | null = null;
   #closed = false;
 
@@ -82,6 +83,17 @@ export class DataRoot implements Disposable {
   /** Appends a line to a private log below the root, keeping the handle for the next line. */
   appendLine(path: string, line: string): void {
     this.#logs.append(path, line);
+  }
+
+  /**
+   * True the first time this data root is asked about `key`, false after: for what a long-lived
+   * process (a server, a suite) says once however many turns meet it, per store rather than per
+   * process, so that two stores in one process (tests, two data roots) each say it.
+   */
+  firstTime(key: string): boolean {
+    if (this.#said.has(key)) return false;
+    this.#said.add(key);
+    return true;
   }
 
   /** Tells people `message` (see DataRootOptions.warn) and keeps it in logs/reins.log. */

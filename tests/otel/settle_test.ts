@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { loadSettings } from "../../lib/core/config.ts";
 import { exportOnSettle } from "../../lib/otel/export.ts";
 import { listOtlpEntryIds, readOtlpEntry } from "../../lib/otel/outbox.ts";
-import { openStore } from "../../lib/store/store.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
+import { runTurn } from "../../lib/turn/run_turn.ts";
 import { reins, tempDir } from "../support/reins.ts";
 import { type Answer, DEAD_COLLECTOR_URL, startFakeCollector } from "../fixtures/fake_otlp.ts";
 
@@ -214,4 +215,49 @@ Deno.test("exportOnSettle() from many turns at once (a server's) sends each trac
   const sent = collector.spans().filter((span) => span.parentSpanId === undefined)
     .map((span) => span.traceId).sort();
   assert.deepEqual(sent, runIds.map((id) => id.replaceAll("-", "")).sort(), "each trace once");
+});
+
+// regression: the settings' warnings were remembered by the module, once per process: a second
+// store (another data root, a test after another) never heard them.
+Deno.test("runTurn() says a warning about the OpenTelemetry settings once per store, not once per process", async () => {
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const turnIn = (store: Store, warnings: string[]) => {
+    const settings = loadSettings({
+      REINS_HOME: store.home,
+      HOME: dir.path,
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_TIMEOUT: "soon",
+    });
+    return runTurn(
+      store,
+      settings,
+      {
+        agent: { kind: "command", exec: "true", idleTimeoutSeconds: null },
+        prompt: "hello",
+        cwd: dir.path,
+        contextId: null,
+        approval: "auto",
+        budget: {},
+        timeoutSeconds: null,
+        parentRunId: null,
+        trigger: "api",
+      },
+      { stop: new AbortController().signal, kill: new AbortController().signal },
+      {
+        warn: (message) => warnings.push(message),
+      },
+    );
+  };
+  const said = (warnings: string[]) =>
+    warnings.filter((w) => w.includes("OTEL_EXPORTER_OTLP_TIMEOUT"));
+  for (const home of ["first", "second"]) {
+    using store = openStore(`${dir.path}/${home}`);
+    const warnings: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await turnIn(store, warnings)).summary.status, "completed");
+    }
+    assert.equal(said(warnings).length, 1, `${home} store: ${JSON.stringify(warnings)}`);
+  }
+  assert.equal(collector.spans().filter((span) => span.parentSpanId === undefined).length, 6);
 });
