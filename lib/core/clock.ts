@@ -35,8 +35,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * Calls `fn` once after `ms`, unless cancelled first — without setTimeout, whose first use in a
- * process loads Deno's Node timers (~7 ms of CPU, measured with V8's profiler; see
- * `deno task bench` "a whole reins run"). For one-shot deadlines on a path every run takes;
+ * process loads Deno's Node timers (~7 ms of CPU: `deno task bench startup`, "the first
+ * clearTimeout"). For one-shot deadlines on a path every run takes;
  * the timer does not keep the process alive. A cancelled one fires into nothing.
  */
 export function onceAfter(ms: number, fn: () => void): { cancel(): void } {

@@ -1,7 +1,8 @@
 // Identifiers: time-ordered run and session ids (uuid v7), and the check every id must pass
 // before it becomes a path segment. It validates; it never rewrites a name into a safe one.
-// uuid v7 is made here from Web Crypto rather than imported from npm: loading any npm module
-// costs every command ~50 ms of start-up, and v7 is twenty lines (RFC 9562, section 5.7).
+// uuid v7 is made here from Web Crypto rather than imported from npm: loading an npm module costs
+// a command ~40 ms of CPU (`deno task bench startup`, "yaml"), and v7 is twenty lines (RFC 9562,
+// section 5.7).
 import { UsageError } from "./errors.ts";
 
 let lastMs = 0;

@@ -1,8 +1,7 @@
 // SHA-256 of a short text, in plain TypeScript, for names derived from a path on a path every
 // run takes (the snapshot's stat cache is named by its directory's digest). node:crypto would do
-// it in one call, but loading it costs each process ~19 ms of CPU (measured: `perf stat` of
-// `reins run --driver command --exec true hello`, 33 ms against 14 with the module left out;
-// `deno task bench engine` "a whole reins run"). Contents are still hashed by node:crypto,
+// it in one call, but loading it costs each process ~19 ms of CPU (`deno task bench startup`,
+// "loading node:crypto"; and `deno task bench engine` "a whole reins run"). Contents are still hashed by node:crypto,
 // imported when there is content to hash (lib/snapshot/take.ts).
 
 const K = new Uint32Array([

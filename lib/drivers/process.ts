@@ -359,7 +359,7 @@ export function stderrSummary(stderr: string, lines = 3, chars = 600): string {
 
 /**
  * clearTimeout, only for a timer there is: the first clearTimeout in a process, even of
- * undefined, loads Deno's Node timers (~7 ms of CPU; see onceAfter in lib/core/clock.ts).
+ * undefined, loads Deno's Node timers (~7 ms of CPU: `deno task bench startup`).
  */
 function clearTimer(timer: ReturnType<typeof setTimeout> | undefined): void {
   if (timer !== undefined) clearTimeout(timer);

@@ -57,7 +57,7 @@ type CreateHash = typeof import("node:crypto").createHash;
 
 /**
  * node:crypto, imported when a file's content must be hashed: loading it costs ~19 ms of CPU
- * (lib/core/sha256.ts), and a run in a tree the stat cache knows, or an empty one, hashes none.
+ * (`deno task bench startup`), and a run in a tree the stat cache knows, or an empty one, hashes none.
  */
 let createHash: CreateHash | null = null;
 async function loadHashing(): Promise<void> {

@@ -54,7 +54,8 @@ export class DataRoot implements Disposable {
    * Notes that `dir`, below a directory already checked, was just made 0700 by this process (a
    * run's directory, renamed into place with its lock held), so writes into it need not check it
    * again: every run's first write did, three lstats and a chmod (opening a run's log took
-   * 1.2–3 ms, 0.6 without, by performance marks in a whole `reins run` on a busy machine).
+   * 1.2–3 ms, 0.6 without, by performance marks in the whole `reins run` of `deno task bench
+   * engine`, on a busy machine).
    */
   madePrivate(dir: string): void {
     this.#checked.madePrivate.add(resolvePath(dir, this.home));

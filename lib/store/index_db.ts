@@ -7,9 +7,9 @@
 // `index.pending`, which the next reader applies (see noteRun). So `reins run` never opens the
 // database (the file, WAL mode, the schema check, two upserts: a few ms of every run).
 // Free of zod and of node:fs/path/util on purpose: `reins runs` must start about as fast as an
-// empty `deno run`. (node:sqlite itself costs nothing measurable to import — but reaching it
-// through `process.getBuiltinModule` loads Deno's whole Node `process`, +17 ms: measured with
-// `perf stat`, see `deno task bench` "start-up".)
+// empty `deno run`. (node:sqlite itself costs ~2 ms to import — but reaching it through
+// `process.getBuiltinModule` loads Deno's whole Node `process`, ~14 ms of CPU: both measured by
+// `deno task bench startup`.)
 import { importLazily } from "../core/lazy_import.ts";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { RunRecord } from "./contracts.ts";

@@ -1,7 +1,7 @@
 // Validators compiled from zod schemas into plain JavaScript source, so that the paths every run
 // takes (appending an event, writing run.json, reading a log, loading the settings) check their
-// contracts without loading zod at all: zod costs each command ~24 ms of CPU to load (measured by
-// `deno task bench` "start-up"). zod stays the one definition — scripts/gen_checks.ts writes
+// contracts without loading zod at all: zod costs each command ~15 ms of CPU, ~40 ms of wall
+// time on a busy machine, to load (`deno task bench startup`). zod stays the one definition — scripts/gen_checks.ts writes
 // lib/store/contract_checks.ts from the schemas, and tests/store/schema_codegen_test.ts holds
 // the output to zod as the oracle: same verdict, same first issue (message and path), same
 // parsed value where a default applies. A construct it does not know makes it throw.
