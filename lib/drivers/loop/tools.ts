@@ -8,6 +8,7 @@ import { ConfinementError, confinePath } from "./confine.ts";
 import type { ToolSpec } from "./model.ts";
 import type { AgentProcess } from "../../core/process_group.ts";
 import { runShellCommand } from "./run_command.ts";
+import { type FileHead, looksBinary, NotAFileError, readHead } from "./read_head.ts";
 
 export type ToolResult =
   | { ok: true; result: unknown }
@@ -84,50 +85,38 @@ const TOOLS = {
     }),
     async run(args, context) {
       const { path, relative } = await confinePath(context.root, args.path);
-      const entries: string[] = [];
-      const limit = context.options.maxListEntries;
-      let more = 0;
-      const walk = async (dir: string, prefix: string) => {
-        const names: Deno.DirEntry[] = [];
-        for await (const entry of Deno.readDir(dir)) names.push(entry);
-        names.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-        for (const entry of names) {
-          const shown = `${prefix}${entry.name}${
-            entry.isDirectory ? "/" : entry.isSymlink ? "@" : ""
-          }`;
-          if (entries.length >= limit) more++;
-          else entries.push(shown);
-          if (args.recursive && entry.isDirectory && entry.name !== ".git") {
-            await walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`);
-          }
-        }
-      };
+      const listing = new Listing(context.options.maxListEntries);
       try {
-        await walk(path, "");
+        await listing.walk(path, "", args.recursive);
       } catch (error) {
         throw new ToolFailure(`Cannot list ${JSON.stringify(relative)}: ${fsReason(error)}`);
       }
-      if (entries.length === 0) return "(empty)";
-      return entries.join("\n") + (more > 0 ? `\n[… ${more} more entries not shown]` : "");
+      return listing.text();
     },
   }),
   read_file: defineTool({
-    description: "Read a text file of the working directory.",
+    description: "Read a text file of the working directory (long files are cut; it says so).",
     args: z.object({
       path: z.string().describe("file, relative to the working directory"),
     }),
     async run(args, context) {
       const { path, relative } = await confinePath(context.root, args.path);
-      let bytes: Uint8Array;
+      const limit = context.options.maxReadBytes;
+      let head: FileHead;
       try {
-        bytes = await Deno.readFile(path);
+        head = await readHead(path, limit);
       } catch (error) {
         throw new ToolFailure(`Cannot read ${JSON.stringify(relative)}: ${fsReason(error)}`);
       }
-      const limit = context.options.maxReadBytes;
-      const text = new TextDecoder().decode(bytes.subarray(0, limit));
-      if (bytes.length <= limit) return text;
-      return `${text}\n[… truncated: showing ${limit} of ${bytes.length} bytes]`;
+      if (looksBinary(head.bytes)) {
+        throw new ToolFailure(
+          `Cannot read ${JSON.stringify(relative)}: it is a binary file (${head.size} bytes, ` +
+            "a NUL byte near its start); read_file shows text files",
+        );
+      }
+      const text = new TextDecoder().decode(head.bytes);
+      if (!head.cut) return text;
+      return `${text}\n[… truncated: showing ${head.bytes.length} of ${head.size} bytes]`;
     },
   }),
   write_file: defineTool({
@@ -256,6 +245,71 @@ export async function createToolbox(cwd: string, options: ToolboxOptions = {}): 
   };
 }
 
+/**
+ * What list_files shows, at most `limit` entries in name order: each directory is read keeping
+ * only the first names it can still show (the rest are counted), and no directory is entered
+ * once the limit is reached, so a tree of a million files costs neither the memory nor the time
+ * of walking it all.
+ */
+class Listing {
+  readonly #lines: string[] = [];
+  #more = 0;
+  /** Directories left unread because the limit was reached: their entries are not counted. */
+  #unread = false;
+
+  constructor(readonly limit: number) {}
+
+  async walk(dir: string, prefix: string, recursive: boolean): Promise<void> {
+    const { first, total } = await firstEntries(dir, this.limit - this.#lines.length);
+    this.#more += total - first.length;
+    for (const entry of first) {
+      const descend = recursive && entry.isDirectory && entry.name !== ".git";
+      if (this.#lines.length >= this.limit) {
+        this.#more++;
+        if (descend) this.#unread = true;
+        continue;
+      }
+      const mark = entry.isDirectory ? "/" : entry.isSymlink ? "@" : "";
+      this.#lines.push(`${prefix}${entry.name}${mark}`);
+      if (descend) await this.walk(`${dir}/${entry.name}`, `${prefix}${entry.name}/`, true);
+    }
+  }
+
+  text(): string {
+    if (this.#lines.length === 0) return "(empty)";
+    if (this.#more === 0 && !this.#unread) return this.#lines.join("\n");
+    const more = this.#unread
+      ? `at least ${this.#more} more entries not shown (directories past the limit were not read)`
+      : `${this.#more} more entries not shown`;
+    return `${this.#lines.join("\n")}\n[… ${more}]`;
+  }
+}
+
+/** The `room` entries of `dir` that sort first by name, and how many entries it has. */
+async function firstEntries(
+  dir: string,
+  room: number,
+): Promise<{ first: Deno.DirEntry[]; total: number }> {
+  const first: Deno.DirEntry[] = [];
+  let total = 0;
+  for await (const entry of Deno.readDir(dir)) {
+    total++;
+    if (room <= 0) continue;
+    if (first.length === room && !(entry.name < first[room - 1].name)) continue;
+    // Binary insertion: in readdir's (hash) order few names beat the last kept one.
+    let low = 0;
+    let high = first.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (first[mid].name < entry.name) low = mid + 1;
+      else high = mid;
+    }
+    first.splice(low, 0, entry);
+    if (first.length > room) first.pop();
+  }
+  return { first, total };
+}
+
 // Models sometimes send the arguments as the JSON text itself.
 function parseArgs(args: unknown): { ok: true; value: unknown } | { ok: false; error: string } {
   if (args === undefined || args === null) return { ok: true, value: {} };
@@ -275,6 +329,7 @@ function withoutUndefined<T extends object>(value: T): Partial<T> {
 
 /** A file-system error in words the model can act on. */
 function fsReason(error: unknown): string {
+  if (error instanceof NotAFileError) return error.message;
   if (error instanceof Deno.errors.NotFound) return "no such file or directory";
   if (error instanceof Deno.errors.IsADirectory) return "it is a directory";
   if (error instanceof Deno.errors.NotADirectory) return "not a directory";

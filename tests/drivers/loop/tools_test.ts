@@ -262,3 +262,38 @@ Deno.test("createToolbox() stops the processes a command started, not only its s
     assert.deepEqual(running, []);
   });
 });
+
+Deno.test("createToolbox() lists at most maxListEntries, first by name, and counts the rest", async () => {
+  await withTempDir(async (dir) => {
+    for (let i = 29; i >= 0; i--) {
+      await Deno.writeTextFile(`${dir}/f${String(i).padStart(2, "0")}`, "");
+    }
+    const tools = await createToolbox(dir, { maxListEntries: 5 });
+    assert.deepEqual(await tools.run(call("list_files", {}), signal), {
+      ok: true,
+      result: "f00\nf01\nf02\nf03\nf04\n[… 25 more entries not shown]",
+    });
+  });
+});
+
+Deno.test("createToolbox() enters no directory once list_files has shown its limit", async () => {
+  // regression: a recursive listing walked the whole tree (a million files held in memory and
+  // read one by one) to show its first thousand entries
+  await withTempDir(async (dir) => {
+    await Deno.mkdir(`${dir}/a`);
+    await Deno.mkdir(`${dir}/z/deep`, { recursive: true });
+    for (const name of ["1", "2", "3"]) await Deno.writeTextFile(`${dir}/a/${name}`, "");
+    for (let i = 0; i < 50; i++) await Deno.writeTextFile(`${dir}/z/deep/${i}`, "");
+    await Deno.writeTextFile(`${dir}/b.txt`, "");
+    const tools = await createToolbox(dir, { maxListEntries: 4 });
+    assert.deepEqual(await tools.run(call("list_files", { recursive: true }), signal), {
+      ok: true,
+      result: "a/\na/1\na/2\na/3\n" +
+        "[… at least 2 more entries not shown (directories past the limit were not read)]",
+    });
+    // within the limit the whole tree is shown, as before
+    const all = await createToolbox(dir, { maxListEntries: 100 });
+    const listed = await all.run(call("list_files", { path: "z", recursive: true }), signal);
+    assert.equal(listed.ok && (listed.result as string).split("\n").length, 51);
+  });
+});
