@@ -365,7 +365,7 @@ export function writePrivateFileAtomic(
   } finally {
     file.close();
   }
-  if (durable) syncDir(dir);
+  if (durable) syncDirectory(dir);
 }
 
 /**
@@ -415,7 +415,11 @@ export async function writePrivateFileAtomicAsync(
   }
 }
 
-function syncDir(dir: string): void {
+/**
+ * fsyncs a directory, making the names created or renamed in it durable. Some filesystems refuse
+ * fsync on a directory; a rename is still atomic there, so that is not an error.
+ */
+export function syncDirectory(dir: string): void {
   try {
     const handle = Deno.openSync(dir, { read: true });
     try {
@@ -424,8 +428,24 @@ function syncDir(dir: string): void {
       handle.close();
     }
   } catch {
-    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+    // refused: see above
   }
+  directorySyncObserver?.(dir);
+}
+
+let directorySyncObserver: ((dir: string) => void) | null = null;
+
+/**
+ * Test seam: `observer` is told of every directory syncDirectory syncs, after it does, until
+ * the returned handle is disposed. The syncs themselves happen as ever.
+ */
+export function observeDirectorySyncs(observer: (dir: string) => void): Disposable {
+  directorySyncObserver = observer;
+  return {
+    [Symbol.dispose]() {
+      if (directorySyncObserver === observer) directorySyncObserver = null;
+    },
+  };
 }
 
 /**

@@ -116,6 +116,18 @@ const holders = new Map<string, EventLog>();
  * what other processes appended since its last look (reading only those bytes), so it always
  * knows the last sequence and whether the run has settled.
  */
+export interface EventLogOptions {
+  /** fdatasync after every event (default: only when the caller syncs). */
+  syncEachEvent?: boolean;
+  /** See EventLog.open. */
+  holdBursts?: boolean;
+  /**
+   * Runs once, after this handle's first sync: what must be made durable with the log but need
+   * not be before (the run's owner syncs the directories its creation renamed into place).
+   */
+  afterFirstSync?: () => void;
+}
+
 export class EventLog {
   readonly runId: string;
   readonly sessionId: string;
@@ -124,6 +136,7 @@ export class EventLog {
   readonly #runIdJson: string;
   readonly #sessionIdJson: string;
   readonly #holdBursts: boolean;
+  #afterFirstSync: (() => void) | null;
   #holding = false;
   /** How much of the file this handle has taken into account. */
   #seen = 0;
@@ -134,13 +147,14 @@ export class EventLog {
     runId: string,
     sessionId: string,
     log: PrivateLog,
-    options: { syncEachEvent?: boolean; holdBursts?: boolean },
+    options: EventLogOptions,
   ) {
     this.runId = runId;
     this.sessionId = sessionId;
     this.#log = log;
     this.#syncEachEvent = options.syncEachEvent ?? false;
     this.#holdBursts = options.holdBursts ?? false;
+    this.#afterFirstSync = options.afterFirstSync ?? null;
     this.#runIdJson = JSON.stringify(runId);
     this.#sessionIdJson = JSON.stringify(sessionId);
   }
@@ -154,7 +168,7 @@ export class EventLog {
     root: DataRoot,
     runId: string,
     sessionId: string,
-    options: { syncEachEvent?: boolean; holdBursts?: boolean } = {},
+    options: EventLogOptions = {},
   ): EventLog {
     const log = root.openLog(root.layout.events(runId));
     return new EventLog(runId, sessionId, log, options);
@@ -230,7 +244,7 @@ export class EventLog {
       if (written.ignored === undefined && this.#settled === null) {
         this.#settled = terminalStatusOf(written);
       }
-      if (this.#syncEachEvent) this.#log.sync();
+      if (this.#syncEachEvent) this.sync();
       afterWrite?.(written);
     });
     return event!;
@@ -248,9 +262,13 @@ export class EventLog {
     return result as T;
   }
 
-  /** Flushes the log to disk (fdatasync). */
+  /** Flushes the log to disk (fdatasync), and the first time runs afterFirstSync. */
   sync(): void {
     this.#log.sync();
+    const first = this.#afterFirstSync;
+    if (first === null) return;
+    this.#afterFirstSync = null;
+    first();
   }
 
   close(): void {

@@ -6,6 +6,7 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
+import { syncDirectory } from "../core/private_files.ts";
 import type {
   EventInput,
   RunEvent,
@@ -283,7 +284,17 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
   const record = orderedRecord(candidate);
   const owner = takeOwnership(root, runId);
   try {
-    const log = EventLog.open(root, runId, record.sessionId, { ...options, holdBursts: true });
+    const log = EventLog.open(root, runId, record.sessionId, {
+      ...options,
+      holdBursts: true,
+      // The rename that put runs/<id> in place, and the files made in it, are durable once runs/
+      // and runs/<id> are synced too: done with the log's first sync (at settle at the latest)
+      // rather than here, keeping a run's creation free of syncs.
+      afterFirstSync: () => {
+        syncDirectory(root.layout.run(runId));
+        syncDirectory(root.layout.runs());
+      },
+    });
     const writer = new RunWriter(
       root,
       log,
@@ -292,8 +303,9 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       init.resumeOf ?? record.resumedFromRunId,
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
-    // and until then a power cut loses its events anyway (they are not synced one by one). A
-    // run.json that a crash cuts short is rebuilt from run.started.
+    // its directory with it (afterFirstSync above), and until then a power cut loses its events
+    // anyway (they are not synced one by one). A run.json a crash cuts short is rebuilt from
+    // run.started.
     writeRecord(root, { ...record, startedAt: writer.started.timestamp }, { durable: false });
     return writer;
   } catch (error) {

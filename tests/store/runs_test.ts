@@ -6,6 +6,7 @@ import type { RunAppender } from "../../lib/store/run_writer.ts";
 import { openStore, Store } from "../../lib/store/store.ts";
 import { eventInput, runPatch } from "./_arbitraries.ts";
 import { logLines, modeOf, recordOnDisk, runInit, storeHome } from "./_helpers.ts";
+import { observeDirectorySyncs } from "../../lib/core/private_files.ts";
 
 Deno.test("createRun() writes a running run.json and a run.started event, all private", async () => {
   await using home = await storeHome();
@@ -358,4 +359,22 @@ Deno.test("a new store looks at directories again: modes loosened behind one are
   // ...a store opened afterwards (another process, another front end) does.
   home.reopen().contexts.put("ctx-1", session);
   assert.equal(modeOf(`${home.path}/contexts/ctx-1`), 0o700);
+});
+
+Deno.test("createRun() syncs runs/ and the run's directory once, with the log's first sync, not at creation", async () => {
+  // regression: the rename of runs/.<id>.creating to runs/<id> was never followed by an fsync of
+  // runs/, so a power cut could lose a settled run's whole directory
+  await using home = await storeHome();
+  const synced: string[] = [];
+  using _observed = observeDirectorySyncs((dir) => synced.push(dir));
+  using writer = home.store.createRun(runInit());
+  const runs = `${home.path}/runs`;
+  assert.deepEqual(synced, [], "a run's creation syncs nothing");
+  writer.append({ type: "heartbeat", payload: { iteration: 1 } });
+  assert.deepEqual(synced, []);
+  writer.append({ type: "completed", payload: { result: "done", reason: null } });
+  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs]);
+  writer.append({ type: "heartbeat", payload: { iteration: 2 } });
+  writer.close();
+  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs], "once, not at every sync");
 });
