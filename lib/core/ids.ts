@@ -58,12 +58,18 @@ export function idTimeMs(id: string): number | null {
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+// Windows opens a device for these names whatever the case, and with any extension ("nul.txt"
+// is NUL): a context named so would read or write the device, never a file.
+const DEVICE_NAME = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\.|$)/i;
+
 /**
  * Whether `value` may be used as one path segment under the data root. Beyond the pattern, a
- * trailing dot is refused: Windows drops it, so "a." and "a" would name the same file there.
+ * trailing dot is refused (Windows drops it, so "a." and "a" would name the same file there), and
+ * so are Windows's device names, with or without an extension.
  */
 export function isSafeName(value: string): boolean {
-  return SAFE_NAME.test(value) && !value.includes("..") && !value.endsWith(".");
+  return SAFE_NAME.test(value) && !value.includes("..") && !value.endsWith(".") &&
+    !DEVICE_NAME.test(value);
 }
 
 /**
@@ -81,11 +87,13 @@ export function safeName(value: string, what = "name"): string {
     ? "it contains '..'"
     : value.endsWith(".")
     ? "it ends with '.'"
+    : DEVICE_NAME.test(value)
+    ? `${JSON.stringify(DEVICE_NAME.exec(value)![1])} is a device name on Windows`
     : !/^[A-Za-z0-9]/.test(value)
     ? "it must start with a letter or digit"
     : "it may contain only letters, digits, '.', '_' and '-'";
   throw new UsageError(`Cannot use ${shown} as a ${what}: ${why}`, {
-    hint:
-      "use letters, digits, '.', '_' and '-' (1 to 128 characters, starting with a letter or digit)",
+    hint: "use letters, digits, '.', '_' and '-' (1 to 128 characters, starting with a letter or " +
+      "digit; not CON, PRN, AUX, NUL, COM1-9 or LPT1-9)",
   });
 }

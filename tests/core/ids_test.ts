@@ -21,7 +21,10 @@ Deno.test("idTimeMs() reads back the creation time of a uuid v7", () => {
 });
 
 Deno.test("safeName() accepts ordinary ids and returns them unchanged", () => {
-  for (const name of ["a", "ticket-42", "A.b_c-9", "0".repeat(128), "slack.C024BE91L.1712"]) {
+  const names = ["a", "ticket-42", "A.b_c-9", "0".repeat(128), "slack.C024BE91L.1712"];
+  // names that only begin like a Windows device are not one
+  names.push("console", "nul-2", "com10", "lpt0", "auxiliary.txt", "com", "CON_1");
+  for (const name of names) {
     assert.deepEqual(safeName(name), name);
   }
 });
@@ -39,6 +42,12 @@ Deno.test("safeName() refuses unsafe ids with an error that quotes the value", (
     "a\0b",
     "-x",
     "a.",
+    "NUL",
+    "con",
+    "Aux.txt",
+    "prn.tar.gz",
+    "COM1",
+    "lpt9.log",
   ];
   for (const name of cases) {
     assert.throws(() => safeName(name, "context id"), (error: unknown) => {
@@ -107,10 +116,37 @@ Deno.test("safeName() accepts no name that resolves outside its parent (property
   );
 });
 
+Deno.test("safeName() refuses Windows device names in any case, with any extension", () => {
+  // regression: "NUL.txt" was a valid context id: on Windows its directory is the NUL device
+  const devices = ["CON", "PRN", "AUX", "NUL"];
+  for (let n = 1; n <= 9; n++) devices.push(`COM${n}`, `LPT${n}`);
+  for (const device of devices) {
+    for (
+      const name of [
+        device,
+        device.toLowerCase(),
+        `${device[0]}${device.slice(1).toLowerCase()}.txt`,
+      ]
+    ) {
+      assert.throws(() => safeName(name, "context id"), (error: unknown) => {
+        assert.ok(error instanceof UsageError);
+        assert.equal(
+          error.message,
+          `Cannot use ${JSON.stringify(name)} as a context id: ${
+            JSON.stringify(name.split(".")[0])
+          } is a device name on Windows`,
+        );
+        return true;
+      });
+    }
+  }
+});
+
 Deno.test("safeName() accepts exactly the documented pattern (property)", () => {
   fc.assert(
     fc.property(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/), (name) => {
-      return isSafeName(name) === (!name.includes("..") && !name.endsWith("."));
+      const device = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\.|$)/i.test(name);
+      return isSafeName(name) === (!name.includes("..") && !name.endsWith(".") && !device);
     }),
   );
 });

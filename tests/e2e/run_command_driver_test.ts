@@ -208,6 +208,31 @@ Deno.test("reins run --timeout fails the run with 'timed out after N s'", async 
   assert.match(summary.reason, /^timed out after 1 s: stopped by a signal; sh /);
 });
 
+Deno.test("reins run --context NUL.txt exits 2 with one line naming the id, and records nothing", async () => {
+  // regression: a Windows device name was a valid context id
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const result = await reins(
+    [
+      "run",
+      "--driver",
+      "command",
+      "--exec",
+      `sh ${AGENTS}protocol.sh`,
+      "--context",
+      "NUL.txt",
+      "hi",
+    ],
+    { home, cwd: dir.path, allowRun: ["sh"] },
+  );
+  assert.equal(result.code, 2, result.stderr);
+  assert.equal(
+    result.stderr.split("\n")[0],
+    'reins: Cannot use "NUL.txt" as a context id: "NUL" is a device name on Windows',
+  );
+  assert.deepEqual([...Deno.readDirSync(dir.path)], [], "nothing was created");
+});
+
 for (const bad of ["../x", ".hidden", "a/b", "", "x".repeat(200)]) {
   Deno.test(`reins run --context ${JSON.stringify(bad.slice(0, 12))} exits 2 and writes no file anywhere`, async () => {
     await using dir = await tempDir();
