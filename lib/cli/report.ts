@@ -73,8 +73,12 @@ function describe(outcome: ReportOutcome): { out: string[]; err: string[] } {
   const runs = outcome.runIds.length === 1 ? "1 run" : `${outcome.runIds.length} runs`;
   switch (outcome.state) {
     case "reported":
-      if (outcome.url) out.push(`reported to the platform: ${outcome.url}`);
-      else err.push(outcome.reason ?? "reported");
+      // A report with problems (a recording refused, calls the platform did not allocate) is
+      // not a report: it says so on stdout too, and the exit code is 5.
+      if (outcome.url) {
+        const said = outcome.problems.length > 0 ? "partly reported" : "reported to the platform";
+        out.push(`${said}: ${outcome.url}`);
+      } else err.push(outcome.reason ?? "reported");
       for (const problem of outcome.problems) err.push(`partly reported: ${problem}`);
       break;
     case "open":

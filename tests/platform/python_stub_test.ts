@@ -331,3 +331,28 @@ for (const held of ["result", "recording"] as const) {
     },
   );
 }
+
+// regression: a report whose recording the platform refused printed "reported to the platform:
+// URL" on stdout (and exited 5), as if all of it had arrived
+stubTest(
+  "reins report whose recording is refused says partly reported, keeps the result, exits 5",
+  async (w) => {
+    const wav = `${w.dir}/call.wav`;
+    await Deno.writeFile(wav, new Uint8Array(3000).fill(7));
+    const runId = await w.run(["--attach", wav, "summarise the notes"]);
+    await w.platform.fail("recording", 400, 1);
+    const result = await w.reins(["report", runId]);
+    assert.equal(result.code, 5, result.stderr);
+    assert.match(result.stdout, /^partly reported: \/dashboard\/simulate\/test\/[^/]+\/[^/]+\n$/);
+    assert.doesNotMatch(result.stdout + result.stderr, /reported to the platform/);
+    const lines = result.stderr.trimEnd().split("\n");
+    assert.equal(lines.length, 1, result.stderr);
+    assert.match(
+      lines[0],
+      new RegExp(`^partly reported: recording call\\.wav of run ${runId} not sent: .*400`),
+    );
+    const log = await w.platform.log();
+    assert.deepEqual(routes(log).slice(-2), ["result 200", "recording 400"]);
+    assert.deepEqual(resultsOf(log).map((r) => r.runId), [runId], "the result was accepted");
+  },
+);
