@@ -14,7 +14,9 @@ export const description =
   "run.json.before-outcome-repair), rebuilds a damaged run.json from the events and reports " +
   "damaged event lines. Runs whose process is alive are left alone; a run whose files are " +
   "planted links, or could have been written by someone else, is skipped and reported (and " +
-  "settled in run.json when that can be written). --reindex also rebuilds " +
+  "settled in run.json when that can be written). Creations cut short and temp files killed " +
+  "writers left are removed, as every command does at most every 10 minutes for recent runs. " +
+  "--reindex also rebuilds " +
   "index.sqlite from the run files.";
 export const flags = defineFlags({
   reindex: { type: "boolean", description: "rebuild index.sqlite from runs/*/run.json" },
@@ -59,6 +61,11 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   ];
   if (report.skipped.length > 0) summary.push(`${report.skipped.length} skipped (see above)`);
   if (report.removed > 0) summary.push(`${report.removed} empty removed`);
+  if (report.removedTemps > 0) {
+    summary.push(
+      `${report.removedTemps} left temp file${report.removedTemps === 1 ? "" : "s"} removed`,
+    );
+  }
   if (report.reindexed !== null) summary.push(`index rebuilt with ${report.reindexed} runs`);
   ctx.io.note(summary.join(", "));
   return 0;

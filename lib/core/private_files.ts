@@ -276,6 +276,46 @@ export function removeStaleTemps(path: string): number {
   return entries === null ? 0 : removeStaleTempsIn(path, entries);
 }
 
+/** What writePrivateFileAtomic names its temp files: `.<file>.<pid>.<random>.tmp`. */
+const TEMP_NAME = /^\..+\.\d+\.[0-9a-z]+\.tmp$/;
+
+/**
+ * Removes every temp file of an atomic write that its writer left in `dir` (whatever file it was
+ * replacing): one whose lock can be taken, and that is older than `minAgeMs`, since a writer
+ * creates its temp file a moment before it locks it. Returns how many it removed.
+ */
+export function removeAbandonedTemps(
+  dir: string,
+  options: { minAgeMs: number; nowMs?: number },
+): number {
+  const entries = listOrNull(dir);
+  if (entries === null) return 0;
+  const before = (options.nowMs ?? Date.now()) - options.minAgeMs;
+  let removed = 0;
+  for (const entry of entries) {
+    if (!entry.isFile || !TEMP_NAME.test(entry.name)) continue;
+    const tempPath = joinPath(dir, entry.name);
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(tempPath, { read: true });
+    } catch {
+      continue;
+    }
+    try {
+      const modified = file.statSync().mtime?.getTime() ?? Infinity;
+      if (modified <= before && file.tryLockSync(true)) {
+        Deno.removeSync(tempPath);
+        removed++;
+      }
+    } catch {
+      // gone already, or not ours to remove
+    } finally {
+      file.close();
+    }
+  }
+  return removed;
+}
+
 function listOrNull(dir: string): Deno.DirEntry[] | null {
   try {
     return [...Deno.readDirSync(dir)];

@@ -187,6 +187,11 @@ export class RunIndex {
     return this.#column("SELECT id FROM runs WHERE active = 1");
   }
 
+  /** Ids of the runs that started at or after `startedMs` (epoch ms), through runs_by_start. */
+  idsStartedSince(startedMs: number): string[] {
+    return this.#column("SELECT id FROM runs WHERE started_ms >= ?", [startedMs]);
+  }
+
   /** The record JSON of one run, or null. */
   get(id: string): string | null {
     const row = this.#statement("SELECT record FROM runs WHERE id = ?").get(id) as

@@ -11,8 +11,13 @@ export const EVENTS_FILE = "events.jsonl";
 export const OWNER_LOCK_FILE = "owner.lock";
 /** The agent processes a run started (see Layout.agents). */
 export const AGENTS_FILE = "agents.jsonl";
-/** A run directory being created: renamed to its id once its owner lock is held. */
+/**
+ * `runs/.<id>.creating`: where a run was made before it was renamed into place, by reins before
+ * runs/.staging/ (reins recover still removes such a directory left behind).
+ */
 export const CREATING_SUFFIX = ".creating";
+/** `runs/.staging/`: where each run is made before it is renamed into place (Layout.creatingRun). */
+export const STAGING_DIR = ".staging";
 export const HARNESS_SESSION_FILE = "harness-session.json";
 /** Held locked (flock, exclusive) by the turn running on a context; it names that turn's run. */
 export const CONTEXT_LOCK_FILE = "turn.lock";
@@ -37,9 +42,17 @@ export class Layout {
     return joinPath(this.home, "runs", safeName(runId, "run id"));
   }
 
-  /** `runs/.<run id>.creating`: where a run is made before it is renamed into place. */
+  /**
+   * `runs/.staging/`: the runs being made. Apart from runs/, so that finding a creation cut short
+   * lists this (nearly always empty) directory, not every run.
+   */
+  stagingRuns(): string {
+    return joinPath(this.home, "runs", STAGING_DIR);
+  }
+
+  /** `runs/.staging/<run id>`: where a run is made before it is renamed to `runs/<run id>`. */
   creatingRun(runId: string): string {
-    return joinPath(this.home, "runs", `.${safeName(runId, "run id")}${CREATING_SUFFIX}`);
+    return joinPath(this.stagingRuns(), safeName(runId, "run id"));
   }
 
   /** A file of a run's directory (`runs/<run id>/<name>`); `name` is reins's own constant. */

@@ -1,10 +1,17 @@
 // Whether a run's owner is alive, and the cheap reconciliation every command that reads runs does
 // first: only the runs the index holds as active are looked at, and only their owner locks are
-// tried. The repair itself (which needs zod) is loaded only when an owner is found gone.
+// tried. The repair itself (which needs zod) is loaded only when an owner is found gone. What
+// killed processes left besides (creations cut short, temp files) is swept at most every
+// SWEEP_EVERY_MS (lib/store/leftovers.ts, loaded only then).
 import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
 import { exists } from "./run_files.ts";
 import { openIndex } from "./index_db.ts";
+
+/** How often the cheap reconciliation sweeps leftovers (see lib/store/leftovers.ts). */
+export const SWEEP_EVERY_MS = 10 * 60_000;
+/** The index's meta key that holds when leftovers were last swept (epoch ms). */
+export const SWEPT_META_KEY = "leftovers_swept_ms";
 
 /** `alive`: a process holds the run's owner lock; `gone`: nobody does; `no-run`: no such run. */
 export type OwnerState = "alive" | "gone" | "no-run";
@@ -34,6 +41,14 @@ export function ownerState(root: DataRoot, runId: string): OwnerState {
 export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
   const index = await openIndex(root);
   if (index === null) return [];
+  const nowMs = Date.now();
+  const sweptMs = Number(index.getMeta(SWEPT_META_KEY) ?? 0);
+  if (!(nowMs - sweptMs < SWEEP_EVERY_MS && sweptMs <= nowMs)) {
+    const { sweepLeftovers } = await importLazily<typeof import("./leftovers.ts")>(
+      new URL("./leftovers.ts", import.meta.url),
+    );
+    sweepLeftovers(root, index, nowMs);
+  }
   const gone: string[] = [];
   for (const id of index.activeIds()) {
     const state = ownerState(root, id);

@@ -5,16 +5,16 @@
 import { nowIso } from "../core/clock.ts";
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
-import { removeStaleTemps } from "../core/private_files.ts";
+import { removeAbandonedTemps, removeStaleTemps } from "../core/private_files.ts";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { describeProblems, readEvents } from "./event_log.ts";
 import { noteRun, refreshIndex, runDirectoryNames } from "./index_db.ts";
 import { recordsForIndex } from "./reindex.ts";
+import { contextDirectories, LEFTOVER_AGE_MS, removeAbandonedCreations } from "./leftovers.ts";
 import { agreesWithOutcome, outcomeEvent, recordFromEvents, withOutcome } from "./record_events.ts";
 import { readRecordFile, writeRecord } from "./run_record.ts";
 import {
-  CREATING_SUFFIX,
   DAMAGED_RECORD_FILE,
   exists,
   isActive,
@@ -196,37 +196,6 @@ function removeIfEmpty(root: DataRoot, runId: string): boolean {
   return true;
 }
 
-/** Removes staging directories of run creations that died before renaming them into place. */
-function removeAbandonedCreations(root: DataRoot): number {
-  let removed = 0;
-  let entries: Deno.DirEntry[];
-  try {
-    entries = [...Deno.readDirSync(root.layout.runs())];
-  } catch {
-    return 0;
-  }
-  for (const entry of entries) {
-    if (!entry.isDirectory || !entry.name.endsWith(CREATING_SUFFIX)) continue;
-    const dir = joinPath(root.layout.runs(), entry.name);
-    let lock: Deno.FsFile;
-    try {
-      lock = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), { read: true });
-    } catch {
-      continue;
-    }
-    try {
-      if (!lock.tryLockSync(true)) continue;
-      Deno.removeSync(dir, { recursive: true });
-      removed++;
-    } catch {
-      /* renamed into place meanwhile, or gone */
-    } finally {
-      lock.close();
-    }
-  }
-  return removed;
-}
-
 export interface RecoveryOptions {
   /** Rebuild index.sqlite from the run files first. */
   reindex?: boolean;
@@ -246,6 +215,8 @@ export interface RecoveryReport {
   recordRebuilt: string[];
   /** Run directories with nothing recorded, and abandoned creations, removed. */
   removed: number;
+  /** Temp files of atomic writes whose writer died, removed from run and context directories. */
+  removedTemps: number;
   problems: string[];
   /** Runs in the index after rebuilding it, or null when it was not asked for. */
   reindexed: number | null;
@@ -264,16 +235,23 @@ export function reconcileInterruptedRuns(
     outcomeRepaired: [],
     recordRebuilt: [],
     removed: 0,
+    removedTemps: 0,
     problems: [],
     reindexed: null,
   };
   if (!exists(root.home)) return report;
   // First, as it refuses a data root that is not a directory with a message that says so.
   const index = root.connectIndex();
-  report.removed += removeAbandonedCreations(root);
+  const nowMs = Date.now();
+  report.removed += removeAbandonedCreations(root, { nowMs, legacy: true });
+  const sweep = { minAgeMs: LEFTOVER_AGE_MS, nowMs };
+  for (const dir of contextDirectories(root)) {
+    report.removedTemps += removeAbandonedTemps(dir, sweep);
+  }
   const names = runDirectoryNames(root).sort();
   for (const runId of names) {
     report.checked++;
+    report.removedTemps += removeAbandonedTemps(root.layout.run(runId), sweep);
     const result = reconcileRun(root, runId, { reason: options.reason });
     if (result.owner === "alive") report.live.push(runId);
     if (result.interrupted) report.interrupted.push(runId);

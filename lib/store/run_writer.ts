@@ -319,7 +319,7 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
  * directory that is then renamed into place, so no reconciler ever sees the run unowned.
  */
 function takeOwnership(root: DataRoot, runId: string): Deno.FsFile {
-  root.ensureDir(root.layout.runs());
+  root.ensureDir(root.layout.stagingRuns());
   const staging = root.layout.creatingRun(runId);
   // A fresh name under a directory already made private: made 0700 here, and not remembered as
   // checked, since it is renamed away at once.

@@ -24,7 +24,9 @@ Deno.test("deno task demo runs two turns on one context and shows the last run",
   assert.match(stdout, /\$ reins show last\n/);
   const home = /The data root \(runs, events, contexts\): (\S+)/.exec(stdout)?.[1];
   assert.ok(home, stdout);
-  const runs = [...Deno.readDirSync(`${home}/runs`)].filter((e) => e.isDirectory);
+  const runs = [...Deno.readDirSync(`${home}/runs`)].filter((e) =>
+    e.isDirectory && !e.name.startsWith(".")
+  );
   assert.equal(runs.length, 2);
   const project = /The project the agent worked in: (\S+)/.exec(stdout)![1];
   assert.match(await Deno.readTextFile(`${project}/NOTES.md`), /^# Notes/);

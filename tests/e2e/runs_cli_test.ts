@@ -229,6 +229,7 @@ Deno.test("reins recover interrupts what was left running and reindex rebuilds t
     outcomeRepaired: [],
     recordRebuilt: [],
     removed: 0,
+    removedTemps: 0,
     problems: [],
     reindexed: null,
     agents: [],

@@ -117,17 +117,18 @@ Deno.test("reconcileInterruptedRuns() removes abandoned creations and directorie
   const kept = home.store.createRun(runInit());
   kept.close();
   const runs = `${home.path}/runs`;
-  Deno.mkdirSync(`${runs}/.01900000-0000-7000-8000-000000000001.creating`);
-  Deno.writeTextFileSync(
-    `${runs}/.01900000-0000-7000-8000-000000000001.creating/owner.lock`,
-    "1\n",
-  );
+  // An older reins's staging name, left a while ago (a younger one may be a live creation's).
+  const creating = `${runs}/.01900000-0000-7000-8000-000000000001.creating`;
+  Deno.mkdirSync(creating);
+  Deno.writeTextFileSync(`${creating}/owner.lock`, "1\n");
+  const aWhileAgo = new Date(Date.now() - 120_000);
+  Deno.utimeSync(creating, aWhileAgo, aWhileAgo);
   Deno.mkdirSync(`${runs}/01900000-0000-7000-8000-000000000002`);
   Deno.writeTextFileSync(`${runs}/01900000-0000-7000-8000-000000000002/owner.lock`, "1\n");
   const report = home.store.reconcileInterruptedRuns();
   assert.equal(report.removed, 2);
   assert.deepEqual(report.interrupted, [kept.runId]);
-  assert.deepEqual([...Deno.readDirSync(runs)].map((e) => e.name), [kept.runId]);
+  assert.deepEqual([...Deno.readDirSync(runs)].map((e) => e.name).sort(), [".staging", kept.runId]);
 });
 
 Deno.test("reconcileInterruptedRuns() reports damaged event lines without failing", async () => {

@@ -46,7 +46,13 @@ Deno.test("createRun() writes a running run.json and a run.started event, all pr
   for (const file of ["run.json", "events.jsonl", "owner.lock"]) {
     assert.equal(modeOf(`${dir}/${file}`), 0o600, file);
   }
-  assert.deepEqual([...Deno.readDirSync(`${home.path}/runs`)].map((e) => e.name), [writer.runId]);
+  // Beside the run, only the (empty) directory runs are made in before being renamed into place.
+  assert.deepEqual(
+    [...Deno.readDirSync(`${home.path}/runs`)].map((e) => e.name).sort(),
+    [".staging", writer.runId],
+  );
+  assert.deepEqual([...Deno.readDirSync(`${home.path}/runs/.staging`)], []);
+  assert.equal(modeOf(`${home.path}/runs/.staging`), 0o700);
 });
 
 Deno.test("createRun() refuses an invalid init before touching the data root", async () => {

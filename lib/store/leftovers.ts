@@ -1,0 +1,129 @@
+// What killed processes leave in a data root besides runs that never settled: a run's creation cut
+// short (runs/.staging/<id>, or runs/.<id>.creating of an older reins), and the temp files of
+// atomic writes in run and context directories. The cheap reconciliation every command runs
+// sweeps them at most every SWEEP_EVERY_MS, looking only at runs/.staging/, the runs started
+// since the last sweep (with a day's margin) and the context directories changed since then, not
+// at every run; `reins recover` looks at everything. Nothing younger than LEFTOVER_AGE_MS and
+// nothing whose lock is held is touched: a live writer holds its lock, or is about to take it.
+import { isSafeName } from "../core/ids.ts";
+import { joinPath } from "../core/paths.ts";
+import { removeAbandonedTemps } from "../core/private_files.ts";
+import type { DataRoot } from "./data_root.ts";
+import type { RunIndex } from "./index_db.ts";
+import { CREATING_SUFFIX, OWNER_LOCK_FILE } from "./layout.ts";
+import { SWEPT_META_KEY } from "./liveness.ts";
+
+/** A leftover younger than this may be a live writer's, between making it and locking it. */
+export const LEFTOVER_AGE_MS = 60_000;
+/** How far before the last sweep a run may have started and still be looked at again. */
+const RECENT_MARGIN_MS = 24 * 60 * 60_000;
+
+export interface LeftoversRemoved {
+  /** Staging directories of run creations that died before renaming them into place. */
+  creations: number;
+  /** Temp files of atomic writes whose writer died. */
+  temps: number;
+}
+
+/**
+ * The cheap sweep (see the module comment), noted in the index first so that a sweep that fails
+ * or is cut short is not tried again by every command that follows.
+ */
+export function sweepLeftovers(root: DataRoot, index: RunIndex, nowMs: number): LeftoversRemoved {
+  const last = Number(index.getMeta(SWEPT_META_KEY) ?? NaN);
+  const since = (Number.isFinite(last) && last <= nowMs ? last : nowMs) - RECENT_MARGIN_MS;
+  index.setMeta(SWEPT_META_KEY, String(nowMs));
+  const removed = { creations: removeAbandonedCreations(root, { nowMs }), temps: 0 };
+  for (const runId of index.idsStartedSince(since)) {
+    removed.temps += removeAbandonedTemps(root.layout.run(runId), {
+      minAgeMs: LEFTOVER_AGE_MS,
+      nowMs,
+    });
+  }
+  // A temp file made in a context's directory changed the directory's mtime: only those changed
+  // since the last sweep can hold one it has not seen.
+  for (const dir of contextDirectories(root)) {
+    let changedMs: number;
+    try {
+      changedMs = Deno.lstatSync(dir).mtime?.getTime() ?? nowMs;
+    } catch {
+      continue;
+    }
+    if (changedMs < since) continue;
+    removed.temps += removeAbandonedTemps(dir, { minAgeMs: LEFTOVER_AGE_MS, nowMs });
+  }
+  return removed;
+}
+
+/** Every context directory's path (entries of contexts/ with a context id's name). */
+export function contextDirectories(root: DataRoot): string[] {
+  const dirs: string[] = [];
+  try {
+    for (const entry of Deno.readDirSync(root.layout.contexts())) {
+      if (entry.isDirectory && isSafeName(entry.name)) {
+        dirs.push(joinPath(root.layout.contexts(), entry.name));
+      }
+    }
+  } catch {
+    // no contexts yet
+  }
+  return dirs;
+}
+
+/**
+ * Removes the staging directories of run creations that died before renaming them into place:
+ * those in runs/.staging/ and, with `legacy` (reins recover, which lists runs/ anyway), an older
+ * reins's runs/.<id>.creating. One is left alone while its owner lock is held, and while it is
+ * younger than LEFTOVER_AGE_MS (its creator makes it a moment before it takes the lock).
+ */
+export function removeAbandonedCreations(
+  root: DataRoot,
+  options: { nowMs?: number; legacy?: boolean } = {},
+): number {
+  const before = (options.nowMs ?? Date.now()) - LEFTOVER_AGE_MS;
+  const candidates: string[] = [];
+  const staging = root.layout.stagingRuns();
+  for (const entry of listOrEmpty(staging)) {
+    if (entry.isDirectory) candidates.push(joinPath(staging, entry.name));
+  }
+  if (options.legacy) {
+    for (const entry of listOrEmpty(root.layout.runs())) {
+      if (entry.isDirectory && entry.name.startsWith(".") && entry.name.endsWith(CREATING_SUFFIX)) {
+        candidates.push(joinPath(root.layout.runs(), entry.name));
+      }
+    }
+  }
+  let removed = 0;
+  for (const dir of candidates) {
+    try {
+      if ((Deno.lstatSync(dir).mtime?.getTime() ?? Infinity) > before) continue;
+    } catch {
+      continue; // renamed into place meanwhile, or gone
+    }
+    let lock: Deno.FsFile | null = null;
+    try {
+      lock = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), { read: true });
+    } catch (error) {
+      // A creation that died before it made its lock file.
+      if (!(error instanceof Deno.errors.NotFound)) continue;
+    }
+    try {
+      if (lock !== null && !lock.tryLockSync(true)) continue;
+      Deno.removeSync(dir, { recursive: true });
+      removed++;
+    } catch {
+      // renamed into place meanwhile, or gone
+    } finally {
+      lock?.close();
+    }
+  }
+  return removed;
+}
+
+function listOrEmpty(dir: string): Deno.DirEntry[] {
+  try {
+    return [...Deno.readDirSync(dir)];
+  } catch {
+    return [];
+  }
+}
