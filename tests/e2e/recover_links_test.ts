@@ -64,3 +64,24 @@ Deno.test("regression: the cheap reconciliation of any command skips a planted l
   assert.deepEqual(JSON.parse(again.stdout), [], "it no longer counts as running");
   assert.equal(Deno.readTextFileSync(`${dir.path}/outside.json`), "{}");
 });
+
+Deno.test("a run whose events.jsonl is a link out is settled by the first command that looks", async () => {
+  // The cheap reconciliation, not only reins recover: the run never stays "running" for ever.
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const outside = `${dir.path}/outside.jsonl`;
+  Deno.writeTextFileSync(outside, "precious\n");
+  const planted = leftRunning(home);
+  const events = `${home}/runs/${planted}/events.jsonl`;
+  Deno.removeSync(events);
+  Deno.symlinkSync(outside, events);
+
+  const shown = await reins(["runs", "--active", "--json"], { home, cwd: dir.path });
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.deepEqual(JSON.parse(shown.stdout), [], "it no longer counts as running");
+  const all = await reins(["runs", "--json"], { home, cwd: dir.path });
+  const [row] = JSON.parse(all.stdout);
+  assert.equal(row.status, "interrupted");
+  assert.match(row.terminalReason, /it cannot be reconciled: Refusing to follow the link/);
+  assert.equal(Deno.readTextFileSync(outside), "precious\n", "nothing was written through it");
+});
