@@ -3,6 +3,7 @@
 // tried. The repair itself (which needs zod) is loaded only when an owner is found gone. What
 // killed processes left besides (creations cut short, temp files) is swept at most every
 // SWEEP_EVERY_MS (lib/store/leftovers.ts, loaded only then).
+import { describeError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
 import { exists } from "./run_files.ts";
@@ -47,7 +48,13 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
     const { sweepLeftovers } = await importLazily<typeof import("./leftovers.ts")>(
       new URL("./leftovers.ts", import.meta.url),
     );
-    sweepLeftovers(root, index, nowMs);
+    try {
+      sweepLeftovers(root, index, nowMs);
+    } catch (error) {
+      // Housekeeping: the command goes on (the sweep noted itself first, so this is not said
+      // again by every command that follows).
+      root.warn(`leftovers of killed processes were not swept: ${describeError(error)}`);
+    }
   }
   const gone: string[] = [];
   for (const id of index.activeIds()) {
