@@ -103,6 +103,14 @@ export class StatCache {
     cwd: string,
     files: Iterable<{ path: string; stat: FileStat; content: CachedContent }>,
   ): void {
+    StatCache.write(home, cwd, StatCache.text(cwd, files));
+  }
+
+  /** The text save() writes, made apart from writing it (take.ts makes it during an fsync). */
+  static text(
+    cwd: string,
+    files: Iterable<{ path: string; stat: FileStat; content: CachedContent }>,
+  ): string {
     const out: Record<string, Row> = {};
     for (const { path, stat, content } of files) {
       if (stat.mtimeMs === null || stat.ctimeMs === null || stat.ino === null) continue;
@@ -116,11 +124,15 @@ export class StatCache {
         content.offset,
       ];
     }
+    return JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs: Date.now(), files: out });
+  }
+
+  /** Writes a text made by text() as the cache of `cwd`. */
+  static write(home: string, cwd: string, text: string): void {
     const path = cachePath(home, cwd);
     const dir = joinPath(snapshotsDir(home), "cache");
     ensurePrivateDir(home, dir);
     const temp = `${path}.${crypto.randomUUID()}.tmp`;
-    const text = JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs: Date.now(), files: out });
     try {
       try {
         Deno.writeTextFileSync(temp, text, { mode: 0o600 });

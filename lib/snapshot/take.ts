@@ -15,14 +15,14 @@
 // (a replay then copies the directory, and says so) and some deduplication.
 import { nowIso } from "../core/clock.ts";
 import { importLazily } from "../core/lazy_import.ts";
-import { dirnameOf, isInside, joinPath } from "../core/paths.ts";
+import { dirnameOf, isInside } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import { redactJsonText } from "../core/redact.ts";
 import { BlobIndex, type BlobLocation, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
 import type { SnapshotEntry, SnapshotManifest } from "./manifest.ts";
 import { describeSize, manifestPath } from "./paths.ts";
-import { Pacer, walkTree } from "./walk.ts";
+import { Pacer, walkTree, withoutTrailingSlash } from "./walk.ts";
 
 export const DEFAULT_SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_SNAPSHOT_MAX_ENTRIES = 100_000;
@@ -221,17 +221,28 @@ class Store {
     for (const placed of kept) this.storedBytes += placed.size;
   }
 
-  /** Makes what this snapshot added durable (the pack fsynced), then lists it in the index. */
-  async commit(): Promise<void> {
+  /**
+   * Makes what this snapshot added durable (the pack fsynced), then lists it in the index. Every
+   * content is placed for good before the fsync starts, and `whileSyncing` runs while the disk
+   * syncs: it prepares what is written once the pack is durable, without writing anything.
+   */
+  async commit(whileSyncing: () => void): Promise<void> {
     this.#settle();
-    await this.pack.finish();
+    const synced = this.pack.finish();
+    // Awaited below, whatever happens before.
+    synced.catch(() => {});
     const fresh: [string, BlobLocation][] = [];
-    for (const placed of this.#placed.values()) {
-      if (placed.fresh) fresh.push([placed.sha256, placed]);
+    try {
+      for (const placed of this.#placed.values()) {
+        if (placed.fresh) fresh.push([placed.sha256, placed]);
+      }
+      // Opening (or making) the index lists nothing yet.
+      if (fresh.length > 0) this.#index ??= BlobIndex.open(this.#home);
+      whileSyncing();
+    } finally {
+      await synced;
     }
-    if (fresh.length === 0) return;
-    if (this.#index === undefined || this.#index === null) this.#index = BlobIndex.open(this.#home);
-    this.#index.addAll(fresh);
+    if (fresh.length > 0) this.#index?.addAll(fresh);
   }
 
   async close(): Promise<void> {
@@ -281,17 +292,22 @@ function dataRootIn(home: string, cwd: string): Set<string> {
   return new Set([root.slice(dir === "/" ? 1 : dir.length + 1)]);
 }
 
+/** A manifest as written: one line of JSON, redacted like every file reins writes. */
+function manifestTextOf(manifest: SnapshotManifest): string {
+  return redactJsonText(`${JSON.stringify(manifest)}\n`);
+}
+
 /**
- * Writes a manifest in place atomically (temp file, rename), 0600 and redacted like every file
- * reins writes, but without the fsyncs of a run's record: they cost more than the rest of a
- * small tree's snapshot, on the start of every run, and a manifest lost to a power cut only
- * means a replay in a copy, said as such.
+ * Writes a manifest's text in place atomically (temp file, rename), 0600, but without the
+ * fsyncs of a run's record: they cost more than the rest of a small tree's snapshot, on the
+ * start of every run, and a manifest lost to a power cut only means a replay in a copy, said
+ * as such.
  */
 function writeManifest(home: string, path: string, text: string): void {
   ensurePrivateDir(home, dirnameOf(path));
   const temp = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    Deno.writeTextFileSync(temp, redactJsonText(text), { mode: 0o600, createNew: true });
+    Deno.writeTextFileSync(temp, text, { mode: 0o600, createNew: true });
     Deno.renameSync(temp, path);
   } catch (error) {
     try {
@@ -338,6 +354,7 @@ export async function takeSnapshot(
     : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(home, cwd), pacer });
   manifest.leftOut = walk.leftOut;
   let readBytes = 0;
+  let manifestText: string | null = null;
   if (walk.stopped !== null) {
     manifest.state = "skipped";
     manifest.reason = walk.stopped === "off"
@@ -349,9 +366,11 @@ export async function takeSnapshot(
   } else {
     const store = new Store(home);
     const cache = StatCache.load(home, cwd);
+    const base = withoutTrailingSlash(cwd);
     // A content read this time is placed for good only at commit (see Placed): its entries in
     // the manifest and the cache are filled in then.
     const read: { entry: FileEntry; placed: Placed; stat: FileStat | null }[] = [];
+    let cacheText: string | null = null;
     const seen: { path: string; stat: FileStat; content: CachedContent }[] = [];
     try {
       for (const entry of walk.entries) {
@@ -380,7 +399,7 @@ export async function takeSnapshot(
         if (createHash === null) await loadHashing();
         let placed: Placed;
         try {
-          const full = joinPath(cwd, path);
+          const full = `${base}/${path}`;
           const hint = cache.known(path);
           let small = store.putSmall(full, stat.size, hint);
           if (small === "room") {
@@ -404,23 +423,26 @@ export async function takeSnapshot(
         const due = pacer.due();
         if (due !== null) await due;
       }
-      await store.commit();
-      manifest.storedBytes = store.storedBytes;
+      await store.commit(() => {
+        // Every content is placed now: the manifest and the cache can be made (not written).
+        for (const { entry, placed, stat } of read) {
+          entry.sha256 = placed.sha256;
+          entry.pack = placed.pack;
+          entry.offset = placed.offset;
+          if (stat !== null) seen.push({ path: entry.path, stat, content: { ...placed } });
+        }
+        manifest.storedBytes = store.storedBytes;
+        // Every file as the cache had it (and no other files): it is still right as it is.
+        if (read.length > 0 || seen.length !== cache.size) cacheText = StatCache.text(cwd, seen);
+        manifestText = manifestTextOf(manifest);
+      });
     } finally {
       await store.close();
     }
-    for (const { entry, placed, stat } of read) {
-      entry.sha256 = placed.sha256;
-      entry.pack = placed.pack;
-      entry.offset = placed.offset;
-      if (stat !== null) seen.push({ path: entry.path, stat, content: { ...placed } });
-    }
-    const misses = read.length;
-    // Every file as the cache had it (and no other files): it is still right as it is.
-    if (misses > 0 || seen.length !== cache.size) StatCache.save(home, cwd, seen);
+    if (cacheText !== null) StatCache.write(home, cwd, cacheText);
   }
   const path = manifestPath(home, runId);
-  writeManifest(home, path, `${JSON.stringify(manifest)}\n`);
+  writeManifest(home, path, manifestText ?? manifestTextOf(manifest));
   return {
     state: manifest.state,
     reason: manifest.reason,
