@@ -3,21 +3,35 @@
 // wrong taking it is one warning, and the run goes on.
 import { describeError } from "../core/errors.ts";
 import type { Settings } from "../core/config.ts";
-import { type SnapshotSummary, takeSnapshot } from "./take.ts";
+import { type SnapshotSummary, startSnapshot } from "./take.ts";
 
+export interface RunStartSnapshot {
+  /** What was read (null when no snapshot could be taken). */
+  summary: SnapshotSummary | null;
+  /**
+   * Settles once the snapshot is on disk, or given up with a warning: never rejects. The turn
+   * awaits it before it settles, so a finished run has its snapshot written (or a warning).
+   */
+  written: Promise<void>;
+}
+
+/** Reads the snapshot; returns once every file is read, while it is still being written. */
 export async function snapshotAtRunStart(
   home: string,
   runId: string,
   cwd: string,
   settings: Pick<Settings, "snapshot">,
   warn: (message: string) => void = () => {},
-): Promise<SnapshotSummary | null> {
-  try {
-    return await takeSnapshot(home, runId, cwd, settings.snapshot);
-  } catch (error) {
+): Promise<RunStartSnapshot> {
+  const lost = (error: unknown) =>
     warn(
       `no snapshot of ${cwd} for run ${runId} (a replay will use a copy): ${describeError(error)}`,
     );
-    return null;
+  try {
+    const started = await startSnapshot(home, runId, cwd, settings.snapshot);
+    return { summary: started.summary, written: started.written.catch(lost) };
+  } catch (error) {
+    lost(error);
+    return { summary: null, written: Promise.resolve() };
   }
 }

@@ -97,19 +97,15 @@ export class StatCache {
     return row ? { sha256: row[4], pack: row[5], offset: row[6], size: row[0] } : null;
   }
 
-  /** Writes the cache of `cwd` from this snapshot's files (no fsync: it is only a hint). */
-  static save(
-    home: string,
-    cwd: string,
-    files: Iterable<{ path: string; stat: FileStat; content: CachedContent }>,
-  ): void {
-    StatCache.write(home, cwd, StatCache.text(cwd, files));
-  }
-
-  /** The text save() writes, made apart from writing it (take.ts makes it during an fsync). */
+  /**
+   * The cache of `cwd` from this snapshot's files, as write() writes it (take.ts makes it while
+   * its pack is fsynced). `writtenMs` is when the files were looked at, at the latest: the racy
+   * window counts from it.
+   */
   static text(
     cwd: string,
     files: Iterable<{ path: string; stat: FileStat; content: CachedContent }>,
+    writtenMs: number,
   ): string {
     const out: Record<string, Row> = {};
     for (const { path, stat, content } of files) {
@@ -124,10 +120,10 @@ export class StatCache {
         content.offset,
       ];
     }
-    return JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs: Date.now(), files: out });
+    return JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs, files: out });
   }
 
-  /** Writes a text made by text() as the cache of `cwd`. */
+  /** Writes a text made by text() as the cache of `cwd` (no fsync: it is only a hint). */
   static write(home: string, cwd: string, text: string): void {
     const path = cachePath(home, cwd);
     const dir = joinPath(snapshotsDir(home), "cache");

@@ -12,7 +12,11 @@
 // (3) the directory's stat cache and (4) the manifest are written, neither fsynced. So anything
 // that names a place in a pack (the index, a cache a later snapshot trusts, a manifest) can only
 // reach the disk after the bytes it names; a power cut loses at most this snapshot's manifest
-// (a replay then copies the directory, and says so) and some deduplication.
+// (a replay then copies the directory, and says so) and some deduplication. All four happen
+// after startSnapshot() returns, while the agent runs: the snapshot is what was read, and its
+// bytes are in the pack writer's hands by then, whatever the agent does to the directory. A turn
+// awaits `written` before it settles, so a finished run has its snapshot on disk as before; a
+// crash before that loses only this snapshot (no manifest: a replay says so and copies).
 import { nowIso } from "../core/clock.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { dirnameOf, isInside } from "../core/paths.ts";
@@ -221,6 +225,11 @@ class Store {
     for (const placed of kept) this.storedBytes += placed.size;
   }
 
+  /** Places every content for good (the last index lookups): storedBytes is final then. */
+  seal(): void {
+    this.#settle();
+  }
+
   /**
    * Makes what this snapshot added durable (the pack fsynced), then lists it in the index. Every
    * content is placed for good before the fsync starts, and `whileSyncing` runs while the disk
@@ -322,6 +331,16 @@ function sizeOf(bytes: number): string {
   return describeSize(0, bytes).slice("0 files, ".length);
 }
 
+/** A snapshot whose files are all read, while what it read is still being written. */
+export interface StartedSnapshot {
+  summary: SnapshotSummary;
+  /**
+   * Settles once the snapshot is on disk: its pack fsynced, then the index, the stat cache and
+   * the manifest written, in that order. Rejects when that fails (the snapshot is then lost).
+   */
+  written: Promise<void>;
+}
+
 /**
  * Snapshots `cwd` for run `runId`: the contents of its files, then the manifest. Returns what it
  * did; a tree over the caps gets a manifest that says it was skipped and why.
@@ -332,6 +351,24 @@ export async function takeSnapshot(
   cwd: string,
   options: SnapshotOptions = {},
 ): Promise<SnapshotSummary> {
+  const started = await startSnapshot(home, runId, cwd, options);
+  await started.written;
+  return started.summary;
+}
+
+/**
+ * Reads the snapshot of `cwd` for run `runId`, and returns once every file is read: the agent
+ * may change the directory from then on. Writing it out (the fsync above all) goes on meanwhile,
+ * until `written` settles; a turn waits for that before it settles (lib/turn/run_turn.ts), so a
+ * finished run has its snapshot on disk as before, and its start does not wait for the disk.
+ */
+export async function startSnapshot(
+  home: string,
+  runId: string,
+  cwd: string,
+  options: SnapshotOptions = {},
+): Promise<StartedSnapshot> {
+  const startedMs = Date.now();
   const maxBytes = options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES;
   const maxEntries = options.maxEntries ?? DEFAULT_SNAPSHOT_MAX_ENTRIES;
   const manifest: SnapshotManifest = {
@@ -348,102 +385,14 @@ export async function takeSnapshot(
     storedBytes: 0,
     entries: [],
   };
+  const path = manifestPath(home, runId);
   const pacer = new Pacer();
   const walk = maxBytes <= 0
     ? { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: "off" as const }
     : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(home, cwd), pacer });
   manifest.leftOut = walk.leftOut;
   let readBytes = 0;
-  let manifestText: string | null = null;
-  if (walk.stopped !== null) {
-    manifest.state = "skipped";
-    manifest.reason = walk.stopped === "off"
-      ? "snapshots are turned off (snapshot.maxBytes is 0 in config.json)"
-      : walk.stopped === "bytes"
-      ? `its files add up to more than the ${sizeOf(maxBytes)} cap ` +
-        "(snapshot.maxBytes in config.json)"
-      : `it has more than ${maxEntries} paths (snapshot.maxEntries in config.json)`;
-  } else {
-    const store = new Store(home);
-    const cache = StatCache.load(home, cwd);
-    const base = withoutTrailingSlash(cwd);
-    // A content read this time is placed for good only at commit (see Placed): its entries in
-    // the manifest and the cache are filled in then.
-    const read: { entry: FileEntry; placed: Placed; stat: FileStat | null }[] = [];
-    let cacheText: string | null = null;
-    const seen: { path: string; stat: FileStat; content: CachedContent }[] = [];
-    try {
-      for (const entry of walk.entries) {
-        if (entry.type !== "file") {
-          manifest.entries.push(entry);
-          continue;
-        }
-        const { path, mode, ...stat } = entry;
-        const cached = cache.find(path, stat);
-        if (cached) {
-          seen.push({ path, stat, content: cached });
-          const { sha256, pack, offset } = cached;
-          manifest.entries.push({
-            type: "file",
-            path,
-            mode,
-            size: stat.size,
-            sha256,
-            pack,
-            offset,
-          });
-          manifest.files++;
-          manifest.bytes += stat.size;
-          continue;
-        }
-        if (createHash === null) await loadHashing();
-        let placed: Placed;
-        try {
-          const full = `${base}/${path}`;
-          const hint = cache.known(path);
-          let small = store.putSmall(full, stat.size, hint);
-          if (small === "room") {
-            await store.makeRoom();
-            small = store.putSmall(full, stat.size, hint);
-          }
-          placed = typeof small === "string" ? await store.putLarge(full, hint) : small;
-        } catch (error) {
-          if (!unreadable(error)) throw error;
-          manifest.leftOut++;
-          continue;
-        }
-        // Read as it is now, which may differ from what the walk saw (then it is not cached).
-        const size = placed.size;
-        const file: FileEntry = { type: "file", path, mode, size, sha256: "", pack: "", offset: 0 };
-        manifest.entries.push(file);
-        read.push({ entry: file, placed, stat: size === stat.size ? stat : null });
-        manifest.files++;
-        manifest.bytes += size;
-        readBytes += size;
-        const due = pacer.due();
-        if (due !== null) await due;
-      }
-      await store.commit(() => {
-        // Every content is placed now: the manifest and the cache can be made (not written).
-        for (const { entry, placed, stat } of read) {
-          entry.sha256 = placed.sha256;
-          entry.pack = placed.pack;
-          entry.offset = placed.offset;
-          if (stat !== null) seen.push({ path: entry.path, stat, content: { ...placed } });
-        }
-        manifest.storedBytes = store.storedBytes;
-        // Every file as the cache had it (and no other files): it is still right as it is.
-        if (read.length > 0 || seen.length !== cache.size) cacheText = StatCache.text(cwd, seen);
-        manifestText = manifestTextOf(manifest);
-      });
-    } finally {
-      await store.close();
-    }
-    if (cacheText !== null) StatCache.write(home, cwd, cacheText);
-  }
-  const path = manifestPath(home, runId);
-  writeManifest(home, path, manifestText ?? manifestTextOf(manifest));
-  return {
+  const summary = (): SnapshotSummary => ({
     state: manifest.state,
     reason: manifest.reason,
     files: manifest.files,
@@ -452,5 +401,99 @@ export async function takeSnapshot(
     readBytes,
     leftOut: manifest.leftOut,
     manifest: path,
-  };
+  });
+  if (walk.stopped !== null) {
+    manifest.state = "skipped";
+    manifest.reason = walk.stopped === "off"
+      ? "snapshots are turned off (snapshot.maxBytes is 0 in config.json)"
+      : walk.stopped === "bytes"
+      ? `its files add up to more than the ${sizeOf(maxBytes)} cap ` +
+        "(snapshot.maxBytes in config.json)"
+      : `it has more than ${maxEntries} paths (snapshot.maxEntries in config.json)`;
+    writeManifest(home, path, manifestTextOf(manifest));
+    return { summary: summary(), written: Promise.resolve() };
+  }
+  const store = new Store(home);
+  const cache = StatCache.load(home, cwd);
+  const base = withoutTrailingSlash(cwd);
+  // A content read this time is placed for good only once the store is sealed (see Placed):
+  // its entries in the manifest and the cache are filled in then.
+  const read: { entry: FileEntry; placed: Placed; stat: FileStat | null }[] = [];
+  const seen: { path: string; stat: FileStat; content: CachedContent }[] = [];
+  try {
+    for (const entry of walk.entries) {
+      if (entry.type !== "file") {
+        manifest.entries.push(entry);
+        continue;
+      }
+      const { path, mode, ...stat } = entry;
+      const cached = cache.find(path, stat);
+      if (cached) {
+        seen.push({ path, stat, content: cached });
+        const { sha256, pack, offset } = cached;
+        manifest.entries.push({ type: "file", path, mode, size: stat.size, sha256, pack, offset });
+        manifest.files++;
+        manifest.bytes += stat.size;
+        continue;
+      }
+      if (createHash === null) await loadHashing();
+      let placed: Placed;
+      try {
+        const full = `${base}/${path}`;
+        const hint = cache.known(path);
+        let small = store.putSmall(full, stat.size, hint);
+        if (small === "room") {
+          await store.makeRoom();
+          small = store.putSmall(full, stat.size, hint);
+        }
+        placed = typeof small === "string" ? await store.putLarge(full, hint) : small;
+      } catch (error) {
+        if (!unreadable(error)) throw error;
+        manifest.leftOut++;
+        continue;
+      }
+      // Read as it is now, which may differ from what the walk saw (then it is not cached).
+      const size = placed.size;
+      const file: FileEntry = { type: "file", path, mode, size, sha256: "", pack: "", offset: 0 };
+      manifest.entries.push(file);
+      read.push({ entry: file, placed, stat: size === stat.size ? stat : null });
+      manifest.files++;
+      manifest.bytes += size;
+      readBytes += size;
+      const due = pacer.due();
+      if (due !== null) await due;
+    }
+    store.seal();
+    manifest.storedBytes = store.storedBytes;
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const written = (async () => {
+    let cacheText: string | null = null;
+    let manifestText = "";
+    try {
+      await store.commit(() => {
+        for (const { entry, placed, stat } of read) {
+          entry.sha256 = placed.sha256;
+          entry.pack = placed.pack;
+          entry.offset = placed.offset;
+          if (stat !== null) seen.push({ path: entry.path, stat, content: { ...placed } });
+        }
+        // Every file as the cache had it (and no other files): it is still right as it is.
+        // Its time is the walk's start: what changed since then is not trusted next time.
+        if (read.length > 0 || seen.length !== cache.size) {
+          cacheText = StatCache.text(cwd, seen, startedMs);
+        }
+        manifestText = manifestTextOf(manifest);
+      });
+    } finally {
+      await store.close();
+    }
+    if (cacheText !== null) StatCache.write(home, cwd, cacheText);
+    writeManifest(home, path, manifestText);
+  })();
+  // Whoever started the snapshot handles its failure; until then it is not unhandled.
+  written.catch(() => {});
+  return { summary: summary(), written };
 }

@@ -56,8 +56,8 @@ const SLICE_MS = 40;
 /**
  * Paces long synchronous work by time, not by count: a yield costs 1-4 ms here (setTimeout(0)
  * is clamped once timers nest), so yielding every 256 entries spent ~45 ms of a 5,000-file
- * walk waiting, while a 20 ms slice keeps timers and requests of the same process (reins serve
- * runs turns in-process) as responsive as a person notices.
+ * walk waiting, while 40 ms slices keep timers and requests of the same process (reins serve
+ * runs turns in-process) answered without a delay a person notices.
  */
 export class Pacer {
   #since = performance.now();

@@ -236,20 +236,23 @@ async function driveAndSettle(
   const kill = AbortSignal.any([signals.kill, timeoutKill.signal]);
 
   let ended: { result: DriverResult } | { error: unknown };
+  let snapshotWritten: Promise<void> = Promise.resolve();
   try {
     await hooks.onCreated?.(runId);
     for (const file of request.attachments ?? []) {
       record({ type: "attachment.added", payload: await store.attachFile(runId, file) });
     }
     // ── Before the driver starts: work on the run that must precede the agent. The working
-    // directory as the agent finds it, for a replay to start from (lib/snapshot/).
-    await snapshotAtRunStart(
+    // directory as the agent finds it, for a replay to start from (lib/snapshot/): read before
+    // the agent starts, written to disk (fsynced) while it runs, awaited before the run settles.
+    const snapshot = await snapshotAtRunStart(
       store.home,
       runId,
       request.cwd,
       settings,
       (message) => hooks.warn?.(message),
     );
+    snapshotWritten = snapshot.written;
     const result = await driver.start(
       {
         prompt: request.prompt,
@@ -279,6 +282,8 @@ async function driveAndSettle(
     if (timer !== undefined) clearTimeout(timer);
     if (graceTimer !== undefined) clearTimeout(graceTimer);
   }
+  // A settled run has its snapshot on disk, or a warning that says why not (never rejects).
+  await snapshotWritten;
   const settlement = settle({
     ended,
     timedOutAfterSeconds: timeoutStop.signal.aborted ? request.timeoutSeconds : null,

@@ -6,7 +6,7 @@ import { changedSinceStart, diffSnapshot } from "../../lib/snapshot/diff.ts";
 import { readManifest, type SnapshotManifest } from "../../lib/snapshot/manifest.ts";
 import { describeSize, packPath } from "../../lib/snapshot/paths.ts";
 import { restoreSnapshot, SnapshotDamagedError } from "../../lib/snapshot/restore.ts";
-import { takeSnapshot } from "../../lib/snapshot/take.ts";
+import { startSnapshot, takeSnapshot } from "../../lib/snapshot/take.ts";
 import { tempDir } from "../support/reins.ts";
 
 const sha = (text: string | Uint8Array) => createHash("sha256").update(text).digest("hex");
@@ -178,6 +178,59 @@ Deno.test("takeSnapshot() of a new directory stores only contents no run stored,
     assert.equal(sha(bytes), entry.sha256, `${entry.path} points at its bytes`);
   }
   await using copy = await tempDir();
+  await restoreSnapshot(home.path, manifest, copy.path);
+  assert.deepEqual(await diffSnapshot(manifest, copy.path), {
+    added: [],
+    changed: [],
+    removed: [],
+  });
+});
+
+Deno.test("startSnapshot() returns once every file is read: what changes afterwards is not in it", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await project(work.path);
+  const started = await startSnapshot(home.path, "run-1", work.path);
+  // What an agent does as soon as it starts, while the snapshot is still being written.
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "Sell the milk.\n");
+  await Deno.remove(`${work.path}/src/main.ts`);
+  await started.written;
+  const manifest = manifestOf(home.path, "run-1");
+  assert.equal(started.summary.files, manifest.files);
+  await using copy = await tempDir();
+  await restoreSnapshot(home.path, manifest, copy.path);
+  assert.equal(await Deno.readTextFile(`${copy.path}/notes.txt`), "Buy milk.\n");
+  assert.equal(await Deno.readTextFile(`${copy.path}/src/main.ts`), "console.log(1);\n");
+});
+
+Deno.test("a process killed once a snapshot is read, before it is on disk, leaves no manifest and no index entry naming its pack", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  const big = new Uint8Array(6 * 1024 * 1024).map((_, i) => (i * 13) & 0xff);
+  await Deno.writeFile(`${work.path}/big.bin`, big);
+  for (let n = 0; n < 200; n++) await Deno.writeTextFile(`${work.path}/f${n}.txt`, `file ${n}\n`);
+  const take = new URL("../../lib/snapshot/take.ts", import.meta.url).href;
+  const script = `const { startSnapshot } = await import(${JSON.stringify(take)});
+    await startSnapshot(${JSON.stringify(home.path)}, "run-killed", ${JSON.stringify(work.path)});
+    Deno.kill(Deno.pid, "SIGKILL");`;
+  const killed = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", script],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert.equal(killed.signal, "SIGKILL", new TextDecoder().decode(killed.stderr));
+  assert.equal(
+    readManifest(home.path, "run-killed"),
+    null,
+    "no manifest of a snapshot not on disk",
+  );
+  // The index (if made at all) lists nothing: a later snapshot stores every content again,
+  // rather than pointing at a pack that may not have reached the disk.
+  const again = await takeSnapshot(home.path, "run-2", work.path);
+  assert.equal(again.storedBytes, again.bytes);
+  assert.equal(again.files, 201);
+  await using copy = await tempDir();
+  const manifest = manifestOf(home.path, "run-2");
   await restoreSnapshot(home.path, manifest, copy.path);
   assert.deepEqual(await diffSnapshot(manifest, copy.path), {
     added: [],
