@@ -39,6 +39,9 @@ export async function readHead(path: string, limit: number): Promise<FileHead> {
   let buffer = new Uint8Array(Math.min(most, Math.max(info.size, 0) + 1));
   let got = 0;
   using file = await Deno.open(path, { read: true });
+  // What was opened, not what stat saw: a device put in its place meanwhile (a terminal waits
+  // for input) is refused before anything is read. A FIFO would have held the open itself.
+  if (!(await file.stat()).isFile) throw new NotAFileError("special");
   for (;;) {
     if (got === buffer.length) {
       if (buffer.length === most) break;
