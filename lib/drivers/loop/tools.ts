@@ -260,10 +260,12 @@ class Listing {
   constructor(readonly limit: number) {}
 
   async walk(dir: string, prefix: string, recursive: boolean): Promise<void> {
-    const { first, total } = await firstEntries(dir, this.limit - this.#lines.length);
+    const { first, total, dirs } = await firstEntries(dir, this.limit - this.#lines.length);
     this.#more += total - first.length;
+    // A directory among the entries not kept holds entries that are not counted either.
+    if (recursive && first.filter(isWalked).length < dirs) this.#unread = true;
     for (const entry of first) {
-      const descend = recursive && entry.isDirectory && entry.name !== ".git";
+      const descend = recursive && isWalked(entry);
       if (this.#lines.length >= this.limit) {
         this.#more++;
         if (descend) this.#unread = true;
@@ -285,15 +287,25 @@ class Listing {
   }
 }
 
-/** The `room` entries of `dir` that sort first by name, and how many entries it has. */
+/** Whether a recursive listing enters `entry` (a directory, but not .git). */
+function isWalked(entry: Deno.DirEntry): boolean {
+  return entry.isDirectory && entry.name !== ".git";
+}
+
+/**
+ * The `room` entries of `dir` that sort first by name, how many entries it has, and how many of
+ * them a recursive listing would enter.
+ */
 async function firstEntries(
   dir: string,
   room: number,
-): Promise<{ first: Deno.DirEntry[]; total: number }> {
+): Promise<{ first: Deno.DirEntry[]; total: number; dirs: number }> {
   const first: Deno.DirEntry[] = [];
   let total = 0;
+  let dirs = 0;
   for await (const entry of Deno.readDir(dir)) {
     total++;
+    if (isWalked(entry)) dirs++;
     if (room <= 0) continue;
     if (first.length === room && !(entry.name < first[room - 1].name)) continue;
     // Binary insertion: in readdir's (hash) order few names beat the last kept one.
@@ -307,7 +319,7 @@ async function firstEntries(
     first.splice(low, 0, entry);
     if (first.length > room) first.pop();
   }
-  return { first, total };
+  return { first, total, dirs };
 }
 
 // Models sometimes send the arguments as the JSON text itself.

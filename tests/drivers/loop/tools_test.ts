@@ -291,6 +291,18 @@ Deno.test("createToolbox() enters no directory once list_files has shown its lim
       result: "a/\na/1\na/2\na/3\n" +
         "[… at least 2 more entries not shown (directories past the limit were not read)]",
     });
+    // a directory left out of a directory's first entries is not read either, and says so
+    await Deno.writeTextFile(`${dir}/0.txt`, "");
+    const two = await createToolbox(dir, { maxListEntries: 2 });
+    assert.deepEqual(await two.run(call("list_files", { path: "a", recursive: true }), signal), {
+      ok: true,
+      result: "1\n2\n[… 1 more entries not shown]",
+    });
+    assert.deepEqual(await two.run(call("list_files", { recursive: true }), signal), {
+      ok: true,
+      result: "0.txt\na/\n" +
+        "[… at least 5 more entries not shown (directories past the limit were not read)]",
+    });
     // within the limit the whole tree is shown, as before
     const all = await createToolbox(dir, { maxListEntries: 100 });
     const listed = await all.run(call("list_files", { path: "z", recursive: true }), signal);
