@@ -150,13 +150,6 @@ export class BlobIndex implements Disposable {
  */
 export const PACK_BUFFER = 4 * 1024 * 1024;
 
-/**
- * Once this much more is written, a pack is synced in the background (fdatasync from a thread
- * of the runtime) while the snapshot goes on reading: the disk then writes as the pack grows,
- * and the fsync that finish() waits for has only the last stretch left to write.
- */
-const EARLY_SYNC = 16 * 1024 * 1024;
-
 /** A pack being written: contents appended in order, made durable by finish(). */
 export class PackWriter {
   readonly id: string;
@@ -172,9 +165,6 @@ export class PackWriter {
   #filled = 0;
   /** The write of the other buffer, while it is under way. */
   #writing: Promise<void> | null = null;
-  /** An early sync (see flush()), while it is under way, and how far the last one reached. */
-  #syncing: Promise<void> | null = null;
-  #syncedTo = 0;
 
   constructor(home: string) {
     this.id = crypto.randomUUID();
@@ -259,17 +249,6 @@ export class PackWriter {
     })();
     // Handled by drain(); a failure until then is not unhandled.
     this.#writing.catch(() => {});
-    if (this.#syncing === null && this.#size - this.#syncedTo >= EARLY_SYNC) {
-      const upTo = this.#size;
-      const written = this.#writing;
-      this.#syncing = (async () => {
-        await written;
-        await file.syncData();
-        this.#syncedTo = upTo;
-      })();
-      // Handled by finish(); a failure until then is not unhandled.
-      this.#syncing.catch(() => {});
-    }
     this.#buffer = this.#spare;
     this.#spare = full;
     this.#filled = 0;
@@ -303,17 +282,9 @@ export class PackWriter {
     await this.flush();
     await this.drain();
     if (this.#file === null) return;
-    // An early sync's failure is this pack's: it is not reported to a later fsync again.
-    await this.#settleSync();
     await this.#file.sync();
     this.#file.close();
     this.#file = null;
-  }
-
-  async #settleSync(): Promise<void> {
-    const syncing = this.#syncing;
-    this.#syncing = null;
-    if (syncing !== null) await syncing;
   }
 
   /** Closes and removes a pack whose snapshot failed. */
@@ -321,9 +292,6 @@ export class PackWriter {
     this.#filled = 0;
     try {
       await this.drain();
-    } catch { /* removed below */ }
-    try {
-      await this.#settleSync();
     } catch { /* removed below */ }
     if (this.#file === null) return;
     this.#file.close();
