@@ -20,5 +20,10 @@ for (const name of names) {
   }
 }
 const { results } = await import("./bench/_lib.ts");
-console.log(`\n${results.length} comparisons, ${failed} benchmark files failed`);
+const missed = results.filter((result) => !result.met);
+console.log(
+  `\n${results.length} comparisons, ${missed.length} missed their goal${
+    missed.map((result) => `\n  MISS ${result.name}`).join("")
+  }\n${failed} benchmark files failed`,
+);
 Deno.exit(failed ? 1 : 0);

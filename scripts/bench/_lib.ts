@@ -14,19 +14,47 @@ export interface Comparison {
   baselineName: string;
 }
 
-export const results: Comparison[] = [];
+/** Every comparison printed so far, with whether it met its goal. */
+export const results: (Comparison & { met: boolean })[] = [];
 
 /** Records and prints one comparison. */
 export function compare(c: Comparison): void {
-  results.push(c);
   const ratio = c.ours / c.baseline;
   const [op, limit] = c.goal.split(/\s+/);
   const met = op === ">=" ? ratio >= Number(limit) : ratio <= Number(limit);
+  results.push({ ...c, met });
   const fmt = (n: number) => n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toPrecision(3);
   console.log(
     `${met ? "ok  " : "MISS"} ${c.name}: ${fmt(c.ours)} ${c.unit} vs ${c.baselineName} ${
       fmt(c.baseline)
     } ${c.unit} = ${ratio.toFixed(2)}× (goal ${c.goal}×)`,
+  );
+}
+
+/**
+ * Prints a figure held to an absolute goal (a rate the issue names in turns per second, say),
+ * with whether it is met, and counts it with the comparisons.
+ */
+export function against(
+  c: { name: string; value: number; unit: string; goal: string; context: string },
+): void {
+  const [op, limit] = c.goal.split(/\s+/);
+  const met = op === ">=" ? c.value >= Number(limit) : c.value <= Number(limit);
+  results.push({
+    name: c.name,
+    ours: c.value,
+    baseline: 1,
+    unit: c.unit,
+    better: op === ">=" ? "higher" : "lower",
+    goal: c.goal,
+    baselineName: "an absolute goal",
+    met,
+  });
+  const shown = c.value >= 100 ? c.value.toFixed(0) : c.value.toFixed(2);
+  console.log(
+    `${
+      met ? "ok  " : "MISS"
+    } ${c.name}: ${shown} ${c.unit} (goal ${c.goal} ${c.unit}; ${c.context})`,
   );
 }
 
