@@ -443,16 +443,7 @@ export async function writePrivateFileAtomicAsync(
   } finally {
     file.close();
   }
-  try {
-    const handle = await Deno.open(dir, { read: true });
-    try {
-      await handle.sync();
-    } finally {
-      handle.close();
-    }
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
-  }
+  await syncDirectoryAsync(dir);
 }
 
 /**
@@ -469,6 +460,21 @@ export function syncDirectory(dir: string): void {
     }
   } catch {
     // refused: see above
+  }
+  directorySyncObserver?.(dir);
+}
+
+/** syncDirectory without holding the thread (the fsync runs on Deno's blocking pool). */
+export async function syncDirectoryAsync(dir: string): Promise<void> {
+  try {
+    const handle = await Deno.open(dir, { read: true });
+    try {
+      await handle.sync();
+    } finally {
+      handle.close();
+    }
+  } catch {
+    // refused: see syncDirectory
   }
   directorySyncObserver?.(dir);
 }
@@ -532,6 +538,8 @@ export class PrivateLog {
   #hold: "none" | "fresh" | "checked" = "none";
   /** Written to since the last sync(). */
   #unsynced = false;
+  /** The fdatasync a syncAsync() is waiting for, if one is. */
+  #syncing: Promise<void> | null = null;
 
   private constructor(root: string, path: string, file: Deno.FsFile) {
     this.#root = root;
@@ -630,9 +638,35 @@ export class PrivateLog {
    * since the last flush. What other handles write they flush themselves.
    */
   sync(): void {
-    if (!this.#unsynced) return;
+    // A syncAsync() still running has not yet made its lines durable: this one must.
+    if (!this.#unsynced && this.#syncing === null) return;
     this.#handle().syncDataSync();
     this.#unsynced = false;
+  }
+
+  /**
+   * sync() without holding the thread: the fdatasync runs on Deno's blocking pool, so concurrent
+   * writers in one process overlap their waits for the disk and the event loop stays free. What
+   * is written while it runs is left for the next sync (it may or may not be covered by this one).
+   */
+  async syncAsync(): Promise<void> {
+    if (!this.#unsynced) {
+      // Nothing new, but what was written may still be on its way to the disk.
+      if (this.#syncing !== null) await this.#syncing;
+      return;
+    }
+    const file = this.#handle();
+    this.#unsynced = false;
+    const syncing = file.syncData();
+    this.#syncing = syncing;
+    try {
+      await syncing;
+    } catch (error) {
+      this.#unsynced = true;
+      throw error;
+    } finally {
+      if (this.#syncing === syncing) this.#syncing = null;
+    }
   }
 
   close(): void {

@@ -15,6 +15,14 @@ import type { DataRoot } from "./data_root.ts";
 
 export { HARNESS_SESSION_FILE } from "./layout.ts";
 
+/** What put() remembers: one driver's session under a context. */
+export interface ContextSession {
+  sessionId: string;
+  nativeSessionId: string | null;
+  harness: string;
+  driver: string;
+}
+
 export interface ContextEntry extends HarnessSession {
   contextId: string;
   /** Every driver's session, the one used last first. */
@@ -150,9 +158,55 @@ export class ContextMap {
    */
   put(
     contextId: string,
-    session: { sessionId: string; nativeSessionId: string | null; harness: string; driver: string },
+    session: ContextSession,
     nowMs: number = Date.now(),
   ): ContextSessions | null {
+    const next = this.#next(contextId, session, nowMs);
+    if (next === null) return null;
+    if (next.path === null) return next.entry;
+    try {
+      this.#root!.writeFileAtomic(next.path, next.text, { durable: next.durable });
+      this.#saved(next.path, contextId);
+    } catch (error) {
+      this.#unsavable(contextId, next.entry, next.path, error);
+    }
+    return next.entry;
+  }
+
+  /**
+   * put() without holding the thread for the disk: a durable write's two fsyncs (the file before
+   * its rename, then the directory) run on Deno's blocking pool, so concurrent turns overlap
+   * them. Resolves once the entry is in place and, when it names another session, durable; never
+   * rejects (a failure is reported as put() reports it). The caller serialises its writes to one
+   * context (the turn engine holds the context's lock and chains them).
+   */
+  async putAsync(
+    contextId: string,
+    session: ContextSession,
+    nowMs: number = Date.now(),
+  ): Promise<ContextSessions | null> {
+    const next = this.#next(contextId, session, nowMs);
+    if (next === null) return null;
+    if (next.path === null) return next.entry;
+    try {
+      if (next.durable) await this.#root!.writeFileAtomicAsync(next.path, next.text);
+      else this.#root!.writeFileAtomic(next.path, next.text, { durable: false });
+      this.#saved(next.path, contextId);
+    } catch (error) {
+      this.#unsavable(contextId, next.entry, next.path, error);
+    }
+    return next.entry;
+  }
+
+  /**
+   * The entry `session` makes of the context's, and how to write it: path null when there is
+   * nothing to write to (kept in memory); null for an empty session id.
+   */
+  #next(
+    contextId: string,
+    session: ContextSession,
+    nowMs: number,
+  ): { entry: ContextSessions; path: string | null; text: string; durable: boolean } | null {
     if (session.sessionId === "") return null;
     const previous = this.get(contextId);
     const own = previous?.sessions.find((entry) => entry.driver === session.driver);
@@ -179,30 +233,30 @@ export class ContextMap {
     const path = this.entryPath(contextId);
     if (path === null || this.#root === null) {
       this.#unsaved.set(contextId, entry);
-      return entry;
+      return { entry, path: null, text: "", durable: false };
     }
-    try {
-      // Synced only when it names another session than the file did: a turn that resumes the
-      // session on top only moves `updated_ms`, which a power cut may lose at no cost — and
-      // every resumed turn would pay two fsyncs for it (`deno task bench` "a run with --context").
-      const sameSession = previous !== null && previous.driver === current.driver &&
-        previous.session_id === current.session_id &&
-        previous.native_session_id === current.native_session_id &&
-        previous.harness === current.harness;
-      this.#root.writeFileAtomic(path, `${JSON.stringify(entry, null, 2)}\n`, {
-        durable: !sameSession,
-      });
-      this.#unsaved.delete(contextId);
-      this.#distrusted.delete(path);
-    } catch (error) {
-      this.#unsaved.set(contextId, entry);
-      this.#reportOnce(
-        `the session of context '${contextId}' could not be written to ${path} (${
-          describeError(error)
-        }); this conversation is remembered only until this process ends`,
-      );
-    }
-    return entry;
+    // Synced only when it names another session than the file did: a turn that resumes the
+    // session on top only moves `updated_ms`, which a power cut may lose at no cost — and
+    // every resumed turn would pay two fsyncs for it (`deno task bench` "a run with --context").
+    const sameSession = previous !== null && previous.driver === current.driver &&
+      previous.session_id === current.session_id &&
+      previous.native_session_id === current.native_session_id &&
+      previous.harness === current.harness;
+    return { entry, path, text: `${JSON.stringify(entry, null, 2)}\n`, durable: !sameSession };
+  }
+
+  #saved(path: string, contextId: string): void {
+    this.#unsaved.delete(contextId);
+    this.#distrusted.delete(path);
+  }
+
+  #unsavable(contextId: string, entry: ContextSessions, path: string, error: unknown): void {
+    this.#unsaved.set(contextId, entry);
+    this.#reportOnce(
+      `the session of context '${contextId}' could not be written to ${path} (${
+        describeError(error)
+      }); this conversation is remembered only until this process ends`,
+    );
   }
 
   /** Forgets a context; returns the session id it dropped, or null (forgetting none is fine). */

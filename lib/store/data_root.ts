@@ -12,6 +12,7 @@ import {
   readPrivateText,
   trustProblem,
   writePrivateFileAtomic,
+  writePrivateFileAtomicAsync,
 } from "../core/private_files.ts";
 import { resolvePath } from "../core/paths.ts";
 import { openConnection, removeIndexFiles, type RunIndex } from "./index_db.ts";
@@ -64,6 +65,11 @@ export class DataRoot implements Disposable {
   /** Replaces a file below the root atomically, 0600 (see writePrivateFileAtomic). */
   writeFileAtomic(path: string, data: string | Uint8Array, options?: { durable?: boolean }): void {
     writePrivateFileAtomic(this.home, path, data, this.#checked, options);
+  }
+
+  /** writeFileAtomic, durable, without holding the thread (see writePrivateFileAtomicAsync). */
+  writeFileAtomicAsync(path: string, data: string | Uint8Array): Promise<void> {
+    return writePrivateFileAtomicAsync(this.home, path, data, this.#checked);
   }
 
   /** A file below the root as text, or null when it does not exist (links out refused). */

@@ -123,9 +123,16 @@ export interface EventLogOptions {
   holdBursts?: boolean;
   /**
    * Runs once, after this handle's first sync: what must be made durable with the log but need
-   * not be before (the run's owner syncs the directories its creation renamed into place).
+   * not be before (the run's owner syncs the directories its creation renamed into place) —
+   * `blocking` after sync(), `awaited` after syncAsync().
    */
-  afterFirstSync?: () => void;
+  afterFirstSync?: FirstSync;
+}
+
+/** See EventLogOptions.afterFirstSync: the same work, holding the thread or not. */
+export interface FirstSync {
+  blocking(): void;
+  awaited(): Promise<void>;
 }
 
 export class EventLog {
@@ -136,7 +143,7 @@ export class EventLog {
   readonly #runIdJson: string;
   readonly #sessionIdJson: string;
   readonly #holdBursts: boolean;
-  #afterFirstSync: (() => void) | null;
+  #afterFirstSync: FirstSync | null;
   #holding = false;
   /** How much of the file this handle has taken into account. */
   #seen = 0;
@@ -268,7 +275,20 @@ export class EventLog {
     const first = this.#afterFirstSync;
     if (first === null) return;
     this.#afterFirstSync = null;
-    first();
+    first.blocking();
+  }
+
+  /**
+   * sync() without holding the thread (the fdatasync, and afterFirstSync's work, run on Deno's
+   * blocking pool): resolves once what was appended before the call is on disk.
+   */
+  async syncAsync(): Promise<void> {
+    await this.#log.syncAsync();
+    const first = this.#afterFirstSync;
+    if (first === null) return;
+    await first.awaited();
+    // Forgotten only once done: a sync() meanwhile did the work again rather than skip it.
+    if (this.#afterFirstSync === first) this.#afterFirstSync = null;
   }
 
   close(): void {

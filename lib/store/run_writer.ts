@@ -6,7 +6,7 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { syncDirectory } from "../core/private_files.ts";
+import { syncDirectory, syncDirectoryAsync } from "../core/private_files.ts";
 import type {
   EventInput,
   RunEvent,
@@ -111,22 +111,50 @@ export class RunAppender {
    */
   append(event: EventInput): RunEvent {
     return this.#log.append(event, (stored) => {
-      if (stored.ignored !== undefined) return;
-      if (stored.type === "usage.updated") this.#lastUsage = stored.payload;
-      if (!mayChangeRecord(stored.type)) return;
-      const current = this.#current();
-      const next = applyEvent(current, stored);
-      this.#record = current;
-      if (next === null) return;
+      if (!this.#take(stored)) return;
       // The log holds the event on disk before the record says it happened. The record itself
       // is not fsynced: everything this write changes follows from the log, so a run.json that
       // a power cut leaves behind its log is corrected from it by reconciliation (and nothing is
       // lost). One sync to settle a run instead of three: see `deno task bench` "a whole reins
       // run". What update() writes is not in the log, and is fsynced.
-      this.#log.sync();
-      writeRecord(this.root, next, { durable: false });
-      this.#record = next;
+      this.#applyToRecord(stored, () => this.#log.sync());
     });
+  }
+
+  /**
+   * append(), then the log made durable without holding the thread (the fdatasync, and the first
+   * sync's directory syncs, run on Deno's blocking pool: concurrent turns overlap their waits for
+   * the disk), then the record. For the event that settles a run: resolves once it is on disk and
+   * run.json says so. Between the line and the record, run.json is behind the log, as a crash may
+   * leave it anyway (reconciliation and every later append correct it from the log).
+   */
+  async appendDurably(event: EventInput): Promise<RunEvent> {
+    let changing: RunEvent | null = null;
+    const stored = this.#log.append(event, (written) => {
+      if (this.#take(written)) changing = written;
+    });
+    await this.#log.syncAsync();
+    const apply = changing;
+    if (apply !== null) this.#log.locked(() => this.#applyToRecord(apply, () => {}));
+    return stored;
+  }
+
+  /** Notes what `stored` says of usage; whether it may change the record. */
+  #take(stored: RunEvent): boolean {
+    if (stored.ignored !== undefined) return false;
+    if (stored.type === "usage.updated") this.#lastUsage = stored.payload;
+    return mayChangeRecord(stored.type);
+  }
+
+  /** Under the log's lock: applies `stored` to run.json, after `beforeWrite` when it changes it. */
+  #applyToRecord(stored: RunEvent, beforeWrite: () => void): void {
+    const current = this.#current();
+    const next = applyEvent(current, stored);
+    this.#record = current;
+    if (next === null) return;
+    beforeWrite();
+    writeRecord(this.root, next, { durable: false });
+    this.#record = next;
   }
 
   /** Applies `patch` (see RunPatch) and returns the record. */
@@ -290,9 +318,15 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       // The rename that put runs/<id> in place, and the files made in it, are durable once runs/
       // and runs/<id> are synced too: done with the log's first sync (at settle at the latest)
       // rather than here, keeping a run's creation free of syncs.
-      afterFirstSync: () => {
-        syncDirectory(root.layout.run(runId));
-        syncDirectory(root.layout.runs());
+      afterFirstSync: {
+        blocking: () => {
+          syncDirectory(root.layout.run(runId));
+          syncDirectory(root.layout.runs());
+        },
+        awaited: async () => {
+          await syncDirectoryAsync(root.layout.run(runId));
+          await syncDirectoryAsync(root.layout.runs());
+        },
       },
     });
     const writer = new RunWriter(

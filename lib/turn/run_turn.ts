@@ -199,14 +199,14 @@ async function driveAndSettle(
   const { runId } = writer;
   const { contextId } = request;
   let nativeSessionId = resume?.nativeSessionId ?? null;
+  // The context's session is written as it changes, one write after another (the context's lock
+  // keeps other turns off it), its fsyncs on Deno's blocking pool while the agent starts and
+  // runs; the run settles only once the last is durable.
+  let remembered: Promise<unknown> = Promise.resolve();
   const remember = () => {
     if (contextId === null) return;
-    store.contexts.put(contextId, {
-      sessionId,
-      nativeSessionId,
-      harness: driver.harness,
-      driver: driver.name,
-    });
+    const session = { sessionId, nativeSessionId, harness: driver.harness, driver: driver.name };
+    remembered = remembered.then(() => store.contexts.putAsync(contextId, session));
   };
   remember();
 
@@ -282,16 +282,22 @@ async function driveAndSettle(
     if (timer !== undefined) clearTimeout(timer);
     if (graceTimer !== undefined) clearTimeout(graceTimer);
   }
-  // A settled run has its snapshot on disk, or a warning that says why not (never rejects).
+  // A settled run has its snapshot on disk, or a warning that says why not (never rejects), and
+  // its context's session (never rejects either: a failure is reported).
   await snapshotWritten;
+  await remembered;
   const settlement = settle({
     ended,
     timedOutAfterSeconds: timeoutStop.signal.aborted ? request.timeoutSeconds : null,
     stopReason: signals.stop.aborted ? stopReasonOf(signals.stop) : null,
   });
   await keepDeclaredAttachments(store, runId, driver.name, request.cwd, settlement, record);
-  // The record takes the exit code from the terminal event: one write settles the run.
-  record(settlement.terminal);
+  // The record takes the exit code from the terminal event: one write settles the run, once the
+  // log (and the run's directory, with its first sync) is on disk — synced without holding the
+  // thread, so that other turns of this process go on meanwhile.
+  const terminal = await writer.appendDurably(settlement.terminal);
+  if (terminal.type === "problem") problems++;
+  hooks.onEvent?.(terminal);
   return {
     summary: summarize(settlement, { runId, sessionId, contextId }, writer.lastUsage()),
     problems,

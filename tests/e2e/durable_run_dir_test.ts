@@ -36,50 +36,140 @@ Deno.test({
     const work = `${dir.path}/work`;
     await Deno.mkdir(work);
     const trace = `${dir.path}/trace.txt`;
-    const output = await new Deno.Command("strace", {
-      args: [
-        "-f",
-        "-y", // descriptors shown with their paths
-        "-e",
-        "trace=fsync,fdatasync,rename,renameat,renameat2",
-        "-o",
-        trace,
-        Deno.execPath(),
-        "run",
-        "--quiet",
-        "--allow-all",
-        "--config",
-        CONFIG,
-        MAIN,
-        "--home",
-        home,
-        "run",
-        "--driver",
-        "command",
-        "--exec",
-        "true",
-        "--json",
-        "hello",
-      ],
-      cwd: work,
-      env: { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const output = await tracedRun(home, work, trace, []);
     const { runId } = JSON.parse(new TextDecoder().decode(output.stdout));
     const runs = await Deno.realPath(`${home}/runs`);
-    const lines = (await Deno.readTextFile(trace)).split("\n");
-    const renamed = lines.findIndex((line) =>
-      /rename/.test(line) && line.includes(`"${runs}/.staging/${runId}"`) &&
-      line.includes(`"${runs}/${runId}"`) && / = 0$/.test(line)
+    const text = await Deno.readTextFile(trace);
+    const calls = tracedCalls(text).filter((call) => call.ok);
+    const renamed = calls.find((call) =>
+      /rename/.test(call.name) && call.args.includes(`"${runs}/.staging/${runId}"`) &&
+      call.args.includes(`"${runs}/${runId}"`)
     );
-    assert.ok(renamed >= 0, `no rename of the run into place in:\n${lines.join("\n")}`);
-    const after = lines.slice(renamed + 1);
+    assert.ok(renamed, `no rename of the run into place in:\n${text}`);
+    // The syncs run on Deno's blocking pool: a call of another thread may split their lines.
     const synced = (path: string) =>
-      after.some((line) => /\bfsync\(\d+<(.*)>\) = 0$/.exec(line)?.[1] === path);
-    assert.ok(synced(runs), `runs/ was not fsynced after the rename:\n${after.join("\n")}`);
+      calls.some((call) =>
+        call.name === "fsync" && call.start > renamed.end &&
+        call.args.replace(/^\d+/, "") === `<${path}>`
+      );
+    assert.ok(synced(runs), `runs/ was not fsynced after the rename:\n${text}`);
     assert.ok(synced(`${runs}/${runId}`), "the run's directory was not fsynced");
+  },
+});
+
+/** `reins run --driver command --exec true --json … hello` in `work`, traced by strace into `trace`. */
+function tracedRun(home: string, work: string, trace: string, flags: string[]) {
+  return new Deno.Command("strace", {
+    args: [
+      "-f",
+      "-y", // descriptors shown with their paths
+      "-e",
+      "trace=fsync,fdatasync,rename,renameat,renameat2",
+      "-o",
+      trace,
+      Deno.execPath(),
+      "run",
+      "--quiet",
+      "--allow-all",
+      "--config",
+      CONFIG,
+      MAIN,
+      "--home",
+      home,
+      "run",
+      "--driver",
+      "command",
+      "--exec",
+      "true",
+      "--json",
+      ...flags,
+      "hello",
+    ],
+    cwd: work,
+    env: { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+}
+
+/** One traced call: where it started and ended in the trace (a call of another thread may split it). */
+interface Call {
+  name: string;
+  /** Its arguments as strace shows them: the path of a descriptor (-y), the quoted names of a rename. */
+  args: string;
+  start: number;
+  end: number;
+  ok: boolean;
+}
+
+function tracedCalls(text: string): Call[] {
+  const calls: Call[] = [];
+  const open = new Map<string, Call>();
+  text.split("\n").forEach((line, index) => {
+    const started = /^(\d+) (\w+)\((.*?)(?: <unfinished \.\.\.>|\)\s+= (-?\d+).*)$/.exec(line);
+    if (started) {
+      const [, pid, name, args, result] = started;
+      const call = { name, args, start: index, end: index, ok: result === "0" };
+      calls.push(call);
+      if (result === undefined) open.set(pid, call);
+      return;
+    }
+    const resumed = /^(\d+) <\.\.\. (\w+) resumed>.*\)\s+= (-?\d+)/.exec(line);
+    const call = resumed ? open.get(resumed[1]) : undefined;
+    if (resumed && call) {
+      call.end = index;
+      call.ok = resumed[3] === "0";
+      open.delete(resumed[1]);
+    }
+  });
+  return calls;
+}
+
+Deno.test({
+  name:
+    "reins run --context syncs the context's session before renaming it, then its directory, and the log before the record that settles the run",
+  ignore: !STRACE,
+  async fn() {
+    // The syncs of a turn run on Deno's blocking pool (other threads than the one renaming):
+    // this holds their order, whichever thread made them.
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const work = `${dir.path}/work`;
+    await Deno.mkdir(work);
+    const trace = `${dir.path}/trace.txt`;
+    const output = await tracedRun(home, work, trace, ["--context", "c1"]);
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const { runId } = JSON.parse(new TextDecoder().decode(output.stdout));
+    const real = await Deno.realPath(home);
+    const text = await Deno.readTextFile(trace);
+    const calls = tracedCalls(text).filter((call) => call.ok);
+    const context = `${real}/contexts/c1`;
+    const placed = calls.find((call) =>
+      /rename/.test(call.name) && call.args.endsWith(`"${context}/harness-session.json"`)
+    );
+    assert.ok(placed, `the context's session was not renamed into place:\n${text}`);
+    const temp = /^"([^"]+)"/.exec(placed.args)![1];
+    // A descriptor shows as `<fd><path>` (-y).
+    const fsyncOf = (name: string, path: string) =>
+      calls.filter((call) => call.name === name && call.args.replace(/^\d+/, "") === `<${path}>`);
+    assert.ok(
+      fsyncOf("fsync", temp).some((call) => call.end < placed.start),
+      `the session's temp file was not fsynced before its rename:\n${text}`,
+    );
+    const settledRecord = calls.filter((call) =>
+      /rename/.test(call.name) && call.args.endsWith(`"${real}/runs/${runId}/run.json"`)
+    ).at(-1)!;
+    const before = (list: Call[], after = -1) =>
+      list.some((call) => call.start > after && call.end < settledRecord.start);
+    assert.ok(
+      before(fsyncOf("fsync", context), placed.end),
+      `the context's directory was not fsynced after the rename, before the run settled:\n${text}`,
+    );
+    assert.ok(
+      before(fsyncOf("fdatasync", `${real}/runs/${runId}/events.jsonl`)),
+      `the log was not synced before the record that settles the run:\n${text}`,
+    );
+    assert.ok(before(fsyncOf("fsync", `${real}/runs`)), "runs/ was not synced before settling");
   },
 });

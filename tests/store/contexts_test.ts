@@ -215,3 +215,22 @@ Deno.test("readHarnessSession() reads a file of one session (written before sess
     ["claude", "s-old"],
   ]);
 });
+
+Deno.test("ContextMap.putAsync() writes what put() writes, leaving the thread free until the file is in place", async () => {
+  await using dir = await tempDir();
+  using store = openStore(`${dir.path}/home`);
+  const path = store.contexts.entryPath("ctx")!;
+  const writing = store.contexts.putAsync("ctx", SESSION, 1_000);
+  // The new session is synced before its rename: not in place until that is done.
+  assert.equal(readHarnessSession(path), null);
+  const entry = await writing;
+  assert.deepEqual(readHarnessSession(path), entry);
+  assert.equal(mode(path), 0o600);
+  assert.equal(entry?.session_id, "sess-1");
+  assert.deepEqual(store.contexts.get("ctx"), entry);
+  // The same session again only moves updated_ms (as put() does): written at once, not synced.
+  const again = store.contexts.putAsync("ctx", SESSION, 2_000);
+  assert.equal(readHarnessSession(path)?.updated_ms, 2_000);
+  assert.equal((await again)?.created_ms, 1_000);
+  assert.equal(await store.contexts.putAsync("ctx", { ...SESSION, sessionId: "" }), null);
+});

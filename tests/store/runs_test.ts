@@ -384,3 +384,42 @@ Deno.test("createRun() syncs runs/ and the run's directory once, with the log's 
   writer.close();
   assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs], "once, not at every sync");
 });
+
+Deno.test("RunWriter.appendDurably() leaves the thread free while the log syncs: the line first, the record once it is on disk", async () => {
+  await using home = await storeHome();
+  const synced: string[] = [];
+  using _observed = observeDirectorySyncs((dir) => synced.push(dir));
+  using writer = home.store.createRun(runInit());
+  const runs = `${home.path}/runs`;
+  writer.append({ type: "heartbeat", payload: { iteration: 1 } });
+  const settling = writer.appendDurably({
+    type: "completed",
+    payload: { result: "done", reason: null },
+  });
+  // Nothing was waited for on this thread: the line is written, the syncs are under way and the
+  // record does not say the run settled until they are done.
+  assert.equal(JSON.parse(logLines(home.path, writer.runId).at(-1)!).type, "completed");
+  assert.deepEqual(synced, []);
+  assert.equal(recordOnDisk(home.path, writer.runId).status, "running");
+  const terminal = await settling;
+  assert.equal(terminal.type, "completed");
+  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs], "the run's directory, with the log");
+  assert.equal(recordOnDisk(home.path, writer.runId).status, "completed");
+  assert.equal(recordOnDisk(home.path, writer.runId).endedAt, terminal.timestamp);
+  assert.equal(writer.settled, "completed");
+  writer.close();
+  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs], "once, not again at close");
+});
+
+Deno.test("RunWriter.appendDurably() of an event after the outcome keeps it as ignored, the record as it was", async () => {
+  await using home = await storeHome();
+  using writer = home.store.createRun(runInit());
+  writer.append({ type: "failed", payload: { reason: "boom", result: null } });
+  const before = recordOnDisk(home.path, writer.runId);
+  const late = await writer.appendDurably({
+    type: "completed",
+    payload: { reason: null, result: "late" },
+  });
+  assert.equal(late.ignored, "run already failed");
+  assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
+});
