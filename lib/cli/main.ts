@@ -3,6 +3,7 @@
 import type { Settings } from "../core/config.ts";
 import { ExitCode, ReinsError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
+import { loadSqlite } from "../core/sqlite.ts";
 import { type Env, readEnv, resolveHome, withholdFromAgents } from "../core/env.ts";
 import { redact, rememberSecrets, secretsInEnv } from "../core/redact.ts";
 import { type FlagSpecs, GLOBAL_FLAGS, parseArgs, valueHint } from "./args.ts";
@@ -80,6 +81,9 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
   }
   const entry = lookup(name);
   const module = await entry.load();
+  // Every command but `run` may read the index, whose node:sqlite is not loaded at start-up
+  // (lib/store/sqlite.ts): loaded here, before the command's synchronous store calls need it.
+  if (entry.name !== "run") await loadSqlite();
   const { flags, positionals } = parseArgs(rest, module.flags, entry.name);
   if (flags.help) {
     io.print(commandHelp(entry.name, module));

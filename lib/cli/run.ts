@@ -9,6 +9,7 @@ import { safeName } from "../core/ids.ts";
 import { resolvePath } from "../core/paths.ts";
 import type { RunEvent } from "../store/contracts.ts";
 import { openStore } from "../store/store.ts";
+import { loadSqlite } from "../core/sqlite.ts";
 import { type AgentSpec, COMMAND_STDIN, type CommandStdin } from "../drivers/driver.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
@@ -181,6 +182,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const prompt = await readPrompt(ctx);
   const settings = await ctx.settings();
   using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  // A run ref is looked up in the index, which `reins run` loads only when it needs it.
+  if (f.parent !== undefined) await loadSqlite();
   const parentRunId = f.parent === undefined ? null : store.resolveRun(f.parent).id;
   const attachments = f.attach.map((file) => {
     const path = resolvePath(file);
@@ -239,6 +242,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
         signals.runStarted(runId);
         const shortId = () => store.uniqueRunPrefix(runId);
         if (io.stderrIsTerminal && !io.quiet && !io.jsonMode && !f.events) {
+          await loadSqlite(); // the progress line shows the run's shortest unique prefix
           progress = await startProgress(shortId);
         } else {
           waiting = new WaitingAnnouncer(shortId);

@@ -7,9 +7,10 @@
 // (one query per batch of contents: a query per file cost more than hashing them);
 // a manifest also keeps where each of its contents is, so a lost or damaged index costs
 // deduplication, never a snapshot. Nothing is ever removed here.
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { joinPath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
+import { sqlite } from "../core/sqlite.ts";
 import { packPath, snapshotsDir } from "./paths.ts";
 
 /** Where one content is: a pack and the byte range in it. */
@@ -30,6 +31,18 @@ function tighten(path: string): void {
 
 function indexPath(home: string): string {
   return joinPath(snapshotsDir(home), "blobs.sqlite");
+}
+
+/**
+ * Whether the data root has a blob index to look contents up in: a snapshot loads node:sqlite
+ * (lib/core/sqlite.ts, not loaded at start-up) before its walk only then.
+ */
+export function hasBlobIndex(home: string): boolean {
+  try {
+    return Deno.statSync(indexPath(home)).isFile;
+  } catch {
+    return false;
+  }
 }
 
 /** The blob index: sha256 → where its content is. */
@@ -75,7 +88,7 @@ export class BlobIndex implements Disposable {
       try {
         Deno.openSync(path, { write: true, create: true, mode: 0o600 }).close();
         tighten(path);
-        const db = new DatabaseSync(path);
+        const db = new (sqlite().DatabaseSync)(path);
         try {
           db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
           db.exec("PRAGMA journal_mode = WAL");

@@ -19,10 +19,11 @@
 // crash before that loses only this snapshot (no manifest: a replay says so and copies).
 import { nowIso } from "../core/clock.ts";
 import { importLazily } from "../core/lazy_import.ts";
+import { loadSqlite } from "../core/sqlite.ts";
 import { dirnameOf, isInside } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import { redactJsonText } from "../core/redact.ts";
-import { BlobIndex, type BlobLocation, PackWriter } from "./blobs.ts";
+import { BlobIndex, type BlobLocation, hasBlobIndex, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
 import type { SnapshotEntry, SnapshotManifest } from "./manifest.ts";
 import { describeSize, manifestPath } from "./paths.ts";
@@ -246,7 +247,10 @@ class Store {
         if (placed.fresh) fresh.push([placed.sha256, placed]);
       }
       // Opening (or making) the index lists nothing yet.
-      if (fresh.length > 0) this.#index ??= BlobIndex.open(this.#home);
+      if (fresh.length > 0 && (this.#index ?? null) === null) {
+        await loadSqlite();
+        this.#index = BlobIndex.open(this.#home);
+      }
       whileSyncing();
     } finally {
       await synced;
@@ -369,6 +373,8 @@ export async function startSnapshot(
   options: SnapshotOptions = {},
 ): Promise<StartedSnapshot> {
   const startedMs = Date.now();
+  // The walk looks contents up in the blob index synchronously: its module loaded first.
+  if (hasBlobIndex(home)) await loadSqlite();
   const maxBytes = options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES;
   const maxEntries = options.maxEntries ?? DEFAULT_SNAPSHOT_MAX_ENTRIES;
   const manifest: SnapshotManifest = {

@@ -9,9 +9,11 @@
 // Free of zod and of node:fs/path/util on purpose: `reins runs` must start about as fast as an
 // empty `deno run`. (node:sqlite itself costs ~2 ms to import — but reaching it through
 // `process.getBuiltinModule` loads Deno's whole Node `process`, ~14 ms of CPU: both measured by
-// `deno task bench startup`.)
+// `deno task bench startup`.) node:sqlite itself is loaded only when a connection is opened
+// (lib/store/sqlite.ts): `reins run` does not pay for it.
 import { importLazily } from "../core/lazy_import.ts";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { loadSqlite, sqlite } from "../core/sqlite.ts";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { DataRootError } from "../core/errors.ts";
@@ -83,7 +85,7 @@ export class RunIndex {
     const path = root.layout.index();
     root.ensureDir(root.home);
     preparePrivateFile(path);
-    const db = new DatabaseSync(path);
+    const db = new (sqlite().DatabaseSync)(path);
     try {
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.exec("PRAGMA journal_mode = WAL");
@@ -104,7 +106,7 @@ export class RunIndex {
 
   /** An index in memory, for a data root whose index file cannot be used. */
   static openMemory(root: DataRoot): RunIndex {
-    const db = new DatabaseSync(":memory:");
+    const db = new (sqlite().DatabaseSync)(":memory:");
     ensureSchema(db);
     return new RunIndex(root, db, null);
   }
@@ -389,6 +391,7 @@ export function openIndexSync(root: DataRoot, reader: RecordReader): RunIndex | 
  */
 export async function openIndex(root: DataRoot): Promise<RunIndex | null> {
   if (!exists(root.home)) return null;
+  await loadSqlite();
   let index = root.connectIndex();
   try {
     if (!refreshIndex(index)) await refreshWithReader(index);

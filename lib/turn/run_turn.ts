@@ -13,6 +13,7 @@ import type { AgentProcess } from "../core/process_group.ts";
 import type { EventInput, RunEvent } from "../store/contracts.ts";
 import type { Store } from "../store/store.ts";
 import type { RunWriter } from "../store/run_writer.ts";
+import { loadSqlite } from "../core/sqlite.ts";
 import { endpointConfigured } from "../otel/target.ts";
 import { prepareAgent } from "./agent.ts";
 import { ContextLock } from "./context_lock.ts";
@@ -141,6 +142,8 @@ async function recordTurn(
       } session${context.sessions.length === 1 ? " is" : "s are"} kept for their drivers)`,
     );
   }
+  // A context used before has runs to look up in the index (the run resumed, the history).
+  if (context !== null) await loadSqlite();
   const sessionId = resume?.sessionId ?? newId();
   // The run this turn continues: the last of the session it resumes.
   const resumedFromRunId = request.resumedFromRunId ??

@@ -13,7 +13,13 @@ interface Dependency {
 /** The modules `entry` loads before running: static imports for code, followed transitively. */
 async function startupModules(entry: string): Promise<string[]> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "--config", `${REPO}deno.json`, `${REPO}${entry}`],
+    args: [
+      "info",
+      "--json",
+      "--config",
+      `${REPO}deno.json`,
+      entry.startsWith("/") ? entry : `${REPO}${entry}`,
+    ],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -64,6 +70,32 @@ for (
     assert.deepEqual(heavy, []);
   });
 }
+
+// regression: reins run imported node:sqlite (2.8 ms of a whole run's profile) though it never
+// opens the index: node:sqlite is loaded when a connection is opened (lib/core/sqlite.ts), as is the
+// snapshots' blob index
+for (
+  const entry of ["lib/cli/main.ts", "lib/cli/run.ts", "lib/turn/run_turn.ts", "lib/store/store.ts"]
+) {
+  Deno.test(`${entry} does not load node:sqlite at start-up`, async () => {
+    const modules = await startupModules(entry);
+    assert.deepEqual(modules.filter((m) => m === "node:sqlite"), []);
+  });
+}
+
+Deno.test("startupModules() sees a static import of node:sqlite (the guard can fail)", async () => {
+  const probe = await Deno.makeTempFile({ suffix: ".ts" });
+  try {
+    await Deno.writeTextFile(
+      probe,
+      'import { DatabaseSync } from "node:sqlite";\nexport const d = DatabaseSync;\n',
+    );
+    const modules = await startupModules(probe);
+    assert.ok(modules.includes("node:sqlite"), modules.join("\n"));
+  } finally {
+    await Deno.remove(probe);
+  }
+});
 
 Deno.test("startupModules() finds zod behind lib/store/contracts.ts (the guard can fail)", async () => {
   const modules = await startupModules("lib/store/contracts.ts");
