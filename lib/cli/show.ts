@@ -96,20 +96,33 @@ async function showRun(ctx: CommandContext<Flags>): Promise<number> {
   const snapshot = mode === "verbose" ? snapshotLine(glanceSnapshot(store.home, runId)) : undefined;
   io.print(`${formatHeader(record, mode, { snapshot }).join("\n")}\n\n`);
   const tail = store.tail(runId);
+  // The text of many small pieces goes out in one write of about PRINT_CHARS: a write (and its
+  // redaction and encoding) per piece cost more than making the text.
+  let text: string[] = [];
+  let chars = 0;
+  const flush = () => {
+    if (text.length > 0) io.print(text.join("\n"));
+    text = [];
+    chars = 0;
+  };
   tail.readEach((batch) => {
-    for (const problem of batch.problems) {
-      io.warn(`${eventsFile}:${problem.line}: skipped: ${problem.reason}`);
+    if (batch.problems.length > 0) {
+      flush(); // the warnings stay next to the lines around them
+      for (const problem of batch.problems) {
+        io.warn(`${eventsFile}:${problem.line}: skipped: ${problem.reason}`);
+      }
     }
     if (batch.events.length === 0) return;
-    const lines = new Array<string>(batch.events.length);
     for (let i = 0; i < batch.events.length; i++) {
-      const event = batch.events[i];
-      lines[i] = formatter.format(event);
-      tally.add(event);
-      pending.add(event);
+      tally.add(batch.events[i]);
+      pending.add(batch.events[i]);
     }
-    io.print(lines.join("\n"));
+    const piece = formatter.formatAll(batch.events);
+    text.push(piece);
+    chars += piece.length;
+    if (chars >= PRINT_CHARS) flush();
   });
+  flush();
   if (tail.incompleteLine !== null) {
     io.warn(`${eventsFile}:${tail.incompleteLine}: skipped: ${INCOMPLETE_LINE}`);
   }
@@ -120,6 +133,9 @@ async function showRun(ctx: CommandContext<Flags>): Promise<number> {
 }
 
 const INCOMPLETE_LINE = "incomplete last line (its writer stopped mid-line)";
+
+/** About how much of a transcript is written at a time, in UTF-16 units. */
+const PRINT_CHARS = 1 << 18;
 
 /** --json: {record, events, problems, pending}, the record and events as the store reads them. */
 function showJson(ctx: CommandContext<Flags>, store: Store, runId: string): number {

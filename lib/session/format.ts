@@ -48,6 +48,19 @@ function msBetween(from: string | null | undefined, to: string | null | undefine
   return Number.isFinite(ms) ? ms : null;
 }
 
+// Control characters but the newline (see oneLine in text.ts for the whole set).
+const CONTROL_BUT_NEWLINE = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+
+/** Whether `text` holds a control character other than its `newlines` joining newlines. */
+function hasControls(text: string, newlines: number): boolean {
+  if (CONTROL_BUT_NEWLINE.test(text)) return true;
+  let count = 0;
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) {
+    if (++count > newlines) return true;
+  }
+  return false;
+}
+
 /** Hints for errors the loop's tools report, for the person reading the transcript. */
 function hintFor(error: string): string | null {
   if (error.startsWith("denied by policy")) {
@@ -69,6 +82,11 @@ export class EventFormatter {
   readonly #startMs: number;
   #modelRequestedAt: string | null = null;
   readonly #tools = new Map<string, string>();
+  // What one event's lines are made of, kept from event to event: a run's events come in bursts
+  // within one millisecond, and most have no detail lines (see `deno task bench views`).
+  readonly #details: string[] = [];
+  #offsetMs = NaN;
+  #offset = "";
 
   constructor(mode: ShowMode, startedAt: string) {
     this.mode = mode;
@@ -77,16 +95,49 @@ export class EventFormatter {
 
   /** The event's line (short), or its line and detail lines (verbose), joined by newlines. */
   format(event: RunEvent): string {
-    const offset = formatOffset(isoMs(event.timestamp) - this.#startMs);
-    const details: string[] = [];
-    let line = `${String(event.sequence).padStart(5)}  ${offset.padStart(9)}  ${
-      this.#body(event, details)
-    }`;
-    if (event.ignored !== undefined) line += `  [ignored: ${event.ignored}]`;
+    const details = this.#details;
+    details.length = 0;
     // Names and ids come from harnesses too: nothing of theirs reaches the terminal raw.
-    line = oneLine(line);
+    const line = oneLine(this.#line(event, details));
     if (this.mode === "short" || details.length === 0) return line;
     return `${line}\n${details.map((detail) => `${MARGIN}  ${oneLine(detail)}`).join("\n")}`;
+  }
+
+  /**
+   * What format() makes of each of `events`, joined by newlines: the same text, made for many
+   * events at once. The lines are made raw and joined, and the whole is looked at once for control
+   * characters: when its only ones are the newlines that join them (nearly always), the text is
+   * what a line at a time would have made; otherwise each line is made one-line first. A line at
+   * a time cost a copy of every line (`deno task bench views`, "reins show").
+   */
+  formatAll(events: readonly RunEvent[]): string {
+    const parts: string[] = [];
+    const details = this.#details;
+    const verbose = this.mode === "verbose";
+    for (let i = 0; i < events.length; i++) {
+      details.length = 0;
+      parts.push(this.#line(events[i], details));
+      if (verbose) {
+        for (let d = 0; d < details.length; d++) parts.push(`${MARGIN}  ${details[d]}`);
+      }
+    }
+    const text = parts.join("\n");
+    if (!hasControls(text, parts.length - 1)) return text;
+    for (let i = 0; i < parts.length; i++) parts[i] = oneLine(parts[i]);
+    return parts.join("\n");
+  }
+
+  /** The event's line as it is, before oneLine; detail lines go into `details`. */
+  #line(event: RunEvent, details: string[]): string {
+    const ms = isoMs(event.timestamp) - this.#startMs;
+    if (ms !== this.#offsetMs) {
+      this.#offsetMs = ms;
+      this.#offset = formatOffset(ms).padStart(9);
+    }
+    const line = `${String(event.sequence).padStart(5)}  ${this.#offset}  ${
+      this.#body(event, details)
+    }`;
+    return event.ignored === undefined ? line : `${line}  [ignored: ${event.ignored}]`;
   }
 
   #body(event: RunEvent, details: string[]): string {
