@@ -49,6 +49,7 @@ function msBetween(from: string | null | undefined, to: string | null | undefine
 }
 
 // Control characters but the newline (see oneLine in text.ts for the whole set).
+// deno-lint-ignore no-control-regex -- control characters are what it looks for
 const CONTROL_BUT_NEWLINE = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
 
 /** Whether `text` holds a control character other than its `newlines` joining newlines. */

@@ -8,6 +8,7 @@ const NEWLINE = "⏎";
 // Control characters (C0, DEL and C1: Unicode's Cc, all of them single UTF-16 units). Spelled as
 // a class of units without the `u` flag: the same set, tested twice as fast on the text of a long
 // transcript (`deno task bench views`, "reins show"), where every line is tested.
+// deno-lint-ignore no-control-regex -- control characters are what it looks for
 const HAS_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 
 /**
