@@ -129,7 +129,10 @@ export class EventTail {
   #take(text: string, batch: TailBatch): void {
     const read = parseEventLog(text, this.runId);
     const base = this.#lines;
-    this.#lines += countLines(text);
+    // `text` ends at a newline, and each of its lines is an event or a problem: no need to count.
+    this.#lines += read.tornLine === null
+      ? read.events.length + read.problems.length
+      : countLines(text);
     for (const problem of read.problems) {
       batch.problems.push({ line: base + problem.line, reason: problem.reason });
     }
