@@ -5,8 +5,20 @@ import { redact, redactValue } from "../core/redact.ts";
 
 const encoder = new TextEncoder();
 
+/** Texts up to this many UTF-16 units are encoded into one buffer kept for the next write. */
+const REUSED_UNITS = 1 << 19;
+let scratch = new Uint8Array(0);
+
 function writeAllSync(target: { writeSync(p: Uint8Array): number }, text: string): void {
-  const bytes = encoder.encode(text);
+  let bytes: Uint8Array;
+  if (text.length <= REUSED_UNITS) {
+    // A UTF-16 unit takes at most three bytes of UTF-8. One buffer for every write: a long
+    // transcript is written a few hundred kilobytes at a time (`deno task bench views`).
+    if (scratch.length < text.length * 3) scratch = new Uint8Array(Math.max(text.length * 3, 4096));
+    bytes = scratch.subarray(0, encoder.encodeInto(text, scratch).written);
+  } else {
+    bytes = encoder.encode(text);
+  }
   let written = 0;
   while (written < bytes.length) written += target.writeSync(bytes.subarray(written));
 }
