@@ -180,7 +180,7 @@ export class EventFormatter {
       }
       case "model.completed": {
         const p = event.payload;
-        const took = msBetween(this.#modelRequestedAt, event.timestamp);
+        const requestedAt = this.#modelRequestedAt;
         this.#modelRequestedAt = null;
         const usage = p.usage;
         const tokens =
@@ -189,14 +189,19 @@ export class EventFormatter {
               groupDigits(usage.outputTokens ?? 0)
             } out]`
             : "";
-        const what = p.toolCalls.length > 0
-          ? `${plural(p.toolCalls.length, "tool call")}: ${
-            p.toolCalls.map((call) => call.name).join(", ")
-          }`
-          : p.text === null
-          ? "no text"
-          : quoted(p.text, limit.text);
-        if (!verbose) return `← model: ${what}${tokens}`;
+        if (!verbose) {
+          const what = p.toolCalls.length > 0
+            ? `${plural(p.toolCalls.length, "tool call")}: ${
+              p.toolCalls.length === 1
+                ? p.toolCalls[0].name
+                : p.toolCalls.map((call) => call.name).join(", ")
+            }`
+            : p.text === null
+            ? "no text"
+            : quoted(p.text, limit.text);
+          return `← model: ${what}${tokens}`;
+        }
+        const took = msBetween(requestedAt, event.timestamp);
         if (p.stopReason !== null) details.push(`stop: ${p.stopReason}`);
         if (p.reasoning) {
           details.push(`reasoning: ${quoted(p.reasoning, LIMITS.verbose.reasoning)}`);
@@ -251,24 +256,21 @@ export class EventFormatter {
           quoted(event.payload.answer, limit.text)
         }`;
       case "usage.updated": {
+        // One of every model call's events: written piece by piece, no list to join.
         const p = event.payload;
-        const parts = [
-          `${p.inputTokens === null ? "-" : groupDigits(p.inputTokens)} in / ${
-            p.outputTokens === null ? "-" : groupDigits(p.outputTokens)
-          } out tokens`,
-        ];
+        let text = `usage so far: ${
+          p.inputTokens === null ? "-" : groupDigits(p.inputTokens)
+        } in / ${p.outputTokens === null ? "-" : groupDigits(p.outputTokens)} out tokens`;
         if (p.cacheReadTokens || p.cacheWriteTokens) {
-          parts.push(
-            `cache ${groupDigits(p.cacheReadTokens ?? 0)} read / ${
-              groupDigits(p.cacheWriteTokens ?? 0)
-            } write`,
-          );
+          text += `, cache ${groupDigits(p.cacheReadTokens ?? 0)} read / ${
+            groupDigits(p.cacheWriteTokens ?? 0)
+          } write`;
         }
         if (p.costUsd !== null) {
-          parts.push(`${formatCost(p.costUsd)}${p.costEstimated ? " (estimated)" : ""}`);
+          text += `, ${formatCost(p.costUsd)}${p.costEstimated ? " (estimated)" : ""}`;
         }
-        if (p.requests !== null) parts.push(plural(p.requests, "request"));
-        return `usage so far: ${parts.join(", ")}`;
+        if (p.requests !== null) text += `, ${plural(p.requests, "request")}`;
+        return text;
       }
       case "compaction.started":
         return `⇩ compaction ${event.payload.stage}`;

@@ -23,6 +23,16 @@ function received(v) {
   if (typeof v === "number") return Number.isFinite(v) ? "number" : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
   return typeof v;
 }
+function isDatetime(check, v) {
+  const m = check.minute;
+  if (v.length === 24 && m !== "" && v.slice(0, 17) === m && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) {
+    const s1 = v.charCodeAt(17), s2 = v.charCodeAt(18), f1 = v.charCodeAt(20), f2 = v.charCodeAt(21), f3 = v.charCodeAt(22);
+    if (s1 >= 48 && s1 <= 53 && s2 >= 48 && s2 <= 57 && f1 >= 48 && f1 <= 57 && f2 >= 48 && f2 <= 57 && f3 >= 48 && f3 <= 57) return true;
+  }
+  if (!check.pattern.test(v)) return false;
+  if (v.length === 24 && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) check.minute = v.slice(0, 17);
+  return true;
+}
 function isUrl(v) {
   try {
     return new URL(v).protocol.length > 0;
@@ -31,7 +41,7 @@ function isUrl(v) {
   }
 }
 
-const c0 = new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", "");
+const c0 = { pattern: new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", ""), minute: "" };
 const c1 = new RegExp("^[0-9a-f]{64}$", "");
 const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
 
@@ -211,12 +221,12 @@ if (typeof v35 !== "string") return { path: join(at, "error"), message: "Invalid
 let v36 = value["startedAt"];
 if (v36 !== null) {
 if (typeof v36 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v36) };
-if (!c0.test(v36)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+if (!isDatetime(c0, v36)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 }
 let v37 = value["finishedAt"];
 if (v37 !== null) {
 if (typeof v37 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v37) };
-if (!c0.test(v37)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+if (!isDatetime(c0, v37)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
@@ -495,7 +505,7 @@ if (v148 < -9007199254740991) return { path: join(at, "sequence"), message: "Too
 if (!(v148 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
 let v149 = value["timestamp"];
 if (typeof v149 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v149) };
-if (!c0.test(v149)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+if (!isDatetime(c0, v149)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
 let v150 = value["native"];
 if (v150 !== undefined) {
 }
@@ -793,11 +803,11 @@ if (typeof v163 !== "string") return { path: join(at, "goal"), message: "Invalid
 }
 let v164 = value["startedAt"];
 if (typeof v164 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v164) };
-if (!c0.test(v164)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+if (!isDatetime(c0, v164)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 let v165 = value["endedAt"];
 if (v165 !== null) {
 if (typeof v165 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v165) };
-if (!c0.test(v165)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+if (!isDatetime(c0, v165)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
 }
 let v166 = value["status"];
 if (v166 !== "queued" && v166 !== "running" && v166 !== "waiting" && v166 !== "completed" && v166 !== "failed" && v166 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };

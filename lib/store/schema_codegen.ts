@@ -23,8 +23,8 @@ const defOf = (schema: unknown): Def => (schema as { _zod: { def: Def } })._zod.
 export class UnsupportedSchema extends Error {}
 
 /**
- * The source of the helpers every generated module shares: received-type names, URL parsing,
- * and joining a function's base path (`at`) with the path of a field below it (on failure only).
+ * The source of the helpers every generated module shares: received-type names, ISO datetimes,
+ * URL parsing, and joining a function's base path (`at`) with the path of a field below it (on failure only).
  */
 export const PRELUDE = `function join(at, rel) {
   return at === "" ? rel : rel === "" ? at : at + "." + rel;
@@ -34,6 +34,16 @@ function received(v) {
   if (Array.isArray(v)) return "array";
   if (typeof v === "number") return Number.isFinite(v) ? "number" : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
   return typeof v;
+}
+function isDatetime(check, v) {
+  const m = check.minute;
+  if (v.length === 24 && m !== "" && v.slice(0, 17) === m && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) {
+    const s1 = v.charCodeAt(17), s2 = v.charCodeAt(18), f1 = v.charCodeAt(20), f2 = v.charCodeAt(21), f3 = v.charCodeAt(22);
+    if (s1 >= 48 && s1 <= 53 && s2 >= 48 && s2 <= 57 && f1 >= 48 && f1 <= 57 && f2 >= 48 && f2 <= 57 && f3 >= 48 && f3 <= 57) return true;
+  }
+  if (!check.pattern.test(v)) return false;
+  if (v.length === 24 && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) check.minute = v.slice(0, 17);
+  return true;
 }
 function isUrl(v) {
   try {
@@ -374,6 +384,15 @@ function emitFormat(def: Def, v: string, path: PathExpr, e: Emitter): string {
   const message = FORMAT_MESSAGES[format];
   if (message === undefined || !(def.pattern instanceof RegExp)) {
     throw new UnsupportedSchema(`string format ${format}`);
+  }
+  if (format === "datetime" && !def.pattern.global && !def.pattern.sticky) {
+    // A run's timestamps share their minute, and its log holds thousands: isDatetime (PRELUDE)
+    // remembers the minute of the last `YYYY-MM-DDTHH:MM:SS.sssZ` the pattern matched, and one in
+    // that minute whose seconds ([0-5]\d) and milliseconds are digits matches it too (zod's
+    // datetime patterns read the seconds and fraction alike whatever their value). Reading a
+    // 100,000-event log ran its timestamps' pattern 133,000 times (`deno task bench views`).
+    const check = e.constant(`{ pattern: ${regexSource(def.pattern)}, minute: "" }`);
+    return `if (!isDatetime(${check}, ${v})) ${fail(path, text(message))}`;
   }
   return patternTest(def.pattern, v, path, text(message), e);
 }

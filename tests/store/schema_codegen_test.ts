@@ -232,6 +232,18 @@ Deno.test("compileValidator() gives zod's first issue at the edges: types, bound
       "2024-02-29T10:00:00.5+01:00",
       "2026-01-01 10:00:00Z",
     ]],
+    // The minute isDatetime remembers: later times in it are still read whole, second and fraction.
+    [z.iso.datetime(), [
+      "2026-02-28T10:00:00.000Z",
+      "2026-02-28T10:00:59.999Z",
+      "2026-02-28T10:00:60.000Z",
+      "2026-02-28T10:00:0a.000Z",
+      "2026-02-28T10:00:07.0a0Z",
+      "2026-02-28T10:00:07.000+",
+      "2026-02-28T10:00:07,000Z",
+      "2026-02-29T10:00:00.000Z",
+      "2026-02-28T10:00:07.123Z",
+    ]],
     [
       z.discriminatedUnion("type", [
         z.object({ type: z.literal("a") }),
