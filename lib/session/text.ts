@@ -133,25 +133,33 @@ export function groupDigits(n: number): string {
 
 /** Dollars: four decimals below one dollar (model calls cost fractions of a cent), else two. */
 export function formatCost(usd: number): string {
-  if (usd < 1) return `$${fourDecimals(usd)}`;
-  const [whole, cents] = usd.toFixed(2).split(".");
-  return `$${groupDigits(Number(whole))}.${cents}`;
+  if (usd < 1) return `$${fixed(usd, 4) ?? usd.toFixed(4)}`;
+  const cents = fixed(usd, 2);
+  if (cents !== null) {
+    const point = cents.length - 3;
+    return `$${groupDigits(Number(cents.slice(0, point)))}${cents.slice(point)}`;
+  }
+  const [whole, fraction] = usd.toFixed(2).split(".");
+  return `$${groupDigits(Number(whole))}.${fraction}`;
 }
 
 /**
- * `usd.toFixed(4)` without toFixed, which costs half a microsecond a call (a usage line of every
- * model call in `reins show`: `deno task bench views`). Where the scaled value is near a half,
- * where rounding it could differ from toFixed's exact decimal rounding, toFixed decides.
+ * `value.toFixed(digits)` (2 or 4) without toFixed, which costs half a microsecond a call (a
+ * usage line of every model call in `reins show`: `deno task bench views`); null where it might
+ * differ: a negative value, a huge one, or one whose scaled value is near a half, where rounding
+ * it could differ from toFixed's exact decimal rounding.
  */
-function fourDecimals(usd: number): string {
-  const scaled = usd * 10_000;
+function fixed(value: number, digits: 2 | 4): string | null {
+  const scale = digits === 2 ? 100 : 10_000;
+  const scaled = value * scale;
   const rounded = Math.round(scaled);
-  if (!(usd >= 0 && scaled < 1e12) || Math.abs(Math.abs(scaled - rounded) - 0.5) < 1e-6) {
-    return usd.toFixed(4);
+  if (!(value >= 0 && scaled < 1e12) || Math.abs(Math.abs(scaled - rounded) - 0.5) < 1e-6) {
+    return null;
   }
-  const fraction = rounded % 10_000;
-  return `${(rounded - fraction) / 10_000}.${
-    fraction < 1000 ? String(fraction).padStart(4, "0") : fraction
+  const fraction = rounded % scale;
+  const text = String(fraction);
+  return `${(rounded - fraction) / scale}.${
+    text.length < digits ? text.padStart(digits, "0") : text
   }`;
 }
 

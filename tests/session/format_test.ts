@@ -126,3 +126,27 @@ Deno.test("formatFooter() counts a run still going from its start to now, not to
   const shown = formatFooter(settled.record, settledTally, Date.now());
   assert.equal(formatFooter(settled.record, settledTally, 0), shown);
 });
+
+Deno.test("EventFormatter.formatAll() gives what format() gives event by event, controls or none", () => {
+  let forged = 0;
+  for (const name of FIXTURE_NAMES) {
+    const { record, events } = loadFixture(name);
+    // Clean events, then the same with a tool name and an id that hold controls (a harness's).
+    const dirty = events.map((event) => {
+      if (event.type !== "tool.started") return event;
+      forged++;
+      return { ...event, payload: { ...event.payload, tool: "ls\u001b[2J", callId: "id\nforged" } };
+    });
+    for (const mode of MODES) {
+      for (const list of [events, dirty]) {
+        const one = new EventFormatter(mode, record.startedAt);
+        const all = new EventFormatter(mode, record.startedAt);
+        const expected = list.map((event) => one.format(event)).join("\n");
+        assert.equal(all.formatAll(list), expected, `${name} ${mode}`);
+        // deno-lint-ignore no-control-regex -- control characters are what it looks for
+        assert.ok(!/[\x00-\x09\x0b-\x1f\x7f-\x9f]/.test(expected), `${name} ${mode} has a control`);
+      }
+    }
+  }
+  assert.ok(forged > 0, "no fixture starts a tool");
+});

@@ -59,6 +59,51 @@ Deno.test("groupDigits() groups thousands whatever the machine's locale", () => 
   assert.equal(groupDigits(1234.5), "1,234.5");
 });
 
+Deno.test("oneLine() maps each control as its rule says and leaves every other character", () => {
+  // The rule, a character at a time (CRLF as one ⏎), against random mixes of controls and text.
+  const rule = (text: string) =>
+    text.replaceAll("\r\n", "\u0000crlf").replace(/[\s\S]/gu, (c) => {
+      const code = c.codePointAt(0)!;
+      if (c === "\n") return "⏎";
+      if (c === "\t") return " ";
+      if (code === 0x7f) return "␡";
+      if (code < 0x20) return String.fromCharCode(0x2400 + code);
+      if (code >= 0x80 && code <= 0x9f) return `\\x${code.toString(16)}`;
+      return c;
+    }).replaceAll("␀crlf", "⏎");
+  const pieces = [
+    "a",
+    "é",
+    "😀",
+    "\n",
+    "\r",
+    "\r\n",
+    "\t",
+    "\u001b",
+    "\u0000",
+    "\u007f",
+    "\u0085",
+    "\u009f",
+    "\u00a0",
+    "⏎",
+  ];
+  for (let n = 0; n < 5_000; n++) {
+    let text = "";
+    for (let i = (n * 7) % 9; i > 0; i--) text += pieces[(n * 31 + i * 17) % pieces.length];
+    assert.equal(oneLine(text), rule(text), JSON.stringify(text));
+  }
+});
+
+Deno.test("formatCost() rounds as toFixed does, near halves too", () => {
+  for (let i = 0; i < 200_000; i++) {
+    for (const usd of [i / 10_000, (i + 0.5) / 10_000, i * 0.0012, i / 100 + 0.005, i * 1.005]) {
+      const [whole, cents] = usd.toFixed(2).split(".");
+      const expected = usd < 1 ? `$${usd.toFixed(4)}` : `$${groupDigits(Number(whole))}.${cents}`;
+      assert.equal(formatCost(usd), expected, String(usd));
+    }
+  }
+});
+
 Deno.test("formatCost() shows fractions of a cent below a dollar and cents above", () => {
   assert.equal(formatCost(0), "$0.0000");
   assert.equal(formatCost(0.0031), "$0.0031");
