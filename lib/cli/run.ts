@@ -23,14 +23,17 @@ export const description =
   "Prints the final answer (--json: a summary; --events: every event as a JSON line as it " +
   "happens). Exit 0 when the run completed, 1 when it failed or was interrupted.";
 
-export const flags = defineFlags({
+/**
+ * The flags that describe the agent, shared by reins run and reins serve (and read by agentFlags):
+ * the driver, then what the program is, then how long it may stay silent.
+ */
+export const AGENT_FLAGS = defineFlags({
   driver: {
     type: "choice",
     choices: DRIVER_NAMES,
     value: "NAME",
     description: `loop (default), ${DRIVER_NAMES.slice(1).join(", ")}`,
   },
-  context: { type: "string", value: "ID", description: "thread turns into one conversation" },
   model: {
     type: "string",
     value: "SPEC",
@@ -51,6 +54,20 @@ export const flags = defineFlags({
     choices: COMMAND_STDIN,
     description: "--exec's stdin: the prompt (default), or events (then the answers it waits for)",
   },
+  "idle-timeout": {
+    type: "number",
+    value: "SECONDS",
+    description: "fail a harness that says nothing this long",
+  },
+});
+
+export const flags = defineFlags({
+  driver: AGENT_FLAGS.driver,
+  context: { type: "string", value: "ID", description: "thread turns into one conversation" },
+  model: AGENT_FLAGS.model,
+  "base-url": AGENT_FLAGS["base-url"],
+  exec: AGENT_FLAGS.exec,
+  "exec-stdin": AGENT_FLAGS["exec-stdin"],
   cwd: {
     type: "string",
     value: "DIR",
@@ -71,11 +88,7 @@ export const flags = defineFlags({
   "max-turns": { type: "integer", value: "N", description: "budget: model calls" },
   "max-tokens": { type: "integer", value: "N", description: "budget: input + output tokens" },
   "max-usd": { type: "number", value: "X", description: "budget: dollars" },
-  "idle-timeout": {
-    type: "number",
-    value: "SECONDS",
-    description: "fail a harness that says nothing this long",
-  },
+  "idle-timeout": AGENT_FLAGS["idle-timeout"],
   attach: {
     type: "string",
     multiple: true,

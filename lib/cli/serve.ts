@@ -9,11 +9,10 @@ import { rememberSecrets } from "../core/redact.ts";
 import { resolvePath } from "../core/paths.ts";
 import { openStore } from "../store/store.ts";
 import { runTurn } from "../turn/run_turn.ts";
-import { COMMAND_STDIN, driverNameOf } from "../drivers/driver.ts";
+import { driverNameOf } from "../drivers/driver.ts";
 import { dataRootToken, readTokenFile } from "../serve/auth.ts";
 import { startServer } from "../serve/mod.ts";
-import { agentFlags, checkCwd } from "./run.ts";
-import { DRIVER_NAMES } from "../core/config.ts";
+import { AGENT_FLAGS, agentFlags, checkCwd } from "./run.ts";
 
 export const usage =
   "reins serve [--port N] [--host H] [--token-file F] [--max-turns N] [agent flags of reins run]";
@@ -64,32 +63,11 @@ export const flags = defineFlags({
     value: "SECONDS",
     description: `on SIGTERM, time running turns get to finish (default ${DEFAULT_GRACE_SECONDS})`,
   },
-  driver: {
-    type: "choice",
-    choices: DRIVER_NAMES,
-    value: "NAME",
-    description: `loop (default), ${DRIVER_NAMES.slice(1).join(", ")}`,
-  },
-  model: {
-    type: "string",
-    value: "SPEC",
-    description: "loop model: mock:FILE, replay:RUN, openai:MODEL (default: the demo model)",
-  },
-  "base-url": {
-    type: "string",
-    value: "URL",
-    description: "OpenAI-compatible endpoint for openai:MODEL",
-  },
-  exec: {
-    type: "string",
-    value: "'PROGRAM ARGS'",
-    description: "the program for --driver command",
-  },
-  "exec-stdin": {
-    type: "choice",
-    choices: COMMAND_STDIN,
-    description: "--exec's stdin: the prompt (default), or events (then the answers it waits for)",
-  },
+  driver: AGENT_FLAGS.driver,
+  model: AGENT_FLAGS.model,
+  "base-url": AGENT_FLAGS["base-url"],
+  exec: AGENT_FLAGS.exec,
+  "exec-stdin": AGENT_FLAGS["exec-stdin"],
   cwd: {
     type: "string",
     value: "DIR",
@@ -113,11 +91,7 @@ export const flags = defineFlags({
   },
   "max-tokens": { type: "integer", value: "N", description: "budget per turn: tokens" },
   "max-usd": { type: "number", value: "X", description: "budget per turn: dollars" },
-  "idle-timeout": {
-    type: "number",
-    value: "SECONDS",
-    description: "fail a harness that says nothing this long",
-  },
+  "idle-timeout": AGENT_FLAGS["idle-timeout"],
 });
 type Flags = typeof flags;
 
