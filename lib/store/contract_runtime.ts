@@ -20,17 +20,12 @@ import {
   validateRunEvent,
   validateRunRecord,
 } from "./contract_checks.ts";
+import { isActive, STATUS_NAMES } from "./run_files.ts";
 
 export type { Issue };
 
-export const RUN_STATUSES = [
-  "queued",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "interrupted",
-] as const;
+/** The run statuses: run_files.ts holds them, for the commands that load no contract. */
+export const RUN_STATUSES = STATUS_NAMES;
 export const SETTLED_STATUSES = ["completed", "failed", "interrupted"] as const;
 export const TRIGGERS = ["cli", "api", "a2a", "suite", "replay"] as const;
 export const USAGE_COUNTERS = [
@@ -47,9 +42,8 @@ export const HARNESS_SESSION_TYPE = "reins.harness-session";
 export const EVENT_TYPES = EVENT_TYPE_NAMES as readonly EventType[];
 export const RUN_RECORD_FIELDS = RECORD_FIELDS as readonly (keyof RunRecord)[];
 
-export function isActiveStatus(status: RunStatus): boolean {
-  return status === "queued" || status === "running" || status === "waiting";
-}
+/** Whether a run in `status` may still change. */
+export const isActiveStatus: (status: RunStatus) => boolean = isActive;
 
 /** A record with its fields in the contract's order, so files diff cleanly. */
 export function orderedRecord(record: RunRecord): RunRecord {

@@ -9,7 +9,7 @@ export const OUTCOME_BACKUP_FILE = "run.json.before-outcome-repair";
 /** The bytes of a run.json that could not be read, kept when it is rebuilt from the events. */
 export const DAMAGED_RECORD_FILE = "run.json.damaged";
 
-/** The run statuses (mirrors RUN_STATUSES of contracts.ts, which costs zod to import). */
+/** The run statuses (contract_runtime.ts's RUN_STATUSES), for commands that load no contract. */
 export const STATUS_NAMES = [
   "queued",
   "running",
@@ -19,7 +19,7 @@ export const STATUS_NAMES = [
   "interrupted",
 ] as const;
 
-/** Whether a run in `status` may still change (mirrors isActiveStatus of contracts.ts). */
+/** Whether a run in `status` may still change (contract_runtime.ts's isActiveStatus). */
 export function isActive(status: string): boolean {
   return status === "queued" || status === "running" || status === "waiting";
 }
