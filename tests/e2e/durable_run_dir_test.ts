@@ -103,11 +103,12 @@ interface Call {
   ok: boolean;
 }
 
+// strace pads a pid to five columns ("5960  rename(…"): a pid below 10000 is followed by two spaces.
 function tracedCalls(text: string): Call[] {
   const calls: Call[] = [];
   const open = new Map<string, Call>();
   text.split("\n").forEach((line, index) => {
-    const started = /^(\d+) (\w+)\((.*?)(?: <unfinished \.\.\.>|\)\s+= (-?\d+).*)$/.exec(line);
+    const started = /^(\d+)\s+(\w+)\((.*?)(?: <unfinished \.\.\.>|\)\s+= (-?\d+).*)$/.exec(line);
     if (started) {
       const [, pid, name, args, result] = started;
       const call = { name, args, start: index, end: index, ok: result === "0" };
@@ -115,7 +116,7 @@ function tracedCalls(text: string): Call[] {
       if (result === undefined) open.set(pid, call);
       return;
     }
-    const resumed = /^(\d+) <\.\.\. (\w+) resumed>.*\)\s+= (-?\d+)/.exec(line);
+    const resumed = /^(\d+)\s+<\.\.\. (\w+) resumed>.*\)\s+= (-?\d+)/.exec(line);
     const call = resumed ? open.get(resumed[1]) : undefined;
     if (resumed && call) {
       call.end = index;
