@@ -89,10 +89,10 @@ async function otelReport(
   query: (descriptor: Deno.PermissionDescriptor) => string,
 ) {
   const { exportSettings } = await importLazily<typeof import("../otel/target.ts")>(
-    new URL("../otel/target.ts", import.meta.url),
+    "otel/target.ts",
   );
   const { waitingExports } = await importLazily<typeof import("../otel/outbox.ts")>(
-    new URL("../otel/outbox.ts", import.meta.url),
+    "otel/outbox.ts",
   );
   const exporting = exportSettings(settings.otel);
   const target = exporting.target;

@@ -140,7 +140,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
 
   const settings = await ctx.settings();
   const { exportSettings, explicitTarget } = await importLazily<typeof import("../otel/target.ts")>(
-    new URL("../otel/target.ts", import.meta.url),
+    "otel/target.ts",
   );
   const exporting = exportSettings(settings.otel, {
     endpoint,
@@ -194,7 +194,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
 
   const { buildTrace, exportNow, USER_AGENT } = await importLazily<
     typeof import("../otel/export.ts")
-  >(new URL("../otel/export.ts", import.meta.url));
+  >("otel/export.ts");
   if (print) {
     const built = buildTrace(records.map(load), settings, exporting, target);
     ctx.io.json(built.request);
@@ -212,7 +212,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   }
   if (pending) {
     const { deliverPendingOtlp } = await importLazily<typeof import("../otel/deliver.ts")>(
-      new URL("../otel/deliver.ts", import.meta.url),
+      "otel/deliver.ts",
     );
     const more = await deliverPendingOtlp(ctx.home, {
       target: target!,
@@ -226,9 +226,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     outcomes.push(...more);
   }
 
-  const { traceIdOf } = await importLazily<typeof import("../otel/ids.ts")>(
-    new URL("../otel/ids.ts", import.meta.url),
-  );
+  const { traceIdOf } = await importLazily<typeof import("../otel/ids.ts")>("otel/ids.ts");
   if (ctx.io.jsonMode) {
     ctx.io.json({
       exports: outcomes,

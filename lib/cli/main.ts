@@ -99,9 +99,9 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     home,
     io,
     settings: () =>
-      settings ??= importLazily<typeof import("../core/config.ts")>(
-        new URL("../core/config.ts", import.meta.url),
-      ).then((config) =>
+      settings ??= importLazily<typeof import("../core/config.ts")>("core/config.ts").then((
+        config,
+      ) =>
         config.loadSettings(env, {
           home: flags.home,
           json: io.jsonMode,

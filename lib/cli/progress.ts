@@ -14,13 +14,9 @@ export interface Progress {
  * bar shows the command that answers an approval or question the run waits for.
  */
 export async function startProgress(shortId: () => string): Promise<Progress> {
-  // Through a specifier resolved at run time, so that Deno does not resolve dax (and its npm
-  // dependencies) at every start-up (see lib/core/lazy_import.ts).
-  const dax = import.meta.resolve("dax");
-  const { default: $ } = await import(dax) as typeof import("dax");
-  const { WaitingAnnouncer } = await importLazily<typeof import("./waiting.ts")>(
-    new URL("./waiting.ts", import.meta.url),
-  );
+  // Loaded only when a bar is shown (see lib/core/lazy_import.ts).
+  const { default: $ } = await importLazily<typeof import("dax")>("dax");
+  const { WaitingAnnouncer } = await importLazily<typeof import("./waiting.ts")>("cli/waiting.ts");
   const waiting = new WaitingAnnouncer(shortId);
   const bar = $.progress({ prefix: `run ${shortId()}`, message: "starting" });
   const started = Date.now();

@@ -35,7 +35,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   // What the dead owners' agents left running is stopped (verified by start time) and said.
   const { stopLeftAgents, describeLeftAgent } = await importLazily<
     typeof import("../store/left_agents.ts")
-  >(new URL("../store/left_agents.ts", import.meta.url));
+  >("store/left_agents.ts");
   const agents = await stopLeftAgents(store, [...report.interrupted, ...report.skipped]);
   if (ctx.io.jsonMode) {
     ctx.io.json({ ...report, agents });

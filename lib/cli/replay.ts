@@ -79,7 +79,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   );
 
   const { createLoopDriver } = await importLazily<typeof import("../drivers/loop/mod.ts")>(
-    new URL("../drivers/loop/mod.ts", import.meta.url),
+    "drivers/loop/mod.ts",
   );
   const driver = createLoopDriver({ resolve: { loadRecording: recordingLoader(store) } });
   let progress: Progress | null = null;

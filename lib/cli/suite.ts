@@ -128,28 +128,22 @@ export async function run(ctx: SuiteContext): Promise<number> {
   const sub_ctx = { ...ctx, positionals: rest };
   switch (sub) {
     case "run":
-      return await (await importLazily<typeof import("./suite_run.ts")>(
-        new URL("./suite_run.ts", import.meta.url),
-      )).suiteRun(sub_ctx);
+      return await (await importLazily<typeof import("./suite_run.ts")>("cli/suite_run.ts"))
+        .suiteRun(sub_ctx);
     case "validate":
-      return await (await importLazily<typeof import("./suite_run.ts")>(
-        new URL("./suite_run.ts", import.meta.url),
-      )).suiteValidate(sub_ctx);
+      return await (await importLazily<typeof import("./suite_run.ts")>("cli/suite_run.ts"))
+        .suiteValidate(sub_ctx);
     case "show":
-      return await (await importLazily<typeof import("./suite_show.ts")>(
-        new URL("./suite_show.ts", import.meta.url),
-      )).suiteShow(sub_ctx);
+      return await (await importLazily<typeof import("./suite_show.ts")>("cli/suite_show.ts"))
+        .suiteShow(sub_ctx);
     case "list":
-      return await (await importLazily<typeof import("./suite_show.ts")>(
-        new URL("./suite_show.ts", import.meta.url),
-      )).suiteList(sub_ctx);
+      return await (await importLazily<typeof import("./suite_show.ts")>("cli/suite_show.ts"))
+        .suiteList(sub_ctx);
     case "plan":
-      return await (await importLazily<typeof import("./suite_plan.ts")>(
-        new URL("./suite_plan.ts", import.meta.url),
-      )).suitePlan(sub_ctx);
+      return await (await importLazily<typeof import("./suite_plan.ts")>("cli/suite_plan.ts"))
+        .suitePlan(sub_ctx);
     case "merge":
-      return await (await importLazily<typeof import("./suite_plan.ts")>(
-        new URL("./suite_plan.ts", import.meta.url),
-      )).suiteMerge(sub_ctx);
+      return await (await importLazily<typeof import("./suite_plan.ts")>("cli/suite_plan.ts"))
+        .suiteMerge(sub_ctx);
   }
 }

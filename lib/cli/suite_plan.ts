@@ -94,7 +94,7 @@ async function allocateCalls(
   const settings = await ctx.settings();
   const { notConfiguredReason, platformTarget } = await importLazily<
     typeof import("../platform/client.ts")
-  >(new URL("../platform/client.ts", import.meta.url));
+  >("platform/client.ts");
   const missing = notConfiguredReason(settings.platform);
   if (missing) {
     if (!ctx.io.quiet && !ctx.io.jsonMode) {
@@ -108,7 +108,7 @@ async function allocateCalls(
   if (reported.length === 0) return null;
   const { allocatePlan, PlanNotAllocated } = await importLazily<
     typeof import("../suite/report.ts")
-  >(new URL("../suite/report.ts", import.meta.url));
+  >("suite/report.ts");
   try {
     const { platform, callExecutionIds } = await allocatePlan({
       home: settings.home,

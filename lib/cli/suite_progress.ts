@@ -1,6 +1,7 @@
 // The live progress of `reins suite run` on stderr: a line as each scenario starts and ends, and
 // on a terminal a dax progress bar below them with the counts and the elapsed time. Piped, the
 // lines alone (no bar, no colour), so a CI log reads top to bottom.
+import { importLazily } from "../core/lazy_import.ts";
 import type { Output } from "./output.ts";
 import type { ScenarioState } from "../suite/state.ts";
 import { tally } from "../suite/results.ts";
@@ -67,9 +68,8 @@ export async function startSuiteProgress(
       finish() {},
     };
   }
-  // Resolved at run time, so that Deno does not resolve dax at every start-up (lazy_import.ts).
-  const dax = import.meta.resolve("dax");
-  const { default: $ } = await import(dax) as typeof import("dax");
+  // Loaded only when a bar is shown (see lib/core/lazy_import.ts).
+  const { default: $ } = await importLazily<typeof import("dax")>("dax");
   const bar = $.progress({ prefix: options.label, length: total });
   const render = () => {
     const seconds = Math.round((Date.now() - startedMs) / 1000);

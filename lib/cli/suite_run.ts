@@ -199,7 +199,7 @@ async function startReport(given: {
   };
   const { notConfiguredReason, platformTarget } = await importLazily<
     typeof import("../platform/client.ts")
-  >(new URL("../platform/client.ts", import.meta.url));
+  >("platform/client.ts");
   const missing = notConfiguredReason(settings.platform);
   if (missing) {
     note(`not reported to the platform: ${missing} (--no-report leaves this line out)`);
@@ -224,7 +224,7 @@ async function startReport(given: {
     plan = { file: mode.plan, platform };
   }
   const { SuiteReporter } = await importLazily<typeof import("../suite/report.ts")>(
-    new URL("../suite/report.ts", import.meta.url),
+    "suite/report.ts",
   );
   const reporter = await SuiteReporter.begin({
     home: settings.home,
@@ -295,10 +295,10 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
 
   const { resolveModel } = await importLazily<typeof import("../drivers/loop/resolve_model.ts")>(
-    new URL("../drivers/loop/resolve_model.ts", import.meta.url),
+    "drivers/loop/resolve_model.ts",
   );
   const { recordingLoader } = await importLazily<typeof import("../session/replay.ts")>(
-    new URL("../session/replay.ts", import.meta.url),
+    "session/replay.ts",
   );
   const loadRecording = recordingLoader(store);
   let stopped = false;

@@ -2,10 +2,36 @@
 // start-up, every module a statically analyzable `import("./x.ts")` can reach — the whole
 // program, from the command table — whether or not it is ever imported: importing
 // lib/cli/main.ts took 22 ms that way (timed once, when this was written) and takes ~3 ms with the
-// command modules imported through a URL built at run time, which Deno loads only when the
-// import runs (`deno task bench startup`, "lib/cli/main.ts").
-// scripts/compile.ts includes lib/ in the binary, where such imports are resolved. The type
-// argument keeps the import typed: `typeof import("./x.ts")` is a type, loaded by nothing.
-export function importLazily<T>(url: URL): Promise<T> {
-  return import(url.href);
+// command modules imported through a specifier resolved at run time, which Deno loads only when
+// the import runs (`deno task bench startup`, "lib/cli/main.ts").
+//
+// A lazy module is named by its path under lib/ ("cli/run.ts"), a `node:` module, or a package
+// of deno.json's imports ("dax"). Run from the sources, the name is resolved here. In the bundle
+// (scripts/bundle.ts, which `deno task compile` builds the binary from) the names cannot be
+// resolved against files, so the bundle's entry hands over a loader per name it found in lib/ —
+// literal imports, which the bundler splits into chunks loaded as late as these are — before
+// anything runs. The type argument keeps the import typed: `typeof import("./x.ts")` is a type,
+// loaded by nothing.
+
+/** A bundle's loaders, by lazy name; set once by the bundle's entry, before runCli. */
+let bundled: Readonly<Record<string, () => Promise<unknown>>> | null = null;
+
+/** For the bundle's entry (scripts/bundle.ts) only: the loader of each lazy name in lib/. */
+export function useBundledLoaders(loaders: Readonly<Record<string, () => Promise<unknown>>>): void {
+  bundled = loaders;
+}
+
+export function importLazily<T>(name: string): Promise<T> {
+  if (bundled !== null) {
+    const load = bundled[name];
+    if (load === undefined) {
+      // A lazy name scripts/bundle.ts did not find (built by concatenation, say): a defect of the
+      // build, named so that it is found at once.
+      return Promise.reject(new Error(`This build of reins has no module '${name}' to load`));
+    }
+    return load() as Promise<T>;
+  }
+  if (name.startsWith("node:")) return import(name);
+  if (name.endsWith(".ts")) return import(new URL(`../${name}`, import.meta.url).href);
+  return import(import.meta.resolve(name));
 }

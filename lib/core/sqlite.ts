@@ -13,7 +13,7 @@ let loaded: Sqlite | null = null;
 
 /** Loads node:sqlite, once per process. */
 export async function loadSqlite(): Promise<void> {
-  loaded ??= await importLazily<Sqlite>(new URL("node:sqlite"));
+  loaded ??= await importLazily<Sqlite>("node:sqlite");
 }
 
 /** node:sqlite, loaded by loadSqlite() or, failing that, here and now (see above). */

@@ -7,29 +7,23 @@ import type { Driver } from "./driver.ts";
 export async function createDriver(name: DriverName, _settings: Settings): Promise<Driver> {
   switch (name) {
     case "loop":
-      return (await importLazily<typeof import("./loop/mod.ts")>(
-        new URL("./loop/mod.ts", import.meta.url),
-      )).createLoopDriver();
+      return (await importLazily<typeof import("./loop/mod.ts")>("drivers/loop/mod.ts"))
+        .createLoopDriver();
     case "command":
-      return (await importLazily<typeof import("./command.ts")>(
-        new URL("./command.ts", import.meta.url),
-      )).createCommandDriver();
+      return (await importLazily<typeof import("./command.ts")>("drivers/command.ts"))
+        .createCommandDriver();
     case "claude":
-      return (await importLazily<typeof import("./claude.ts")>(
-        new URL("./claude.ts", import.meta.url),
-      )).createClaudeDriver();
+      return (await importLazily<typeof import("./claude.ts")>("drivers/claude.ts"))
+        .createClaudeDriver();
     case "codex":
-      return (await importLazily<typeof import("./codex.ts")>(
-        new URL("./codex.ts", import.meta.url),
-      )).createCodexDriver();
+      return (await importLazily<typeof import("./codex.ts")>("drivers/codex.ts"))
+        .createCodexDriver();
     case "gemini":
-      return (await importLazily<typeof import("./gemini.ts")>(
-        new URL("./gemini.ts", import.meta.url),
-      )).createGeminiDriver();
+      return (await importLazily<typeof import("./gemini.ts")>("drivers/gemini.ts"))
+        .createGeminiDriver();
     case "opencode":
-      return (await importLazily<typeof import("./opencode.ts")>(
-        new URL("./opencode.ts", import.meta.url),
-      )).createOpencodeDriver();
+      return (await importLazily<typeof import("./opencode.ts")>("drivers/opencode.ts"))
+        .createOpencodeDriver();
     default:
       return assertNever(name, "driver");
   }

@@ -71,7 +71,7 @@ async function settledStatus(root: DataRoot, runId: string): Promise<SettledStat
   if (status !== null && !isActive(status)) return status as SettledStatus;
   if (ownerState(root, runId) !== "gone") return null;
   const { reconcileRun } = await importLazily<typeof import("../store/reconcile.ts")>(
-    new URL("../store/reconcile.ts", import.meta.url),
+    "store/reconcile.ts",
   );
   reconcileRun(root, runId);
   // The interruption is in the log now; the next read brings it.

@@ -66,7 +66,7 @@ type CreateHash = typeof import("node:crypto").createHash;
  */
 let createHash: CreateHash | null = null;
 async function loadHashing(): Promise<void> {
-  createHash ??= (await importLazily<typeof import("node:crypto")>(new URL("node:crypto")))
+  createHash ??= (await importLazily<typeof import("node:crypto")>("node:crypto"))
     .createHash;
 }
 

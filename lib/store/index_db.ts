@@ -404,9 +404,7 @@ export async function openIndex(root: DataRoot): Promise<RunIndex | null> {
 }
 
 async function refreshWithReader(index: RunIndex): Promise<void> {
-  const { recordsForIndex } = await importLazily<typeof import("./reindex.ts")>(
-    new URL("./reindex.ts", import.meta.url),
-  );
+  const { recordsForIndex } = await importLazily<typeof import("./reindex.ts")>("store/reindex.ts");
   refreshIndex(index, { reader: recordsForIndex });
 }
 

@@ -46,7 +46,7 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
   const sweptMs = Number(index.getMeta(SWEPT_META_KEY) ?? 0);
   if (!(nowMs - sweptMs < SWEEP_EVERY_MS && sweptMs <= nowMs)) {
     const { sweepLeftovers } = await importLazily<typeof import("./leftovers.ts")>(
-      new URL("./leftovers.ts", import.meta.url),
+      "store/leftovers.ts",
     );
     try {
       sweepLeftovers(root, index, nowMs);
@@ -64,7 +64,7 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
   }
   if (gone.length === 0) return [];
   const { reconcileRun } = await importLazily<typeof import("./reconcile.ts")>(
-    new URL("./reconcile.ts", import.meta.url),
+    "store/reconcile.ts",
   );
   const changed: string[] = [];
   const interrupted: string[] = [];
@@ -77,7 +77,7 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
     // What a killed reins left running goes too (its group, verified by start time).
     const { stopLeftAgents, describeLeftAgent } = await importLazily<
       typeof import("./left_agents.ts")
-    >(new URL("./left_agents.ts", import.meta.url));
+    >("store/left_agents.ts");
     for (const left of await stopLeftAgents(root, interrupted)) {
       const line = describeLeftAgent(left);
       if (line !== null) root.warn(line);

@@ -159,7 +159,7 @@ export class Store extends DataRoot {
     options?: { name?: string },
   ): Promise<AttachmentPayload> {
     const { attachFile } = await importLazily<typeof import("../platform/attachments.ts")>(
-      new URL("../platform/attachments.ts", import.meta.url),
+      "platform/attachments.ts",
     );
     return await attachFile(this.home, runId, path, options);
   }

@@ -22,11 +22,9 @@ export async function prepareAgent(
   if (agent.kind !== "loop") {
     return { driver: await createDriver(driverNameOf(agent), settings), agent };
   }
-  const loop = await importLazily<typeof import("../drivers/loop/mod.ts")>(
-    new URL("../drivers/loop/mod.ts", import.meta.url),
-  );
+  const loop = await importLazily<typeof import("../drivers/loop/mod.ts")>("drivers/loop/mod.ts");
   const { recordingLoader } = await importLazily<typeof import("../session/replay.ts")>(
-    new URL("../session/replay.ts", import.meta.url),
+    "session/replay.ts",
   );
   let pinned = agent;
   if (agent.model?.startsWith("replay:") && agent.model.length > "replay:".length) {

@@ -84,7 +84,7 @@ export async function runTurn(
     // Every settled run goes to the OpenTelemetry collector configured (docs/otel.md): within a
     // bounded time, never throwing, what does not go out waiting in the outbox.
     const { exportSettledRun } = await importLazily<typeof import("../otel/export.ts")>(
-      new URL("../otel/export.ts", import.meta.url),
+      "otel/export.ts",
     );
     await exportSettledRun(store, settings, outcome.summary.runId, (m) => hooks.warn?.(m));
   }
