@@ -4,7 +4,7 @@
 // says so in one line instead of passing on the download's error.
 import { describeSandbox, permissionFlags, sandboxFromEnv } from "./permissions.ts";
 import { configuredPrograms } from "./invocation.ts";
-import { compileEntry } from "./compile_entry.ts";
+import { buildBundle } from "./bundle.ts";
 
 const env = Deno.env.toObject();
 const base = sandboxFromEnv(env, ".");
@@ -18,27 +18,27 @@ const sandbox = {
 };
 const flags = permissionFlags(sandbox);
 const root = new URL("..", import.meta.url).pathname;
-// Modules reins imports lazily (lib/core/lazy_import.ts) are not in main.ts's static graph: the
-// binary gets all of lib/.
 const output = `${root}dist/reins`;
-// The binary's refusals name the data root it was built for (lib/core/sandbox.ts).
-const entry = await Deno.makeTempFile({ prefix: "reins-compile-entry-", suffix: ".ts" });
-await Deno.writeTextFile(
-  entry,
-  compileEntry({
+// The binary runs reins's bundle (scripts/bundle.ts): its entry, and the chunks it imports lazily,
+// which are not in the entry's static graph — hence --include of the bundle's directory. Its
+// refusals name the data root it was built for (lib/core/sandbox.ts).
+const bundleDir = await Deno.makeTempDir({ prefix: "reins-compile-bundle-" });
+const entry = await buildBundle({
+  outdir: bundleDir,
+  origin: {
     by: "compile",
     home: sandbox.home,
     homeFrom: env.REINS_HOME ? "REINS_HOME" : "HOME",
     dirs: [],
-  }),
-);
+  },
+});
 const args = [
   "compile",
   ...flags,
   "--config",
   `${root}deno.json`,
   "--include",
-  `${root}lib/`,
+  bundleDir,
   "--output",
   output,
   entry,
@@ -60,7 +60,7 @@ const [status, stderr] = await Promise.all([
   child.status,
   new Response(child.stderr).text(),
 ]);
-await Deno.remove(entry).catch(() => {});
+await Deno.remove(bundleDir, { recursive: true }).catch(() => {});
 if (status.success) {
   await Deno.stderr.write(new TextEncoder().encode(stderr));
   Deno.exit(0);

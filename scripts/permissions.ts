@@ -107,8 +107,16 @@ export const SOURCE_DIR = new URL("../lib/", import.meta.url).pathname;
  * (lib/core/lazy_import.ts).
  */
 export function sourceRunFlags(sandbox: Sandbox): string[] {
+  return codeRunFlags(sandbox, SOURCE_DIR);
+}
+
+/**
+ * The flags for running reins's code from `dir` (lib/, or a bundle of scripts/bundle.ts) under
+ * the binary's sandbox: its flags, and the reading of `dir`, which the binary embeds.
+ */
+export function codeRunFlags(sandbox: Sandbox, dir: string): string[] {
   return permissionFlags(sandbox).map((flag) =>
-    flag.startsWith("--allow-read=") ? `${flag},${SOURCE_DIR}` : flag
+    flag.startsWith("--allow-read=") ? `${flag},${dir}` : flag
   );
 }
 

@@ -4,7 +4,8 @@
 // against the same CLI run directly. Each baseline is measured in the same run, turn about with
 // ours, so that whatever else the machine does weighs on both alike.
 import { against, compare, figure } from "./_lib.ts";
-import { sourceRunFlags } from "../permissions.ts";
+import { codeRunFlags, sourceRunFlags } from "../permissions.ts";
+import { buildBundle } from "../bundle.ts";
 import { loadSettings } from "../../lib/core/config.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
@@ -38,30 +39,61 @@ async function ok(command: Deno.Command): Promise<void> {
   }
 }
 
+/**
+ * How reins is started: from the sources (main.ts, as a checkout's launcher runs it) or from the
+ * bundle `deno task compile` compiles into the binary (scripts/bundle.ts), under the binary's
+ * sandbox flags — plus the reading of its code, which the binary embeds.
+ */
+interface Code {
+  name: string;
+  args(sandbox: Parameters<typeof codeRunFlags>[0]): string[];
+}
+
+async function codes(dir: string): Promise<{ source: Code; bundle: Code }> {
+  const outdir = `${dir}/bundle`;
+  const entry = await buildBundle({ outdir });
+  return {
+    source: {
+      name: "from the sources",
+      args: (sandbox) => ["run", "--quiet", "--config", CONFIG, ...sourceRunFlags(sandbox), MAIN],
+    },
+    bundle: {
+      name: "the bundle the binary is compiled from",
+      args: (sandbox) => [
+        "run",
+        "--quiet",
+        "--config",
+        CONFIG,
+        ...codeRunFlags(sandbox, outdir),
+        entry,
+      ],
+    },
+  };
+}
+
 /** A whole `reins run --driver command --exec true hello` against a script spawning `true`. */
-async function wholeRun(dir: string): Promise<void> {
-  const home = `${dir}/run-home`;
+async function wholeRun(dir: string, { source, bundle }: { source: Code; bundle: Code }) {
   // A working directory of its own, empty: a turn snapshots its working directory as it starts.
   const work = `${dir}/run-work`;
   Deno.mkdirSync(work);
-  const flags = sourceRunFlags({
-    home,
-    cwd: work,
-    netHosts: [],
-    programs: ["true"],
-  });
-  const reins = () =>
-    ok(
-      new Deno.Command(Deno.execPath(), {
-        args: ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, "run", "--driver", "command"]
-          .concat(["--exec", "true", "hello"]),
-        cwd: work,
-        env: { REINS_HOME: home },
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
-      }),
-    );
+  const reinsFrom = (code: Code) => {
+    const home = `${dir}/run-home-${code === source ? "source" : "bundle"}`;
+    const args = code.args({ home, cwd: work, netHosts: [], programs: ["true"] })
+      .concat(["run", "--driver", "command", "--exec", "true", "hello"]);
+    return () =>
+      ok(
+        new Deno.Command(Deno.execPath(), {
+          args,
+          cwd: work,
+          env: { REINS_HOME: home },
+          stdin: "null",
+          stdout: "null",
+          stderr: "piped",
+        }),
+      );
+  };
+  const fromSource = reinsFrom(source);
+  const fromBundle = reinsFrom(bundle);
   Deno.writeTextFileSync(`${dir}/spawn.ts`, 'await new Deno.Command("true").output();\n');
   const raw = () =>
     ok(
@@ -73,18 +105,24 @@ async function wholeRun(dir: string): Promise<void> {
         stderr: "piped",
       }),
     );
-  // A data root of 50 runs, and the module caches warm.
-  for (let i = 0; i < RUNS; i++) await reins();
+  // Data roots of 50 runs, and the module caches warm.
+  for (let i = 0; i < RUNS; i++) {
+    await fromSource();
+    await fromBundle();
+  }
   await raw();
-  const ours: number[] = [];
+  const ours = { source: [] as number[], bundle: [] as number[] };
   const baseline: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     baseline.push(await timed(raw));
-    ours.push(await timed(reins));
+    ours.bundle.push(await timed(fromBundle));
+    ours.source.push(await timed(fromSource));
   }
+  const name =
+    "a whole reins run --driver command --exec true hello (sandbox flags, 50-run data root)";
   compare({
-    name: "a whole reins run --driver command --exec true hello (sandbox flags, 50-run data root)",
-    ours: median(ours),
+    name: `${name}, ${bundle.name}`,
+    ours: median(ours.bundle),
     baseline: median(baseline),
     unit: "ms",
     better: "lower",
@@ -93,13 +131,19 @@ async function wholeRun(dir: string): Promise<void> {
   });
   compare({
     name: `the slowest of ${RUNS} such reins runs`,
-    ours: Math.max(...ours),
-    baseline: median(ours),
+    ours: Math.max(...ours.bundle),
+    baseline: median(ours.bundle),
     unit: "ms",
     better: "lower",
     goal: "<= 2",
     baselineName: "their median",
   });
+  figure(
+    `the same, ${source.name}`,
+    `${median(ours.source).toFixed(2)} ms = ${
+      (median(ours.source) / median(baseline)).toFixed(2)
+    }× the script; slowest ${Math.max(...ours.source).toFixed(2)} ms`,
+  );
 }
 
 /** `count` turns of `exec` on `count` contexts, `width` at a time, in this process. */
@@ -182,7 +226,10 @@ async function turnsInOneProcess(dir: string): Promise<void> {
 }
 
 /** `reins run --driver claude` against the same `claude -p … --output-format stream-json`. */
-async function aroundClaude(dir: string): Promise<void> {
+async function aroundClaude(
+  dir: string,
+  { source, bundle }: { source: Code; bundle: Code },
+): Promise<void> {
   const installed = await ensureCli("claude");
   if (installed.program === null) {
     figure("reins around real Claude Code", `skipped: ${installed.skip}`);
@@ -194,18 +241,12 @@ async function aroundClaude(dir: string): Promise<void> {
   await using scratch = await makeScratch("claude", server.url);
   const home = `${dir}/claude-home`;
   Deno.mkdirSync(home, { recursive: true });
-  const flags = sourceRunFlags({
-    home,
-    cwd: scratch.cwd,
-    netHosts: [],
-    programs: [program],
-  });
+  const sandbox = { home, cwd: scratch.cwd, netHosts: [], programs: [program] };
   const env = { ...scratch.env, REINS_HOME: home, REINS_CLAUDE_BIN: program };
-  const viaReins = () =>
+  const via = (code: Code) => () =>
     ok(
       new Deno.Command(Deno.execPath(), {
-        args: ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, "run", "--driver", "claude"]
-          .concat(["hello"]),
+        args: code.args(sandbox).concat(["run", "--driver", "claude", "hello"]),
         cwd: scratch.cwd,
         clearEnv: true,
         env: { ...env, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
@@ -214,6 +255,8 @@ async function aroundClaude(dir: string): Promise<void> {
         stderr: "piped",
       }),
     );
+  const viaSource = via(source);
+  const viaBundle = via(bundle);
   // What reins asks of Claude Code for one turn (lib/drivers/claude.ts), without reins.
   const direct = async () => {
     const child = new Deno.Command(program, {
@@ -256,23 +299,31 @@ async function aroundClaude(dir: string): Promise<void> {
     const status = await child.status;
     if (!status.success) throw new Error(`claude exited ${status.code}`);
   };
-  await viaReins();
+  await viaSource();
+  await viaBundle();
   await direct();
-  const ours: number[] = [];
+  const ours = { source: [] as number[], bundle: [] as number[] };
   const baseline: number[] = [];
   for (let i = 0; i < times; i++) {
     baseline.push(await timed(direct));
-    ours.push(await timed(viaReins));
+    ours.bundle.push(await timed(viaBundle));
+    ours.source.push(await timed(viaSource));
   }
   compare({
-    name: "reins run --driver claude against a local fake model (whole process)",
-    ours: median(ours),
+    name: `reins run --driver claude against a local fake model (whole process, ${bundle.name})`,
+    ours: median(ours.bundle),
     baseline: median(baseline),
     unit: "ms",
     better: "lower",
     goal: "<= 1.08",
     baselineName: "the same claude -p --output-format stream-json turn run directly",
   });
+  figure(
+    `the same, ${source.name}`,
+    `${median(ours.source).toFixed(0)} ms = ${
+      (median(ours.source) / median(baseline)).toFixed(2)
+    }× the direct run`,
+  );
 }
 
 /** Lines as the harness CLIs write them (shortened from recordings), with their validators. */
@@ -367,9 +418,10 @@ export default async function (): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-engine-" }));
   try {
     wireChecks();
-    await wholeRun(dir);
+    const code = await codes(dir);
+    await wholeRun(dir, code);
     await turnsInOneProcess(dir);
-    await aroundClaude(dir);
+    await aroundClaude(dir, code);
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

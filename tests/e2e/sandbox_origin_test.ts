@@ -1,10 +1,11 @@
 // A refusal names what the sandbox was built from: the launcher's data root and where it came
 // from (--home, REINS_HOME, the default) and the directories it holds; a compiled binary's, the
 // data root its build baked in. The binary is not built here (its runtime cannot be downloaded
-// offline): its entry module — what `deno task compile` compiles — runs under the same flags.
+// offline): the bundle `deno task compile` compiles, built for the same data root, runs under its
+// flags.
 import assert from "node:assert/strict";
-import { compileEntry } from "../../scripts/compile_entry.ts";
-import { permissionFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
+import { buildBundle } from "../../scripts/bundle.ts";
+import { codeRunFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
 import { CONFIG, reins, tempDir } from "../support/reins.ts";
 
 const DENO_DIR = Deno.env.get("DENO_DIR") ||
@@ -44,22 +45,25 @@ Deno.test("the compiled binary's entry names the data root its build baked in wh
   const built = `${dir.path}/built-home`;
   const start = `${dir.path}/start`;
   await Deno.mkdir(start);
-  const entry = `${dir.path}/entry.ts`;
-  await Deno.writeTextFile(
-    entry,
-    compileEntry({ by: "compile", home: built, homeFrom: "REINS_HOME", dirs: [] }),
-  );
+  // What `deno task compile` compiles: the bundle, built for this data root.
+  const outdir = `${dir.path}/bundle`;
+  const entry = await buildBundle({
+    outdir,
+    origin: { by: "compile", home: built, homeFrom: "REINS_HOME", dirs: [] },
+  });
   // The flags the binary is compiled with: its data root, and "." for where it is started.
-  const flags = permissionFlags({ home: built, cwd: ".", netHosts: [], programs: PROCESS_TOOLS });
-  const lib = new URL("../../lib/", import.meta.url).pathname;
+  const flags = codeRunFlags(
+    { home: built, cwd: ".", netHosts: [], programs: PROCESS_TOOLS },
+    outdir,
+  );
   const output = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "--quiet",
       "--config",
       CONFIG,
-      // The binary embeds its modules; from source they are read.
-      ...flags.map((f) => f.startsWith("--allow-read=") ? `${f},${lib},${entry}` : f),
+      // The binary embeds its modules; run from the bundle, they are read.
+      ...flags,
       entry,
       "--home",
       `${dir.path}/other`,

@@ -5,6 +5,12 @@ import { HARNESS_PROGRAMS, permissionFlags, PROCESS_TOOLS } from "../../scripts/
 const REPO = new URL("../../", import.meta.url).pathname;
 export const MAIN = `${REPO}main.ts`;
 export const CONFIG = `${REPO}deno.json`;
+// REINS_TEST_BUNDLE=FILE runs the tests against a bundle's entry (scripts/bundle.ts, what the
+// binary is compiled from) instead: `deno run -A scripts/bundle.ts /tmp/b && REINS_TEST_BUNDLE=
+// /tmp/b/reins.js deno task test`.
+const BUNDLE = Deno.env.get("REINS_TEST_BUNDLE") || null;
+const CODE = BUNDLE ?? MAIN;
+const CODE_DIR = BUNDLE === null ? `${REPO}lib` : BUNDLE.slice(0, BUNDLE.lastIndexOf("/"));
 const DENO_DIR = Deno.env.get("DENO_DIR") ||
   `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`;
 
@@ -40,12 +46,12 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
   const withPaths = flags.map((flag) => {
     // Source runs may need to read their own modules (a compiled binary embeds them): seen once
     // in ~150 runs as "Requires read access to …/lib/core/ids.ts" while lazy imports loaded.
-    if (flag.startsWith("--allow-read=")) return [flag, ...extra, `${REPO}lib`].join(",");
+    if (flag.startsWith("--allow-read=")) return [flag, ...extra, CODE_DIR].join(",");
     if (flag.startsWith("--allow-write=") && extra.length) return [flag, ...extra].join(",");
     return flag;
   });
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", "--config", CONFIG, ...withPaths, MAIN, ...args],
+    args: ["run", "--quiet", "--config", CONFIG, ...withPaths, CODE, ...args],
     cwd,
     clearEnv: true,
     env: {

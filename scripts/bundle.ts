@@ -1,0 +1,149 @@
+// `deno task bundle [DIR]`: reins as JavaScript bundled by `deno bundle`, split into chunks —
+// what `deno task compile` compiles into dist/reins. From the sources, a `reins run` spends ~11 ms
+// of its start finding, hashing and loading the ~75 modules its command needs; the bundle loads a
+// few chunks (`deno task bench engine`, "a whole reins run … from the sources" against "… the
+// bundle").
+//
+// Three things keep the bundle as lazy as the sources:
+// - every name lib/ passes to importLazily (lib/core/lazy_import.ts) gets a literal import in the
+//   entry (scripts/compile_entry.ts), which the bundler makes a chunk of its own;
+// - Deno loads, with a module, every module a literal `import("…")` in it can reach, so the
+//   bundle's dynamic imports are rewritten to resolve at run time (`import(import.meta.resolve(…))`),
+//   as lazy_import.ts does for the sources;
+// - the npm packages of deno.json stay outside (imported by name, from Deno's npm cache or the
+//   binary): bundled, a CommonJS one (yaml) would have every chunk load Deno's Node
+//   compatibility (`node:module`), ~15 ms, at start-up.
+import { join } from "node:path";
+import { compileEntry } from "./compile_entry.ts";
+import type { SandboxOrigin } from "../lib/core/sandbox.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const CONFIG = `${ROOT}deno.json`;
+
+/** The file of the bundle's entry in its directory. */
+export const BUNDLE_ENTRY = "reins.js";
+
+const LAZY_CALL = /\bimportLazily\s*(?:<[^>]*>)?\s*\(\s*([^)]*?)\s*\)/g;
+
+/** One importLazily call of lib/: where it is and the name it passes. */
+export interface LazyCall {
+  path: string;
+  line: number;
+  name: string;
+}
+
+/**
+ * The importLazily calls of lib/. A call whose argument is not one string literal could not be
+ * bundled: it is an error naming the file and line.
+ */
+export function lazyCalls(lib = `${ROOT}lib`): LazyCall[] {
+  const calls: LazyCall[] = [];
+  const walk = (dir: string) => {
+    for (const entry of [...Deno.readDirSync(dir)].sort((a, b) => a.name < b.name ? -1 : 1)) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory) walk(path);
+      else if (entry.name.endsWith(".ts") && !path.endsWith("core/lazy_import.ts")) {
+        const text = Deno.readTextFileSync(path);
+        for (const match of text.matchAll(LAZY_CALL)) {
+          const line = text.slice(0, match.index).split("\n").length;
+          const literal = /^"([^"\\]+)",?$/.exec(match[1]);
+          if (literal === null) {
+            throw new Error(
+              `${path}:${line}: importLazily needs one string literal to be bundled, not ${
+                match[1] || "nothing"
+              }`,
+            );
+          }
+          calls.push({ path, line, name: literal[1] });
+        }
+      }
+    }
+  };
+  walk(lib);
+  return calls;
+}
+
+/** The names lib/ passes to importLazily, sorted, each once. */
+export function lazyNames(lib = `${ROOT}lib`): string[] {
+  return [...new Set(lazyCalls(lib).map((call) => call.name))].sort();
+}
+
+/** The packages of deno.json's imports: left outside the bundle. */
+function packages(): string[] {
+  return Object.keys(JSON.parse(Deno.readTextFileSync(CONFIG)).imports ?? {});
+}
+
+const LITERAL_IMPORT = /\bimport\(\s*("[^"\\]*")\s*\)/g;
+
+/** Rewrites the bundle's literal dynamic imports to resolve at run time; returns how many. */
+function deferImports(outdir: string): number {
+  let count = 0;
+  for (const entry of Deno.readDirSync(outdir)) {
+    if (!entry.name.endsWith(".js")) continue;
+    const path = join(outdir, entry.name);
+    const text = Deno.readTextFileSync(path);
+    const rewritten = text.replace(LITERAL_IMPORT, (_, specifier: string) => {
+      count++;
+      return `import(import.meta.resolve(${specifier}))`;
+    });
+    const left = /\bimport\(\s*['`]|\bfrom\s*["']node:module["']/.exec(rewritten);
+    if (left !== null) {
+      throw new Error(
+        `${path}: the bundle has ${JSON.stringify(left[0])}, which Deno would load at start-up`,
+      );
+    }
+    if (rewritten !== text) Deno.writeTextFileSync(path, rewritten);
+  }
+  return count;
+}
+
+export interface BundleOptions {
+  /** An empty directory (made if missing) the bundle is written to. */
+  outdir: string;
+  /** What a compiled binary's build baked in; none for a bundle run like a checkout. */
+  origin?: SandboxOrigin | null;
+}
+
+/** Bundles reins into `outdir`; returns the path of its entry module. */
+export async function buildBundle({ outdir, origin = null }: BundleOptions): Promise<string> {
+  const names = lazyNames();
+  await Deno.mkdir(outdir, { recursive: true });
+  const work = await Deno.makeTempDir({ prefix: "reins-bundle-" });
+  try {
+    const entry = join(work, BUNDLE_ENTRY.replace(/\.js$/, ".ts"));
+    await Deno.writeTextFile(entry, compileEntry(origin, names));
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform=deno",
+        "--format=esm",
+        "--code-splitting",
+        ...packages().map((name) => `--external=${name}`),
+        "--config",
+        CONFIG,
+        "--outdir",
+        outdir,
+        entry,
+      ],
+      env: { DENO_NO_UPDATE_CHECK: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!output.success) {
+      throw new Error(`deno bundle failed: ${new TextDecoder().decode(output.stderr).trim()}`);
+    }
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+  deferImports(outdir);
+  return join(outdir, BUNDLE_ENTRY);
+}
+
+if (import.meta.main) {
+  const outdir = Deno.args[0] ?? `${ROOT}dist/bundle`;
+  await Deno.remove(outdir, { recursive: true }).catch(() => {});
+  const entry = await buildBundle({ outdir });
+  const files = [...Deno.readDirSync(outdir)].length;
+  console.error(`deno task bundle: ${entry} and ${files - 1} chunks beside it`);
+}
