@@ -3,7 +3,7 @@
 // output for N s → stop it), and stopping on reins's signals (SIGINT, then SIGKILL after a grace
 // period, or SIGKILL at once) — sent to the whole group, so what the agent started stops too. It
 // knows nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
-import { onceAfter } from "../core/clock.ts";
+import { Countdown, onceAfter } from "../core/clock.ts";
 import { sandboxRefusal } from "../core/sandbox.ts";
 import { type AgentProcess, signalGroup } from "../core/process_group.ts";
 
@@ -77,7 +77,8 @@ export class HarnessProcess {
   #lastLine: string | null = null;
   #stderrSpokeLast = false;
   #stoppedBy: StopCause | null = null;
-  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The idle timeout (null: none): restarted by every chunk, paused while reins holds. */
+  readonly #idle: Countdown | null;
   #graceTimer: ReturnType<typeof setTimeout> | undefined;
   #holds = 0;
   #exited = false;
@@ -89,9 +90,14 @@ export class HarnessProcess {
     this.spec = spec;
     this.#child = child;
     this.#writer = spec.stdin === "piped" ? child.stdin.getWriter() : null;
+    // No idle timeout (0 or Infinity): a timer would fire at once on Infinity.
+    const idleSeconds = spec.idleTimeoutSeconds;
+    this.#idle = idleSeconds > 0 && Number.isFinite(idleSeconds)
+      ? new Countdown(idleSeconds * 1000, () => this.stop("idle"))
+      : null;
     this.#status = child.status.then((status) => {
       this.#exited = true;
-      clearTimer(this.#idleTimer);
+      this.#idle?.dispose();
       clearTimer(this.#graceTimer);
       // What a stopped agent's group still holds (a child that ignored the signal) goes with it.
       if (this.#stoppedBy !== null) void signalGroup(child.pid, "SIGKILL");
@@ -221,7 +227,7 @@ export class HarnessProcess {
    */
   async hold<T>(work: Promise<T>): Promise<T> {
     this.#holds++;
-    clearTimer(this.#idleTimer);
+    this.#idle?.cancel();
     try {
       return await work;
     } finally {
@@ -318,13 +324,8 @@ export class HarnessProcess {
   }
 
   #armIdle(): void {
-    clearTimer(this.#idleTimer);
-    if (this.#exited || this.#holds > 0 || this.#stoppedBy !== null) return;
-    // No idle timeout (0 or Infinity): setTimeout would fire at once on Infinity.
-    if (!(this.spec.idleTimeoutSeconds > 0 && Number.isFinite(this.spec.idleTimeoutSeconds))) {
-      return;
-    }
-    this.#idleTimer = setTimeout(() => this.stop("idle"), this.spec.idleTimeoutSeconds * 1000);
+    if (this.#exited || this.#holds > 0 || this.#stoppedBy !== null) this.#idle?.cancel();
+    else this.#idle?.restart();
   }
 
   async #readStderr(): Promise<void> {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { nowIso, sleep } from "../../lib/core/clock.ts";
+import { Countdown, nowIso, sleep } from "../../lib/core/clock.ts";
 
 Deno.test("nowIso() is the time now as an ISO string", () => {
   const before = Date.now();
@@ -18,4 +18,48 @@ Deno.test("sleep() waits, and rejects with the signal's reason as soon as it abo
   await assert.rejects(() => sleep(10_000, controller.signal), /stop/);
   assert.ok(performance.now() - cut < 2000);
   await assert.rejects(() => sleep(10, AbortSignal.abort(new Error("already"))), /already/);
+});
+
+Deno.test("Countdown fires once its time has passed since the last restart, not before", async () => {
+  const fired: number[] = [];
+  const started = performance.now();
+  const countdown = new Countdown(150, () => fired.push(performance.now() - started));
+  countdown.restart();
+  // Restarted every 50 ms for 400 ms: it must not fire meanwhile.
+  for (let i = 0; i < 8; i++) {
+    await sleep(50);
+    countdown.restart();
+  }
+  assert.deepEqual(fired, []);
+  await sleep(400);
+  assert.equal(fired.length, 1, "it fires once");
+  assert.ok(fired[0] >= 400 + 150 - 5, `fired after ${fired[0]} ms`);
+});
+
+Deno.test("Countdown does not fire once cancelled or disposed, and fires again once restarted", async () => {
+  let fired = 0;
+  const countdown = new Countdown(40, () => fired++);
+  countdown.restart();
+  countdown.cancel();
+  await sleep(120);
+  assert.equal(fired, 0);
+  countdown.restart();
+  await sleep(120);
+  assert.equal(fired, 1);
+  countdown.restart();
+  countdown.dispose();
+  countdown.restart();
+  await sleep(120);
+  assert.equal(fired, 1);
+});
+
+// A timer asked for more than 2^31 - 1 ms fires at once (see the regression test in
+// tests/drivers/process_test.ts): a month-long countdown is waited out in steps.
+Deno.test("Countdown longer than a timer can wait does not fire at once", async () => {
+  let fired = 0;
+  const countdown = new Countdown(2_600_000_000, () => fired++);
+  countdown.restart();
+  await sleep(100);
+  assert.equal(fired, 0);
+  countdown.dispose();
 });

@@ -64,6 +64,34 @@ Deno.test("HarnessProcess stops a child that says nothing for the idle timeout",
   assert.ok(performance.now() - started < 5_000);
 });
 
+Deno.test("HarnessProcess's idle timeout counts from the child's last output, not its start", async () => {
+  // Writes a line every 0.1 s for 0.8 s, then goes silent: with a 0.4 s idle timeout it is stopped
+  // once 0.4 s have passed since its last line, not 0.4 s after it started.
+  const child = spawn("for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done; sleep 30", {
+    idleTimeoutSeconds: 0.4,
+  });
+  const lines: string[] = [];
+  let lastLineAt = 0;
+  for await (const line of child.lines()) {
+    lines.push(line);
+    lastLineAt = performance.now();
+  }
+  const exit = await child.finished();
+  assert.deepEqual(lines, ["1", "2", "3", "4", "5", "6", "7", "8"]);
+  assert.equal(exit.stoppedBy, "idle");
+  const silence = performance.now() - lastLineAt;
+  assert.ok(silence >= 350, `stopped ${silence.toFixed(0)} ms after the last line`);
+});
+
+// regression: an idle timeout past what a timer can wait (2^31 - 1 ms; --idle-timeout 2600000 is a
+// month) overflowed, the timer fired at once and the CLI was stopped as idle straight away.
+Deno.test("HarnessProcess does not stop a child at once for an idle timeout of a month", async () => {
+  const child = spawn("sleep 0.3; echo done", { idleTimeoutSeconds: 2_600_000 });
+  assert.deepEqual(await drain(child), ["done"]);
+  const exit = await child.finished();
+  assert.deepEqual({ code: exit.code, stoppedBy: exit.stoppedBy }, { code: 0, stoppedBy: null });
+});
+
 Deno.test("HarnessProcess sends SIGINT on abort and SIGKILL after the grace period", async () => {
   const controller = new AbortController();
   const child = spawn("trap '' INT; echo ready; while :; do sleep 0.1; done", {
