@@ -74,11 +74,13 @@ export function driverSettings(input: DriverInput, driver: HarnessDriver) {
 
 /**
  * Runs one turn of a harness CLI: starts it, feeds its lines to the mapping `makeMapping` builds
- * (on the sink it must emit to), watches the budget, settles the run.
+ * (on the sink it must emit to), watches the budget, settles the run. The CLI is started first:
+ * what need not precede it (the user's message recorded, the mapping built — a driver may load
+ * its mapping's module then) is done while the CLI starts up, rather than added before it.
  */
 export async function driveHarness(
   call: HarnessCall,
-  makeMapping: (sink: EventSink) => TurnMapping,
+  makeMapping: (sink: EventSink) => TurnMapping | Promise<TurnMapping>,
   context: { input: DriverInput; sink: EventSink; signal: AbortSignal },
 ): Promise<DriverResult> {
   const { input, signal } = context;
@@ -99,19 +101,10 @@ export async function driveHarness(
       if (call.budget.usageEvents === "live") watch.observe(budgetUse(event.payload));
     },
   };
-  const mapping = makeMapping(sink);
-  mapping.watchBudget?.(watch);
-  sink.emit({ type: "message.completed", payload: { role: "user", text: input.prompt } });
-  if (input.approval === "ask" && call.askFallback) {
-    sink.emit({
-      type: "problem",
-      payload: {
-        source: call.driver,
-        reason:
-          `${call.cli} cannot ask reins before a tool runs: --approve ask ${call.askFallback}`,
-      },
-    });
-  }
+  const userMessage: EventInput = {
+    type: "message.completed",
+    payload: { role: "user", text: input.prompt },
+  };
   const spawn: HarnessSpawn = {
     cli: call.cli,
     program: settings.program,
@@ -129,6 +122,7 @@ export async function driveHarness(
     child = HarnessProcess.start(spawn);
   } catch (error) {
     if (!(error instanceof HarnessStartError)) throw error;
+    sink.emit(userMessage);
     return {
       status: "failed",
       reason: `${error.message}: set drivers.${call.driver}.program in the config file or ` +
@@ -137,6 +131,30 @@ export async function driveHarness(
       exitCode: null,
     };
   }
+  // ── The CLI is starting up: what follows overlaps with it.
+  let mapping: TurnMapping;
+  try {
+    sink.emit(userMessage);
+    if (input.approval === "ask" && call.askFallback) {
+      sink.emit({
+        type: "problem",
+        payload: {
+          source: call.driver,
+          reason:
+            `${call.cli} cannot ask reins before a tool runs: --approve ask ${call.askFallback}`,
+        },
+      });
+    }
+    mapping = await makeMapping(sink);
+  } catch (error) {
+    // A turn that cannot be recorded (its log is unwritable) or read (no mapping) must not go on
+    // acting: the CLI is killed, its pipes drained, and the error goes on.
+    child.stop("kill");
+    for await (const _ of child.lines()) { /* drained */ }
+    await child.finished();
+    throw error;
+  }
+  mapping.watchBudget?.(watch);
   const outcome = await driveChild(child, call, mapping, sink, settings.idleTimeoutSeconds);
   if (watch.exhausted !== null) {
     return {

@@ -411,9 +411,10 @@ Deno.test("claude driver start() returns interrupted when its signal aborts, alt
 Deno.test("claude driver start() fails naming Claude Code when the program is missing", async () => {
   await using dir = await scratchDir();
   const settings = testSettings(dir.path, { claude: { program: `${dir.path}/no-such-claude` } });
+  const sink = new MemorySink();
   const result = await createClaudeDriver().start(
     driverInput({ settings, cwd: dir.path }),
-    new MemorySink(),
+    sink,
     new AbortController().signal,
   );
   assert.deepEqual(result, {
@@ -423,6 +424,36 @@ Deno.test("claude driver start() fails naming Claude Code when the program is mi
     result: null,
     exitCode: null,
   });
+  // The user's message is kept with the run all the same.
+  assert.deepEqual(sink.plain(), [{
+    type: "message.completed",
+    payload: { role: "user", text: "say hello" },
+  }]);
+});
+
+// The user's message is recorded once the CLI has been started (while it starts up): a log that
+// cannot take it must not leave the CLI running unrecorded.
+Deno.test("claude driver start() kills the CLI it started when the run's log cannot be written", async () => {
+  await using dir = await scratchDir();
+  const program = `${dir.path}/claude`;
+  await Deno.writeTextFile(program, "#!/bin/sh\nsleep 30\n");
+  await Deno.chmod(program, 0o755);
+  const settings = testSettings(dir.path, { claude: { program } });
+  let pid = 0;
+  const input = driverInput({ settings, cwd: dir.path, onProcess: (agent) => pid = agent.pid });
+  const unwritable = {
+    emit() {
+      throw new Error("the run's log is unwritable");
+    },
+  };
+  await assert.rejects(
+    () => createClaudeDriver().start(input, unwritable, new AbortController().signal),
+    /the run's log is unwritable/,
+  );
+  assert.ok(pid > 0, "the CLI was started");
+  const alive = await new Deno.Command("kill", { args: ["-0", String(pid)], stderr: "null" })
+    .output();
+  assert.equal(alive.success, false, `the CLI (pid ${pid}) is still running`);
 });
 
 // The can_use_tool request Claude Code 2.1.328 sends for its AskUserQuestion tool (recorded).

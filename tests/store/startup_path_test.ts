@@ -57,6 +57,7 @@ for (
     "lib/drivers/command.ts",
     // the wire schemas of the harnesses' lines are checked by generated code, not by zod
     "lib/drivers/claude.ts",
+    "lib/drivers/claude_turn.ts",
     "lib/drivers/codex.ts",
     "lib/drivers/gemini.ts",
     "lib/drivers/opencode.ts",
