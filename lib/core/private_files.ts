@@ -369,6 +369,38 @@ function prepareReplace(root: string, path: string): void {
 }
 
 /**
+ * Creates `path` with mode 0600 (whatever the umask), failing when the name exists at all (a
+ * link included): a file this process makes for itself, in a directory it has just made.
+ */
+function openNew(path: string, access: { read?: boolean; append?: boolean; write?: boolean }) {
+  const file = Deno.openSync(path, { ...access, createNew: true, mode: FILE_MODE });
+  try {
+    // The umask can only narrow the mode asked for; one stat of the open file tells.
+    const { mode } = file.statSync();
+    if (mode !== null && (mode & 0o777) !== FILE_MODE) Deno.chmodSync(path, FILE_MODE);
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+  return file;
+}
+
+/**
+ * Writes a new file that nobody can be reading yet (one in a directory this process has just
+ * made and not yet renamed into place), 0600: no temp file, no rename, nothing looked at first,
+ * since the name must not exist (see openNew). Text has its secrets redacted.
+ */
+export function writeNewPrivateFile(path: string, data: string | Uint8Array): void {
+  const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
+  const file = openNew(path, { write: true });
+  try {
+    writeAll(file, bytes);
+  } finally {
+    file.close();
+  }
+}
+
+/**
  * Replaces `path` with `data` atomically: a temp file in the same directory, fsync, rename, fsync
  * of the directory. A reader sees the old or the new content, never a mix; the mode is 0600.
  * Text has its secrets redacted; bytes are written as they are.
@@ -562,6 +594,18 @@ export class PrivateLog {
     const info = file.statSync();
     if (info.mode !== null && (info.mode & 0o777) !== FILE_MODE) Deno.chmodSync(absPath, FILE_MODE);
     return new PrivateLog(root, absPath, file);
+  }
+
+  /**
+   * Creates the log anew at `at` (by default `path`), in a directory this process has just made
+   * and that nobody else has seen yet (a run's staging directory, later renamed so that the file
+   * is at `path`): it must not exist, so nothing there is looked at first — creating it fails on
+   * any name already taken, a link included, and the file made is this process's own.
+   */
+  static create(root: string, path: string, at = path): PrivateLog {
+    const base = resolvePath(root);
+    const file = openNew(resolvePath(at, base), { read: true, append: true });
+    return new PrivateLog(root, resolvePath(path, base), file);
   }
 
   /** Appends `line` (no newline in it) as one line. */

@@ -87,6 +87,14 @@ export class DataRoot implements Disposable {
     return PrivateLog.open(this.home, path, this.#checked);
   }
 
+  /**
+   * Creates a private log below the root that must not exist yet, at `at` for now (see
+   * PrivateLog.create): a run's events.jsonl, made in its staging directory.
+   */
+  createLog(path: string, at?: string): PrivateLog {
+    return PrivateLog.create(this.home, path, at);
+  }
+
   /** Appends a line to a private log below the root, keeping the handle for the next line. */
   appendLine(path: string, line: string): void {
     this.#logs.append(path, line);

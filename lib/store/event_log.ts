@@ -181,6 +181,21 @@ export class EventLog {
     return new EventLog(runId, sessionId, log, options);
   }
 
+  /**
+   * Creates the run's log, which must not exist yet, at `at` (see DataRoot.createLog): for the
+   * run's owner, in the staging directory the run is made in.
+   */
+  static create(
+    root: DataRoot,
+    runId: string,
+    sessionId: string,
+    at: string,
+    options: EventLogOptions = {},
+  ): EventLog {
+    const log = root.createLog(root.layout.events(runId), at);
+    return new EventLog(runId, sessionId, log, options);
+  }
+
   /** The outcome the log holds (its first terminal event), as of this handle's last look. */
   get settled(): SettledStatus | null {
     return this.#settled;

@@ -3,6 +3,8 @@
 // index row). Reading never writes: repairing files is reconciliation's job.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { redactValue } from "../core/redact.ts";
+import { joinPath } from "../core/paths.ts";
+import { writeNewPrivateFile } from "../core/private_files.ts";
 import type { RunRecord } from "./contracts.ts";
 import { orderedRecord, runRecordProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
@@ -99,10 +101,21 @@ export function writeRecord(
   options?: { durable?: boolean },
 ): void {
   const ordered = redactValue(orderedRecord(record));
-  root.writeFileAtomic(
-    root.layout.record(record.id),
-    `${JSON.stringify(ordered, null, 2)}\n`,
-    options,
-  );
+  root.writeFileAtomic(root.layout.record(record.id), recordText(ordered), options);
   noteRun(root, ordered);
+}
+
+/**
+ * Writes a new run's first run.json into the directory it is made in (`dir`, not yet renamed
+ * into place: nobody reads it there, so it needs no temp file). Returns the record as written
+ * (redacted), for the index once the directory is in place (noteRun).
+ */
+export function writeFirstRecord(dir: string, record: RunRecord): RunRecord {
+  const ordered = redactValue(orderedRecord(record));
+  writeNewPrivateFile(joinPath(dir, RECORD_FILE), recordText(ordered));
+  return ordered;
+}
+
+function recordText(record: RunRecord): string {
+  return `${JSON.stringify(record, null, 2)}\n`;
 }

@@ -20,8 +20,9 @@ import { nowIso } from "../core/clock.ts";
 import type { DataRoot } from "./data_root.ts";
 import { EventLog } from "./event_log.ts";
 import { applyEvent, mayChangeRecord } from "./record_events.ts";
-import { inspectRun, readRecordFile, writeRecord } from "./run_record.ts";
-import { isActive, OWNER_LOCK_FILE } from "./run_files.ts";
+import { noteRun } from "./index_db.ts";
+import { inspectRun, readRecordFile, writeFirstRecord, writeRecord } from "./run_record.ts";
+import { EVENTS_FILE, isActive, OWNER_LOCK_FILE } from "./run_files.ts";
 
 /** What a new run is made from; the rest of its record (id, times, status) the store sets. */
 export interface RunInit {
@@ -310,9 +311,13 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
     });
   }
   const record = orderedRecord(candidate);
-  const owner = takeOwnership(root, runId);
+  const staged = stageRun(root, runId);
+  let log: EventLog | null = null;
   try {
-    const log = EventLog.open(root, runId, record.sessionId, {
+    // The run is made whole in its staging directory — owner lock held, run.started logged,
+    // run.json written — and only then renamed into place: no reader ever sees it half made,
+    // and nothing in it needs looking at first (nobody else has seen the directory).
+    log = EventLog.create(root, runId, record.sessionId, joinPath(staged.dir, EVENTS_FILE), {
       ...options,
       holdBursts: true,
       // The rename that put runs/<id> in place, and the files made in it, are durable once runs/
@@ -333,30 +338,40 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       root,
       log,
       record,
-      owner,
+      staged.owner,
       init.resumeOf ?? record.resumedFromRunId,
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
     // its directory with it (afterFirstSync above), and until then a power cut loses its events
-    // anyway (they are not synced one by one). A run.json a crash cuts short is rebuilt from
+    // anyway (they are not synced one by one). A run.json a power cut loses is rebuilt from
     // run.started.
-    writeRecord(root, { ...record, startedAt: writer.started.timestamp }, { durable: false });
+    const written = writeFirstRecord(staged.dir, {
+      ...record,
+      startedAt: writer.started.timestamp,
+    });
+    Deno.renameSync(staged.dir, root.layout.run(runId));
+    root.madePrivate(root.layout.run(runId));
+    noteRun(root, written);
     return writer;
   } catch (error) {
-    owner.close();
+    log?.close();
+    staged.owner.close();
+    try {
+      Deno.removeSync(staged.dir, { recursive: true });
+    } catch { /* renamed into place already, or never made: reconciliation sees to it */ }
     throw error;
   }
 }
 
 /**
- * Makes the run's directory with its owner lock already held: the lock is taken in a staging
- * directory that is then renamed into place, so no reconciler ever sees the run unowned.
+ * Makes the run's staging directory (`runs/.staging/<id>`) with its owner lock already held, so
+ * that once the directory is renamed into place no reconciler ever sees the run unowned.
  */
-function takeOwnership(root: DataRoot, runId: string): Deno.FsFile {
+function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsFile } {
   root.ensureDir(root.layout.stagingRuns());
   const staging = root.layout.creatingRun(runId);
   // A fresh name under a directory already made private: made 0700 here, and not remembered as
-  // checked, since it is renamed away at once.
+  // checked, since it is renamed away.
   Deno.mkdirSync(staging, { mode: 0o700 });
   Deno.chmodSync(staging, 0o700);
   const lockPath = joinPath(staging, OWNER_LOCK_FILE);
@@ -365,9 +380,7 @@ function takeOwnership(root: DataRoot, runId: string): Deno.FsFile {
     owner.lockSync(true);
     Deno.chmodSync(lockPath, 0o600);
     owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
-    Deno.renameSync(staging, root.layout.run(runId));
-    root.madePrivate(root.layout.run(runId));
-    return owner;
+    return { dir: staging, owner };
   } catch (error) {
     owner.close();
     throw error;

@@ -57,14 +57,84 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "reins run makes a run whole in runs/.staging/<id> (lock, events.jsonl with run.started, run.json) before renaming it into place",
+  ignore: !STRACE,
+  async fn() {
+    // regression: the run's directory was renamed into place holding only its owner lock, and
+    // events.jsonl and run.json were made in it afterwards (each path looked at first)
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    const work = `${dir.path}/work`;
+    await Deno.mkdir(work);
+    const trace = `${dir.path}/trace.txt`;
+    const output = await tracedRun(home, work, trace, [], [
+      "openat",
+      "write",
+      ...RENAMES,
+    ]);
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const { runId } = JSON.parse(new TextDecoder().decode(output.stdout));
+    const runs = await Deno.realPath(`${home}/runs`);
+    const text = await Deno.readTextFile(trace);
+    const calls = tracedCalls(text);
+    const renamed = calls.find((call) =>
+      call.ok && /rename/.test(call.name) && call.args.includes(`"${runs}/.staging/${runId}"`)
+    );
+    assert.ok(renamed, `no rename of the run into place in:\n${text}`);
+    const staged = `${runs}/.staging/${runId}`;
+    const before = calls.slice(0, calls.indexOf(renamed));
+    const created = (path: string) =>
+      before.some((call) =>
+        call.name === "openat" && call.args.includes(`"${path}"`) && /O_CREAT/.test(call.args)
+      );
+    for (const name of ["owner.lock", "events.jsonl", "run.json"]) {
+      assert.ok(created(`${staged}/${name}`), `${name} was not made before the rename:\n${text}`);
+    }
+    // run.started is in the log before the directory is in place (a write on its descriptor).
+    assert.ok(
+      before.some((call) =>
+        call.name === "write" && call.args.startsWith(`${fd(call)}<${staged}/events.jsonl>`) &&
+        call.args.includes("run.started")
+      ),
+      `run.started was not written before the rename:\n${text}`,
+    );
+    // Nothing of the run was made at its final place but the record that settles it.
+    const later = calls.slice(calls.indexOf(renamed));
+    assert.ok(
+      !later.some((call) =>
+        call.name === "openat" && call.args.includes(`"${runs}/${runId}/events.jsonl"`) &&
+        /O_CREAT/.test(call.args)
+      ),
+      `events.jsonl was made after the rename:\n${text}`,
+    );
+  },
+});
+
+const RENAMES = ["rename", "renameat", "renameat2"];
+
+/** The descriptor number a traced call's arguments start with ("24" of `24</path>, …`). */
+function fd(call: Call): string {
+  return /^\d*/.exec(call.args)![0];
+}
+
 /** `reins run --driver command --exec true --json … hello` in `work`, traced by strace into `trace`. */
-function tracedRun(home: string, work: string, trace: string, flags: string[]) {
+function tracedRun(
+  home: string,
+  work: string,
+  trace: string,
+  flags: string[],
+  syscalls = ["fsync", "fdatasync", ...RENAMES],
+) {
   return new Deno.Command("strace", {
     args: [
       "-f",
       "-y", // descriptors shown with their paths
+      "-s",
+      "256", // enough of a written line to see its event type
       "-e",
-      "trace=fsync,fdatasync,rename,renameat,renameat2",
+      `trace=${syscalls.join(",")}`,
       "-o",
       trace,
       Deno.execPath(),
