@@ -373,8 +373,6 @@ export async function startSnapshot(
   options: SnapshotOptions = {},
 ): Promise<StartedSnapshot> {
   const startedMs = Date.now();
-  // The walk looks contents up in the blob index synchronously: its module loaded first.
-  if (hasBlobIndex(home)) await loadSqlite();
   const maxBytes = options.maxBytes ?? DEFAULT_SNAPSHOT_MAX_BYTES;
   const maxEntries = options.maxEntries ?? DEFAULT_SNAPSHOT_MAX_ENTRIES;
   const manifest: SnapshotManifest = {
@@ -419,8 +417,13 @@ export async function startSnapshot(
     writeManifest(home, path, manifestTextOf(manifest));
     return { summary: summary(), written: Promise.resolve() };
   }
+  // A tree without files (an empty working directory, say) has no contents to look up or read,
+  // and nothing for the stat cache to know: neither the blob index nor the cache is looked for
+  // (each a missing file on a fresh data root, and an exception to make and catch).
+  // Reading the files looks contents up in the blob index synchronously: its module loaded first.
+  if (walk.files > 0 && hasBlobIndex(home)) await loadSqlite();
   const store = new Store(home);
-  const cache = StatCache.load(home, cwd);
+  const cache = walk.files > 0 ? StatCache.load(home, cwd) : StatCache.empty();
   const base = withoutTrailingSlash(cwd);
   // A content read this time is placed for good only once the store is sealed (see Placed):
   // its entries in the manifest and the cache are filled in then.

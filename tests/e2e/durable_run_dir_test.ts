@@ -2,20 +2,8 @@
 // strace fsyncs runs/ (and the run's own directory) after renaming runs/.staging/<id> to
 // runs/<id>, and before it exits. The syscalls are the kernel's, not a seam of ours.
 import assert from "node:assert/strict";
-import { CONFIG, MAIN, tempDir } from "../support/reins.ts";
-
-function straceWorks(): boolean {
-  try {
-    const probe = new Deno.Command("strace", {
-      args: ["-f", "-e", "trace=none", "-o", "/dev/null", "true"],
-      stdout: "null",
-      stderr: "null",
-    }).outputSync();
-    return probe.success;
-  } catch {
-    return false;
-  }
-}
+import { tempDir } from "../support/reins.ts";
+import { type Call, fd, RENAMES, straceWorks, tracedCalls, tracedRun } from "../support/strace.ts";
 
 const STRACE = straceWorks();
 if (!STRACE) {
@@ -111,91 +99,6 @@ Deno.test({
     );
   },
 });
-
-const RENAMES = ["rename", "renameat", "renameat2"];
-
-/** The descriptor number a traced call's arguments start with ("24" of `24</path>, …`). */
-function fd(call: Call): string {
-  return /^\d*/.exec(call.args)![0];
-}
-
-/** `reins run --driver command --exec true --json … hello` in `work`, traced by strace into `trace`. */
-function tracedRun(
-  home: string,
-  work: string,
-  trace: string,
-  flags: string[],
-  syscalls = ["fsync", "fdatasync", ...RENAMES],
-) {
-  return new Deno.Command("strace", {
-    args: [
-      "-f",
-      "-y", // descriptors shown with their paths
-      "-s",
-      "256", // enough of a written line to see its event type
-      "-e",
-      `trace=${syscalls.join(",")}`,
-      "-o",
-      trace,
-      Deno.execPath(),
-      "run",
-      "--quiet",
-      "--allow-all",
-      "--config",
-      CONFIG,
-      MAIN,
-      "--home",
-      home,
-      "run",
-      "--driver",
-      "command",
-      "--exec",
-      "true",
-      "--json",
-      ...flags,
-      "hello",
-    ],
-    cwd: work,
-    env: { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-}
-
-/** One traced call: where it started and ended in the trace (a call of another thread may split it). */
-interface Call {
-  name: string;
-  /** Its arguments as strace shows them: the path of a descriptor (-y), the quoted names of a rename. */
-  args: string;
-  start: number;
-  end: number;
-  ok: boolean;
-}
-
-// strace pads a pid to five columns ("5960  rename(…"): a pid below 10000 is followed by two spaces.
-function tracedCalls(text: string): Call[] {
-  const calls: Call[] = [];
-  const open = new Map<string, Call>();
-  text.split("\n").forEach((line, index) => {
-    const started = /^(\d+)\s+(\w+)\((.*?)(?: <unfinished \.\.\.>|\)\s+= (-?\d+).*)$/.exec(line);
-    if (started) {
-      const [, pid, name, args, result] = started;
-      const call = { name, args, start: index, end: index, ok: result === "0" };
-      calls.push(call);
-      if (result === undefined) open.set(pid, call);
-      return;
-    }
-    const resumed = /^(\d+)\s+<\.\.\. (\w+) resumed>.*\)\s+= (-?\d+)/.exec(line);
-    const call = resumed ? open.get(resumed[1]) : undefined;
-    if (resumed && call) {
-      call.end = index;
-      call.ok = resumed[3] === "0";
-      open.delete(resumed[1]);
-    }
-  });
-  return calls;
-}
 
 Deno.test({
   name:
