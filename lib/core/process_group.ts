@@ -1,10 +1,108 @@
 // An agent's process group: reins starts every agent as the leader of a group of its own (a new
-// session, `detached`), so that stopping the agent stops what it started too, and a later reins
-// can stop what a killed one left running. What Deno 2.9 offers, measured: `detached: true` makes
-// the child a session and group leader (pgid = pid); ChildProcess.kill() reaches the leader
+// session: spawnGroupLeader), so that stopping the agent stops what it started too, and a later
+// reins can stop what a killed one left running. What Deno 2.9 offers, measured: `detached: true`
+// makes the child a session and group leader (pgid = pid), by forking reins (setsid(1) does the
+// same without the fork, where it may run); ChildProcess.kill() reaches the leader
 // only; Deno.kill(-pgid) reaches the group but needs --allow-run for every program, and reading
 // /proc needs --allow-all. So in the sandbox the group is signalled with the `kill` program and a
 // process's start time is asked of `ps` (both on the binary's run list, neither runs anything).
+import { joinPath, resolvePath } from "./paths.ts";
+
+/**
+ * Starts `program` as the leader of a session and process group of its own (pgid = pid): signals
+ * to the group reach what it starts, and a terminal's Ctrl-C reaches reins alone, which passes it
+ * on. Through setsid(1) when the sandbox lets reins run it (it calls setsid() and execs the
+ * program: the pid is the program's), else with Deno's `detached`, which forks this whole process
+ * to call setsid() in the child instead of spawning it — a cost that grows with the process (a
+ * server or suite running many turns): `deno task bench engine`, "200 one-turn command runs".
+ * Throws as Deno.Command's spawn() does: NotCapable for a program the sandbox does not list,
+ * NotFound for none on PATH, PermissionDenied for one that is not executable.
+ */
+export function spawnGroupLeader(
+  program: string,
+  options: Omit<Deno.CommandOptions, "detached">,
+): Deno.ChildProcess {
+  const found = setsidMayRun() ? findProgram(program, options) : null;
+  if (found !== null) {
+    try {
+      return new Deno.Command("setsid", {
+        ...options,
+        args: [found, ...(options.args ?? [])],
+      }).spawn();
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      setsidState = "absent"; // no setsid on PATH after all
+    }
+  }
+  return new Deno.Command(program, { ...options, detached: true }).spawn();
+}
+
+/** Whether setsid(1) is used: unknown until the first spawn asks the sandbox. */
+let setsidState: "unknown" | "usable" | "absent" = "unknown";
+
+function setsidMayRun(): boolean {
+  if (setsidState === "unknown") {
+    // Never widened for it: setsid runs whatever it is given, so it is used only where the
+    // sandbox already lets reins run it (--allow-all, or REINS_ALLOW_RUN naming it).
+    setsidState = Deno.permissions.querySync({ name: "run", command: "setsid" }).state === "granted"
+      ? "usable"
+      : "absent";
+  }
+  return setsidState === "usable";
+}
+
+/**
+ * The program's path for setsid to exec, found as Deno would find it (on the PATH the child gets,
+ * or relative to its working directory), so that a program reins may not run, or that is missing
+ * or not executable, is refused here as Deno's spawn would refuse it, and not by setsid in the
+ * child; null when this process may not look (then Deno spawns it itself).
+ */
+function findProgram(program: string, options: Deno.CommandOptions): string | null {
+  if (Deno.permissions.querySync({ name: "run", command: program }).state !== "granted") {
+    throw new Deno.errors.NotCapable(
+      `Requires run access to "${program}", run again with the --allow-run flag`,
+    );
+  }
+  const cwd = typeof options.cwd === "string" ? options.cwd : options.cwd?.pathname ?? Deno.cwd();
+  if (program.includes("/")) return firstRunnable(program, [resolvePath(program, cwd)]);
+  let path: string | undefined;
+  try {
+    path = options.env?.PATH ?? Deno.env.get("PATH");
+  } catch (error) {
+    if (error instanceof Deno.errors.NotCapable) return null;
+    throw error;
+  }
+  const dirs = (path ?? "").split(":").filter((dir) => dir !== "");
+  return firstRunnable(program, dirs.map((dir) => joinPath(resolvePath(dir, cwd), program)));
+}
+
+function firstRunnable(program: string, candidates: string[]): string | null {
+  let denied = false;
+  for (const candidate of candidates) {
+    const state = runnable(candidate);
+    if (state === "unknown") return null;
+    if (state === "yes") return candidate;
+    if (state === "not executable") denied = true;
+  }
+  if (denied) throw new Deno.errors.PermissionDenied(`${program} is not executable`);
+  throw new Deno.errors.NotFound(`No program ${program} on PATH`);
+}
+
+/** Whether `path` is a program that can be run ("unknown": this process may not look). */
+function runnable(path: string): "yes" | "no" | "not executable" | "unknown" {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.statSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotCapable) return "unknown";
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return "no";
+    }
+    throw error;
+  }
+  if (!info.isFile) return "no";
+  return ((info.mode ?? 0o755) & 0o111) !== 0 ? "yes" : "not executable";
+}
 
 /** What is kept of a started agent so that it can be stopped later: see stopAgentGroup. */
 export interface AgentProcess {

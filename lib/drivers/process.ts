@@ -1,11 +1,11 @@
-// The child process under a harness driver: spawned with Deno.Command as the leader of a process
-// group of its own, stdout read as lines, the last 64 KiB of stderr kept, an idle timeout (no
+// The child process under a harness driver: spawned as the leader of a process group of its own
+// (spawnGroupLeader), stdout read as lines, the last 64 KiB of stderr kept, an idle timeout (no
 // output for N s → stop it), and stopping on reins's signals (SIGINT, then SIGKILL after a grace
 // period, or SIGKILL at once) — sent to the whole group, so what the agent started stops too. It
 // knows nothing of any CLI's lines or exit codes: each driver reads those itself (harness.ts).
 import { Countdown, onceAfter } from "../core/clock.ts";
 import { sandboxRefusal } from "../core/sandbox.ts";
-import { type AgentProcess, signalGroup } from "../core/process_group.ts";
+import { type AgentProcess, signalGroup, spawnGroupLeader } from "../core/process_group.ts";
 
 const STDERR_KEEP = 64 * 1024;
 const DEFAULT_GRACE_MS = 5_000;
@@ -115,17 +115,14 @@ export class HarnessProcess {
   static start(spec: HarnessSpawn): HarnessProcess {
     let child: Deno.ChildProcess;
     try {
-      child = new Deno.Command(spec.program, {
+      child = spawnGroupLeader(spec.program, {
         args: spec.args,
         cwd: spec.cwd,
         env: spec.env,
         stdin: spec.stdin,
         stdout: "piped",
         stderr: "piped",
-        // A session and process group of its own (pgid = pid): signals reach what it starts, and
-        // a terminal's Ctrl-C reaches reins alone, which passes it on.
-        detached: true,
-      }).spawn();
+      });
     } catch (error) {
       // Not on the sandbox's run list: exit 4 with how to grant it, not a failed start.
       if (error instanceof Deno.errors.NotCapable) throw sandboxRefusal(error);

@@ -59,71 +59,85 @@ function exists(path: string): boolean {
   }
 }
 
-Deno.test("regression: SIGTERM of reins stops the agent's whole process group, its sleep too", async () => {
-  await using dir = await tempDir();
-  const home = `${dir.path}/home`;
-  const { script, pids } = await sleepyAgent(dir.path);
-  const child = spawnReins(["run", "--driver", "command", "--exec", `sh ${script}`, "go"], {
-    home,
-    cwd: dir.path,
-    allowRun: ["sh"],
-  });
-  const stderr = new Response(child.stderr).text();
-  const stdout = new Response(child.stdout).text();
-  await waitFor("the agent to start its sleep", () => exists(pids));
-  const { agent, sleep } = readPids(pids);
-  assert.ok(alive(agent) && alive(sleep));
-  child.kill("SIGTERM");
-  const status = await child.status;
-  assert.equal(status.code, 1, await stderr);
-  assert.equal(await stdout, "started\n");
-  await waitFor("the sleep to be gone", () => !alive(sleep), 5_000);
-  assert.ok(!alive(agent));
-  using store = openStore(home);
-  const [run] = store.listRuns({ limit: 1 });
-  assert.equal(run.status, "interrupted");
-  // The agent is on record with its group and start time.
-  const recorded = JSON.parse(Deno.readTextFileSync(store.layout.agents(run.id)).trim());
-  assert.deepEqual(Object.keys(recorded), ["pid", "pgid", "startedMs", "program"]);
-  assert.equal(recorded.pid, agent);
-  assert.equal(recorded.pgid, agent);
-});
+/**
+ * The two ways reins starts an agent as a group leader (lib/core/process_group.ts): Deno's
+ * detached under the binary's sandbox (which does not list setsid), setsid(1) where reins may run
+ * it (--allow-all here). The guarantees are the same either way.
+ */
+const STARTS: { name: string; options: { allowRun?: string[]; allowAll?: boolean } }[] = [
+  { name: "", options: { allowRun: ["sh"] } },
+  { name: " (under --allow-all: the agent started through setsid)", options: { allowAll: true } },
+];
 
-for (const next of [["runs"], ["recover"]]) {
-  Deno.test(`regression: after reins is SIGKILLed, reins ${next[0]} stops the group it left`, async () => {
+for (const via of STARTS) {
+  Deno.test(`regression: SIGTERM of reins stops the agent's whole process group, its sleep too${via.name}`, async () => {
     await using dir = await tempDir();
     const home = `${dir.path}/home`;
     const { script, pids } = await sleepyAgent(dir.path);
     const child = spawnReins(["run", "--driver", "command", "--exec", `sh ${script}`, "go"], {
       home,
       cwd: dir.path,
-      allowRun: ["sh"],
+      ...via.options,
     });
-    await child.stdout.cancel();
-    await child.stderr.cancel();
+    const stderr = new Response(child.stderr).text();
+    const stdout = new Response(child.stdout).text();
     await waitFor("the agent to start its sleep", () => exists(pids));
-    // reins notes the agent right after it spawns it; on a busy machine the agent can be faster.
-    await waitFor("reins to note its agent", () => /"pgid"/.test(agentsOf(home)));
     const { agent, sleep } = readPids(pids);
-    child.kill("SIGKILL");
-    await child.status;
-    // Re-parented to init, the agent and its sleep go on.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.ok(alive(agent) && alive(sleep), "the agent outlived reins, as today");
-
-    const result = await reins(next, { home, cwd: dir.path });
-    assert.equal(result.code, 0, result.stderr);
-    assert.match(
-      result.stderr,
-      new RegExp(`stopped sh \\(process group ${agent}\\) of run .*: process\\(es\\) .*${sleep}`),
-      `${result.stderr}\nagents.jsonl: ${agentsOf(home)}\nalive: agent ${alive(agent)}, sleep ${
-        alive(sleep)
-      }`,
-    );
-    await waitFor("the agent's group to be gone", () => !alive(agent) && !alive(sleep), 5_000);
+    assert.ok(alive(agent) && alive(sleep));
+    child.kill("SIGTERM");
+    const status = await child.status;
+    assert.equal(status.code, 1, await stderr);
+    assert.equal(await stdout, "started\n");
+    await waitFor("the sleep to be gone", () => !alive(sleep), 5_000);
+    assert.ok(!alive(agent));
     using store = openStore(home);
-    assert.equal(store.listRuns({ limit: 1 })[0].status, "interrupted");
+    const [run] = store.listRuns({ limit: 1 });
+    assert.equal(run.status, "interrupted");
+    // The agent is on record with its group and start time.
+    const recorded = JSON.parse(Deno.readTextFileSync(store.layout.agents(run.id)).trim());
+    assert.deepEqual(Object.keys(recorded), ["pid", "pgid", "startedMs", "program"]);
+    assert.equal(recorded.pid, agent);
+    assert.equal(recorded.pgid, agent);
   });
+}
+
+for (const via of STARTS) {
+  for (const next of [["runs"], ["recover"]]) {
+    Deno.test(`regression: after reins is SIGKILLed, reins ${next[0]} stops the group it left${via.name}`, async () => {
+      await using dir = await tempDir();
+      const home = `${dir.path}/home`;
+      const { script, pids } = await sleepyAgent(dir.path);
+      const child = spawnReins(["run", "--driver", "command", "--exec", `sh ${script}`, "go"], {
+        home,
+        cwd: dir.path,
+        ...via.options,
+      });
+      await child.stdout.cancel();
+      await child.stderr.cancel();
+      await waitFor("the agent to start its sleep", () => exists(pids));
+      // reins notes the agent right after it spawns it; on a busy machine the agent can be faster.
+      await waitFor("reins to note its agent", () => /"pgid"/.test(agentsOf(home)));
+      const { agent, sleep } = readPids(pids);
+      child.kill("SIGKILL");
+      await child.status;
+      // Re-parented to init, the agent and its sleep go on.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.ok(alive(agent) && alive(sleep), "the agent outlived reins, as today");
+
+      const result = await reins(next, { home, cwd: dir.path });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(
+        result.stderr,
+        new RegExp(`stopped sh \\(process group ${agent}\\) of run .*: process\\(es\\) .*${sleep}`),
+        `${result.stderr}\nagents.jsonl: ${agentsOf(home)}\nalive: agent ${alive(agent)}, sleep ${
+          alive(sleep)
+        }`,
+      );
+      await waitFor("the agent's group to be gone", () => !alive(agent) && !alive(sleep), 5_000);
+      using store = openStore(home);
+      assert.equal(store.listRuns({ limit: 1 })[0].status, "interrupted");
+    });
+  }
 }
 
 Deno.test("a recorded group whose leader's pid now belongs to another process is left alone", async () => {

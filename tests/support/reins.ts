@@ -25,6 +25,11 @@ export interface ReinsOptions {
   allowNet?: string[];
   /** Extra paths to read and write, beyond home and cwd. */
   allowPaths?: string[];
+  /**
+   * Run main.ts with --allow-all instead of the sandbox: what a program embedding reins without
+   * one sees (reins then starts its agents through setsid(1): lib/core/process_group.ts).
+   */
+  allowAll?: boolean;
 }
 
 export interface ReinsResult {
@@ -51,7 +56,15 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
     return flag;
   });
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", "--config", CONFIG, ...withPaths, CODE, ...args],
+    args: [
+      "run",
+      "--quiet",
+      "--config",
+      CONFIG,
+      ...(options.allowAll ? ["--allow-all", "--no-prompt"] : withPaths),
+      CODE,
+      ...args,
+    ],
     cwd,
     clearEnv: true,
     env: {

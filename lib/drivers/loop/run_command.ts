@@ -2,7 +2,7 @@
 // closed, a timeout, and output capped (the head and the tail kept) so a chatty command cannot
 // flood the model's context or our memory. It does not sandbox the command beyond its cwd.
 
-import type { AgentProcess } from "../../core/process_group.ts";
+import { type AgentProcess, spawnGroupLeader } from "../../core/process_group.ts";
 
 export interface CommandOutcome {
   exitCode: number | null;
@@ -44,16 +44,15 @@ export async function runShellCommand(
   command: string,
   options: RunCommandOptions,
 ): Promise<CommandOutcome> {
-  const child = new Deno.Command("sh", {
+  // A session (and process group) of its own, which the wrapper can signal as a whole.
+  const child = spawnGroupLeader("sh", {
     args: ["-c", GROUP_WRAPPER, "reins-command", command],
     cwd: options.cwd,
-    // A session (and process group) of its own, which the wrapper can signal as a whole.
-    detached: true,
     env: options.env,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-  }).spawn();
+  });
   options.onStarted?.({ pid: child.pid, pgid: child.pid, startedMs: Date.now(), program: "sh" });
   const stopReading = new AbortController();
   const stdout = collect(child.stdout, options.maxOutputBytes, stopReading.signal);
