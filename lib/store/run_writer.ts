@@ -6,7 +6,8 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { syncDirectory, syncDirectoryAsync } from "../core/private_files.ts";
+import { type PrivateLog, syncDirectory, syncDirectoryAsync } from "../core/private_files.ts";
+import { redact } from "../core/redact.ts";
 import type {
   EventInput,
   RunEvent,
@@ -226,6 +227,8 @@ export class RunAppender {
  */
 export class RunWriter extends RunAppender {
   #owner: Deno.FsFile | null;
+  /** agents.jsonl, once noteAgent() made it. */
+  #agents: PrivateLog | null = null;
   /** The run's `run.started` event, as stored (sequence 0). */
   readonly started: RunEvent;
 
@@ -261,8 +264,29 @@ export class RunWriter extends RunAppender {
     this.adopt({ ...record, startedAt: this.started.timestamp });
   }
 
+  /**
+   * Appends a line to the run's agents.jsonl (what a later reins needs to stop an agent's group,
+   * should this one die: lib/store/left_agents.ts). Only the owner writes it, so the first line
+   * makes the file anew, in a directory this process made, with nothing to look at first (it
+   * falls back to the checked open when the name is taken); the handle is kept for the next.
+   */
+  noteAgent(line: string): void {
+    if (this.#agents === null) {
+      const path = this.root.layout.agents(this.runId);
+      try {
+        this.#agents = this.root.createLog(path);
+      } catch (error) {
+        if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+        this.#agents = this.root.openLog(path);
+      }
+    }
+    this.#agents.append(redact(line));
+  }
+
   /** Syncs and closes the log and releases ownership. A run left active is reconciled later. */
   override close(): void {
+    this.#agents?.close();
+    this.#agents = null;
     if (this.#owner === null) return;
     try {
       this.sync();

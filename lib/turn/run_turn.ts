@@ -272,7 +272,7 @@ async function driveAndSettle(
         settings,
         decisions: logDecisions(store, runId, record),
         kill,
-        onProcess: (agent) => keepAgentProcess(store, runId, agent, hooks),
+        onProcess: (agent) => keepAgentProcess(writer, agent, hooks),
       },
       sink,
       stop,
@@ -376,12 +376,12 @@ async function outsideOf(cwd: string, root: string, file: string): Promise<strin
  * Notes an agent process with the run (runs/<id>/agents.jsonl) before it can do much: should
  * reins die, the reconciliation that finds the run's owner gone stops its group.
  */
-function keepAgentProcess(store: Store, runId: string, agent: AgentProcess, hooks: TurnHooks) {
+function keepAgentProcess(writer: RunWriter, agent: AgentProcess, hooks: TurnHooks) {
   try {
-    store.appendLine(store.layout.agents(runId), JSON.stringify(agent));
+    writer.noteAgent(JSON.stringify(agent));
   } catch (error) {
     hooks.warn?.(
-      `the agent's process ${agent.pid} could not be noted with run ${runId} (${
+      `the agent's process ${agent.pid} could not be noted with run ${writer.runId} (${
         describeError(error)
       }); should reins be killed, stop its group yourself: kill -- -${agent.pgid}`,
     );

@@ -423,3 +423,32 @@ Deno.test("RunWriter.appendDurably() of an event after the outcome keeps it as i
   assert.equal(late.ignored, "run already failed");
   assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
 });
+
+Deno.test("noteAgent() makes agents.jsonl private and appends one line for each agent, redacted", async () => {
+  await using home = await storeHome();
+  using writer = home.store.createRun(runInit());
+  const path = `${home.path}/runs/${writer.runId}/agents.jsonl`;
+  const secret = "sk-ant-api03-" + "x".repeat(40);
+  writer.noteAgent(JSON.stringify({ pid: 1234, pgid: 1234, startedMs: 1, program: "a" }));
+  writer.noteAgent(JSON.stringify({ pid: 5678, pgid: 5678, startedMs: 2, program: secret }));
+  assert.equal(modeOf(path), 0o600);
+  const lines = Deno.readTextFileSync(path).trimEnd().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.pid), [1234, 5678]);
+  assert.ok(!Deno.readTextFileSync(path).includes(secret), "the key was written as it is");
+});
+
+Deno.test("noteAgent() refuses an agents.jsonl that is a link out of the data root", async () => {
+  await using home = await storeHome();
+  using writer = home.store.createRun(runInit());
+  const outside = await Deno.makeTempFile();
+  try {
+    Deno.symlinkSync(outside, `${home.path}/runs/${writer.runId}/agents.jsonl`);
+    assert.throws(
+      () => writer.noteAgent(JSON.stringify({ pid: 1, pgid: 1, startedMs: 1, program: "a" })),
+      /points outside the data root/,
+    );
+    assert.equal(Deno.readTextFileSync(outside), "", "the line went through the link");
+  } finally {
+    Deno.removeSync(outside);
+  }
+});
