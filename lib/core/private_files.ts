@@ -496,10 +496,13 @@ export function syncDirectory(dir: string): void {
   directorySyncObserver?.(dir);
 }
 
-/** syncDirectory without holding the thread (the fsync runs on Deno's blocking pool). */
+/**
+ * syncDirectory without holding the thread (the fsync runs on Deno's blocking pool; opening the
+ * directory does not wait for the disk, and is done at once).
+ */
 export async function syncDirectoryAsync(dir: string): Promise<void> {
   try {
-    const handle = await Deno.open(dir, { read: true });
+    const handle = Deno.openSync(dir, { read: true });
     try {
       await handle.sync();
     } finally {

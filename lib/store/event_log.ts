@@ -122,9 +122,9 @@ export interface EventLogOptions {
   /** See EventLog.open. */
   holdBursts?: boolean;
   /**
-   * Runs once, after this handle's first sync: what must be made durable with the log but need
+   * Runs once, with this handle's first sync: what must be made durable with the log but need
    * not be before (the run's owner syncs the directories its creation renamed into place) —
-   * `blocking` after sync(), `awaited` after syncAsync().
+   * `blocking` after sync(), `awaited` alongside syncAsync()'s fdatasync.
    */
   afterFirstSync?: FirstSync;
 }
@@ -298,10 +298,11 @@ export class EventLog {
    * blocking pool): resolves once what was appended before the call is on disk.
    */
   async syncAsync(): Promise<void> {
-    await this.#log.syncAsync();
     const first = this.#afterFirstSync;
-    if (first === null) return;
-    await first.awaited();
+    if (first === null) return await this.#log.syncAsync();
+    // At the same time, not one after the other: neither needs the other on disk first, and the
+    // caller waits for both (a crash meanwhile leaves what a crash before either would).
+    await Promise.all([this.#log.syncAsync(), first.awaited()]);
     // Forgotten only once done: a sync() meanwhile did the work again rather than skip it.
     if (this.#afterFirstSync === first) this.#afterFirstSync = null;
   }

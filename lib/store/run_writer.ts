@@ -353,8 +353,10 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
           syncDirectory(root.layout.runs());
         },
         awaited: async () => {
-          await syncDirectoryAsync(root.layout.run(runId));
-          await syncDirectoryAsync(root.layout.runs());
+          await Promise.all([
+            syncDirectoryAsync(root.layout.run(runId)),
+            syncDirectoryAsync(root.layout.runs()),
+          ]);
         },
       },
     });
