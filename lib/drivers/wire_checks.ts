@@ -25,7 +25,7 @@ function received(v) {
 }
 function isDatetime(check, v) {
   const m = check.minute;
-  if (v.length === 24 && m !== "" && v.slice(0, 17) === m && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) {
+  if (v.length === 24 && m !== "" && v.startsWith(m) && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) {
     const s1 = v.charCodeAt(17), s2 = v.charCodeAt(18), f1 = v.charCodeAt(20), f2 = v.charCodeAt(21), f3 = v.charCodeAt(22);
     if (s1 >= 48 && s1 <= 53 && s2 >= 48 && s2 <= 57 && f1 >= 48 && f1 <= 57 && f2 >= 48 && f2 <= 57 && f3 >= 48 && f3 <= 57) return true;
   }

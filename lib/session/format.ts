@@ -62,6 +62,19 @@ function hasControls(text: string, newlines: number): boolean {
   return false;
 }
 
+/**
+ * Raw `lines` (EventFormatter.addLines) joined by newlines, each on one line as oneLine makes it.
+ * The joined text is looked at once for control characters: when its only ones are the newlines
+ * that join the lines (nearly always), it is the text; otherwise each line is made one-line first.
+ * A line at a time cost a copy of every line (`deno task bench views`, "reins show"). The lines
+ * are left as they were.
+ */
+export function joinOneLine(lines: readonly string[]): string {
+  const text = lines.join("\n");
+  if (!hasControls(text, lines.length - 1)) return text;
+  return lines.map(oneLine).join("\n");
+}
+
 /** Hints for errors the loop's tools report, for the person reading the transcript. */
 function hintFor(error: string): string | null {
   if (error.startsWith("denied by policy")) {
@@ -106,26 +119,29 @@ export class EventFormatter {
 
   /**
    * What format() makes of each of `events`, joined by newlines: the same text, made for many
-   * events at once. The lines are made raw and joined, and the whole is looked at once for control
-   * characters: when its only ones are the newlines that join them (nearly always), the text is
-   * what a line at a time would have made; otherwise each line is made one-line first. A line at
-   * a time cost a copy of every line (`deno task bench views`, "reins show").
+   * events at once (see addLines and joinOneLine).
    */
   formatAll(events: readonly RunEvent[]): string {
-    const parts: string[] = [];
+    const lines: string[] = [];
+    this.addLines(events, lines);
+    return joinOneLine(lines);
+  }
+
+  /**
+   * Appends the lines format() makes of each of `events` to `lines`, raw: with any control
+   * characters their fields hold. joinOneLine makes them what format() gives; a caller gathers
+   * the lines of many pieces of a log and joins them once, just before writing them.
+   */
+  addLines(events: readonly RunEvent[], lines: string[]): void {
     const details = this.#details;
     const verbose = this.mode === "verbose";
     for (let i = 0; i < events.length; i++) {
       details.length = 0;
-      parts.push(this.#line(events[i], details));
+      lines.push(this.#line(events[i], details));
       if (verbose) {
-        for (let d = 0; d < details.length; d++) parts.push(`${MARGIN}  ${details[d]}`);
+        for (let d = 0; d < details.length; d++) lines.push(`${MARGIN}  ${details[d]}`);
       }
     }
-    const text = parts.join("\n");
-    if (!hasControls(text, parts.length - 1)) return text;
-    for (let i = 0; i < parts.length; i++) parts[i] = oneLine(parts[i]);
-    return parts.join("\n");
   }
 
   /** The event's line as it is, before oneLine; detail lines go into `details`. */

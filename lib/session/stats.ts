@@ -75,14 +75,29 @@ export class RunTally {
     switch (event.type) {
       case "model.completed": {
         this.modelCalls++;
-        const usage = event.payload.usage as Record<string, unknown> | null;
+        const usage = event.payload.usage;
         if (usage !== null) {
-          for (const counter of TOKEN_COUNTERS) {
-            const value = usage[counter];
-            if (typeof value === "number") {
-              this.#calls[counter] = (this.#calls[counter] ?? 0) + value;
-            }
+          // Field by field, not by a loop over the counters' names: one of every model call's
+          // events, and a property looked up by a name that varies is a slow lookup.
+          const calls = this.#calls;
+          const { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens } = usage;
+          const { reasoningTokens, costUsd } = usage;
+          if (typeof inputTokens === "number") {
+            calls.inputTokens = (calls.inputTokens ?? 0) + inputTokens;
           }
+          if (typeof outputTokens === "number") {
+            calls.outputTokens = (calls.outputTokens ?? 0) + outputTokens;
+          }
+          if (typeof cacheReadTokens === "number") {
+            calls.cacheReadTokens = (calls.cacheReadTokens ?? 0) + cacheReadTokens;
+          }
+          if (typeof cacheWriteTokens === "number") {
+            calls.cacheWriteTokens = (calls.cacheWriteTokens ?? 0) + cacheWriteTokens;
+          }
+          if (typeof reasoningTokens === "number") {
+            calls.reasoningTokens = (calls.reasoningTokens ?? 0) + reasoningTokens;
+          }
+          if (typeof costUsd === "number") calls.costUsd = (calls.costUsd ?? 0) + costUsd;
         }
         break;
       }

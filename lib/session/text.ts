@@ -113,12 +113,16 @@ export function previewValue(value: unknown, max: number): string {
 export function groupDigits(n: number): string {
   if (n < 1000 && n > -1000) return String(n);
   if (Number.isSafeInteger(n)) {
-    // Counts, nearly every number shown: no point nor exponent to look for.
-    const digits = String(n < 0 ? -n : n);
-    const head = ((digits.length - 1) % 3) + 1;
-    let grouped = n < 0 ? `-${digits.slice(0, head)}` : digits.slice(0, head);
-    for (let i = head; i < digits.length; i += 3) grouped += `,${digits.slice(i, i + 3)}`;
-    return grouped;
+    // Counts, nearly every number shown: no point nor exponent to look for. Grouped by dividing,
+    // from the right, rather than by slicing the digits' text: no string but the groups.
+    let rest = n < 0 ? -n : n;
+    let grouped = "";
+    while (rest >= 1000) {
+      const group = rest % 1000;
+      grouped = `,${group < 10 ? "00" : group < 100 ? "0" : ""}${group}${grouped}`;
+      rest = (rest - group) / 1000;
+    }
+    return n < 0 ? `-${rest}${grouped}` : `${rest}${grouped}`;
   }
   if (!Number.isFinite(n)) return String(n);
   const text = String(Math.abs(n));
@@ -236,8 +240,9 @@ export function isoMs(text: string): number {
   if (text.length !== 24 || text.charCodeAt(23) !== 90 || text.charCodeAt(19) !== 46) {
     return Date.parse(text);
   }
-  const prefix = text.slice(0, 17);
-  if (prefix !== minutePrefix) {
+  // Compared in place: a slice per event to compare was a string made per event.
+  if (minutePrefix === "" || !text.startsWith(minutePrefix)) {
+    const prefix = text.slice(0, 17);
     const ms = Date.parse(`${prefix}00.000Z`);
     if (!Number.isFinite(ms)) return Date.parse(text);
     minutePrefix = prefix;

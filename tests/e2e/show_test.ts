@@ -3,6 +3,9 @@
 // command that answers a pending approval, and --follow across processes.
 import assert from "node:assert/strict";
 import type { RunRecord } from "../../lib/store/contracts.ts";
+import { pendingDecisions } from "../../lib/store/decisions.ts";
+import { parseEventLog } from "../../lib/store/event_log.ts";
+import { formatTranscript } from "../../lib/session/format.ts";
 import { reins, spawnReins, tempDir } from "../support/reins.ts";
 
 const FIXTURES = new URL("../fixtures/session/", import.meta.url).pathname;
@@ -88,6 +91,43 @@ Deno.test("reins show warns on stderr about each damaged line and shows the rest
   assert.deepEqual(Object.keys(body), ["record", "events", "problems", "pending"]);
   assert.equal(body.events.length, 37);
   assert.deepEqual(body.problems.map((p: { line: number }) => p.line), [5, 6, 40]);
+});
+
+// A log of many pieces (the reader takes 64 KiB at a time, and each piece is written as it is
+// formatted): the transcript is the one made of all its events at once, and a damaged line's
+// warning names its line wherever it falls.
+Deno.test("reins show of a log of many pieces prints the transcript of all its events, and warns of a damaged line among them", async () => {
+  await using home = await tempDir();
+  let damagedLine = 0;
+  const record = install(home.path, "loop_tools", (text) => {
+    const lines = text.trimEnd().split("\n");
+    const [first, middle, last] = [lines[0], lines.slice(1, -1), lines.at(-1)!];
+    const out = [first];
+    for (let round = 0; out.length < 3_000; round++) {
+      for (const line of middle) {
+        const event = JSON.parse(line);
+        out.push(JSON.stringify({ ...event, id: `${event.id}-${round}`, sequence: out.length }));
+      }
+    }
+    out.push(JSON.stringify({ ...JSON.parse(last), sequence: out.length }));
+    damagedLine = 1_700;
+    out.splice(damagedLine - 1, 0, "{damaged");
+    return `${out.join("\n")}\n`;
+  });
+  const log = Deno.readTextFileSync(`${home.path}/runs/${record.id}/events.jsonl`);
+  assert.ok(log.length > 16 * 65_536, `the log is ${log.length} bytes: too few pieces`);
+  const read = parseEventLog(log, record.id);
+  for (const mode of ["short", "verbose"] as const) {
+    const shown = await reins(["show", record.id, `--${mode}`], { home: home.path });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.equal(
+      shown.stderr,
+      `reins: warning: runs/${record.id}/events.jsonl:${damagedLine}: skipped: not JSON: ` +
+        "Expected property name or '}' in JSON at position 1 (line 1 column 2)\n",
+    );
+    const expected = formatTranscript(record, read.events, pendingDecisions(read.events), mode);
+    assert.equal(shown.stdout, `${expected}\n`, mode);
+  }
 });
 
 Deno.test("reins show --short --verbose is a usage error", async () => {

@@ -11,6 +11,7 @@ import {
   formatFooter,
   formatPending,
   formatTranscript,
+  joinOneLine,
   type ShowMode,
 } from "../../lib/session/format.ts";
 
@@ -149,4 +150,35 @@ Deno.test("EventFormatter.formatAll() gives what format() gives event by event, 
     }
   }
   assert.ok(forged > 0, "no fixture starts a tool");
+});
+
+Deno.test("joinOneLine() of addLines() piece by piece, with a closing empty line, is format()'s lines and a newline", () => {
+  let forged = 0;
+  for (const name of FIXTURE_NAMES) {
+    const { record, events } = loadFixture(name);
+    // A harness's name that holds a control, in the second piece only.
+    const dirty = events.map((event, i) =>
+      i > events.length / 2 && event.type === "tool.started"
+        ? (forged++, { ...event, payload: { ...event.payload, tool: "rm\u0007\r\n" } })
+        : event
+    );
+    for (const mode of MODES) {
+      for (const list of [events, dirty]) {
+        const one = new EventFormatter(mode, record.startedAt);
+        const expected = `${list.map((event) => one.format(event)).join("\n")}\n`;
+        const pieces = new EventFormatter(mode, record.startedAt);
+        const lines: string[] = [];
+        const half = Math.floor(list.length / 2);
+        pieces.addLines(list.slice(0, half), lines);
+        const raw = lines.length;
+        pieces.addLines(list.slice(half), lines);
+        assert.ok(lines.length > raw, `${name}: the second piece added lines`);
+        lines.push("");
+        const copy = [...lines];
+        assert.equal(joinOneLine(lines), expected, `${name} ${mode}`);
+        assert.deepEqual(lines, copy, "the lines are left as they were");
+      }
+    }
+  }
+  assert.ok(forged > 0, "no fixture starts a tool in its second half");
 });

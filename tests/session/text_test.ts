@@ -59,6 +59,15 @@ Deno.test("groupDigits() groups thousands whatever the machine's locale", () => 
   assert.equal(groupDigits(1234.5), "1,234.5");
 });
 
+Deno.test("groupDigits() groups every integer as the digits-in-threes rule does, zeros inside too", () => {
+  const rule = (n: number) =>
+    `${n < 0 ? "-" : ""}${String(Math.abs(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")}`;
+  const samples = [1_000, 1_001, 1_010, 1_100, 999_999, 1_000_000, 1_000_001, 10_000_100];
+  samples.push(Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 16_666_000, 33_332);
+  for (let i = 0; i < 200_000; i++) samples.push(i * 7919, -i * 104_729, i * 1_000_003);
+  for (const n of samples) assert.equal(groupDigits(n), rule(n), String(n));
+});
+
 Deno.test("oneLine() maps each control as its rule says and leaves every other character", () => {
   // The rule, a character at a time (CRLF as one ⏎), against random mixes of controls and text.
   const rule = (text: string) =>
@@ -145,4 +154,21 @@ Deno.test("isoMs() reads the store's timestamps as Date.parse does, and anything
   }
   assert.ok(Number.isNaN(isoMs("not a time at all, really")));
   assert.ok(Number.isNaN(isoMs("2026-11-29T14:55:3x.810Z")));
+});
+
+Deno.test("isoMs() reads a time of another minute anew after one it remembered the minute of", () => {
+  // The same seconds and milliseconds in other minutes, hours, days, and back: each as Date.parse.
+  const texts = [
+    "2026-11-29T14:55:36.810Z",
+    "2026-11-29T14:56:36.810Z",
+    "2026-11-29T15:55:36.810Z",
+    "2026-11-30T14:55:36.810Z",
+    "2027-11-29T14:55:36.810Z",
+    "2026-11-29T14:55:36.811Z",
+    "2026-11-29T14:55:61.000Z",
+    "2026-11-29T14:55:36.810Z",
+  ];
+  for (const text of [...texts, ...texts.toReversed()]) {
+    assert.deepEqual([text, isoMs(text)], [text, Date.parse(text)]);
+  }
 });
