@@ -7,6 +7,7 @@ import type { RunEvent, RunRecord } from "../store/contracts.ts";
 import type { PendingDecision } from "../store/decisions.ts";
 import { RunTally, statsSummary } from "./stats.ts";
 import {
+  CONTROL_BUT_NEWLINE,
   countChars,
   formatBytes,
   formatCost,
@@ -47,10 +48,6 @@ function msBetween(from: string | null | undefined, to: string | null | undefine
   const ms = isoMs(to) - isoMs(from);
   return Number.isFinite(ms) ? ms : null;
 }
-
-// Control characters but the newline (see oneLine in text.ts for the whole set).
-// deno-lint-ignore no-control-regex -- control characters are what it looks for
-const CONTROL_BUT_NEWLINE = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
 
 /** Whether `text` holds a control character other than its `newlines` joining newlines. */
 function hasControls(text: string, newlines: number): boolean {
@@ -99,6 +96,7 @@ export class EventFormatter {
   // What one event's lines are made of, kept from event to event: a run's events come in bursts
   // within one millisecond, and most have no detail lines (see `deno task bench views`).
   readonly #details: string[] = [];
+  #timestamp: string | null = null;
   #offsetMs = NaN;
   #offset = "";
 
@@ -146,10 +144,14 @@ export class EventFormatter {
 
   /** The event's line as it is, before oneLine; detail lines go into `details`. */
   #line(event: RunEvent, details: string[]): string {
-    const ms = isoMs(event.timestamp) - this.#startMs;
-    if (ms !== this.#offsetMs) {
-      this.#offsetMs = ms;
-      this.#offset = formatOffset(ms).padStart(9);
+    // The same time as the last event's (a burst) is the same offset: not read again.
+    if (event.timestamp !== this.#timestamp) {
+      this.#timestamp = event.timestamp;
+      const ms = isoMs(event.timestamp) - this.#startMs;
+      if (ms !== this.#offsetMs) {
+        this.#offsetMs = ms;
+        this.#offset = formatOffset(ms).padStart(9);
+      }
     }
     const line = `${String(event.sequence).padStart(5)}  ${this.#offset}  ${
       this.#body(event, details)

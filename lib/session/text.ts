@@ -10,6 +10,9 @@ const NEWLINE = "⏎";
 // transcript (`deno task bench views`, "reins show"), where every line is tested.
 // deno-lint-ignore no-control-regex -- control characters are what it looks for
 const HAS_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
+/** The same, but the newline. */
+// deno-lint-ignore no-control-regex -- control characters are what it looks for
+export const CONTROL_BUT_NEWLINE = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
 
 /**
  * `text` on one line: CRLF and LF become ⏎, a tab a space, every other C0 control character its
@@ -18,6 +21,8 @@ const HAS_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
  */
 export function oneLine(text: string): string {
   if (!HAS_CONTROL.test(text)) return text;
+  // Newlines alone (a text of lines, nearly always): one native replacement.
+  if (!CONTROL_BUT_NEWLINE.test(text)) return text.replaceAll("\n", NEWLINE);
   // One pass that copies the runs between controls: no callback per match, no pass per kind.
   let out = "";
   let from = 0;
