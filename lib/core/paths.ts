@@ -9,8 +9,14 @@ export function joinPath(...segments: string[]): string {
   return normalizePath(joined);
 }
 
+// Something normalizing would change: "//", a "." or ".." segment, a trailing "/" (not the root).
+const NOT_NORMAL = /\/\/|(?:^|\/)\.\.?(?:\/|$)|.\/$/;
+
 /** Removes "." segments, resolves ".." lexically and collapses "//". */
 export function normalizePath(path: string): string {
+  // Nearly every path is normal already (the store builds them from safe names): one test, not
+  // a split and a join. `reins stats` of 1,000 runs normalizes eight paths a run.
+  if (path !== "" && !NOT_NORMAL.test(path)) return path;
   const absolute = path.startsWith("/");
   const out: string[] = [];
   for (const part of path.split("/")) {

@@ -104,8 +104,7 @@ export class EventTail {
           kept = filled;
           continue;
         }
-        const batch: TailBatch = { events: [], problems: [] };
-        this.#take(decoder.decode(buffer.subarray(0, end + 1)), batch);
+        const batch = this.#take(decoder.decode(buffer.subarray(0, end + 1)));
         this.#offset += end + 1;
         buffer.copyWithin(0, end + 1, filled);
         kept = filled - end - 1;
@@ -126,21 +125,38 @@ export class EventTail {
     return this.#unread > 0 ? this.#lines + 1 : null;
   }
 
-  #take(text: string, batch: TailBatch): void {
+  /** The events and problems of `text`, complete lines of the log that follow those read. */
+  #take(text: string): TailBatch {
     const read = parseEventLog(text, this.runId);
     const base = this.#lines;
     // `text` ends at a newline, and each of its lines is an event or a problem: no need to count.
     this.#lines += read.tornLine === null
       ? read.events.length + read.problems.length
       : countLines(text);
-    for (const problem of read.problems) {
-      batch.problems.push({ line: base + problem.line, reason: problem.reason });
+    const problems = read.problems;
+    if (base > 0) {
+      for (let i = 0; i < problems.length; i++) {
+        problems[i] = { line: base + problems[i].line, reason: problems[i].reason };
+      }
     }
-    for (const event of read.events) {
-      if (event.sequence <= this.#lastSequence) continue;
-      this.#lastSequence = event.sequence;
-      batch.events.push(event);
+    // Events already read (a log rewritten from the start) are left out. Nearly always each
+    // sequence follows the last: the parsed list is the batch, not copied into another.
+    const events = read.events;
+    let last = this.#lastSequence;
+    let i = 0;
+    while (i < events.length && events[i].sequence > last) last = events[i++].sequence;
+    if (i < events.length) {
+      const kept = events.slice(0, i);
+      for (; i < events.length; i++) {
+        if (events[i].sequence <= last) continue;
+        last = events[i].sequence;
+        kept.push(events[i]);
+      }
+      this.#lastSequence = last;
+      return { events: kept, problems };
     }
+    this.#lastSequence = last;
+    return { events, problems };
   }
 
   #refuseLinkOut(): void {

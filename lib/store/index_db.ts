@@ -244,6 +244,19 @@ export class RunIndex {
     return this.#column("SELECT id FROM runs ORDER BY id");
   }
 
+  /**
+   * Every id from the one sorting just before `low` to the one just after `high`, sorted: the
+   * neighbours of every id between them, in one query. Null when there are more than `limit`.
+   */
+  idsAround(low: string, high: string, limit: number): string[] | null {
+    const ids = this.#column(
+      "SELECT id FROM runs WHERE id >= coalesce((SELECT max(id) FROM runs WHERE id < ?1), ?1)" +
+        " AND id <= coalesce((SELECT min(id) FROM runs WHERE id > ?2), ?2) ORDER BY id LIMIT ?3",
+      [low, high, limit + 1],
+    );
+    return ids.length > limit ? null : ids;
+  }
+
   /** The ids sorting just before and just after `id`: enough to find its shortest unique prefix. */
   neighbours(id: string): [string | null, string | null] {
     const before = this.#column("SELECT max(id) AS id FROM runs WHERE id < ?", [id])[0] ?? null;

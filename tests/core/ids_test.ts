@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { posix } from "node:path";
 import { idTimeMs, isSafeName, newId, safeName } from "../../lib/core/ids.ts";
 import { UsageError } from "../../lib/core/errors.ts";
 import { isInside, joinPath, normalizePath } from "../../lib/core/paths.ts";
@@ -114,6 +115,25 @@ Deno.test("safeName() accepts no name that resolves outside its parent (property
     }),
     { numRuns: 5000 },
   );
+});
+
+Deno.test("normalizePath() is posix normalize without a trailing slash, for any mix of segments", () => {
+  const segment = fc.constantFrom("a", "b.c", ".d", "...", "..", ".", "", "e.", "x y");
+  fc.assert(
+    fc.property(fc.boolean(), fc.array(segment, { maxLength: 8 }), (absolute, segments) => {
+      const path = `${absolute ? "/" : ""}${segments.join("/")}`;
+      const expected = posix.normalize(path);
+      const trimmed = expected.length > 1 && expected.endsWith("/")
+        ? expected.slice(0, -1)
+        : expected;
+      return normalizePath(path) === trimmed;
+    }),
+    { numRuns: 20_000 },
+  );
+  for (const path of ["/", ".", "..", "", "a/", "/a/b", "./a", "a/.", "a//b", "/..", "../a/.."]) {
+    const expected = posix.normalize(path);
+    assert.equal(normalizePath(path), expected === "/" ? "/" : expected.replace(/\/$/, ""), path);
+  }
 });
 
 Deno.test("safeName() refuses Windows device names in any case, with any extension", () => {

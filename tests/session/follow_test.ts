@@ -104,6 +104,19 @@ Deno.test("EventTail.readEach() hands a long backlog over in pieces, in order", 
   });
 });
 
+Deno.test("EventTail.read() leaves out what it read before when the log is rewritten shorter, and a sequence seen already", async () => {
+  await withHome((home, store) => {
+    const { record, lines, path } = install(home, "loop_tools", (all) => all.slice(0, 10));
+    const tail = store.tail(record.id);
+    assert.deepEqual(sequences(tail.read()), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // Rewritten shorter: read again from the start, past what was shown; 3 comes after 10.
+    Deno.writeTextFileSync(path, [0, 1, 2, 10, 3, 11].map((i) => `${lines[i]}\n`).join(""));
+    assert.deepEqual(sequences(tail.read()), [10, 11]);
+    Deno.writeTextFileSync(path, `${lines[12]}\n${lines[12]}\n${lines[13]}\n`, { append: true });
+    assert.deepEqual(sequences(tail.read()), [12, 13]);
+  });
+});
+
 Deno.test("EventTail.read() reads a line longer than a piece whole", async () => {
   await withHome((home, store) => {
     const { record, lines, path } = install(home, "loop_tools", (all) => all.slice(0, 7));

@@ -127,6 +127,37 @@ Deno.test("listRunJson() gives the same id prefixes for a long listing as for a 
   assert.deepEqual((await home.store.listRunJson({ limit: 3 })).prefixes, []);
 });
 
+Deno.test("listRunJson() gives each row the prefix uniqueRunPrefix gives, rows close together or far apart", async () => {
+  await using home = await storeHome();
+  // Contexts a and b take turns; c has two runs at each end, with 36 others between them.
+  const specs = Array.from({ length: 40 }, (_, i) => ({
+    context: i < 2 || i >= 38 ? "c" : i % 2 === 0 ? "a" : "b",
+  }));
+  makeRuns(home.store, specs);
+  for (const filter of [{ limit: 50 }, { limit: 5 }, { contextId: "a" }, { contextId: "c" }]) {
+    const listed = await home.store.listRunJson(filter, { prefixes: true });
+    assert.ok(listed.records.length > 1, JSON.stringify(filter));
+    const ids = listed.records.map((record) => JSON.parse(record).id as string);
+    assert.deepEqual(
+      listed.prefixes,
+      ids.map((id) => home.store.uniqueRunPrefix(id)),
+      JSON.stringify(filter),
+    );
+  }
+});
+
+Deno.test("RunIndex.idsAround() gives the ids from the one before the lowest to the one after the highest, or null past its limit", async () => {
+  await using home = await storeHome();
+  const ids = makeRuns(home.store, Array.from({ length: 12 }, () => ({}))).sort();
+  const index = home.store.index()!;
+  assert.deepEqual(index.idsAround(ids[3], ids[7], 100), ids.slice(2, 9));
+  assert.deepEqual(index.idsAround(ids[5], ids[5], 100), ids.slice(4, 7));
+  assert.deepEqual(index.idsAround(ids[0], ids[2], 100), ids.slice(0, 4));
+  assert.deepEqual(index.idsAround(ids[9], ids[11], 100), ids.slice(8));
+  assert.deepEqual(index.idsAround(ids[3], ids[7], 7), ids.slice(2, 9));
+  assert.equal(index.idsAround(ids[3], ids[7], 6), null);
+});
+
 // regression: approval hints named the run by its first 8 characters, which runs started within
 // about a minute of each other share (the ids are time-ordered).
 Deno.test("uniqueRunPrefix() is the shortest prefix, 8 characters at least, that names the run alone", async () => {
