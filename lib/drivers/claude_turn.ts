@@ -73,10 +73,11 @@ export class ClaudeTurn implements TurnMapping {
       case "control_request":
         return await this.#controlRequest(value as ClaudeControlRequest, child);
       case "result":
+        // One turn per process: closing stdin lets Claude Code exit once the turn is over — at
+        // once, so that it winds down while reins records the result, not after.
+        await child.closeStdin();
         this.#result = value as ClaudeResult;
         this.#finalUsage(this.#result);
-        // One turn per process: closing stdin lets Claude Code exit once the turn is over.
-        await child.closeStdin();
         return;
       default:
         // stream_event, control_response, keep_alive, tool_progress…: nothing reins records.
