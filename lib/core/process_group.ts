@@ -11,10 +11,14 @@ import { joinPath, resolvePath } from "./paths.ts";
 /**
  * Starts `program` as the leader of a session and process group of its own (pgid = pid): signals
  * to the group reach what it starts, and a terminal's Ctrl-C reaches reins alone, which passes it
- * on. Through setsid(1) when the sandbox lets reins run it (it calls setsid() and execs the
- * program: the pid is the program's), else with Deno's `detached`, which forks this whole process
- * to call setsid() in the child instead of spawning it — a cost that grows with the process (a
- * server or suite running many turns): `deno task bench engine`, "200 one-turn command runs".
+ * on. Through setsid(1) where reins may run it and look the program up (--allow-all: a program
+ * embedding the engine, the tests, the bench): setsid calls setsid() and execs the program, so the
+ * pid is the program's. Elsewhere (the binary's sandbox, which does not list setsid: it would run
+ * anything) with Deno's `detached`, which forks the whole of reins to call setsid() in the child
+ * instead of spawning it — a cost that grows with the process and holds its thread: the 200
+ * one-turn command runs, 8 at a time, of `deno task bench engine`, run as it runs them with one
+ * way and the other in turn in one process, made about 115 turns/s with detached against 220
+ * with setsid (a busy machine; its "spawning the same program" at ~800/s).
  * Throws as Deno.Command's spawn() does: NotCapable for a program the sandbox does not list,
  * NotFound for none on PATH, PermissionDenied for one that is not executable.
  */
@@ -43,7 +47,7 @@ let setsidState: "unknown" | "usable" | "absent" = "unknown";
 function setsidMayRun(): boolean {
   if (setsidState === "unknown") {
     // Never widened for it: setsid runs whatever it is given, so it is used only where the
-    // sandbox already lets reins run it (--allow-all, or REINS_ALLOW_RUN naming it).
+    // sandbox already lets reins run it.
     setsidState = Deno.permissions.querySync({ name: "run", command: "setsid" }).state === "granted"
       ? "usable"
       : "absent";
