@@ -4,6 +4,7 @@
 // goes (live: usage the agent reports while it runs) stops the agent once crossed, with a
 // budget.warning at 80 % and at 100 %; one reins sees only when the turn ends is checked then and
 // recorded; and whatever cannot be enforced is said before the turn starts, never ignored.
+import type { Usage } from "../store/contracts.ts";
 import type { Budget, EventSink } from "./driver.ts";
 
 export type BudgetLimit = "turns" | "tokens" | "usd";
@@ -166,4 +167,12 @@ function readUse(budget: Budget, limits: readonly BudgetLimit[], use: BudgetUse)
     if (best === null || ratio > best.ratio) best = { limit, ratio, used, max };
   }
   return best;
+}
+
+/** Usage totals as the budget counts them: model calls, input + output tokens, dollars. */
+export function budgetUse(usage: Usage) {
+  const tokens = usage.inputTokens === null && usage.outputTokens === null
+    ? null
+    : (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
+  return { requests: usage.requests, tokens, costUsd: usage.costUsd };
 }

@@ -17,8 +17,8 @@ import {
 } from "./driver.ts";
 import { splitCommandLine } from "./command_line.ts";
 import { CommandReplies } from "./command_replies.ts";
-import { type BudgetSupport, BudgetWatch, limitsSet } from "./budget_watch.ts";
-import { budgetUse } from "./harness.ts";
+// budgetUse from here, not harness.ts: the command driver loads none of the harness drivers' code.
+import { type BudgetSupport, budgetUse, BudgetWatch, limitsSet } from "./budget_watch.ts";
 import { describeExit, HarnessProcess, HarnessStartError, stderrSummary } from "./process.ts";
 import { resolvePath } from "../core/paths.ts";
 

@@ -6,6 +6,7 @@ import { type HarnessDriver, harnessProgram } from "../core/config.ts";
 import type { EventInput, Usage } from "../store/contracts.ts";
 import {
   type BudgetSupport,
+  budgetUse,
   BudgetWatch,
   checkFinalUse,
   describeUse,
@@ -174,14 +175,6 @@ export async function driveHarness(
     return { ...outcome, reason: `went over its budget: ${describeUse(over)}` };
   }
   return outcome;
-}
-
-/** Usage totals as the budget counts them: model calls, input + output tokens, dollars. */
-export function budgetUse(usage: Usage) {
-  const tokens = usage.inputTokens === null && usage.outputTokens === null
-    ? null
-    : (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
-  return { requests: usage.requests, tokens, costUsd: usage.costUsd };
 }
 
 /** Feeds the child's lines to the mapping until it exits; the outcome, before the budget's say. */
