@@ -240,7 +240,9 @@ export class SuiteReporter {
   }
 
   async #deliverNow(): Promise<void> {
-    if (this.#broken) return;
+    // Every scenario is on the platform and the report is out of the outbox: a delivery now
+    // would find nothing and say only "sent" — losing where it went (its url) — so none is made.
+    if (this.#broken || this.#last?.state === "reported") return;
     try {
       this.#last = await deliverEntry(this.#options.home, this.#outboxId, this.#client, {
         retry: this.#options.retry,
