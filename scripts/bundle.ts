@@ -75,17 +75,13 @@ function packages(): string[] {
 
 const LITERAL_IMPORT = /\bimport\(\s*("[^"\\]*")\s*\)/g;
 
-/** Rewrites the bundle's literal dynamic imports to resolve at run time; returns how many. */
-function deferImports(outdir: string): number {
-  let count = 0;
+/** Rewrites the bundle's literal dynamic imports to resolve at run time. */
+function deferImports(outdir: string): void {
   for (const entry of Deno.readDirSync(outdir)) {
     if (!entry.name.endsWith(".js")) continue;
     const path = join(outdir, entry.name);
     const text = Deno.readTextFileSync(path);
-    const rewritten = text.replace(LITERAL_IMPORT, (_, specifier: string) => {
-      count++;
-      return `import(import.meta.resolve(${specifier}))`;
-    });
+    const rewritten = text.replace(LITERAL_IMPORT, "import(import.meta.resolve($1))");
     const left = /\bimport\(\s*['`]|\bfrom\s*["']node:module["']/.exec(rewritten);
     if (left !== null) {
       throw new Error(
@@ -94,7 +90,6 @@ function deferImports(outdir: string): number {
     }
     if (rewritten !== text) Deno.writeTextFileSync(path, rewritten);
   }
-  return count;
 }
 
 export interface BundleOptions {

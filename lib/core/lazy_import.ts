@@ -31,7 +31,6 @@ export function importLazily<T>(name: string): Promise<T> {
     }
     return load() as Promise<T>;
   }
-  if (name.startsWith("node:")) return import(name);
-  if (name.endsWith(".ts")) return import(new URL(`../${name}`, import.meta.url).href);
-  return import(import.meta.resolve(name));
+  // A `node:` module or a package: resolved (through deno.json's imports) as the import runs.
+  return import(name.endsWith(".ts") ? new URL(`../${name}`, import.meta.url).href : name);
 }

@@ -45,6 +45,8 @@ async function ok(command: Deno.Command): Promise<void> {
  * sandbox flags — plus the reading of its code, which the binary embeds.
  */
 interface Code {
+  /** Its data roots' suffix. */
+  key: "source" | "bundle";
   name: string;
   args(sandbox: Parameters<typeof codeRunFlags>[0]): string[];
 }
@@ -54,10 +56,12 @@ async function codes(dir: string): Promise<{ source: Code; bundle: Code }> {
   const entry = await buildBundle({ outdir });
   return {
     source: {
+      key: "source",
       name: "from the sources",
       args: (sandbox) => ["run", "--quiet", "--config", CONFIG, ...sourceRunFlags(sandbox), MAIN],
     },
     bundle: {
+      key: "bundle",
       name: "the bundle the binary is compiled from",
       args: (sandbox) => [
         "run",
@@ -77,7 +81,7 @@ async function wholeRun(dir: string, { source, bundle }: { source: Code; bundle:
   const work = `${dir}/run-work`;
   Deno.mkdirSync(work);
   const reinsFrom = (code: Code) => {
-    const home = `${dir}/run-home-${code === source ? "source" : "bundle"}`;
+    const home = `${dir}/run-home-${code.key}`;
     const args = code.args({ home, cwd: work, netHosts: [], programs: ["true"] })
       .concat(["run", "--driver", "command", "--exec", "true", "hello"]);
     return () =>

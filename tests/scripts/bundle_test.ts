@@ -4,13 +4,10 @@
 // it.
 import assert from "node:assert/strict";
 import { buildBundle, BUNDLE_ENTRY, lazyCalls, lazyNames } from "../../scripts/bundle.ts";
-import { codeRunFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
-import { tempDir } from "../support/reins.ts";
+import { reins, tempDir } from "../support/reins.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 const CONFIG = `${REPO}deno.json`;
-const DENO_DIR = Deno.env.get("DENO_DIR") ||
-  `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`;
 
 Deno.test("every importLazily call of lib/ names, in one literal, a module that exists", () => {
   const imports = JSON.parse(Deno.readTextFileSync(CONFIG)).imports;
@@ -58,36 +55,6 @@ Deno.test("lazyNames refuses, naming the file and line, an importLazily it could
   );
 });
 
-async function bundled(
-  entry: string,
-  args: string[],
-  sandbox: { home: string; cwd: string; programs: string[] },
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const flags = codeRunFlags({ ...sandbox, netHosts: [] }, entry.slice(0, -BUNDLE_ENTRY.length));
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", "--config", CONFIG, ...flags, entry, ...args],
-    cwd: sandbox.cwd,
-    clearEnv: true,
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: sandbox.home,
-      REINS_HOME: sandbox.home,
-      DENO_DIR,
-      NO_COLOR: "1",
-      DENO_NO_UPDATE_CHECK: "1",
-    },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
-}
-
 Deno.test("reins works from its bundle, under the binary's sandbox, reading none of lib/", async () => {
   await using dir = await tempDir();
   const outdir = `${dir.path}/bundle`;
@@ -107,9 +74,9 @@ Deno.test("reins works from its bundle, under the binary's sandbox, reading none
   const cwd = `${dir.path}/work`;
   await Deno.mkdir(cwd);
   await Deno.writeTextFile(`${cwd}/notes.txt`, "hello\n");
-  const sandbox = { home, cwd, programs: ["sh", ...PROCESS_TOOLS] };
+  const options = { home, cwd, allowRun: ["sh"], bundle: entry };
   const ok = async (args: string[]) => {
-    const result = await bundled(entry, args, sandbox);
+    const result = await reins(args, options);
     assert.equal(result.code, 0, `reins ${args.join(" ")}: ${result.stderr}`);
     return result;
   };
@@ -147,7 +114,7 @@ Deno.test("reins works from its bundle, under the binary's sandbox, reading none
   const valid = await ok(["suite", "validate", "suite.yaml"]);
   assert.match(valid.stdout, /^suite\.yaml: suite "tiny" is valid: 1 scenario /);
   // A refusal still names what the sandbox allows (not a module it could not read).
-  const refused = await bundled(entry, ["--home", `${dir.path}/elsewhere`, "runs"], sandbox);
+  const refused = await reins(["--home", `${dir.path}/elsewhere`, "runs"], options);
   assert.equal(refused.code, 4, refused.stderr);
   assert.match(refused.stderr, /^reins: The sandbox refused to read/);
 });

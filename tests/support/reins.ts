@@ -9,8 +9,6 @@ export const CONFIG = `${REPO}deno.json`;
 // binary is compiled from) instead: `deno run -A scripts/bundle.ts /tmp/b && REINS_TEST_BUNDLE=
 // /tmp/b/reins.js deno task test`.
 const BUNDLE = Deno.env.get("REINS_TEST_BUNDLE") || null;
-const CODE = BUNDLE ?? MAIN;
-const CODE_DIR = BUNDLE === null ? `${REPO}lib` : BUNDLE.slice(0, BUNDLE.lastIndexOf("/"));
 const DENO_DIR = Deno.env.get("DENO_DIR") ||
   `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`;
 
@@ -30,6 +28,8 @@ export interface ReinsOptions {
    * one sees (reins then starts its agents through setsid(1): lib/core/process_group.ts).
    */
   allowAll?: boolean;
+  /** A bundle's entry to run instead of main.ts (and of REINS_TEST_BUNDLE): its directory is read. */
+  bundle?: string;
 }
 
 export interface ReinsResult {
@@ -48,10 +48,13 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
     programs: [...HARNESS_PROGRAMS, ...PROCESS_TOOLS, ...(options.allowRun ?? [])],
   });
   const extra = options.allowPaths ?? [];
+  const bundle = options.bundle ?? BUNDLE;
+  const code = bundle ?? MAIN;
+  const codeDir = bundle === null ? `${REPO}lib` : bundle.slice(0, bundle.lastIndexOf("/"));
   const withPaths = flags.map((flag) => {
     // Source runs may need to read their own modules (a compiled binary embeds them): seen once
     // in ~150 runs as "Requires read access to …/lib/core/ids.ts" while lazy imports loaded.
-    if (flag.startsWith("--allow-read=")) return [flag, ...extra, CODE_DIR].join(",");
+    if (flag.startsWith("--allow-read=")) return [flag, ...extra, codeDir].join(",");
     if (flag.startsWith("--allow-write=") && extra.length) return [flag, ...extra].join(",");
     return flag;
   });
@@ -62,7 +65,7 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
       "--config",
       CONFIG,
       ...(options.allowAll ? ["--allow-all", "--no-prompt"] : withPaths),
-      CODE,
+      code,
       ...args,
     ],
     cwd,
