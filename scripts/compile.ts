@@ -2,7 +2,12 @@
 // says first what that sandbox bakes in (the binary keeps what this build saw). `deno compile`
 // downloads its runtime (denort) unless DENORT_BIN points at one: offline and without it, this
 // says so in one line instead of passing on the download's error.
-import { describeSandbox, permissionFlags, sandboxFromEnv } from "./permissions.ts";
+import {
+  BINARY_V8_FLAGS,
+  describeSandbox,
+  permissionFlags,
+  sandboxFromEnv,
+} from "./permissions.ts";
 import { configuredPrograms } from "./invocation.ts";
 import { buildBundle } from "./bundle.ts";
 
@@ -34,6 +39,7 @@ const entry = await buildBundle({
 });
 const args = [
   "compile",
+  BINARY_V8_FLAGS,
   ...flags,
   "--config",
   `${root}deno.json`,

@@ -5,7 +5,7 @@
 // flags.
 import assert from "node:assert/strict";
 import { buildBundle } from "../../scripts/bundle.ts";
-import { codeRunFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
+import { bundleRunFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
 import { CONFIG, reins, tempDir } from "../support/reins.ts";
 
 const DENO_DIR = Deno.env.get("DENO_DIR") ||
@@ -51,8 +51,9 @@ Deno.test("the compiled binary's entry names the data root its build baked in wh
     outdir,
     origin: { by: "compile", home: built, homeFrom: "REINS_HOME", dirs: [] },
   });
-  // The flags the binary is compiled with: its data root, and "." for where it is started.
-  const flags = codeRunFlags(
+  // The flags the binary is compiled with: its V8 flags, its data root, and "." for where it is
+  // started.
+  const flags = bundleRunFlags(
     { home: built, cwd: ".", netHosts: [], programs: PROCESS_TOOLS },
     outdir,
   );

@@ -3,7 +3,13 @@
 // falls back on the sources), it stays as lazy as the sources, and every lazy import of lib/ is in
 // it.
 import assert from "node:assert/strict";
-import { buildBundle, BUNDLE_ENTRY, lazyCalls, lazyNames } from "../../scripts/bundle.ts";
+import {
+  buildBundle,
+  BUNDLE_ENTRY,
+  COMMON_ROOTS,
+  lazyCalls,
+  lazyNames,
+} from "../../scripts/bundle.ts";
 import { reins, tempDir } from "../support/reins.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
@@ -117,4 +123,52 @@ Deno.test("reins works from its bundle, under the binary's sandbox, reading none
   const refused = await reins(["--home", `${dir.path}/elsewhere`, "runs"], options);
   assert.equal(refused.code, 4, refused.stderr);
   assert.match(refused.stderr, /^reins: The sandbox refused to read/);
+});
+
+/** The files of a bundle that `files` import statically, themselves included. */
+function staticClosure(outdir: string, files: string[]): Set<string> {
+  const seen = new Set<string>();
+  const visit = (name: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const text = Deno.readTextFileSync(`${outdir}/${name}`);
+    for (const match of text.matchAll(/^(?:import|export)\b[^;]*?["']([^"']+)["'];?$/gms)) {
+      const specifier = match[1];
+      assert.ok(
+        specifier.startsWith("./"),
+        `${name} imports ${specifier} at start-up: a package or a module outside the bundle`,
+      );
+      visit(specifier.slice(2));
+    }
+  };
+  for (const file of files) visit(file);
+  return seen;
+}
+
+Deno.test("a reins run --driver command loads the bundle's entry and four more files, no package", async () => {
+  await using dir = await tempDir();
+  const outdir = `${dir.path}/bundle`;
+  await buildBundle({ outdir });
+  const files = [...Deno.readDirSync(outdir)].map((file) => file.name);
+  const chunkOf = (module: string) => {
+    const base = module.slice(module.lastIndexOf("/") + 1).replace(/\.ts$/, "");
+    const found = files.filter((name) => new RegExp(`^${base}-[A-Z0-9]+\\.js$`).test(name));
+    assert.equal(found.length, 1, `${module}: ${found.join(" ")}`);
+    return found[0];
+  };
+  // The entry, and what the run command imports lazily on its way to the command driver's spawn.
+  const loaded = staticClosure(outdir, [
+    BUNDLE_ENTRY,
+    chunkOf("cli/run.ts"),
+    chunkOf("core/config.ts"),
+    chunkOf("drivers/command.ts"),
+  ]);
+  // regression: 43 files, one chunk for each set of lazily imported modules sharing a module.
+  assert.ok(loaded.size <= 5, [...loaded].join(" "));
+  const common = [...loaded].find((name) => name.startsWith("chunk-"));
+  assert.ok(common !== undefined, [...loaded].join(" "));
+  const text = Deno.readTextFileSync(`${outdir}/${common}`);
+  for (const module of [...COMMON_ROOTS, "turn/run_turn.ts", "store/run_writer.ts"]) {
+    assert.ok(text.includes(`// lib/${module}\n`), `${module} is not in ${common}`);
+  }
 });

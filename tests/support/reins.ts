@@ -1,6 +1,11 @@
 // Runs main.ts as a subprocess under the binary's own sandbox (scripts/permissions.ts), with a
 // scratch HOME and only the environment a test gives it.
-import { HARNESS_PROGRAMS, permissionFlags, PROCESS_TOOLS } from "../../scripts/permissions.ts";
+import {
+  BINARY_V8_FLAGS,
+  HARNESS_PROGRAMS,
+  permissionFlags,
+  PROCESS_TOOLS,
+} from "../../scripts/permissions.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 export const MAIN = `${REPO}main.ts`;
@@ -64,6 +69,8 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
       "--quiet",
       "--config",
       CONFIG,
+      // A bundle runs as the binary does, under its V8 flags.
+      ...(bundle === null ? [] : [BINARY_V8_FLAGS]),
       ...(options.allowAll ? ["--allow-all", "--no-prompt"] : withPaths),
       code,
       ...args,
