@@ -6,6 +6,7 @@
 import { against, compare, figure } from "./_lib.ts";
 import { BINARY_V8_FLAGS, bundleRunFlags, type Sandbox, sourceRunFlags } from "../permissions.ts";
 import { buildBundle } from "../bundle.ts";
+import { claudeTurn } from "./_claude_turn.ts";
 import { loadSettings } from "../../lib/core/config.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
@@ -21,6 +22,7 @@ import { ensureCli } from "../../tests/interop/_install.ts";
 import { makeScratch } from "../../tests/interop/_scratch.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const CLAUDE_TURN = new URL("./_claude_turn.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 const RUNS = 50;
 
@@ -252,7 +254,7 @@ async function aroundClaude(
     return;
   }
   const program = installed.program;
-  const times = 15;
+  const times = 21;
   await using server = startFakeAnthropic(() => text("The answer."));
   await using scratch = await makeScratch("claude", server.url);
   const home = `${dir}/claude-home`;
@@ -273,57 +275,43 @@ async function aroundClaude(
     );
   const viaSource = via(source);
   const viaBundle = via(bundle);
-  // What reins asks of Claude Code for one turn (lib/drivers/claude.ts), without reins.
-  const direct = async () => {
-    const child = new Deno.Command(program, {
-      args: [
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--input-format",
-        "stream-json",
-        "--session-id",
-        crypto.randomUUID(),
-        "--permission-mode",
-        "acceptEdits",
-      ],
-      cwd: scratch.cwd,
-      clearEnv: true,
-      env: { ...scratch.env, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(
-      new TextEncoder().encode(
-        `${JSON.stringify({ type: "user", message: { role: "user", content: "hello" } })}\n`,
-      ),
+  const turnEnv = { ...scratch.env, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" };
+  const direct = () => claudeTurn(program, scratch.cwd, turnEnv);
+  // The same turn from a Deno process of its own, under the binary's V8 flags: what any Deno
+  // program around the CLI pays (Deno's start, its process support loading, its exit).
+  const wrapped = () =>
+    ok(
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--quiet",
+          BINARY_V8_FLAGS,
+          `--allow-run=${program}`,
+          "--allow-env",
+          CLAUDE_TURN,
+          program,
+          scratch.cwd,
+        ],
+        cwd: scratch.cwd,
+        clearEnv: true,
+        env: { ...turnEnv, ...bundle.env },
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }),
     );
-    // Read until the result line, then close stdin, as the driver does.
-    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let buffered = "";
-    while (!buffered.includes('"type":"result"')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffered += value;
-    }
-    await writer.close();
-    while (!(await reader.read()).done) { /* drain */ }
-    await child.stderr.cancel();
-    const status = await child.status;
-    if (!status.success) throw new Error(`claude exited ${status.code}`);
-  };
   await viaSource();
   await viaBundle();
   await direct();
+  await wrapped();
   const ours = { source: [] as number[], bundle: [] as number[] };
   const baseline: number[] = [];
+  const floor: number[] = [];
   for (let i = 0; i < times; i++) {
     baseline.push(await timed(direct));
     ours.bundle.push(await timed(viaBundle));
     ours.source.push(await timed(viaSource));
+    floor.push(await timed(wrapped));
   }
   compare({
     name: `reins run --driver claude against a local fake model (whole process, ${bundle.name})`,
@@ -338,6 +326,12 @@ async function aroundClaude(
     `the same, ${source.name}`,
     `${median(ours.source).toFixed(0)} ms = ${
       (median(ours.source) / median(baseline)).toFixed(2)
+    }× the direct run`,
+  );
+  figure(
+    "the same turn from a Deno script that does nothing else (the floor of any Deno program)",
+    `${median(floor).toFixed(0)} ms = ${
+      (median(floor) / median(baseline)).toFixed(2)
     }× the direct run`,
   );
 }
