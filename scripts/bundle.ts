@@ -17,8 +17,10 @@
 // And one keeps a `reins run` to a few chunks: what it needs (COMMON_ROOTS and every module they
 // import) is one chunk. The bundler gives a module shared by several lazily imported ones a chunk
 // for each set of them that imports it, so the run's modules came in 43 files, each one more
-// stat, open, read and code-cache lookup for Deno; a whole `reins run --driver command` took a
-// median of 56.4 ms that way against 49.6 ms from 5 files (30 interleaved runs each, 2026-12-01).
+// stat, open, read and code-cache lookup for Deno. With this chunk, and the binary's V8 flags
+// (scripts/permissions.ts), `deno task bench engine`'s whole `reins run --driver command` went
+// from 2.5× to 1.71–1.78× the script spawning `true` (three runs, 2026-12-01); this chunk alone,
+// 56.4 → 49.6 ms (medians of 30 interleaved runs each, without the V8 flags).
 // The entry and every lazily imported module's wrapper import a module that imports the roots
 // (`common.ts` of the build), so the bundler sees every entry reach them: one chunk, loaded at
 // start-up.

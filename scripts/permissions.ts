@@ -124,9 +124,11 @@ export function codeRunFlags(sandbox: Sandbox, dir: string): string[] {
  * The V8 flags `deno task compile` builds the binary with. --no-lazy: Deno keeps a module's V8 code
  * cache from when the module is compiled, before it runs, so the cache holds only what V8 compiled
  * eagerly — a function it compiles lazily, on its first call, is compiled anew by every process.
- * Compiled with its module, every function is in the cache: a whole `reins run --driver command`
- * from the bundle went from a median of 49.6 to 41.7 ms (30 interleaved runs each, 2026-12-01);
- * the first run after a build, which fills the cache, takes ~8 ms longer.
+ * Compiled with its module, every function is in the cache. With it, and the bundle's common chunk
+ * (scripts/bundle.ts), `deno task bench engine`'s whole `reins run --driver command` went from 2.5×
+ * to 1.71–1.78× the script spawning `true` (three runs, 2026-12-01); the flag alone, 49.6 → 41.7
+ * ms (medians of 30 interleaved runs each, with the common chunk). The first run after a build,
+ * which fills the cache, takes ~8 ms longer.
  */
 export const BINARY_V8_FLAGS = "--v8-flags=--no-lazy";
 
