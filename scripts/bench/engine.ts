@@ -424,13 +424,25 @@ export function wireChecks(): void {
   });
 }
 
+/**
+ * Flushes what the parts before wrote (the bundle, 200 runs), so that its writeback does not land
+ * on the fsyncs of reins's runs in the part that follows, which the scripts they are compared with
+ * do not make.
+ */
+async function settleDisk(): Promise<void> {
+  await new Deno.Command("sync", { stdin: "null", stdout: "null", stderr: "null" }).output()
+    .catch(() => {});
+}
+
 export default async function (): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-engine-" }));
   try {
     wireChecks();
     const code = await codes(dir);
+    await settleDisk();
     await wholeRun(dir, code);
     await turnsInOneProcess(dir);
+    await settleDisk();
     await aroundClaude(dir, code);
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
