@@ -425,9 +425,9 @@ export function wireChecks(): void {
 }
 
 /**
- * Flushes what the parts before wrote (the bundle, 200 runs), so that its writeback does not land
- * on the fsyncs of reins's runs in the part that follows, which the scripts they are compared with
- * do not make.
+ * Flushes what the parts before wrote (the bundle, 100 whole runs, 200 runs), so that its writeback
+ * does not land on the fsyncs of reins's runs in the part that follows, which the scripts they are
+ * compared with do not make.
  */
 async function settleDisk(): Promise<void> {
   await new Deno.Command("sync", { stdin: "null", stdout: "null", stderr: "null" }).output()
@@ -441,6 +441,7 @@ export default async function (): Promise<void> {
     const code = await codes(dir);
     await settleDisk();
     await wholeRun(dir, code);
+    await settleDisk();
     await turnsInOneProcess(dir);
     await settleDisk();
     await aroundClaude(dir, code);
