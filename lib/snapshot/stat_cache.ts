@@ -4,9 +4,10 @@
 // its index. A file whose times are within two seconds of the cache's writing is read anyway:
 // Deno reports ctime in whole seconds, so a change in that second could leave every time as it
 // was. The cache is a hint: a missing, torn or
-// foreign one only means reading every file again.
+// foreign one (another directory's, or a file the data root's trust checks refuse) only means
+// reading every file again.
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
+import { ensurePrivateDir, readPrivateText } from "../core/private_files.ts";
 import { sha256Hex } from "../core/sha256.ts";
 import { snapshotsDir } from "./paths.ts";
 
@@ -57,8 +58,12 @@ export class StatCache {
   static load(home: string, cwd: string): StatCache {
     let raw: unknown;
     try {
-      raw = JSON.parse(Deno.readTextFileSync(cachePath(home, cwd)));
+      const text = readPrivateText(home, cachePath(home, cwd));
+      if (text === null) return StatCache.empty();
+      raw = JSON.parse(text);
     } catch {
+      // Missing, torn, or not to be trusted (another user's, writable by others, a link out of
+      // the data root): a hint either way, so every file is read again, and write() replaces it.
       return StatCache.empty();
     }
     const value = raw as { type?: unknown; cwd?: unknown; writtenMs?: unknown; files?: unknown };

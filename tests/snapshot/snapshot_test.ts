@@ -394,6 +394,48 @@ Deno.test("takeSnapshot() reads only the files that changed since the last snaps
   assert.equal(b.sha256, sha("b.txt CONTENT\n"));
 });
 
+// regression: the stat cache was read without the data root's trust checks, so a cache file
+// anyone could write (or a link to one outside the data root) told the next snapshot what an
+// unchanged-looking file held, and the snapshot recorded that instead of the file
+Deno.test("takeSnapshot() takes nothing from a stat cache the data root's trust checks refuse", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir();
+  await using elsewhere = await tempDir();
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "the real notes\n");
+  await takeSnapshot(home.path, "run-1", work.path);
+  const cacheDir = `${home.path}/snapshots/cache`;
+  const [cacheName] = [...Deno.readDirSync(cacheDir)].map((entry) => entry.name);
+  const cacheFile = `${cacheDir}/${cacheName}`;
+  // A cache that vouches for notes.txt as it is now (the racy window long past), with a forged
+  // content.
+  const forged = "f".repeat(64);
+  const cache = JSON.parse(Deno.readTextFileSync(cacheFile));
+  cache.writtenMs = Date.now() + 3_600_000;
+  cache.files["notes.txt"][4] = forged;
+  const plant = (path: string, mode: number) => {
+    Deno.writeTextFileSync(path, JSON.stringify(cache));
+    Deno.chmodSync(path, mode);
+  };
+  const recorded = async (runId: string) => {
+    await takeSnapshot(home.path, runId, work.path);
+    const entry = manifestOf(home.path, runId).entries.find((e) => e.path === "notes.txt")!;
+    assert.ok(entry.type === "file");
+    return entry.sha256;
+  };
+  // The control: one of ours is believed (which is what a cache is for).
+  plant(cacheFile, 0o600);
+  assert.equal(await recorded("run-2"), forged);
+  // Writable by others: refused, the file is read, and the cache is written anew.
+  plant(cacheFile, 0o666);
+  assert.equal(await recorded("run-3"), sha("the real notes\n"));
+  assert.equal(Deno.statSync(cacheFile).mode! & 0o777, 0o600);
+  // A link to a cache outside the data root: refused too.
+  plant(`${elsewhere.path}/cache.json`, 0o600);
+  Deno.removeSync(cacheFile);
+  Deno.symlinkSync(`${elsewhere.path}/cache.json`, cacheFile);
+  assert.equal(await recorded("run-4"), sha("the real notes\n"));
+});
+
 Deno.test("takeSnapshot() reads again a file changed within the racy window of the last snapshot", async () => {
   await using home = await tempDir();
   await using work = await tempDir();
