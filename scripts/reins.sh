@@ -3,15 +3,32 @@
 # this invocation from the command line as given (--home, --cwd, …), the config file's programs,
 # the environment and the directory it is started in (scripts/invocation.ts). The launcher that
 # `deno task install` puts on the PATH runs this; so does `deno task reins`.
-#   sh scripts/reins.sh DENO [--init-cwd] ARGS…
+#   sh scripts/reins.sh DENO ARGS…     (the installed launcher: DENO is an absolute path)
+#   sh scripts/reins.sh --task ARGS…   (`deno task reins`: the Deno running the task)
 # main.ts replaces this shell (exec): signals, exit codes and the terminal are reins's own.
-deno=$1
-shift
 scripts=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd) || exit 1
-# `deno task reins` runs in the checkout: reins starts where the task was started.
-if [ "${1-}" = "--init-cwd" ]; then
+if [ "${1-}" = "--task" ]; then
   shift
+  # `deno task` starts this shell itself, so the Deno to run is its parent's program: a `deno` on
+  # PATH may be another version, or missing (a machine with Deno only from npm).
+  deno=$(readlink "/proc/$PPID/exe" 2>/dev/null) || deno=
+  case $deno in
+  */deno | */deno.exe) ;;
+  *) deno=$(ps -o comm= -p "$PPID" 2>/dev/null) || deno= ;;
+  esac
+  case $deno in
+  /*/deno | /*/deno.exe) ;;
+  *)
+    echo "scripts/reins.sh --task: cannot tell which Deno runs this task (pid $PPID)" >&2
+    echo "hint: run it as \`deno task reins …\`, or install reins with \`deno task install\`" >&2
+    exit 1
+    ;;
+  esac
+  # `deno task reins` runs in the checkout: reins starts where the task was started.
   cd "${INIT_CWD:-.}" || exit 1
+else
+  deno=$1
+  shift
 fi
 repo=${scripts%/scripts}
 nl='

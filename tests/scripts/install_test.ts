@@ -191,3 +191,25 @@ Deno.test("the launcher builds the sandbox from --home and --cwd as given and fr
     ["claude-code", "reins", "reins"],
   );
 });
+
+Deno.test("regression: deno task reins runs the Deno that runs the task, whatever `deno` PATH has", async () => {
+  // On a machine with Deno only from npm, PATH has no `deno`; one that has it may hold another
+  // version. The task named `deno` and the shell looked it up: "scripts/reins.sh: deno: not found".
+  await using w = await world();
+  const bin = `${w.root}/bin`;
+  await Deno.mkdir(bin);
+  await Deno.writeTextFile(
+    `${bin}/deno`,
+    "#!/bin/sh\necho 'the deno on PATH ran' >&2\nexit 99\n",
+    { mode: 0o755 },
+  );
+  const data = `${w.root}/data`;
+  for (const path of [SYSTEM_PATH, `${bin}:${SYSTEM_PATH}`]) {
+    const task = await run(Deno.execPath(), ["task", "--quiet", "reins", "--home", data, "runs"], {
+      cwd: REPO,
+      env: { ...w.env, PATH: path },
+    });
+    assert.equal(task.code, 0, `PATH=${path}: ${task.stderr}`);
+    assert.doesNotMatch(task.stderr, /the deno on PATH ran|not found/);
+  }
+});
