@@ -1,9 +1,9 @@
 // Settings: the environment (read only through env.ts), the optional config file and the
 // command's flags, checked against the schema of config_schema.ts into one object that is
 // passed down. Nothing else in lib/ reads Deno.env. The checks are the code generated from the
-// zod schemas (config_checks.ts): zod itself is not loaded.
+// zod schemas (config_checks.gen.ts): zod itself is not loaded.
 import type { ConfigFile, Settings } from "./config_schema.ts";
-import { type Issue, validateConfigFile, validateSettings } from "./config_checks.ts";
+import { type Issue, validateConfigFile, validateSettings } from "./config_checks.gen.ts";
 import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
 import { dirnameOf } from "./paths.ts";

@@ -1,6 +1,6 @@
 // The zod schemas of the settings and of the config file: the one definition of their shapes.
-// The command line does not load zod to check them — lib/core/config_checks.ts is generated from
-// these (deno task gen) and held to them by tests/store/schema_codegen_test.ts.
+// The command line does not load zod to check them — lib/core/config_checks.gen.ts is generated from
+// these (deno task gen) and held to them by tests/scripts/schema_codegen_test.ts.
 import { z } from "zod";
 
 export const DriverSettings = z.object({

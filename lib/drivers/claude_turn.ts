@@ -26,7 +26,7 @@ import type {
   ClaudeSystem,
   ClaudeUser,
 } from "./claude_wire.ts";
-import { validateClaudeLine } from "./wire_checks.ts";
+import { validateClaudeLine } from "./wire_checks.gen.ts";
 import { CLAUDE_ASK_TOOL, CLAUDE_AUTO_PERMISSION_MODE, CLI } from "./claude.ts";
 
 export class ClaudeTurn implements TurnMapping {

@@ -2,7 +2,7 @@
 // the wire, apart from what the driver makes of it (claude.ts). Only the fields reins reads are
 // named; every object is loose, so what a newer Claude Code adds passes through. The driver does
 // not load zod: it checks lines with the validators generated from these (lib/drivers/
-// wire_checks.ts, `deno task gen`). Observed shapes: ../shared/INTEROP.md and docs/harnesses.md.
+// wire_checks.gen.ts, `deno task gen`). Observed shapes: ../shared/INTEROP.md and docs/harnesses.md.
 import { z } from "zod";
 
 const Count = z.number().nonnegative();

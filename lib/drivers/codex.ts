@@ -30,7 +30,7 @@ import type {
   CodexTurnFailed,
   CodexUsage,
 } from "./codex_wire.ts";
-import { validateCodexLine } from "./wire_checks.ts";
+import { validateCodexLine } from "./wire_checks.gen.ts";
 
 const CLI = "Codex";
 

@@ -1,7 +1,7 @@
 // The lines of `codex exec --json` that reins acts on, as zod schemas: the wire, apart from what
 // the driver makes of it (codex.ts). Only the fields reins reads are named; every object is
 // loose, so what a newer Codex adds passes through. The driver checks lines with the validators
-// generated from these (lib/drivers/wire_checks.ts, `deno task gen`), without loading zod.
+// generated from these (lib/drivers/wire_checks.gen.ts, `deno task gen`), without loading zod.
 // Observed shapes: ../shared/INTEROP.md and docs/harnesses.md.
 import { z } from "zod";
 

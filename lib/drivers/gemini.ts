@@ -27,7 +27,7 @@ import type {
   GeminiToolResult,
   GeminiToolUse,
 } from "./gemini_wire.ts";
-import { validateGeminiLine } from "./wire_checks.ts";
+import { validateGeminiLine } from "./wire_checks.gen.ts";
 
 const CLI = "Gemini CLI";
 

@@ -1,7 +1,7 @@
 // The lines of Gemini CLI's `--output-format stream-json` that reins acts on, as zod schemas:
 // the wire, apart from what the driver makes of it (gemini.ts). Only the fields reins reads are
 // named; every object is loose, so what a newer Gemini CLI adds passes through. The driver checks
-// lines with the validators generated from these (lib/drivers/wire_checks.ts, `deno task gen`),
+// lines with the validators generated from these (lib/drivers/wire_checks.gen.ts, `deno task gen`),
 // without loading zod. Observed shapes: ../shared/INTEROP.md and docs/harnesses.md.
 import { z } from "zod";
 

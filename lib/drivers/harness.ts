@@ -22,7 +22,7 @@ import {
   HarnessStartError,
   stderrSummary,
 } from "./process.ts";
-import type { Validator } from "./wire_checks.ts";
+import type { Validator } from "./wire_checks.gen.ts";
 
 /** Seconds of silence before a CLI counts as hung, unless the config or --idle-timeout says. */
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 600;

@@ -22,7 +22,7 @@ import type {
   OpencodeText,
   OpencodeToolUse,
 } from "./opencode_wire.ts";
-import { validateOpencodeLine } from "./wire_checks.ts";
+import { validateOpencodeLine } from "./wire_checks.gen.ts";
 
 const CLI = "opencode";
 

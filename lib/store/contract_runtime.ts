@@ -1,5 +1,5 @@
 // The contracts of lib/store/contracts.ts as the store uses them at run time, without loading
-// zod: the checks generated from the schemas (contract_checks.ts), the constants the schemas are
+// zod: the checks generated from the schemas (contract_checks.gen.ts), the constants the schemas are
 // built from, and the small rules over them (which events settle a run, the field order of
 // run.json). contracts.ts stays the definition and re-exports all of this.
 import type {
@@ -19,7 +19,7 @@ import {
   validatePayload,
   validateRunEvent,
   validateRunRecord,
-} from "./contract_checks.ts";
+} from "./contract_checks.gen.ts";
 import { isActive, STATUS_NAMES } from "./run_files.ts";
 
 export type { Issue };

@@ -15,7 +15,7 @@ import {
   validateCodexLine,
   validateGeminiLine,
   validateOpencodeLine,
-} from "../../lib/drivers/wire_checks.ts";
+} from "../../lib/drivers/wire_checks.gen.ts";
 import { text } from "../../tests/fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
 import { ensureCli } from "../../tests/interop/_install.ts";

@@ -1,10 +1,11 @@
 // Validators compiled from zod schemas into plain JavaScript source, so that the paths every run
 // takes (appending an event, writing run.json, reading a log, loading the settings) check their
 // contracts without loading zod at all: zod costs each command ~15 ms of CPU, ~40 ms of wall
-// time on a busy machine, to load (`deno task bench startup`). zod stays the one definition — scripts/gen_checks.ts writes
-// lib/store/contract_checks.ts from the schemas, and tests/store/schema_codegen_test.ts holds
-// the output to zod as the oracle: same verdict, same first issue (message and path), same
-// parsed value where a default applies. A construct it does not know makes it throw.
+// time on a busy machine, to load (`deno task bench startup`). zod stays the one definition —
+// scripts/gen_checks.ts writes the lib/**/*.gen.ts modules from the schemas with this, and
+// tests/scripts/schema_codegen_test.ts holds the output to zod as the oracle: same verdict, same
+// first issue (message and path), same parsed value where a default applies. A construct it does
+// not know makes it throw. A build tool: nothing at run time imports it.
 //
 // A validator is `(value) => Issue | null`: null when valid, else zod's first issue. Defaults
 // (`.default(x)`) are written into the value checked, as zod's parse would return them; nothing

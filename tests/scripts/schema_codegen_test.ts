@@ -4,10 +4,10 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { z } from "zod";
-import { compileValidator, UnsupportedSchema } from "../../lib/store/schema_codegen.ts";
+import { compileValidator, UnsupportedSchema } from "../../scripts/_tools/schema_codegen.ts";
 import { HarnessSession, PAYLOADS, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
 import { ConfigFile, Settings } from "../../lib/core/config_schema.ts";
-import { anyJson, eventInput } from "./_arbitraries.ts";
+import { anyJson, eventInput } from "../store/_arbitraries.ts";
 
 /** zod's verdict as the generated validators give it: null, or the first issue. */
 function oracle(schema: z.ZodType, value: unknown) {
