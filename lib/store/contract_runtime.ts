@@ -1,7 +1,7 @@
 // The contracts of lib/store/contracts.ts as the store uses them at run time, without loading
-// zod: the checks generated from the schemas (contract_checks.gen.ts), the constants the schemas are
-// built from, and the small rules over them (which events settle a run, the field order of
-// run.json). contracts.ts stays the definition and re-exports all of this.
+// zod: the checks generated from the schemas (contract_checks.gen.ts), the names the schemas are
+// built from (contract_names.ts), and the small rules over them (which events settle a run, the
+// field order of run.json). contracts.ts stays the definition; only its types are used here.
 import type {
   EventInput,
   EventType,
@@ -20,24 +20,17 @@ import {
   validateRunEvent,
   validateRunRecord,
 } from "./contract_checks.gen.ts";
-import { isActive, STATUS_NAMES } from "./run_files.ts";
+import { isActive } from "./run_files.ts";
+import { TRIGGERS } from "./contract_names.ts";
 
 export type { Issue };
-
-/** The run statuses: run_files.ts holds them, for the commands that load no contract. */
-export const RUN_STATUSES = STATUS_NAMES;
-export const SETTLED_STATUSES = ["completed", "failed", "interrupted"] as const;
-export const TRIGGERS = ["cli", "api", "a2a", "suite", "replay"] as const;
-export const USAGE_COUNTERS = [
-  "inputTokens",
-  "outputTokens",
-  "cacheReadTokens",
-  "cacheWriteTokens",
-  "reasoningTokens",
-  "costUsd",
-  "requests",
-] as const;
-export const HARNESS_SESSION_TYPE = "reins.harness-session";
+export {
+  HARNESS_SESSION_TYPE,
+  RUN_STATUSES,
+  SETTLED_STATUSES,
+  TRIGGERS,
+  USAGE_COUNTERS,
+} from "./contract_names.ts";
 
 export const EVENT_TYPES = EVENT_TYPE_NAMES as readonly EventType[];
 export const RUN_RECORD_FIELDS = RECORD_FIELDS as readonly (keyof RunRecord)[];

@@ -2,26 +2,17 @@
 // schema per event type, and harness-session.json. Types are inferred from the schemas; nothing
 // else defines these shapes. Payload objects are loose: fields a newer reins adds are kept.
 // What the store needs of them at run time — the checks generated from these schemas and the
-// rules over them — is in contract_runtime.ts, which loads no zod; it is re-exported here.
+// rules over them — is in contract_runtime.ts, which loads no zod and imports only the types
+// from here; the names both build on are in contract_names.ts.
 import { z } from "zod";
 import {
   HARNESS_SESSION_TYPE,
   RUN_STATUSES,
   SETTLED_STATUSES,
   TRIGGERS,
-} from "./contract_runtime.ts";
+} from "./contract_names.ts";
 
-export {
-  describeIssue,
-  HARNESS_SESSION_TYPE,
-  isActiveStatus,
-  orderedRecord,
-  parseEventInput,
-  RUN_STATUSES,
-  terminalStatusOf,
-  USAGE_COUNTERS,
-  validateStoredEvent,
-} from "./contract_runtime.ts";
+export { HARNESS_SESSION_TYPE, RUN_STATUSES, USAGE_COUNTERS } from "./contract_names.ts";
 
 export const RunStatus = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof RunStatus>;

@@ -4,7 +4,8 @@
 import { type HarnessDriver, loadSettings, type Settings } from "../../lib/core/config.ts";
 import type { Decision, Decisions, DriverInput, EventSink } from "../../lib/drivers/driver.ts";
 import { newId } from "../../lib/core/ids.ts";
-import { type EventInput, parseEventInput } from "../../lib/store/contracts.ts";
+import type { EventInput } from "../../lib/store/contracts.ts";
+import { parseEventInput } from "../../lib/store/contract_runtime.ts";
 
 /** Validates each event like the run store does and keeps it; a bad event throws, as there. */
 export class MemorySink implements EventSink {

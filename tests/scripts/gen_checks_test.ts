@@ -83,9 +83,17 @@ Deno.test("deno task gen --check fails on a planted stale edit of a generated fi
     });
     assert.equal(await Deno.readTextFile(planted), lines.join("\n"), "--check writes nothing");
 
+    // regression: contracts.ts loaded contract_checks.gen.ts (through contract_runtime.ts), so the
+    // generator could not run once that file was gone
+    await Deno.remove(`${dir}/lib/store/contract_checks.gen.ts`);
+    const missing = await genTask(dir, ["--check"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^lib\/store\/contract_checks\.gen\.ts is stale: it is missing;/m);
+
     const regenerated = await genTask(dir, []);
     assert.equal(regenerated.code, 0, regenerated.stderr);
     assert.equal(await Deno.readTextFile(planted), text);
+    assert.ok((await Deno.stat(`${dir}/lib/store/contract_checks.gen.ts`)).isFile);
     assert.deepEqual(await genTask(dir, ["--check"]), { code: 0, stdout: "", stderr: "" });
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -1,9 +1,11 @@
 // The zod-free mirrors the fast paths use must say what the contracts say, and docs/events.md
 // must show every event type with a line that is valid.
 import assert from "node:assert/strict";
-import { EVENT_TYPES, isActiveStatus, RUN_STATUSES, RunEvent } from "../../lib/store/contracts.ts";
+import { EVENT_TYPES, RUN_STATUSES, RunEvent } from "../../lib/store/contracts.ts";
+import { isActiveStatus } from "../../lib/store/contract_runtime.ts";
 import { isActive, STATUS_NAMES } from "../../lib/store/run_files.ts";
 import { REPO } from "./_helpers.ts";
+import { cycleThrough, moduleGraph } from "../support/module_graph.ts";
 
 Deno.test("isActive() and STATUS_NAMES mirror the contract's statuses", () => {
   assert.deepEqual([...STATUS_NAMES], [...RUN_STATUSES]);
@@ -32,4 +34,34 @@ Deno.test("docs/contexts.md shows a harness-session.json the contract accepts, w
   assert.ok(parsed.success, parsed.error?.message);
   assert.deepEqual(parsed.data.sessions?.map((s) => s.driver), ["claude", "codex"]);
   assert.equal(parsed.data.sessions?.[0].session_id, parsed.data.session_id);
+});
+
+// regression: contracts.ts imported its constants from contract_runtime.ts, which imports the
+// contracts' types back: a circle, and `deno task gen` could not run once a generated check was gone
+Deno.test("lib/store/contracts.ts and contract_runtime.ts import each other in no way (types included)", async () => {
+  for (const file of ["lib/store/contracts.ts", "lib/store/contract_runtime.ts"]) {
+    assert.equal(cycleThrough(await moduleGraph(file), file), null);
+  }
+});
+
+Deno.test("cycleThrough() finds a circle of type-only imports (the guard can fail)", async () => {
+  const dir = await Deno.makeTempDir({ dir: `${REPO}tests/store`, prefix: "_cycle-" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/a.ts`,
+      'import type { B } from "./b.ts";\nexport type A = B;\n',
+    );
+    await Deno.writeTextFile(
+      `${dir}/b.ts`,
+      'import type { A } from "./a.ts";\nexport type B = A;\n',
+    );
+    const a = `${dir.slice(REPO.length)}/a.ts`;
+    assert.deepEqual(cycleThrough(await moduleGraph(a), a), [
+      a,
+      `${dir.slice(REPO.length)}/b.ts`,
+      a,
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
