@@ -12,13 +12,7 @@ import { importLazily } from "../core/lazy_import.ts";
 import type { Driver, DriverInput } from "./driver.ts";
 import { driveHarness, driverSettings } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
-
-export const CLI = "Claude Code";
-/** Claude Code's tool that asks the user: answered with `reins answer`, not approved. */
-export const CLAUDE_ASK_TOOL = "AskUserQuestion";
-
-/** The unattended permission mode --approve auto maps to (see docs/harnesses.md for why). */
-export const CLAUDE_AUTO_PERMISSION_MODE = "acceptEdits";
+import { CLAUDE_AUTO_PERMISSION_MODE, CLI } from "./claude_names.ts";
 
 /** The arguments of one turn (the prompt itself goes on stdin). */
 export function claudeArgs(input: DriverInput): string[] {

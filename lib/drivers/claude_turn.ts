@@ -27,7 +27,7 @@ import type {
   ClaudeUser,
 } from "./claude_wire.ts";
 import { validateClaudeLine } from "./wire_checks.gen.ts";
-import { CLAUDE_ASK_TOOL, CLAUDE_AUTO_PERMISSION_MODE, CLI } from "./claude.ts";
+import { CLAUDE_ASK_TOOL, CLAUDE_AUTO_PERMISSION_MODE, CLI } from "./claude_names.ts";
 
 export class ClaudeTurn implements TurnMapping {
   #answer: string | null = null;

@@ -1,5 +1,6 @@
 // The claude driver against a scripted stand-in that prints lines recorded from Claude Code
 // 2.1.328 and speaks its stdin protocol; the real CLI is driven in tests/interop/claude_test.ts.
+import { cycleThrough, moduleGraph } from "../support/module_graph.ts";
 import assert from "node:assert/strict";
 import { claudeArgs, createClaudeDriver } from "../../lib/drivers/claude.ts";
 import type { Decision } from "../../lib/drivers/driver.ts";
@@ -580,4 +581,11 @@ Deno.test("claude driver start() keeps a line that fails its wire schema as a pr
   assert.deepEqual(sink.ofType("tool.started"), [], "nothing of the refused line was used");
   assert.equal(result.status, "completed");
   assert.equal(result.result, "Done.");
+});
+
+// regression: claude_turn.ts, which claude.ts loads lazily, took its names from claude.ts: a circle
+Deno.test("lib/drivers/claude.ts and claude_turn.ts import each other in one direction only (types included)", async () => {
+  for (const file of ["lib/drivers/claude.ts", "lib/drivers/claude_turn.ts"]) {
+    assert.equal(cycleThrough(await moduleGraph(file), file), null);
+  }
 });
