@@ -294,9 +294,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   );
   for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
 
-  const { resolveModel } = await importLazily<typeof import("../drivers/loop/resolve_model.ts")>(
-    "drivers/loop/resolve_model.ts",
-  );
+  const { resolveModel } = await importLazily<typeof import("../model/mod.ts")>("model/mod.ts");
   const { recordingLoader } = await importLazily<typeof import("../session/replay.ts")>(
     "session/replay.ts",
   );

@@ -3,7 +3,7 @@
 // answer of the same shape). A judge that cannot grade — the model failed, or answered without a
 // usable grade — is a grading error: the judge's failure, never the agent's.
 import { describeError } from "../core/errors.ts";
-import type { Message, Model, ModelOutput, ToolSpec } from "../drivers/loop/model.ts";
+import type { Message, Model, ModelOutput, ToolSpec } from "../model/mod.ts";
 import type { Check } from "./format.ts";
 import type { CheckResult } from "./results.ts";
 import { type Evidence, transcriptText } from "./evidence.ts";

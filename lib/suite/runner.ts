@@ -9,7 +9,7 @@ import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import { createHash } from "node:crypto";
-import type { Model } from "../drivers/loop/model.ts";
+import type { Model } from "../model/mod.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
 import type { Check } from "./format.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";

@@ -2,7 +2,7 @@
 // conversation so far it writes the user's next message, or ends the conversation by calling the
 // `end_conversation` tool — an explicit signal, never a guess from the wording. It is told who it
 // is and what it wants, not what the scenario tests.
-import type { Message, Model, ToolSpec } from "../drivers/loop/model.ts";
+import type { Message, Model, ToolSpec } from "../model/mod.ts";
 import { ReinsError } from "../core/errors.ts";
 
 export const END_TOOL: ToolSpec = {

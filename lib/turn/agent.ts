@@ -23,6 +23,7 @@ export async function prepareAgent(
     return { driver: await createDriver(driverNameOf(agent), settings), agent };
   }
   const loop = await importLazily<typeof import("../drivers/loop/mod.ts")>("drivers/loop/mod.ts");
+  const { checkModelSpec } = await importLazily<typeof import("../model/mod.ts")>("model/mod.ts");
   const { recordingLoader } = await importLazily<typeof import("../session/replay.ts")>(
     "session/replay.ts",
   );
@@ -34,6 +35,6 @@ export async function prepareAgent(
     };
   }
   const loadRecording = recordingLoader(store);
-  await loop.checkModelSpec(pinned.model, settings, { baseUrl: pinned.baseUrl, loadRecording });
+  await checkModelSpec(pinned.model, settings, { baseUrl: pinned.baseUrl, loadRecording });
   return { driver: loop.createLoopDriver({ resolve: { loadRecording } }), agent: pinned };
 }

@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { decidedBy, gradeOf, runJudge } from "../../lib/suite/judge.ts";
 import type { Check } from "../../lib/suite/format.ts";
 import type { Evidence } from "../../lib/suite/evidence.ts";
-import { type MockResponse, scriptedModel } from "../../lib/drivers/loop/mock_model.ts";
-import type { Model, ModelRequest } from "../../lib/drivers/loop/model.ts";
-import { openaiModel } from "../../lib/drivers/loop/openai_model.ts";
+import { type MockResponse, scriptedModel } from "../../lib/model/mock_model.ts";
+import type { Model, ModelRequest } from "../../lib/model/model.ts";
+import { openaiModel } from "../../lib/model/openai_model.ts";
 import { apiError, inOrder, toolCall } from "../fixtures/fake_model_server.ts";
 import { startFakeChat } from "../fixtures/fake_chat.ts";
 

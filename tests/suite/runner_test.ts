@@ -8,7 +8,7 @@ import { type RunnerHooks, runSuite } from "../../lib/suite/runner.ts";
 import { instancesOf, startSuiteRun } from "../../lib/suite/start.ts";
 import { readScenarioStates } from "../../lib/suite/state.ts";
 import { engineTurns } from "../../lib/suite/turns.ts";
-import { resolveModel } from "../../lib/drivers/loop/resolve_model.ts";
+import { resolveModel } from "../../lib/model/resolve_model.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { tempDir } from "../support/reins.ts";
 

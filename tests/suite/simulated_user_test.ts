@@ -1,9 +1,9 @@
 // The simulated user: its next message, its explicit end, and what it is (and is not) told.
 import assert from "node:assert/strict";
 import { END_TOOL, nextUserMove, SimulatedUserError } from "../../lib/suite/simulated_user.ts";
-import { type MockResponse, scriptedModel } from "../../lib/drivers/loop/mock_model.ts";
-import type { Model, ModelRequest } from "../../lib/drivers/loop/model.ts";
-import { openaiModel } from "../../lib/drivers/loop/openai_model.ts";
+import { type MockResponse, scriptedModel } from "../../lib/model/mock_model.ts";
+import type { Model, ModelRequest } from "../../lib/model/model.ts";
+import { openaiModel } from "../../lib/model/openai_model.ts";
 import { inOrder, text, toolCall } from "../fixtures/fake_model_server.ts";
 import { chatTranscript, startFakeChat } from "../fixtures/fake_chat.ts";
 

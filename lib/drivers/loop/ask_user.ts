@@ -2,7 +2,7 @@
 // the tool's result. The loop records `question.requested`, the run waits (`waiting`) for
 // `reins answer RUN question-N TEXT` — or a server's, or a replay's — and goes on with what it
 // was told. It is no tool use to approve: --approve does not apply to it.
-import type { ToolSpec } from "./model.ts";
+import type { ToolSpec } from "../../model/mod.ts";
 
 export const ASK_USER = "ask_user";
 

@@ -4,14 +4,10 @@
 // compaction.completed {stage, before, after} (token estimates). Nothing is ever dropped from the
 // recording: this only changes what the model is sent.
 import type { EventSink } from "../driver.ts";
-import { estimateTokens, messageChars } from "./history.ts";
-import type { Message } from "./model.ts";
+import { estimateTokens, type Message, messageChars, SUMMARY_PREFIX } from "../../model/mod.ts";
 
 export const COMPACTION_STAGES = ["trim_tool_results", "summarize"] as const;
 export type CompactionStage = typeof COMPACTION_STAGES[number];
-
-/** Marks the message that replaces summarised turns (models may recognise it). */
-export const SUMMARY_PREFIX = "[Summary of the earlier conversation, compacted by reins]";
 
 export interface CompactionOptions {
   /** Compact when the history's token estimate passes this. */

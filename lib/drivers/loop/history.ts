@@ -2,7 +2,7 @@
 // user and assistant messages, the model's tool calls and the tools' results. It does not replay
 // compaction (each run compacts again as needed) and skips the loop's own summary calls.
 import type { EventInput, ToolCall } from "../../store/contracts.ts";
-import type { Message } from "./model.ts";
+import type { Message } from "../../model/mod.ts";
 
 /** What the model reads for a tool's outcome: the result as text, or the error. */
 export function toolResultText(ok: boolean, result: unknown, error: string | undefined): string {
@@ -92,27 +92,4 @@ export function pairToolMessages(messages: readonly Message[]): Message[] {
     }
   }
   return out;
-}
-
-/** A rough token count (about four characters a token), enough to decide when to compact. */
-export function estimateTokens(messages: readonly Message[]): number {
-  let chars = 0;
-  for (const message of messages) chars += messageChars(message) + 16;
-  return Math.ceil(chars / 4);
-}
-
-export function messageChars(message: Message): number {
-  switch (message.role) {
-    case "system":
-    case "user":
-      return message.text.length;
-    case "assistant":
-      return (message.text?.length ?? 0) +
-        message.toolCalls.reduce(
-          (sum, call) => sum + call.name.length + (JSON.stringify(call.args) ?? "").length,
-          0,
-        );
-    case "tool":
-      return message.content.length;
-  }
 }

@@ -3,7 +3,7 @@
 // (the approval policy decides about tools before `beforeTool`).
 import type { EventSink } from "../driver.ts";
 import type { ToolCall } from "../../store/contracts.ts";
-import type { Message, ModelOutput, ModelPurpose, ToolSpec } from "./model.ts";
+import type { Message, ModelOutput, ModelPurpose, ToolSpec } from "../../model/mod.ts";
 import type { ToolResult } from "./tools.ts";
 
 export interface ModelCall {

@@ -17,8 +17,14 @@ import { readBudget, UsageTotals } from "./budget.ts";
 import { compactHistory, type CompactionOptions, DEFAULT_COMPACTION } from "./compaction.ts";
 import { historyFromEvents, toolResultText } from "./history.ts";
 import { combineHooks, type LoopHooks, type ModelCall, recordingHooks } from "./hooks.ts";
-import type { Message, Model, ModelOutput, ModelPurpose } from "./model.ts";
-import { resolveModel, type ResolveModelOptions } from "./resolve_model.ts";
+import {
+  type Message,
+  type Model,
+  type ModelOutput,
+  type ModelPurpose,
+  resolveModel,
+  type ResolveModelOptions,
+} from "../../model/mod.ts";
 import { createToolbox, type Toolbox, type ToolboxOptions, type ToolResult } from "./tools.ts";
 import { ASK_USER, ASK_USER_SPEC, questionOf } from "./ask_user.ts";
 import { priceOf as tablePrice } from "../prices.ts";

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { createLoopDriver } from "../../../lib/drivers/loop/loop_driver.ts";
-import { SUMMARY_PREFIX, trimToolResults } from "../../../lib/drivers/loop/compaction.ts";
+import { trimToolResults } from "../../../lib/drivers/loop/compaction.ts";
+import { SUMMARY_PREFIX } from "../../../lib/model/model.ts";
 import type { ModelCall } from "../../../lib/drivers/loop/hooks.ts";
-import type { Message } from "../../../lib/drivers/loop/model.ts";
+import type { Message } from "../../../lib/model/model.ts";
 import { driverInput, MemorySink, withTempDir, writeScript } from "./_helpers.ts";
 
 const signal = new AbortController().signal;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createLoopDriver } from "../../../lib/drivers/loop/loop_driver.ts";
 import type { LoopHooks, ModelCall } from "../../../lib/drivers/loop/hooks.ts";
-import type { Message, Model } from "../../../lib/drivers/loop/model.ts";
+import type { Message, Model } from "../../../lib/model/model.ts";
 import { driverInput, fakeDecisions, MemorySink, withTempDir, writeScript } from "./_helpers.ts";
 
 const neverAborted = () => new AbortController().signal;

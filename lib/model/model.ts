@@ -1,8 +1,9 @@
-// The model interface of the built-in loop: one call takes the conversation and the tool specs
-// and returns what `model.completed` records. Models do not emit events or run tools; the loop
-// does both, so every model (mock, replay, demo, openai) is recorded the same way.
-import { ReinsError, type ReinsErrorOptions } from "../../core/errors.ts";
-import type { PayloadOf, ToolCall } from "../../store/contracts.ts";
+// The model interface: one call takes the conversation and the tool specs and returns what
+// `model.completed` records. Models do not emit events or run tools; whoever calls them does —
+// the built-in loop, a suite's judge and simulated user — so every model (mock, replay, demo,
+// openai) is recorded the same way. Nothing in lib/model/ knows the loop or the suites.
+import { ReinsError, type ReinsErrorOptions } from "../core/errors.ts";
+import type { PayloadOf, ToolCall } from "../store/contracts.ts";
 
 /** One model call's answer: exactly the `model.completed` payload, which replay re-serves. */
 export type ModelOutput = PayloadOf<"model.completed">;
@@ -13,6 +14,12 @@ export type Message =
   | { role: "user"; text: string }
   | { role: "assistant"; text: string | null; toolCalls: ToolCall[] }
   | { role: "tool"; callId: string; name: string; ok: boolean; content: string };
+
+/**
+ * Marks the user message that stands for earlier turns the loop summarised (compacted), so that a
+ * model may tell it from what a person wrote.
+ */
+export const SUMMARY_PREFIX = "[Summary of the earlier conversation, compacted by reins]";
 
 /** A tool as the model sees it: `parameters` is a JSON Schema of the arguments. */
 export interface ToolSpec {

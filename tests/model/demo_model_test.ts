@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { createLoopDriver } from "../../../lib/drivers/loop/loop_driver.ts";
-import { demoModel } from "../../../lib/drivers/loop/demo_model.ts";
-import { driverInput, MemorySink, withTempDir } from "./_helpers.ts";
+import { createLoopDriver } from "../../lib/drivers/loop/loop_driver.ts";
+import { demoModel } from "../../lib/model/demo_model.ts";
+import { driverInput, MemorySink, withTempDir } from "../drivers/loop/_helpers.ts";
 
-const DEMO = new URL("../../../examples/demo/", import.meta.url).pathname;
+const DEMO = new URL("../../examples/demo/", import.meta.url).pathname;
 
 async function copyDemo(dir: string): Promise<void> {
   for await (const entry of Deno.readDir(DEMO)) {

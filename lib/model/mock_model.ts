@@ -2,8 +2,8 @@
 // that replay builds from a run's `model.completed` payloads. Both ignore what they are sent;
 // running out of responses is a failure that says so, never a silent empty answer.
 import { z } from "zod";
-import { UsageError } from "../../core/errors.ts";
-import { CallUsage } from "../../store/contracts.ts";
+import { UsageError } from "../core/errors.ts";
+import { CallUsage } from "../store/contracts.ts";
 import { defaultStopReason, type Model, ModelError, type ModelOutput } from "./model.ts";
 
 const MockToolCall = z.object({

@@ -12,11 +12,11 @@ import {
   completionOutput,
 } from "./openai_wire.ts";
 import { readServerSentEvents } from "./sse.ts";
-import { isSandboxRefusal, sandboxRefusal } from "../../core/sandbox.ts";
-import { outboundFetch } from "../../net/outbound.ts";
-import { isRetriableStatus, type RetryPolicy, withRetry } from "../../net/retry.ts";
-import { retryAfterMs } from "../../net/retry_after.ts";
-import { NO_PROXY_SETTINGS, type ProxySettings } from "../../net/route.ts";
+import { isSandboxRefusal, sandboxRefusal } from "../core/sandbox.ts";
+import { outboundFetch } from "../net/outbound.ts";
+import { isRetriableStatus, type RetryPolicy, withRetry } from "../net/retry.ts";
+import { retryAfterMs } from "../net/retry_after.ts";
+import { NO_PROXY_SETTINGS, type ProxySettings } from "../net/route.ts";
 
 export const OPENAI_RETRY: RetryPolicy = {
   attempts: 4,

@@ -2,10 +2,15 @@
 // plays a tiny agent through the loop's tools — list the directory, read one file, write
 // NOTES.md about them, answer — and on a later turn of the same conversation shows that it sees
 // the earlier one. It understands nothing of the prompt beyond quoting it.
-import { SUMMARY_PREFIX } from "./compaction.ts";
-import { estimateTokens } from "./history.ts";
-import type { Message, Model, ModelOutput, ModelRequest } from "./model.ts";
-import type { ToolCall } from "../../store/contracts.ts";
+import {
+  type Message,
+  type Model,
+  type ModelOutput,
+  type ModelRequest,
+  SUMMARY_PREFIX,
+} from "./model.ts";
+import { estimateTokens } from "./tokens.ts";
+import type { ToolCall } from "../store/contracts.ts";
 
 export const DEMO_MODEL_NAME = "demo";
 export const DEMO_NOTES_FILE = "NOTES.md";

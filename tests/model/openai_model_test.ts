@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
-import { openaiModel } from "../../../lib/drivers/loop/openai_model.ts";
-import { ModelError, type ModelRequest } from "../../../lib/drivers/loop/model.ts";
-import { createLoopDriver } from "../../../lib/drivers/loop/loop_driver.ts";
-import { type ChatReply, startFakeChat } from "../../fixtures/fake_chat.ts";
+import { openaiModel } from "../../lib/model/openai_model.ts";
+import { ModelError, type ModelRequest } from "../../lib/model/model.ts";
+import { createLoopDriver } from "../../lib/drivers/loop/loop_driver.ts";
+import { type ChatReply, startFakeChat } from "../fixtures/fake_chat.ts";
 import {
   apiError,
   exactly,
   type FakeServer,
   type RecordedRequest,
-} from "../../fixtures/fake_model_server.ts";
-import { driverInput, MemorySink, withTempDir } from "./_helpers.ts";
+} from "../fixtures/fake_model_server.ts";
+import { driverInput, MemorySink, withTempDir } from "../drivers/loop/_helpers.ts";
 
 const FAST_RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 20 };
 

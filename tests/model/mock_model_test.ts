@@ -1,14 +1,10 @@
 import assert from "node:assert/strict";
-import { UsageError } from "../../../lib/core/errors.ts";
-import { mockModel, recordedModel } from "../../../lib/drivers/loop/mock_model.ts";
-import {
-  ModelError,
-  type ModelOutput,
-  type ModelRequest,
-} from "../../../lib/drivers/loop/model.ts";
-import { resolveModel } from "../../../lib/drivers/loop/resolve_model.ts";
-import { loadSettings } from "../../../lib/core/config.ts";
-import { withTempDir, writeScript } from "./_helpers.ts";
+import { UsageError } from "../../lib/core/errors.ts";
+import { mockModel, recordedModel } from "../../lib/model/mock_model.ts";
+import { ModelError, type ModelOutput, type ModelRequest } from "../../lib/model/model.ts";
+import { resolveModel } from "../../lib/model/resolve_model.ts";
+import { loadSettings } from "../../lib/core/config.ts";
+import { withTempDir, writeScript } from "../drivers/loop/_helpers.ts";
 
 const request: ModelRequest = {
   history: [{ role: "user", text: "hi" }],

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { readServerSentEvents, type ServerSentEvent } from "../../../lib/drivers/loop/sse.ts";
+import { readServerSentEvents, type ServerSentEvent } from "../../lib/model/sse.ts";
 
 function streamOf(parts: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
