@@ -10,7 +10,7 @@
 // `problem`, never half-used.
 import { importLazily } from "../core/lazy_import.ts";
 import type { Driver, DriverInput } from "./driver.ts";
-import { driveHarness, driverSettings } from "./harness.ts";
+import { driveHarness, driverSettings, harnessFacts } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import { CLAUDE_AUTO_PERMISSION_MODE, CLI } from "./claude_names.ts";
 
@@ -53,6 +53,9 @@ export function createClaudeDriver(): Driver {
     name: "claude",
     harness: "claude-code",
     budgetNotes: (input) => budgetNotes(input.budget, CLAUDE_BUDGET, CLI),
+    // Anthropic's input_tokens leave cache reads and writes out.
+    agentFacts: (input) =>
+      harnessFacts(input, "claude", { provider: "anthropic", inputExcludesCache: true }),
     start(input, sink, signal) {
       return driveHarness(
         {

@@ -17,6 +17,7 @@ import {
   UsageTotals,
 } from "./harness.ts";
 import type { BudgetWatch } from "./budget_watch.ts";
+import type { AgentFacts, CallUsage, ModelCallRef } from "../store/contracts.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
 import type {
   ClaudeAssistant,
@@ -85,16 +86,27 @@ export class ClaudeTurn implements TurnMapping {
     }
   }
 
-  #link(sessionId: string | undefined, native: Line): void {
+  #link(sessionId: string | undefined, native: Line, agent: AgentFacts = {}): void {
     if (sessionId === undefined || sessionId === "" || sessionId === this.#linked) return;
     this.#linked = sessionId;
-    this.sink.emit({ type: "session.linked", payload: { nativeSessionId: sessionId }, native });
+    this.sink.emit({
+      type: "session.linked",
+      payload: {
+        nativeSessionId: sessionId,
+        ...(Object.keys(agent).length > 0 ? { agent } : {}),
+      },
+      native,
+    });
   }
 
   #system(value: ClaudeSystem): void {
     switch (value.subtype) {
       case "init":
-        this.#link(value.session_id, value);
+        // What Claude Code says of itself as the session starts: its version, the model it uses.
+        this.#link(value.session_id, value, {
+          ...(value.model ? { model: value.model } : {}),
+          ...(value.claude_code_version ? { version: value.claude_code_version } : {}),
+        });
         return;
       case "permission_denied": {
         // Denied by Claude Code's own permission mode, without asking us: recorded as an
@@ -147,6 +159,9 @@ export class ClaudeTurn implements TurnMapping {
       return;
     }
     const id = message?.id;
+    // Claude Code reports each API call only through its message's lines (one per block, the
+    // usage growing): each event of the message names the call, for the trace export's chat spans.
+    const call: { modelCall?: ModelCallRef } = id ? { modelCall: modelCallOf(id, message) } : {};
     if (id) {
       this.#messageIds.add(id);
       const usage = message?.usage;
@@ -164,7 +179,7 @@ export class ClaudeTurn implements TurnMapping {
           if (value.parent_tool_use_id == null) this.#answer = text;
           this.sink.emit({
             type: "message.completed",
-            payload: { role: "assistant", text },
+            payload: { role: "assistant", text, ...call },
             native: value,
           });
           break;
@@ -174,7 +189,7 @@ export class ClaudeTurn implements TurnMapping {
           this.#toolStarts.set(callId, nowIso());
           this.sink.emit({
             type: "tool.started",
-            payload: { callId, tool: block.name ?? "unknown", args: block.input ?? null },
+            payload: { callId, tool: block.name ?? "unknown", args: block.input ?? null, ...call },
             native: value,
           });
           break;
@@ -378,6 +393,26 @@ export class ClaudeTurn implements TurnMapping {
     }
     return { status: "completed", reason: null, result: text ?? null, exitCode: exit.code };
   }
+}
+
+/** An API message as the model call it reports, its usage in reins's names. */
+function modelCallOf(id: string, message: ClaudeAssistant["message"]): ModelCallRef {
+  const usage = message?.usage;
+  const counts: CallUsage = {};
+  const count = (name: keyof CallUsage, value: number | undefined) => {
+    // The contract counts whole tokens: a count that is not one is left out, not recorded.
+    if (value !== undefined && Number.isInteger(value)) counts[name] = value;
+  };
+  count("inputTokens", usage?.input_tokens);
+  count("outputTokens", usage?.output_tokens);
+  count("cacheReadTokens", usage?.cache_read_input_tokens);
+  count("cacheWriteTokens", usage?.cache_creation_input_tokens);
+  return {
+    id,
+    ...(message?.model ? { model: message.model } : {}),
+    ...(message?.stop_reason !== undefined ? { stopReason: message.stop_reason } : {}),
+    ...(Object.keys(counts).length > 0 ? { usage: counts } : {}),
+  };
 }
 
 /** A message's content blocks (a plain-string content has none reins reads). */

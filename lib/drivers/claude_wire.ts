@@ -38,6 +38,9 @@ export const ClaudeSystem = z.looseObject({
   type: z.literal("system"),
   subtype: z.string().optional(),
   session_id: z.string().optional(),
+  /** init: the model the session uses and the CLI's version */
+  model: z.string().optional(),
+  claude_code_version: z.string().optional(),
   /** permission_denied */
   tool_name: z.string().optional(),
   tool_use_id: z.string().optional(),
@@ -60,6 +63,8 @@ export const ClaudeAssistant = z.looseObject({
     id: z.string().optional(),
     model: z.string().optional(),
     content: Content.optional(),
+    /** null until the message's last line */
+    stop_reason: z.string().nullable().optional(),
     usage: Usage.nullable().optional(),
   }).optional(),
 });

@@ -11,6 +11,7 @@ import {
   driveHarness,
   driverSettings,
   exitFailure,
+  harnessFacts,
   type Line,
   obj,
   readableLine,
@@ -305,6 +306,8 @@ export function createCodexDriver(): Driver {
     name: "codex",
     harness: "codex",
     budgetNotes: (input) => budgetNotes(input.budget, CODEX_BUDGET, CLI),
+    agentFacts: (input) =>
+      harnessFacts(input, "codex", { provider: "openai", inputExcludesCache: false }),
     start(input, sink, signal) {
       return driveHarness(
         {

@@ -4,7 +4,7 @@
 import { assertNever } from "../core/assert_never.ts";
 import type { DriverName, HarnessDriver, Settings } from "../core/config.ts";
 import { UsageError } from "../core/errors.ts";
-import type { EventInput } from "../store/contracts.ts";
+import type { AgentFacts, EventInput } from "../store/contracts.ts";
 import type { AgentProcess } from "../core/process_group.ts";
 
 /**
@@ -144,5 +144,11 @@ export interface Driver {
    * agent to while it runs, in words said before it starts; none when it enforces all of it.
    */
   budgetNotes?(input: Pick<DriverInput, "budget" | "agent" | "settings">): string[];
+  /**
+   * What it knows of its agent before starting it — the model's provider, the model asked for,
+   * how its harness counts input tokens — recorded on run.started (AgentFacts, docs/events.md).
+   * Without it (the command driver) the run records none.
+   */
+  agentFacts?(input: Pick<DriverInput, "agent" | "settings">): AgentFacts;
   start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult>;
 }

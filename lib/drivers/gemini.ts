@@ -9,6 +9,7 @@ import {
   driveHarness,
   driverSettings,
   exitFailure,
+  harnessFacts,
   type Line,
   readableLine,
   reportCliError,
@@ -99,7 +100,13 @@ class GeminiTurn implements TurnMapping {
         const id = value.session_id;
         if (id && id !== this.#linked) {
           this.#linked = id;
-          this.sink.emit({ type: "session.linked", payload: { nativeSessionId: id }, native });
+          // The model the CLI says it uses, for what reads the run (the trace export).
+          const agent = value.model ? { agent: { model: value.model } } : {};
+          this.sink.emit({
+            type: "session.linked",
+            payload: { nativeSessionId: id, ...agent },
+            native,
+          });
         }
         return;
       }
@@ -231,6 +238,8 @@ export function createGeminiDriver(): Driver {
     name: "gemini",
     harness: "gemini-cli",
     budgetNotes: (input) => budgetNotes(input.budget, GEMINI_BUDGET, CLI),
+    agentFacts: (input) =>
+      harnessFacts(input, "gemini", { provider: "gcp.gemini", inputExcludesCache: false }),
     start(input, sink, signal) {
       return driveHarness(
         {

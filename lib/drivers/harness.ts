@@ -3,7 +3,7 @@
 // handed to the driver's mapping, the outcome when reins had to stop the CLI — and the running
 // usage totals. Each driver still reads its own CLI's lines and exit codes.
 import { type HarnessDriver, harnessProgram } from "../core/config.ts";
-import type { EventInput, Usage } from "../store/contracts.ts";
+import type { AgentFacts, EventInput, Usage } from "../store/contracts.ts";
 import {
   type BudgetSupport,
   budgetUse,
@@ -70,6 +70,24 @@ export function driverSettings(input: DriverInput, driver: HarnessDriver) {
     model: configured.model ?? null,
     idleTimeoutSeconds: agentOf(input, "harness", driver).idleTimeoutSeconds ??
       configured.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
+  };
+}
+
+/**
+ * A harness driver's facts of its agent before it starts (run.started's `agent`): the provider and
+ * the input-token accounting the driver knows its CLI by, and the model the settings give it.
+ */
+export function harnessFacts(
+  input: Pick<DriverInput, "settings">,
+  driver: HarnessDriver,
+  known: { provider: string; inputExcludesCache: boolean },
+): AgentFacts {
+  const model = input.settings.drivers[driver].model;
+  return {
+    provider: known.provider,
+    ...(model ? { model } : {}),
+    inputExcludesCache: known.inputExcludesCache,
+    inProcess: false,
   };
 }
 

@@ -8,6 +8,7 @@ import {
   driveHarness,
   driverSettings,
   exitFailure,
+  harnessFacts,
   type Line,
   readableLine,
   textOf,
@@ -16,6 +17,7 @@ import {
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
+import type { AgentFacts } from "../store/contracts.ts";
 import type {
   OpencodeError,
   OpencodeStepFinish,
@@ -28,6 +30,36 @@ const CLI = "opencode";
 
 /** What --approve deny (and ask) sets: the permissions opencode would otherwise grant or ask. */
 export const OPENCODE_DENY_PERMISSION = { edit: "deny", bash: "deny", webfetch: "deny" };
+
+/** opencode's `-m PROVIDER/MODEL` providers, in the GenAI conventions' names where they have one. */
+const OPENCODE_PROVIDERS: Record<string, string> = {
+  anthropic: "anthropic",
+  openai: "openai",
+  google: "gcp.gemini",
+  "google-vertex": "gcp.vertex_ai",
+  "amazon-bedrock": "aws.bedrock",
+  azure: "azure.ai.openai",
+  mistral: "mistral_ai",
+  groq: "groq",
+  deepseek: "deepseek",
+  xai: "x_ai",
+  perplexity: "perplexity",
+  cohere: "cohere",
+};
+
+/**
+ * The facts of an opencode agent: the provider and model of its configured `PROVIDER/MODEL`
+ * (opencode itself when none is configured), counted as Anthropic counts input (cache left out).
+ */
+export function opencodeFacts(input: Pick<DriverInput, "settings">): AgentFacts {
+  const facts = harnessFacts(input, "opencode", { provider: CLI, inputExcludesCache: true });
+  const slash = facts.model?.indexOf("/") ?? -1;
+  if (facts.model === undefined || slash <= 0) return facts;
+  const prefix = facts.model.slice(0, slash);
+  const { model: _spec, ...rest } = facts;
+  const model = facts.model.slice(slash + 1);
+  return { ...rest, provider: OPENCODE_PROVIDERS[prefix] ?? prefix, ...(model ? { model } : {}) };
+}
 
 export function opencodeArgs(input: DriverInput): string[] {
   const { extraArgs, model } = driverSettings(input, "opencode");
@@ -156,6 +188,7 @@ export function createOpencodeDriver(): Driver {
     name: "opencode",
     harness: "opencode",
     budgetNotes: (input) => budgetNotes(input.budget, OPENCODE_BUDGET, CLI),
+    agentFacts: opencodeFacts,
     start(input, sink, signal) {
       return driveHarness(
         {

@@ -49,89 +49,89 @@ return null;
 };
 const c1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v8 = value["message"];
-if (v8 !== undefined) {
-if (typeof v8 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v8) };
+let v10 = value["message"];
+if (v10 !== undefined) {
+if (typeof v10 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v10) };
 }
 return null;
 };
 const c2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v19 = value["type"];
-if (typeof v19 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v19) };
-let v20 = value["text"];
-if (v20 !== undefined) {
-if (typeof v20 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v20) };
-}
-let v21 = value["id"];
-if (v21 !== undefined) {
-if (typeof v21 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v21) };
-}
-let v22 = value["name"];
+let v21 = value["type"];
+if (typeof v21 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v21) };
+let v22 = value["text"];
 if (v22 !== undefined) {
-if (typeof v22 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v22) };
+if (typeof v22 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v22) };
 }
-let v23 = value["input"];
+let v23 = value["id"];
 if (v23 !== undefined) {
+if (typeof v23 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v23) };
 }
-let v24 = value["tool_use_id"];
+let v24 = value["name"];
 if (v24 !== undefined) {
-if (typeof v24 !== "string") return { path: join(at, "tool_use_id"), message: "Invalid input: expected string, received " + received(v24) };
+if (typeof v24 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v24) };
 }
-let v25 = value["content"];
+let v25 = value["input"];
 if (v25 !== undefined) {
 }
-let v26 = value["is_error"];
+let v26 = value["tool_use_id"];
 if (v26 !== undefined) {
-if (typeof v26 !== "boolean") return { path: join(at, "is_error"), message: "Invalid input: expected boolean, received " + received(v26) };
+if (typeof v26 !== "string") return { path: join(at, "tool_use_id"), message: "Invalid input: expected string, received " + received(v26) };
+}
+let v27 = value["content"];
+if (v27 !== undefined) {
+}
+let v28 = value["is_error"];
+if (v28 !== undefined) {
+if (typeof v28 !== "boolean") return { path: join(at, "is_error"), message: "Invalid input: expected boolean, received " + received(v28) };
 }
 return null;
 };
 const c3 = function (value, at = "") {
 if (!Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected array, received " + received(value) };
-for (let v17 = 0; v17 < value.length; v17++) {
-const v18 = value[v17];
-if (c0(v18) !== null && c2(v18) !== null) return { path: join(at, "" + v17), message: "Invalid input" };
+for (let v19 = 0; v19 < value.length; v19++) {
+const v20 = value[v19];
+if (c0(v20) !== null && c2(v20) !== null) return { path: join(at, "" + v19), message: "Invalid input" };
 }
 return null;
 };
 const c4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v39 = value["type"];
-if (typeof v39 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v39) };
-let v40 = value["text"];
-if (v40 !== undefined) {
-if (typeof v40 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v40) };
-}
-let v41 = value["id"];
-if (v41 !== undefined) {
-if (typeof v41 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v41) };
-}
-let v42 = value["name"];
-if (v42 !== undefined) {
-if (typeof v42 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v42) };
-}
-let v43 = value["input"];
+let v42 = value["type"];
+if (typeof v42 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v42) };
+let v43 = value["text"];
 if (v43 !== undefined) {
+if (typeof v43 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v43) };
 }
-let v44 = value["tool_use_id"];
+let v44 = value["id"];
 if (v44 !== undefined) {
-if (typeof v44 !== "string") return { path: join(at, "tool_use_id"), message: "Invalid input: expected string, received " + received(v44) };
+if (typeof v44 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v44) };
 }
-let v45 = value["content"];
+let v45 = value["name"];
 if (v45 !== undefined) {
+if (typeof v45 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v45) };
 }
-let v46 = value["is_error"];
+let v46 = value["input"];
 if (v46 !== undefined) {
-if (typeof v46 !== "boolean") return { path: join(at, "is_error"), message: "Invalid input: expected boolean, received " + received(v46) };
+}
+let v47 = value["tool_use_id"];
+if (v47 !== undefined) {
+if (typeof v47 !== "string") return { path: join(at, "tool_use_id"), message: "Invalid input: expected string, received " + received(v47) };
+}
+let v48 = value["content"];
+if (v48 !== undefined) {
+}
+let v49 = value["is_error"];
+if (v49 !== undefined) {
+if (typeof v49 !== "boolean") return { path: join(at, "is_error"), message: "Invalid input: expected boolean, received " + received(v49) };
 }
 return null;
 };
 const c5 = function (value, at = "") {
 if (!Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected array, received " + received(value) };
-for (let v37 = 0; v37 < value.length; v37++) {
-const v38 = value[v37];
-if (c0(v38) !== null && c4(v38) !== null) return { path: join(at, "" + v37), message: "Invalid input" };
+for (let v40 = 0; v40 < value.length; v40++) {
+const v41 = value[v40];
+if (c0(v41) !== null && c4(v41) !== null) return { path: join(at, "" + v40), message: "Invalid input" };
 }
 return null;
 };
@@ -149,94 +149,108 @@ let v2 = value["session_id"];
 if (v2 !== undefined) {
 if (typeof v2 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v2) };
 }
-let v3 = value["tool_name"];
+let v3 = value["model"];
 if (v3 !== undefined) {
-if (typeof v3 !== "string") return { path: join(at, "tool_name"), message: "Invalid input: expected string, received " + received(v3) };
+if (typeof v3 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v3) };
 }
-let v4 = value["tool_use_id"];
+let v4 = value["claude_code_version"];
 if (v4 !== undefined) {
-if (typeof v4 !== "string") return { path: join(at, "tool_use_id"), message: "Invalid input: expected string, received " + received(v4) };
+if (typeof v4 !== "string") return { path: join(at, "claude_code_version"), message: "Invalid input: expected string, received " + received(v4) };
 }
-let v5 = value["message"];
+let v5 = value["tool_name"];
 if (v5 !== undefined) {
-if (typeof v5 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v5) };
+if (typeof v5 !== "string") return { path: join(at, "tool_name"), message: "Invalid input: expected string, received " + received(v5) };
 }
-let v6 = value["attempt"];
+let v6 = value["tool_use_id"];
 if (v6 !== undefined) {
-if (typeof v6 !== "number" || !Number.isFinite(v6)) return { path: join(at, "attempt"), message: "Invalid input: expected number, received " + received(v6) };
-if (!(v6 >= 0)) return { path: join(at, "attempt"), message: "Too small: expected number to be >=0" };
+if (typeof v6 !== "string") return { path: join(at, "tool_use_id"), message: "Invalid input: expected string, received " + received(v6) };
 }
-let v7 = value["error"];
+let v7 = value["message"];
 if (v7 !== undefined) {
-if (c0(v7) !== null && c1(v7) !== null) return { path: join(at, "error"), message: "Invalid input" };
+if (typeof v7 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v7) };
+}
+let v8 = value["attempt"];
+if (v8 !== undefined) {
+if (typeof v8 !== "number" || !Number.isFinite(v8)) return { path: join(at, "attempt"), message: "Invalid input: expected number, received " + received(v8) };
+if (!(v8 >= 0)) return { path: join(at, "attempt"), message: "Too small: expected number to be >=0" };
+}
+let v9 = value["error"];
+if (v9 !== undefined) {
+if (c0(v9) !== null && c1(v9) !== null) return { path: join(at, "error"), message: "Invalid input" };
 }
 return null;
 };
 // assistant
 const validateClaudeLine_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v9 = value["type"];
-if (v9 !== "assistant") return { path: join(at, "type"), message: "Invalid input: expected \"assistant\"" };
-let v10 = value["session_id"];
-if (v10 !== undefined) {
-if (typeof v10 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v10) };
-}
-let v11 = value["parent_tool_use_id"];
-if (v11 !== undefined) {
-if (v11 !== null) {
-if (typeof v11 !== "string") return { path: join(at, "parent_tool_use_id"), message: "Invalid input: expected string, received " + received(v11) };
-}
-}
-let v12 = value["is_api_error_message"];
+let v11 = value["type"];
+if (v11 !== "assistant") return { path: join(at, "type"), message: "Invalid input: expected \"assistant\"" };
+let v12 = value["session_id"];
 if (v12 !== undefined) {
-if (typeof v12 !== "boolean") return { path: join(at, "is_api_error_message"), message: "Invalid input: expected boolean, received " + received(v12) };
+if (typeof v12 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v12) };
 }
-let v13 = value["message"];
+let v13 = value["parent_tool_use_id"];
 if (v13 !== undefined) {
-if (typeof v13 !== "object" || v13 === null || Array.isArray(v13)) return { path: join(at, "message"), message: "Invalid input: expected object, received " + received(v13) };
-let v14 = v13["id"];
+if (v13 !== null) {
+if (typeof v13 !== "string") return { path: join(at, "parent_tool_use_id"), message: "Invalid input: expected string, received " + received(v13) };
+}
+}
+let v14 = value["is_api_error_message"];
 if (v14 !== undefined) {
-if (typeof v14 !== "string") return { path: join(at, "message.id"), message: "Invalid input: expected string, received " + received(v14) };
+if (typeof v14 !== "boolean") return { path: join(at, "is_api_error_message"), message: "Invalid input: expected boolean, received " + received(v14) };
 }
-let v15 = v13["model"];
+let v15 = value["message"];
 if (v15 !== undefined) {
-if (typeof v15 !== "string") return { path: join(at, "message.model"), message: "Invalid input: expected string, received " + received(v15) };
-}
-let v16 = v13["content"];
+if (typeof v15 !== "object" || v15 === null || Array.isArray(v15)) return { path: join(at, "message"), message: "Invalid input: expected object, received " + received(v15) };
+let v16 = v15["id"];
 if (v16 !== undefined) {
-if (c0(v16) !== null && c3(v16) !== null) return { path: join(at, "message.content"), message: "Invalid input" };
+if (typeof v16 !== "string") return { path: join(at, "message.id"), message: "Invalid input: expected string, received " + received(v16) };
 }
-let v27 = v13["usage"];
-if (v27 !== undefined) {
-if (v27 !== null) {
-if (typeof v27 !== "object" || v27 === null || Array.isArray(v27)) return { path: join(at, "message.usage"), message: "Invalid input: expected object, received " + received(v27) };
-let v28 = v27["input_tokens"];
-if (v28 !== undefined) {
-if (typeof v28 !== "number" || !Number.isFinite(v28)) return { path: join(at, "message.usage.input_tokens"), message: "Invalid input: expected number, received " + received(v28) };
-if (!(v28 >= 0)) return { path: join(at, "message.usage.input_tokens"), message: "Too small: expected number to be >=0" };
+let v17 = v15["model"];
+if (v17 !== undefined) {
+if (typeof v17 !== "string") return { path: join(at, "message.model"), message: "Invalid input: expected string, received " + received(v17) };
 }
-let v29 = v27["output_tokens"];
+let v18 = v15["content"];
+if (v18 !== undefined) {
+if (c0(v18) !== null && c3(v18) !== null) return { path: join(at, "message.content"), message: "Invalid input" };
+}
+let v29 = v15["stop_reason"];
 if (v29 !== undefined) {
-if (typeof v29 !== "number" || !Number.isFinite(v29)) return { path: join(at, "message.usage.output_tokens"), message: "Invalid input: expected number, received " + received(v29) };
-if (!(v29 >= 0)) return { path: join(at, "message.usage.output_tokens"), message: "Too small: expected number to be >=0" };
+if (v29 !== null) {
+if (typeof v29 !== "string") return { path: join(at, "message.stop_reason"), message: "Invalid input: expected string, received " + received(v29) };
 }
-let v30 = v27["cache_read_input_tokens"];
+}
+let v30 = v15["usage"];
 if (v30 !== undefined) {
-if (typeof v30 !== "number" || !Number.isFinite(v30)) return { path: join(at, "message.usage.cache_read_input_tokens"), message: "Invalid input: expected number, received " + received(v30) };
-if (!(v30 >= 0)) return { path: join(at, "message.usage.cache_read_input_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v31 = v27["cache_creation_input_tokens"];
+if (v30 !== null) {
+if (typeof v30 !== "object" || v30 === null || Array.isArray(v30)) return { path: join(at, "message.usage"), message: "Invalid input: expected object, received " + received(v30) };
+let v31 = v30["input_tokens"];
 if (v31 !== undefined) {
-if (typeof v31 !== "number" || !Number.isFinite(v31)) return { path: join(at, "message.usage.cache_creation_input_tokens"), message: "Invalid input: expected number, received " + received(v31) };
-if (!(v31 >= 0)) return { path: join(at, "message.usage.cache_creation_input_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v31 !== "number" || !Number.isFinite(v31)) return { path: join(at, "message.usage.input_tokens"), message: "Invalid input: expected number, received " + received(v31) };
+if (!(v31 >= 0)) return { path: join(at, "message.usage.input_tokens"), message: "Too small: expected number to be >=0" };
 }
-let v32 = v27["output_tokens_details"];
+let v32 = v30["output_tokens"];
 if (v32 !== undefined) {
-if (typeof v32 !== "object" || v32 === null || Array.isArray(v32)) return { path: join(at, "message.usage.output_tokens_details"), message: "Invalid input: expected object, received " + received(v32) };
-let v33 = v32["thinking_tokens"];
+if (typeof v32 !== "number" || !Number.isFinite(v32)) return { path: join(at, "message.usage.output_tokens"), message: "Invalid input: expected number, received " + received(v32) };
+if (!(v32 >= 0)) return { path: join(at, "message.usage.output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v33 = v30["cache_read_input_tokens"];
 if (v33 !== undefined) {
-if (typeof v33 !== "number" || !Number.isFinite(v33)) return { path: join(at, "message.usage.output_tokens_details.thinking_tokens"), message: "Invalid input: expected number, received " + received(v33) };
-if (!(v33 >= 0)) return { path: join(at, "message.usage.output_tokens_details.thinking_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v33 !== "number" || !Number.isFinite(v33)) return { path: join(at, "message.usage.cache_read_input_tokens"), message: "Invalid input: expected number, received " + received(v33) };
+if (!(v33 >= 0)) return { path: join(at, "message.usage.cache_read_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v34 = v30["cache_creation_input_tokens"];
+if (v34 !== undefined) {
+if (typeof v34 !== "number" || !Number.isFinite(v34)) return { path: join(at, "message.usage.cache_creation_input_tokens"), message: "Invalid input: expected number, received " + received(v34) };
+if (!(v34 >= 0)) return { path: join(at, "message.usage.cache_creation_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v35 = v30["output_tokens_details"];
+if (v35 !== undefined) {
+if (typeof v35 !== "object" || v35 === null || Array.isArray(v35)) return { path: join(at, "message.usage.output_tokens_details"), message: "Invalid input: expected object, received " + received(v35) };
+let v36 = v35["thinking_tokens"];
+if (v36 !== undefined) {
+if (typeof v36 !== "number" || !Number.isFinite(v36)) return { path: join(at, "message.usage.output_tokens_details.thinking_tokens"), message: "Invalid input: expected number, received " + received(v36) };
+if (!(v36 >= 0)) return { path: join(at, "message.usage.output_tokens_details.thinking_tokens"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -247,14 +261,14 @@ return null;
 // user
 const validateClaudeLine_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v34 = value["type"];
-if (v34 !== "user") return { path: join(at, "type"), message: "Invalid input: expected \"user\"" };
-let v35 = value["message"];
-if (v35 !== undefined) {
-if (typeof v35 !== "object" || v35 === null || Array.isArray(v35)) return { path: join(at, "message"), message: "Invalid input: expected object, received " + received(v35) };
-let v36 = v35["content"];
-if (v36 !== undefined) {
-if (c0(v36) !== null && c5(v36) !== null) return { path: join(at, "message.content"), message: "Invalid input" };
+let v37 = value["type"];
+if (v37 !== "user") return { path: join(at, "type"), message: "Invalid input: expected \"user\"" };
+let v38 = value["message"];
+if (v38 !== undefined) {
+if (typeof v38 !== "object" || v38 === null || Array.isArray(v38)) return { path: join(at, "message"), message: "Invalid input: expected object, received " + received(v38) };
+let v39 = v38["content"];
+if (v39 !== undefined) {
+if (c0(v39) !== null && c5(v39) !== null) return { path: join(at, "message.content"), message: "Invalid input" };
 }
 }
 return null;
@@ -262,90 +276,90 @@ return null;
 // control_request
 const validateClaudeLine_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v47 = value["type"];
-if (v47 !== "control_request") return { path: join(at, "type"), message: "Invalid input: expected \"control_request\"" };
-let v48 = value["request_id"];
-if (typeof v48 !== "string") return { path: join(at, "request_id"), message: "Invalid input: expected string, received " + received(v48) };
-let v49 = value["request"];
-if (typeof v49 !== "object" || v49 === null || Array.isArray(v49)) return { path: join(at, "request"), message: "Invalid input: expected object, received " + received(v49) };
-let v50 = v49["subtype"];
-if (typeof v50 !== "string") return { path: join(at, "request.subtype"), message: "Invalid input: expected string, received " + received(v50) };
-let v51 = v49["tool_name"];
-if (v51 !== undefined) {
-if (typeof v51 !== "string") return { path: join(at, "request.tool_name"), message: "Invalid input: expected string, received " + received(v51) };
+let v50 = value["type"];
+if (v50 !== "control_request") return { path: join(at, "type"), message: "Invalid input: expected \"control_request\"" };
+let v51 = value["request_id"];
+if (typeof v51 !== "string") return { path: join(at, "request_id"), message: "Invalid input: expected string, received " + received(v51) };
+let v52 = value["request"];
+if (typeof v52 !== "object" || v52 === null || Array.isArray(v52)) return { path: join(at, "request"), message: "Invalid input: expected object, received " + received(v52) };
+let v53 = v52["subtype"];
+if (typeof v53 !== "string") return { path: join(at, "request.subtype"), message: "Invalid input: expected string, received " + received(v53) };
+let v54 = v52["tool_name"];
+if (v54 !== undefined) {
+if (typeof v54 !== "string") return { path: join(at, "request.tool_name"), message: "Invalid input: expected string, received " + received(v54) };
 }
-let v52 = v49["input"];
-if (v52 !== undefined) {
+let v55 = v52["input"];
+if (v55 !== undefined) {
 }
-let v53 = v49["tool_use_id"];
-if (v53 !== undefined) {
-if (typeof v53 !== "string") return { path: join(at, "request.tool_use_id"), message: "Invalid input: expected string, received " + received(v53) };
+let v56 = v52["tool_use_id"];
+if (v56 !== undefined) {
+if (typeof v56 !== "string") return { path: join(at, "request.tool_use_id"), message: "Invalid input: expected string, received " + received(v56) };
 }
 return null;
 };
 // result
 const validateClaudeLine_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v54 = value["type"];
-if (v54 !== "result") return { path: join(at, "type"), message: "Invalid input: expected \"result\"" };
-let v55 = value["subtype"];
-if (v55 !== undefined) {
-if (typeof v55 !== "string") return { path: join(at, "subtype"), message: "Invalid input: expected string, received " + received(v55) };
-}
-let v56 = value["is_error"];
-if (v56 !== undefined) {
-if (typeof v56 !== "boolean") return { path: join(at, "is_error"), message: "Invalid input: expected boolean, received " + received(v56) };
-}
-let v57 = value["result"];
-if (v57 !== undefined) {
-if (typeof v57 !== "string") return { path: join(at, "result"), message: "Invalid input: expected string, received " + received(v57) };
-}
-let v58 = value["session_id"];
+let v57 = value["type"];
+if (v57 !== "result") return { path: join(at, "type"), message: "Invalid input: expected \"result\"" };
+let v58 = value["subtype"];
 if (v58 !== undefined) {
-if (typeof v58 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v58) };
+if (typeof v58 !== "string") return { path: join(at, "subtype"), message: "Invalid input: expected string, received " + received(v58) };
 }
-let v59 = value["terminal_reason"];
+let v59 = value["is_error"];
 if (v59 !== undefined) {
-if (typeof v59 !== "string") return { path: join(at, "terminal_reason"), message: "Invalid input: expected string, received " + received(v59) };
+if (typeof v59 !== "boolean") return { path: join(at, "is_error"), message: "Invalid input: expected boolean, received " + received(v59) };
 }
-let v60 = value["total_cost_usd"];
+let v60 = value["result"];
 if (v60 !== undefined) {
-if (v60 !== null) {
-if (typeof v60 !== "number" || !Number.isFinite(v60)) return { path: join(at, "total_cost_usd"), message: "Invalid input: expected number, received " + received(v60) };
-if (!(v60 >= 0)) return { path: join(at, "total_cost_usd"), message: "Too small: expected number to be >=0" };
+if (typeof v60 !== "string") return { path: join(at, "result"), message: "Invalid input: expected string, received " + received(v60) };
 }
-}
-let v61 = value["usage"];
+let v61 = value["session_id"];
 if (v61 !== undefined) {
-if (v61 !== null) {
-if (typeof v61 !== "object" || v61 === null || Array.isArray(v61)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v61) };
-let v62 = v61["input_tokens"];
+if (typeof v61 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v61) };
+}
+let v62 = value["terminal_reason"];
 if (v62 !== undefined) {
-if (typeof v62 !== "number" || !Number.isFinite(v62)) return { path: join(at, "usage.input_tokens"), message: "Invalid input: expected number, received " + received(v62) };
-if (!(v62 >= 0)) return { path: join(at, "usage.input_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v62 !== "string") return { path: join(at, "terminal_reason"), message: "Invalid input: expected string, received " + received(v62) };
 }
-let v63 = v61["output_tokens"];
+let v63 = value["total_cost_usd"];
 if (v63 !== undefined) {
-if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "usage.output_tokens"), message: "Invalid input: expected number, received " + received(v63) };
-if (!(v63 >= 0)) return { path: join(at, "usage.output_tokens"), message: "Too small: expected number to be >=0" };
+if (v63 !== null) {
+if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "total_cost_usd"), message: "Invalid input: expected number, received " + received(v63) };
+if (!(v63 >= 0)) return { path: join(at, "total_cost_usd"), message: "Too small: expected number to be >=0" };
 }
-let v64 = v61["cache_read_input_tokens"];
+}
+let v64 = value["usage"];
 if (v64 !== undefined) {
-if (typeof v64 !== "number" || !Number.isFinite(v64)) return { path: join(at, "usage.cache_read_input_tokens"), message: "Invalid input: expected number, received " + received(v64) };
-if (!(v64 >= 0)) return { path: join(at, "usage.cache_read_input_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v65 = v61["cache_creation_input_tokens"];
+if (v64 !== null) {
+if (typeof v64 !== "object" || v64 === null || Array.isArray(v64)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v64) };
+let v65 = v64["input_tokens"];
 if (v65 !== undefined) {
-if (typeof v65 !== "number" || !Number.isFinite(v65)) return { path: join(at, "usage.cache_creation_input_tokens"), message: "Invalid input: expected number, received " + received(v65) };
-if (!(v65 >= 0)) return { path: join(at, "usage.cache_creation_input_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v65 !== "number" || !Number.isFinite(v65)) return { path: join(at, "usage.input_tokens"), message: "Invalid input: expected number, received " + received(v65) };
+if (!(v65 >= 0)) return { path: join(at, "usage.input_tokens"), message: "Too small: expected number to be >=0" };
 }
-let v66 = v61["output_tokens_details"];
+let v66 = v64["output_tokens"];
 if (v66 !== undefined) {
-if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: join(at, "usage.output_tokens_details"), message: "Invalid input: expected object, received " + received(v66) };
-let v67 = v66["thinking_tokens"];
+if (typeof v66 !== "number" || !Number.isFinite(v66)) return { path: join(at, "usage.output_tokens"), message: "Invalid input: expected number, received " + received(v66) };
+if (!(v66 >= 0)) return { path: join(at, "usage.output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v67 = v64["cache_read_input_tokens"];
 if (v67 !== undefined) {
-if (typeof v67 !== "number" || !Number.isFinite(v67)) return { path: join(at, "usage.output_tokens_details.thinking_tokens"), message: "Invalid input: expected number, received " + received(v67) };
-if (!(v67 >= 0)) return { path: join(at, "usage.output_tokens_details.thinking_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v67 !== "number" || !Number.isFinite(v67)) return { path: join(at, "usage.cache_read_input_tokens"), message: "Invalid input: expected number, received " + received(v67) };
+if (!(v67 >= 0)) return { path: join(at, "usage.cache_read_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v68 = v64["cache_creation_input_tokens"];
+if (v68 !== undefined) {
+if (typeof v68 !== "number" || !Number.isFinite(v68)) return { path: join(at, "usage.cache_creation_input_tokens"), message: "Invalid input: expected number, received " + received(v68) };
+if (!(v68 >= 0)) return { path: join(at, "usage.cache_creation_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v69 = v64["output_tokens_details"];
+if (v69 !== undefined) {
+if (typeof v69 !== "object" || v69 === null || Array.isArray(v69)) return { path: join(at, "usage.output_tokens_details"), message: "Invalid input: expected object, received " + received(v69) };
+let v70 = v69["thinking_tokens"];
+if (v70 !== undefined) {
+if (typeof v70 !== "number" || !Number.isFinite(v70)) return { path: join(at, "usage.output_tokens_details.thinking_tokens"), message: "Invalid input: expected number, received " + received(v70) };
+if (!(v70 >= 0)) return { path: join(at, "usage.output_tokens_details.thinking_tokens"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -355,84 +369,84 @@ return null;
 // thread.started
 const validateCodexLine_0 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v68 = value["type"];
-if (v68 !== "thread.started") return { path: join(at, "type"), message: "Invalid input: expected \"thread.started\"" };
-let v69 = value["thread_id"];
-if (v69 !== undefined) {
-if (typeof v69 !== "string") return { path: join(at, "thread_id"), message: "Invalid input: expected string, received " + received(v69) };
+let v71 = value["type"];
+if (v71 !== "thread.started") return { path: join(at, "type"), message: "Invalid input: expected \"thread.started\"" };
+let v72 = value["thread_id"];
+if (v72 !== undefined) {
+if (typeof v72 !== "string") return { path: join(at, "thread_id"), message: "Invalid input: expected string, received " + received(v72) };
 }
 return null;
 };
 // item.started
 const validateCodexLine_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v70 = value["type"];
-if (typeof v70 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v70) };
-let v71 = value["item"];
-if (typeof v71 !== "object" || v71 === null || Array.isArray(v71)) return { path: join(at, "item"), message: "Invalid input: expected object, received " + received(v71) };
-let v72 = v71["type"];
-if (typeof v72 !== "string") return { path: join(at, "item.type"), message: "Invalid input: expected string, received " + received(v72) };
-let v73 = v71["id"];
-if (v73 !== undefined) {
-if (typeof v73 !== "string") return { path: join(at, "item.id"), message: "Invalid input: expected string, received " + received(v73) };
-}
-let v74 = v71["text"];
-if (v74 !== undefined) {
-if (typeof v74 !== "string") return { path: join(at, "item.text"), message: "Invalid input: expected string, received " + received(v74) };
-}
-let v75 = v71["message"];
-if (v75 !== undefined) {
-if (typeof v75 !== "string") return { path: join(at, "item.message"), message: "Invalid input: expected string, received " + received(v75) };
-}
-let v76 = v71["status"];
+let v73 = value["type"];
+if (typeof v73 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v73) };
+let v74 = value["item"];
+if (typeof v74 !== "object" || v74 === null || Array.isArray(v74)) return { path: join(at, "item"), message: "Invalid input: expected object, received " + received(v74) };
+let v75 = v74["type"];
+if (typeof v75 !== "string") return { path: join(at, "item.type"), message: "Invalid input: expected string, received " + received(v75) };
+let v76 = v74["id"];
 if (v76 !== undefined) {
-if (typeof v76 !== "string") return { path: join(at, "item.status"), message: "Invalid input: expected string, received " + received(v76) };
+if (typeof v76 !== "string") return { path: join(at, "item.id"), message: "Invalid input: expected string, received " + received(v76) };
 }
-let v77 = v71["command"];
+let v77 = v74["text"];
 if (v77 !== undefined) {
+if (typeof v77 !== "string") return { path: join(at, "item.text"), message: "Invalid input: expected string, received " + received(v77) };
 }
-let v78 = v71["aggregated_output"];
+let v78 = v74["message"];
 if (v78 !== undefined) {
-if (v78 !== null) {
-if (typeof v78 !== "string") return { path: join(at, "item.aggregated_output"), message: "Invalid input: expected string, received " + received(v78) };
+if (typeof v78 !== "string") return { path: join(at, "item.message"), message: "Invalid input: expected string, received " + received(v78) };
 }
-}
-let v79 = v71["exit_code"];
+let v79 = v74["status"];
 if (v79 !== undefined) {
-if (v79 !== null) {
-if (typeof v79 !== "number" || !Number.isFinite(v79)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected number, received " + received(v79) };
-if (!Number.isInteger(v79)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected int, received " + received(v79) };
-if (v79 > 9007199254740991) return { path: join(at, "item.exit_code"), message: "Too big: expected int to be <=9007199254740991" };
-if (v79 < -9007199254740991) return { path: join(at, "item.exit_code"), message: "Too small: expected int to be >=-9007199254740991" };
+if (typeof v79 !== "string") return { path: join(at, "item.status"), message: "Invalid input: expected string, received " + received(v79) };
 }
-}
-let v80 = v71["changes"];
+let v80 = v74["command"];
 if (v80 !== undefined) {
 }
-let v81 = v71["server"];
+let v81 = v74["aggregated_output"];
 if (v81 !== undefined) {
-if (typeof v81 !== "string") return { path: join(at, "item.server"), message: "Invalid input: expected string, received " + received(v81) };
+if (v81 !== null) {
+if (typeof v81 !== "string") return { path: join(at, "item.aggregated_output"), message: "Invalid input: expected string, received " + received(v81) };
 }
-let v82 = v71["tool"];
+}
+let v82 = v74["exit_code"];
 if (v82 !== undefined) {
-if (typeof v82 !== "string") return { path: join(at, "item.tool"), message: "Invalid input: expected string, received " + received(v82) };
+if (v82 !== null) {
+if (typeof v82 !== "number" || !Number.isFinite(v82)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected number, received " + received(v82) };
+if (!Number.isInteger(v82)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected int, received " + received(v82) };
+if (v82 > 9007199254740991) return { path: join(at, "item.exit_code"), message: "Too big: expected int to be <=9007199254740991" };
+if (v82 < -9007199254740991) return { path: join(at, "item.exit_code"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v83 = v71["arguments"];
+}
+let v83 = v74["changes"];
 if (v83 !== undefined) {
 }
-let v84 = v71["result"];
+let v84 = v74["server"];
 if (v84 !== undefined) {
+if (typeof v84 !== "string") return { path: join(at, "item.server"), message: "Invalid input: expected string, received " + received(v84) };
 }
-let v85 = v71["query"];
+let v85 = v74["tool"];
 if (v85 !== undefined) {
+if (typeof v85 !== "string") return { path: join(at, "item.tool"), message: "Invalid input: expected string, received " + received(v85) };
 }
-let v86 = v71["error"];
+let v86 = v74["arguments"];
 if (v86 !== undefined) {
-if (v86 !== null) {
-if (typeof v86 !== "object" || v86 === null || Array.isArray(v86)) return { path: join(at, "item.error"), message: "Invalid input: expected object, received " + received(v86) };
-let v87 = v86["message"];
+}
+let v87 = v74["result"];
 if (v87 !== undefined) {
-if (typeof v87 !== "string") return { path: join(at, "item.error.message"), message: "Invalid input: expected string, received " + received(v87) };
+}
+let v88 = v74["query"];
+if (v88 !== undefined) {
+}
+let v89 = v74["error"];
+if (v89 !== undefined) {
+if (v89 !== null) {
+if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: join(at, "item.error"), message: "Invalid input: expected object, received " + received(v89) };
+let v90 = v89["message"];
+if (v90 !== undefined) {
+if (typeof v90 !== "string") return { path: join(at, "item.error.message"), message: "Invalid input: expected string, received " + received(v90) };
 }
 }
 }
@@ -441,73 +455,73 @@ return null;
 // item.completed
 const validateCodexLine_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v88 = value["type"];
-if (typeof v88 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v88) };
-let v89 = value["item"];
-if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: join(at, "item"), message: "Invalid input: expected object, received " + received(v89) };
-let v90 = v89["type"];
-if (typeof v90 !== "string") return { path: join(at, "item.type"), message: "Invalid input: expected string, received " + received(v90) };
-let v91 = v89["id"];
-if (v91 !== undefined) {
-if (typeof v91 !== "string") return { path: join(at, "item.id"), message: "Invalid input: expected string, received " + received(v91) };
-}
-let v92 = v89["text"];
-if (v92 !== undefined) {
-if (typeof v92 !== "string") return { path: join(at, "item.text"), message: "Invalid input: expected string, received " + received(v92) };
-}
-let v93 = v89["message"];
-if (v93 !== undefined) {
-if (typeof v93 !== "string") return { path: join(at, "item.message"), message: "Invalid input: expected string, received " + received(v93) };
-}
-let v94 = v89["status"];
+let v91 = value["type"];
+if (typeof v91 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v91) };
+let v92 = value["item"];
+if (typeof v92 !== "object" || v92 === null || Array.isArray(v92)) return { path: join(at, "item"), message: "Invalid input: expected object, received " + received(v92) };
+let v93 = v92["type"];
+if (typeof v93 !== "string") return { path: join(at, "item.type"), message: "Invalid input: expected string, received " + received(v93) };
+let v94 = v92["id"];
 if (v94 !== undefined) {
-if (typeof v94 !== "string") return { path: join(at, "item.status"), message: "Invalid input: expected string, received " + received(v94) };
+if (typeof v94 !== "string") return { path: join(at, "item.id"), message: "Invalid input: expected string, received " + received(v94) };
 }
-let v95 = v89["command"];
+let v95 = v92["text"];
 if (v95 !== undefined) {
+if (typeof v95 !== "string") return { path: join(at, "item.text"), message: "Invalid input: expected string, received " + received(v95) };
 }
-let v96 = v89["aggregated_output"];
+let v96 = v92["message"];
 if (v96 !== undefined) {
-if (v96 !== null) {
-if (typeof v96 !== "string") return { path: join(at, "item.aggregated_output"), message: "Invalid input: expected string, received " + received(v96) };
+if (typeof v96 !== "string") return { path: join(at, "item.message"), message: "Invalid input: expected string, received " + received(v96) };
 }
-}
-let v97 = v89["exit_code"];
+let v97 = v92["status"];
 if (v97 !== undefined) {
-if (v97 !== null) {
-if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected number, received " + received(v97) };
-if (!Number.isInteger(v97)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected int, received " + received(v97) };
-if (v97 > 9007199254740991) return { path: join(at, "item.exit_code"), message: "Too big: expected int to be <=9007199254740991" };
-if (v97 < -9007199254740991) return { path: join(at, "item.exit_code"), message: "Too small: expected int to be >=-9007199254740991" };
+if (typeof v97 !== "string") return { path: join(at, "item.status"), message: "Invalid input: expected string, received " + received(v97) };
 }
-}
-let v98 = v89["changes"];
+let v98 = v92["command"];
 if (v98 !== undefined) {
 }
-let v99 = v89["server"];
+let v99 = v92["aggregated_output"];
 if (v99 !== undefined) {
-if (typeof v99 !== "string") return { path: join(at, "item.server"), message: "Invalid input: expected string, received " + received(v99) };
+if (v99 !== null) {
+if (typeof v99 !== "string") return { path: join(at, "item.aggregated_output"), message: "Invalid input: expected string, received " + received(v99) };
 }
-let v100 = v89["tool"];
+}
+let v100 = v92["exit_code"];
 if (v100 !== undefined) {
-if (typeof v100 !== "string") return { path: join(at, "item.tool"), message: "Invalid input: expected string, received " + received(v100) };
+if (v100 !== null) {
+if (typeof v100 !== "number" || !Number.isFinite(v100)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected number, received " + received(v100) };
+if (!Number.isInteger(v100)) return { path: join(at, "item.exit_code"), message: "Invalid input: expected int, received " + received(v100) };
+if (v100 > 9007199254740991) return { path: join(at, "item.exit_code"), message: "Too big: expected int to be <=9007199254740991" };
+if (v100 < -9007199254740991) return { path: join(at, "item.exit_code"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v101 = v89["arguments"];
+}
+let v101 = v92["changes"];
 if (v101 !== undefined) {
 }
-let v102 = v89["result"];
+let v102 = v92["server"];
 if (v102 !== undefined) {
+if (typeof v102 !== "string") return { path: join(at, "item.server"), message: "Invalid input: expected string, received " + received(v102) };
 }
-let v103 = v89["query"];
+let v103 = v92["tool"];
 if (v103 !== undefined) {
+if (typeof v103 !== "string") return { path: join(at, "item.tool"), message: "Invalid input: expected string, received " + received(v103) };
 }
-let v104 = v89["error"];
+let v104 = v92["arguments"];
 if (v104 !== undefined) {
-if (v104 !== null) {
-if (typeof v104 !== "object" || v104 === null || Array.isArray(v104)) return { path: join(at, "item.error"), message: "Invalid input: expected object, received " + received(v104) };
-let v105 = v104["message"];
+}
+let v105 = v92["result"];
 if (v105 !== undefined) {
-if (typeof v105 !== "string") return { path: join(at, "item.error.message"), message: "Invalid input: expected string, received " + received(v105) };
+}
+let v106 = v92["query"];
+if (v106 !== undefined) {
+}
+let v107 = v92["error"];
+if (v107 !== undefined) {
+if (v107 !== null) {
+if (typeof v107 !== "object" || v107 === null || Array.isArray(v107)) return { path: join(at, "item.error"), message: "Invalid input: expected object, received " + received(v107) };
+let v108 = v107["message"];
+if (v108 !== undefined) {
+if (typeof v108 !== "string") return { path: join(at, "item.error.message"), message: "Invalid input: expected string, received " + received(v108) };
 }
 }
 }
@@ -516,36 +530,36 @@ return null;
 // turn.completed
 const validateCodexLine_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v106 = value["type"];
-if (v106 !== "turn.completed") return { path: join(at, "type"), message: "Invalid input: expected \"turn.completed\"" };
-let v107 = value["usage"];
-if (v107 !== undefined) {
-if (v107 !== null) {
-if (typeof v107 !== "object" || v107 === null || Array.isArray(v107)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v107) };
-let v108 = v107["input_tokens"];
-if (v108 !== undefined) {
-if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "usage.input_tokens"), message: "Invalid input: expected number, received " + received(v108) };
-if (!(v108 >= 0)) return { path: join(at, "usage.input_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v109 = v107["cached_input_tokens"];
-if (v109 !== undefined) {
-if (typeof v109 !== "number" || !Number.isFinite(v109)) return { path: join(at, "usage.cached_input_tokens"), message: "Invalid input: expected number, received " + received(v109) };
-if (!(v109 >= 0)) return { path: join(at, "usage.cached_input_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v110 = v107["output_tokens"];
+let v109 = value["type"];
+if (v109 !== "turn.completed") return { path: join(at, "type"), message: "Invalid input: expected \"turn.completed\"" };
+let v110 = value["usage"];
 if (v110 !== undefined) {
-if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: join(at, "usage.output_tokens"), message: "Invalid input: expected number, received " + received(v110) };
-if (!(v110 >= 0)) return { path: join(at, "usage.output_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v111 = v107["reasoning_output_tokens"];
+if (v110 !== null) {
+if (typeof v110 !== "object" || v110 === null || Array.isArray(v110)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v110) };
+let v111 = v110["input_tokens"];
 if (v111 !== undefined) {
-if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "usage.reasoning_output_tokens"), message: "Invalid input: expected number, received " + received(v111) };
-if (!(v111 >= 0)) return { path: join(at, "usage.reasoning_output_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "usage.input_tokens"), message: "Invalid input: expected number, received " + received(v111) };
+if (!(v111 >= 0)) return { path: join(at, "usage.input_tokens"), message: "Too small: expected number to be >=0" };
 }
-let v112 = v107["cache_write_input_tokens"];
+let v112 = v110["cached_input_tokens"];
 if (v112 !== undefined) {
-if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "usage.cache_write_input_tokens"), message: "Invalid input: expected number, received " + received(v112) };
-if (!(v112 >= 0)) return { path: join(at, "usage.cache_write_input_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "usage.cached_input_tokens"), message: "Invalid input: expected number, received " + received(v112) };
+if (!(v112 >= 0)) return { path: join(at, "usage.cached_input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v113 = v110["output_tokens"];
+if (v113 !== undefined) {
+if (typeof v113 !== "number" || !Number.isFinite(v113)) return { path: join(at, "usage.output_tokens"), message: "Invalid input: expected number, received " + received(v113) };
+if (!(v113 >= 0)) return { path: join(at, "usage.output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v114 = v110["reasoning_output_tokens"];
+if (v114 !== undefined) {
+if (typeof v114 !== "number" || !Number.isFinite(v114)) return { path: join(at, "usage.reasoning_output_tokens"), message: "Invalid input: expected number, received " + received(v114) };
+if (!(v114 >= 0)) return { path: join(at, "usage.reasoning_output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v115 = v110["cache_write_input_tokens"];
+if (v115 !== undefined) {
+if (typeof v115 !== "number" || !Number.isFinite(v115)) return { path: join(at, "usage.cache_write_input_tokens"), message: "Invalid input: expected number, received " + received(v115) };
+if (!(v115 >= 0)) return { path: join(at, "usage.cache_write_input_tokens"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -554,15 +568,15 @@ return null;
 // turn.failed
 const validateCodexLine_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v113 = value["type"];
-if (v113 !== "turn.failed") return { path: join(at, "type"), message: "Invalid input: expected \"turn.failed\"" };
-let v114 = value["error"];
-if (v114 !== undefined) {
-if (v114 !== null) {
-if (typeof v114 !== "object" || v114 === null || Array.isArray(v114)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v114) };
-let v115 = v114["message"];
-if (v115 !== undefined) {
-if (typeof v115 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v115) };
+let v116 = value["type"];
+if (v116 !== "turn.failed") return { path: join(at, "type"), message: "Invalid input: expected \"turn.failed\"" };
+let v117 = value["error"];
+if (v117 !== undefined) {
+if (v117 !== null) {
+if (typeof v117 !== "object" || v117 === null || Array.isArray(v117)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v117) };
+let v118 = v117["message"];
+if (v118 !== undefined) {
+if (typeof v118 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v118) };
 }
 }
 }
@@ -571,89 +585,89 @@ return null;
 // error
 const validateCodexLine_5 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v116 = value["type"];
-if (v116 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
-let v117 = value["message"];
-if (v117 !== undefined) {
-if (typeof v117 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v117) };
+let v119 = value["type"];
+if (v119 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
+let v120 = value["message"];
+if (v120 !== undefined) {
+if (typeof v120 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v120) };
 }
 return null;
 };
 // init
 const validateGeminiLine_0 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v118 = value["type"];
-if (v118 !== "init") return { path: join(at, "type"), message: "Invalid input: expected \"init\"" };
-let v119 = value["session_id"];
-if (v119 !== undefined) {
-if (typeof v119 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v119) };
+let v121 = value["type"];
+if (v121 !== "init") return { path: join(at, "type"), message: "Invalid input: expected \"init\"" };
+let v122 = value["session_id"];
+if (v122 !== undefined) {
+if (typeof v122 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v122) };
 }
-let v120 = value["model"];
-if (v120 !== undefined) {
-if (typeof v120 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v120) };
+let v123 = value["model"];
+if (v123 !== undefined) {
+if (typeof v123 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v123) };
 }
 return null;
 };
 // message
 const validateGeminiLine_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v121 = value["type"];
-if (v121 !== "message") return { path: join(at, "type"), message: "Invalid input: expected \"message\"" };
-let v122 = value["role"];
-if (v122 !== undefined) {
-if (typeof v122 !== "string") return { path: join(at, "role"), message: "Invalid input: expected string, received " + received(v122) };
+let v124 = value["type"];
+if (v124 !== "message") return { path: join(at, "type"), message: "Invalid input: expected \"message\"" };
+let v125 = value["role"];
+if (v125 !== undefined) {
+if (typeof v125 !== "string") return { path: join(at, "role"), message: "Invalid input: expected string, received " + received(v125) };
 }
-let v123 = value["content"];
-if (v123 !== undefined) {
-if (typeof v123 !== "string") return { path: join(at, "content"), message: "Invalid input: expected string, received " + received(v123) };
+let v126 = value["content"];
+if (v126 !== undefined) {
+if (typeof v126 !== "string") return { path: join(at, "content"), message: "Invalid input: expected string, received " + received(v126) };
 }
-let v124 = value["delta"];
-if (v124 !== undefined) {
-if (typeof v124 !== "boolean") return { path: join(at, "delta"), message: "Invalid input: expected boolean, received " + received(v124) };
+let v127 = value["delta"];
+if (v127 !== undefined) {
+if (typeof v127 !== "boolean") return { path: join(at, "delta"), message: "Invalid input: expected boolean, received " + received(v127) };
 }
 return null;
 };
 // tool_use
 const validateGeminiLine_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v125 = value["type"];
-if (v125 !== "tool_use") return { path: join(at, "type"), message: "Invalid input: expected \"tool_use\"" };
-let v126 = value["tool_id"];
-if (v126 !== undefined) {
-if (typeof v126 !== "string") return { path: join(at, "tool_id"), message: "Invalid input: expected string, received " + received(v126) };
+let v128 = value["type"];
+if (v128 !== "tool_use") return { path: join(at, "type"), message: "Invalid input: expected \"tool_use\"" };
+let v129 = value["tool_id"];
+if (v129 !== undefined) {
+if (typeof v129 !== "string") return { path: join(at, "tool_id"), message: "Invalid input: expected string, received " + received(v129) };
 }
-let v127 = value["tool_name"];
-if (v127 !== undefined) {
-if (typeof v127 !== "string") return { path: join(at, "tool_name"), message: "Invalid input: expected string, received " + received(v127) };
+let v130 = value["tool_name"];
+if (v130 !== undefined) {
+if (typeof v130 !== "string") return { path: join(at, "tool_name"), message: "Invalid input: expected string, received " + received(v130) };
 }
-let v128 = value["parameters"];
-if (v128 !== undefined) {
+let v131 = value["parameters"];
+if (v131 !== undefined) {
 }
 return null;
 };
 // tool_result
 const validateGeminiLine_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v129 = value["type"];
-if (v129 !== "tool_result") return { path: join(at, "type"), message: "Invalid input: expected \"tool_result\"" };
-let v130 = value["tool_id"];
-if (v130 !== undefined) {
-if (typeof v130 !== "string") return { path: join(at, "tool_id"), message: "Invalid input: expected string, received " + received(v130) };
-}
-let v131 = value["status"];
-if (v131 !== undefined) {
-if (typeof v131 !== "string") return { path: join(at, "status"), message: "Invalid input: expected string, received " + received(v131) };
-}
-let v132 = value["output"];
-if (v132 !== undefined) {
-}
-let v133 = value["error"];
+let v132 = value["type"];
+if (v132 !== "tool_result") return { path: join(at, "type"), message: "Invalid input: expected \"tool_result\"" };
+let v133 = value["tool_id"];
 if (v133 !== undefined) {
-if (v133 !== null) {
-if (typeof v133 !== "object" || v133 === null || Array.isArray(v133)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v133) };
-let v134 = v133["message"];
+if (typeof v133 !== "string") return { path: join(at, "tool_id"), message: "Invalid input: expected string, received " + received(v133) };
+}
+let v134 = value["status"];
 if (v134 !== undefined) {
-if (typeof v134 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v134) };
+if (typeof v134 !== "string") return { path: join(at, "status"), message: "Invalid input: expected string, received " + received(v134) };
+}
+let v135 = value["output"];
+if (v135 !== undefined) {
+}
+let v136 = value["error"];
+if (v136 !== undefined) {
+if (v136 !== null) {
+if (typeof v136 !== "object" || v136 === null || Array.isArray(v136)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v136) };
+let v137 = v136["message"];
+if (v137 !== undefined) {
+if (typeof v137 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v137) };
 }
 }
 }
@@ -662,72 +676,72 @@ return null;
 // error
 const validateGeminiLine_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v135 = value["type"];
-if (v135 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
-let v136 = value["message"];
-if (v136 !== undefined) {
-if (typeof v136 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v136) };
+let v138 = value["type"];
+if (v138 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
+let v139 = value["message"];
+if (v139 !== undefined) {
+if (typeof v139 !== "string") return { path: join(at, "message"), message: "Invalid input: expected string, received " + received(v139) };
 }
 return null;
 };
 // result
 const validateGeminiLine_5 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v137 = value["type"];
-if (v137 !== "result") return { path: join(at, "type"), message: "Invalid input: expected \"result\"" };
-let v138 = value["status"];
-if (v138 !== undefined) {
-if (typeof v138 !== "string") return { path: join(at, "status"), message: "Invalid input: expected string, received " + received(v138) };
-}
-let v139 = value["error"];
-if (v139 !== undefined) {
-if (v139 !== null) {
-if (typeof v139 !== "object" || v139 === null || Array.isArray(v139)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v139) };
-let v140 = v139["message"];
-if (v140 !== undefined) {
-if (typeof v140 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v140) };
-}
-}
-}
-let v141 = value["stats"];
+let v140 = value["type"];
+if (v140 !== "result") return { path: join(at, "type"), message: "Invalid input: expected \"result\"" };
+let v141 = value["status"];
 if (v141 !== undefined) {
-if (v141 !== null) {
-if (typeof v141 !== "object" || v141 === null || Array.isArray(v141)) return { path: join(at, "stats"), message: "Invalid input: expected object, received " + received(v141) };
-let v142 = v141["input_tokens"];
+if (typeof v141 !== "string") return { path: join(at, "status"), message: "Invalid input: expected string, received " + received(v141) };
+}
+let v142 = value["error"];
 if (v142 !== undefined) {
-if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "stats.input_tokens"), message: "Invalid input: expected number, received " + received(v142) };
-if (!(v142 >= 0)) return { path: join(at, "stats.input_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v143 = v141["cached"];
+if (v142 !== null) {
+if (typeof v142 !== "object" || v142 === null || Array.isArray(v142)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v142) };
+let v143 = v142["message"];
 if (v143 !== undefined) {
-if (typeof v143 !== "number" || !Number.isFinite(v143)) return { path: join(at, "stats.cached"), message: "Invalid input: expected number, received " + received(v143) };
-if (!(v143 >= 0)) return { path: join(at, "stats.cached"), message: "Too small: expected number to be >=0" };
+if (typeof v143 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v143) };
 }
-let v144 = v141["output_tokens"];
+}
+}
+let v144 = value["stats"];
 if (v144 !== undefined) {
-if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "stats.output_tokens"), message: "Invalid input: expected number, received " + received(v144) };
-if (!(v144 >= 0)) return { path: join(at, "stats.output_tokens"), message: "Too small: expected number to be >=0" };
-}
-let v145 = v141["models"];
+if (v144 !== null) {
+if (typeof v144 !== "object" || v144 === null || Array.isArray(v144)) return { path: join(at, "stats"), message: "Invalid input: expected object, received " + received(v144) };
+let v145 = v144["input_tokens"];
 if (v145 !== undefined) {
-if (typeof v145 !== "object" || v145 === null || Array.isArray(v145)) return { path: join(at, "stats.models"), message: "Invalid input: expected record, received " + received(v145) };
-for (const v146 of Object.keys(v145)) {
-const v147 = v145[v146];
-if (typeof v147 !== "object" || v147 === null || Array.isArray(v147)) return { path: join(at, "stats.models." + v146), message: "Invalid input: expected object, received " + received(v147) };
-let v148 = v147["input_tokens"];
+if (typeof v145 !== "number" || !Number.isFinite(v145)) return { path: join(at, "stats.input_tokens"), message: "Invalid input: expected number, received " + received(v145) };
+if (!(v145 >= 0)) return { path: join(at, "stats.input_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v146 = v144["cached"];
+if (v146 !== undefined) {
+if (typeof v146 !== "number" || !Number.isFinite(v146)) return { path: join(at, "stats.cached"), message: "Invalid input: expected number, received " + received(v146) };
+if (!(v146 >= 0)) return { path: join(at, "stats.cached"), message: "Too small: expected number to be >=0" };
+}
+let v147 = v144["output_tokens"];
+if (v147 !== undefined) {
+if (typeof v147 !== "number" || !Number.isFinite(v147)) return { path: join(at, "stats.output_tokens"), message: "Invalid input: expected number, received " + received(v147) };
+if (!(v147 >= 0)) return { path: join(at, "stats.output_tokens"), message: "Too small: expected number to be >=0" };
+}
+let v148 = v144["models"];
 if (v148 !== undefined) {
-if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "stats.models." + v146 + ".input_tokens"), message: "Invalid input: expected number, received " + received(v148) };
-if (!(v148 >= 0)) return { path: join(at, "stats.models." + v146 + ".input_tokens"), message: "Too small: expected number to be >=0" };
+if (typeof v148 !== "object" || v148 === null || Array.isArray(v148)) return { path: join(at, "stats.models"), message: "Invalid input: expected record, received " + received(v148) };
+for (const v149 of Object.keys(v148)) {
+const v150 = v148[v149];
+if (typeof v150 !== "object" || v150 === null || Array.isArray(v150)) return { path: join(at, "stats.models." + v149), message: "Invalid input: expected object, received " + received(v150) };
+let v151 = v150["input_tokens"];
+if (v151 !== undefined) {
+if (typeof v151 !== "number" || !Number.isFinite(v151)) return { path: join(at, "stats.models." + v149 + ".input_tokens"), message: "Invalid input: expected number, received " + received(v151) };
+if (!(v151 >= 0)) return { path: join(at, "stats.models." + v149 + ".input_tokens"), message: "Too small: expected number to be >=0" };
 }
-let v149 = v147["cached"];
-if (v149 !== undefined) {
-if (typeof v149 !== "number" || !Number.isFinite(v149)) return { path: join(at, "stats.models." + v146 + ".cached"), message: "Invalid input: expected number, received " + received(v149) };
-if (!(v149 >= 0)) return { path: join(at, "stats.models." + v146 + ".cached"), message: "Too small: expected number to be >=0" };
+let v152 = v150["cached"];
+if (v152 !== undefined) {
+if (typeof v152 !== "number" || !Number.isFinite(v152)) return { path: join(at, "stats.models." + v149 + ".cached"), message: "Invalid input: expected number, received " + received(v152) };
+if (!(v152 >= 0)) return { path: join(at, "stats.models." + v149 + ".cached"), message: "Too small: expected number to be >=0" };
 }
-let v150 = v147["output_tokens"];
-if (v150 !== undefined) {
-if (typeof v150 !== "number" || !Number.isFinite(v150)) return { path: join(at, "stats.models." + v146 + ".output_tokens"), message: "Invalid input: expected number, received " + received(v150) };
-if (!(v150 >= 0)) return { path: join(at, "stats.models." + v146 + ".output_tokens"), message: "Too small: expected number to be >=0" };
+let v153 = v150["output_tokens"];
+if (v153 !== undefined) {
+if (typeof v153 !== "number" || !Number.isFinite(v153)) return { path: join(at, "stats.models." + v149 + ".output_tokens"), message: "Invalid input: expected number, received " + received(v153) };
+if (!(v153 >= 0)) return { path: join(at, "stats.models." + v149 + ".output_tokens"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -738,18 +752,18 @@ return null;
 // text
 const validateOpencodeLine_0 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v151 = value["type"];
-if (v151 !== "text") return { path: join(at, "type"), message: "Invalid input: expected \"text\"" };
-let v152 = value["sessionID"];
-if (v152 !== undefined) {
-if (typeof v152 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v152) };
+let v154 = value["type"];
+if (v154 !== "text") return { path: join(at, "type"), message: "Invalid input: expected \"text\"" };
+let v155 = value["sessionID"];
+if (v155 !== undefined) {
+if (typeof v155 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v155) };
 }
-let v153 = value["part"];
-if (v153 !== undefined) {
-if (typeof v153 !== "object" || v153 === null || Array.isArray(v153)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v153) };
-let v154 = v153["text"];
-if (v154 !== undefined) {
-if (typeof v154 !== "string") return { path: join(at, "part.text"), message: "Invalid input: expected string, received " + received(v154) };
+let v156 = value["part"];
+if (v156 !== undefined) {
+if (typeof v156 !== "object" || v156 === null || Array.isArray(v156)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v156) };
+let v157 = v156["text"];
+if (v157 !== undefined) {
+if (typeof v157 !== "string") return { path: join(at, "part.text"), message: "Invalid input: expected string, received " + received(v157) };
 }
 }
 return null;
@@ -757,55 +771,55 @@ return null;
 // tool_use
 const validateOpencodeLine_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v155 = value["type"];
-if (v155 !== "tool_use") return { path: join(at, "type"), message: "Invalid input: expected \"tool_use\"" };
-let v156 = value["sessionID"];
-if (v156 !== undefined) {
-if (typeof v156 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v156) };
-}
-let v157 = value["part"];
-if (v157 !== undefined) {
-if (typeof v157 !== "object" || v157 === null || Array.isArray(v157)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v157) };
-let v158 = v157["callID"];
-if (v158 !== undefined) {
-if (typeof v158 !== "string") return { path: join(at, "part.callID"), message: "Invalid input: expected string, received " + received(v158) };
-}
-let v159 = v157["id"];
+let v158 = value["type"];
+if (v158 !== "tool_use") return { path: join(at, "type"), message: "Invalid input: expected \"tool_use\"" };
+let v159 = value["sessionID"];
 if (v159 !== undefined) {
-if (typeof v159 !== "string") return { path: join(at, "part.id"), message: "Invalid input: expected string, received " + received(v159) };
+if (typeof v159 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v159) };
 }
-let v160 = v157["tool"];
+let v160 = value["part"];
 if (v160 !== undefined) {
-if (typeof v160 !== "string") return { path: join(at, "part.tool"), message: "Invalid input: expected string, received " + received(v160) };
-}
-let v161 = v157["state"];
+if (typeof v160 !== "object" || v160 === null || Array.isArray(v160)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v160) };
+let v161 = v160["callID"];
 if (v161 !== undefined) {
-if (typeof v161 !== "object" || v161 === null || Array.isArray(v161)) return { path: join(at, "part.state"), message: "Invalid input: expected object, received " + received(v161) };
-let v162 = v161["status"];
+if (typeof v161 !== "string") return { path: join(at, "part.callID"), message: "Invalid input: expected string, received " + received(v161) };
+}
+let v162 = v160["id"];
 if (v162 !== undefined) {
-if (typeof v162 !== "string") return { path: join(at, "part.state.status"), message: "Invalid input: expected string, received " + received(v162) };
+if (typeof v162 !== "string") return { path: join(at, "part.id"), message: "Invalid input: expected string, received " + received(v162) };
 }
-let v163 = v161["input"];
+let v163 = v160["tool"];
 if (v163 !== undefined) {
+if (typeof v163 !== "string") return { path: join(at, "part.tool"), message: "Invalid input: expected string, received " + received(v163) };
 }
-let v164 = v161["output"];
+let v164 = v160["state"];
 if (v164 !== undefined) {
-}
-let v165 = v161["error"];
+if (typeof v164 !== "object" || v164 === null || Array.isArray(v164)) return { path: join(at, "part.state"), message: "Invalid input: expected object, received " + received(v164) };
+let v165 = v164["status"];
 if (v165 !== undefined) {
+if (typeof v165 !== "string") return { path: join(at, "part.state.status"), message: "Invalid input: expected string, received " + received(v165) };
 }
-let v166 = v161["time"];
+let v166 = v164["input"];
 if (v166 !== undefined) {
-if (typeof v166 !== "object" || v166 === null || Array.isArray(v166)) return { path: join(at, "part.state.time"), message: "Invalid input: expected object, received " + received(v166) };
-let v167 = v166["start"];
-if (v167 !== undefined) {
-if (typeof v167 !== "number" || !Number.isFinite(v167)) return { path: join(at, "part.state.time.start"), message: "Invalid input: expected number, received " + received(v167) };
-if (!(v167 >= 0)) return { path: join(at, "part.state.time.start"), message: "Too small: expected number to be >=0" };
 }
-let v168 = v166["end"];
+let v167 = v164["output"];
+if (v167 !== undefined) {
+}
+let v168 = v164["error"];
 if (v168 !== undefined) {
-if (typeof v168 !== "number" || !Number.isFinite(v168)) return { path: join(at, "part.state.time.end"), message: "Invalid input: expected number, received " + received(v168) };
-if (!(v168 >= 0)) return { path: join(at, "part.state.time.end"), message: "Too small: expected number to be >=0" };
+}
+let v169 = v164["time"];
+if (v169 !== undefined) {
+if (typeof v169 !== "object" || v169 === null || Array.isArray(v169)) return { path: join(at, "part.state.time"), message: "Invalid input: expected object, received " + received(v169) };
+let v170 = v169["start"];
+if (v170 !== undefined) {
+if (typeof v170 !== "number" || !Number.isFinite(v170)) return { path: join(at, "part.state.time.start"), message: "Invalid input: expected number, received " + received(v170) };
+if (!(v170 >= 0)) return { path: join(at, "part.state.time.start"), message: "Too small: expected number to be >=0" };
+}
+let v171 = v169["end"];
+if (v171 !== undefined) {
+if (typeof v171 !== "number" || !Number.isFinite(v171)) return { path: join(at, "part.state.time.end"), message: "Invalid input: expected number, received " + received(v171) };
+if (!(v171 >= 0)) return { path: join(at, "part.state.time.end"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -815,50 +829,50 @@ return null;
 // step_finish
 const validateOpencodeLine_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v169 = value["type"];
-if (v169 !== "step_finish") return { path: join(at, "type"), message: "Invalid input: expected \"step_finish\"" };
-let v170 = value["sessionID"];
-if (v170 !== undefined) {
-if (typeof v170 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v170) };
-}
-let v171 = value["part"];
-if (v171 !== undefined) {
-if (typeof v171 !== "object" || v171 === null || Array.isArray(v171)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v171) };
-let v172 = v171["cost"];
-if (v172 !== undefined) {
-if (typeof v172 !== "number" || !Number.isFinite(v172)) return { path: join(at, "part.cost"), message: "Invalid input: expected number, received " + received(v172) };
-if (!(v172 >= 0)) return { path: join(at, "part.cost"), message: "Too small: expected number to be >=0" };
-}
-let v173 = v171["tokens"];
+let v172 = value["type"];
+if (v172 !== "step_finish") return { path: join(at, "type"), message: "Invalid input: expected \"step_finish\"" };
+let v173 = value["sessionID"];
 if (v173 !== undefined) {
-if (typeof v173 !== "object" || v173 === null || Array.isArray(v173)) return { path: join(at, "part.tokens"), message: "Invalid input: expected object, received " + received(v173) };
-let v174 = v173["input"];
+if (typeof v173 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v173) };
+}
+let v174 = value["part"];
 if (v174 !== undefined) {
-if (typeof v174 !== "number" || !Number.isFinite(v174)) return { path: join(at, "part.tokens.input"), message: "Invalid input: expected number, received " + received(v174) };
-if (!(v174 >= 0)) return { path: join(at, "part.tokens.input"), message: "Too small: expected number to be >=0" };
-}
-let v175 = v173["output"];
+if (typeof v174 !== "object" || v174 === null || Array.isArray(v174)) return { path: join(at, "part"), message: "Invalid input: expected object, received " + received(v174) };
+let v175 = v174["cost"];
 if (v175 !== undefined) {
-if (typeof v175 !== "number" || !Number.isFinite(v175)) return { path: join(at, "part.tokens.output"), message: "Invalid input: expected number, received " + received(v175) };
-if (!(v175 >= 0)) return { path: join(at, "part.tokens.output"), message: "Too small: expected number to be >=0" };
+if (typeof v175 !== "number" || !Number.isFinite(v175)) return { path: join(at, "part.cost"), message: "Invalid input: expected number, received " + received(v175) };
+if (!(v175 >= 0)) return { path: join(at, "part.cost"), message: "Too small: expected number to be >=0" };
 }
-let v176 = v173["reasoning"];
+let v176 = v174["tokens"];
 if (v176 !== undefined) {
-if (typeof v176 !== "number" || !Number.isFinite(v176)) return { path: join(at, "part.tokens.reasoning"), message: "Invalid input: expected number, received " + received(v176) };
-if (!(v176 >= 0)) return { path: join(at, "part.tokens.reasoning"), message: "Too small: expected number to be >=0" };
-}
-let v177 = v173["cache"];
+if (typeof v176 !== "object" || v176 === null || Array.isArray(v176)) return { path: join(at, "part.tokens"), message: "Invalid input: expected object, received " + received(v176) };
+let v177 = v176["input"];
 if (v177 !== undefined) {
-if (typeof v177 !== "object" || v177 === null || Array.isArray(v177)) return { path: join(at, "part.tokens.cache"), message: "Invalid input: expected object, received " + received(v177) };
-let v178 = v177["read"];
-if (v178 !== undefined) {
-if (typeof v178 !== "number" || !Number.isFinite(v178)) return { path: join(at, "part.tokens.cache.read"), message: "Invalid input: expected number, received " + received(v178) };
-if (!(v178 >= 0)) return { path: join(at, "part.tokens.cache.read"), message: "Too small: expected number to be >=0" };
+if (typeof v177 !== "number" || !Number.isFinite(v177)) return { path: join(at, "part.tokens.input"), message: "Invalid input: expected number, received " + received(v177) };
+if (!(v177 >= 0)) return { path: join(at, "part.tokens.input"), message: "Too small: expected number to be >=0" };
 }
-let v179 = v177["write"];
+let v178 = v176["output"];
+if (v178 !== undefined) {
+if (typeof v178 !== "number" || !Number.isFinite(v178)) return { path: join(at, "part.tokens.output"), message: "Invalid input: expected number, received " + received(v178) };
+if (!(v178 >= 0)) return { path: join(at, "part.tokens.output"), message: "Too small: expected number to be >=0" };
+}
+let v179 = v176["reasoning"];
 if (v179 !== undefined) {
-if (typeof v179 !== "number" || !Number.isFinite(v179)) return { path: join(at, "part.tokens.cache.write"), message: "Invalid input: expected number, received " + received(v179) };
-if (!(v179 >= 0)) return { path: join(at, "part.tokens.cache.write"), message: "Too small: expected number to be >=0" };
+if (typeof v179 !== "number" || !Number.isFinite(v179)) return { path: join(at, "part.tokens.reasoning"), message: "Invalid input: expected number, received " + received(v179) };
+if (!(v179 >= 0)) return { path: join(at, "part.tokens.reasoning"), message: "Too small: expected number to be >=0" };
+}
+let v180 = v176["cache"];
+if (v180 !== undefined) {
+if (typeof v180 !== "object" || v180 === null || Array.isArray(v180)) return { path: join(at, "part.tokens.cache"), message: "Invalid input: expected object, received " + received(v180) };
+let v181 = v180["read"];
+if (v181 !== undefined) {
+if (typeof v181 !== "number" || !Number.isFinite(v181)) return { path: join(at, "part.tokens.cache.read"), message: "Invalid input: expected number, received " + received(v181) };
+if (!(v181 >= 0)) return { path: join(at, "part.tokens.cache.read"), message: "Too small: expected number to be >=0" };
+}
+let v182 = v180["write"];
+if (v182 !== undefined) {
+if (typeof v182 !== "number" || !Number.isFinite(v182)) return { path: join(at, "part.tokens.cache.write"), message: "Invalid input: expected number, received " + received(v182) };
+if (!(v182 >= 0)) return { path: join(at, "part.tokens.cache.write"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -868,33 +882,33 @@ return null;
 // error
 const validateOpencodeLine_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v180 = value["type"];
-if (v180 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
-let v181 = value["sessionID"];
-if (v181 !== undefined) {
-if (typeof v181 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v181) };
-}
-let v182 = value["error"];
-if (v182 !== undefined) {
-if (typeof v182 !== "object" || v182 === null || Array.isArray(v182)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v182) };
-let v183 = v182["name"];
-if (v183 !== undefined) {
-if (typeof v183 !== "string") return { path: join(at, "error.name"), message: "Invalid input: expected string, received " + received(v183) };
-}
-let v184 = v182["message"];
+let v183 = value["type"];
+if (v183 !== "error") return { path: join(at, "type"), message: "Invalid input: expected \"error\"" };
+let v184 = value["sessionID"];
 if (v184 !== undefined) {
-if (typeof v184 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v184) };
+if (typeof v184 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v184) };
 }
-let v185 = v182["data"];
+let v185 = value["error"];
 if (v185 !== undefined) {
-if (typeof v185 !== "object" || v185 === null || Array.isArray(v185)) return { path: join(at, "error.data"), message: "Invalid input: expected object, received " + received(v185) };
-let v186 = v185["message"];
+if (typeof v185 !== "object" || v185 === null || Array.isArray(v185)) return { path: join(at, "error"), message: "Invalid input: expected object, received " + received(v185) };
+let v186 = v185["name"];
 if (v186 !== undefined) {
-if (typeof v186 !== "string") return { path: join(at, "error.data.message"), message: "Invalid input: expected string, received " + received(v186) };
+if (typeof v186 !== "string") return { path: join(at, "error.name"), message: "Invalid input: expected string, received " + received(v186) };
 }
-let v187 = v185["statusCode"];
+let v187 = v185["message"];
 if (v187 !== undefined) {
-if (typeof v187 !== "number" || !Number.isFinite(v187)) return { path: join(at, "error.data.statusCode"), message: "Invalid input: expected number, received " + received(v187) };
+if (typeof v187 !== "string") return { path: join(at, "error.message"), message: "Invalid input: expected string, received " + received(v187) };
+}
+let v188 = v185["data"];
+if (v188 !== undefined) {
+if (typeof v188 !== "object" || v188 === null || Array.isArray(v188)) return { path: join(at, "error.data"), message: "Invalid input: expected object, received " + received(v188) };
+let v189 = v188["message"];
+if (v189 !== undefined) {
+if (typeof v189 !== "string") return { path: join(at, "error.data.message"), message: "Invalid input: expected string, received " + received(v189) };
+}
+let v190 = v188["statusCode"];
+if (v190 !== undefined) {
+if (typeof v190 !== "number" || !Number.isFinite(v190)) return { path: join(at, "error.data.statusCode"), message: "Invalid input: expected number, received " + received(v190) };
 }
 }
 }
@@ -903,11 +917,11 @@ return null;
 // *
 const validateOpencodeLine_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v188 = value["type"];
-if (typeof v188 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v188) };
-let v189 = value["sessionID"];
-if (v189 !== undefined) {
-if (typeof v189 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v189) };
+let v191 = value["type"];
+if (typeof v191 !== "string") return { path: join(at, "type"), message: "Invalid input: expected string, received " + received(v191) };
+let v192 = value["sessionID"];
+if (v192 !== undefined) {
+if (typeof v192 !== "string") return { path: join(at, "sessionID"), message: "Invalid input: expected string, received " + received(v192) };
 }
 return null;
 };

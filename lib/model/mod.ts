@@ -14,3 +14,4 @@ export { OPENAI_RETRY, openaiModel } from "./openai_model.ts";
 export type { OpenAIModelOptions } from "./openai_model.ts";
 export { readServerSentEvents } from "./sse.ts";
 export type { ServerSentEvent } from "./sse.ts";
+export { modelFacts } from "./model_facts.ts";

@@ -68,196 +68,384 @@ let v5 = value["resumeOf"];
 if (v5 !== null) {
 if (typeof v5 !== "string") return { path: join(at, "resumeOf"), message: "Invalid input: expected string, received " + received(v5) };
 }
+let v6 = value["agent"];
+if (v6 !== undefined) {
+if (typeof v6 !== "object" || v6 === null || Array.isArray(v6)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v6) };
+let v7 = v6["provider"];
+if (v7 !== undefined) {
+if (typeof v7 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v7) };
+if (v7.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
+}
+let v8 = v6["model"];
+if (v8 !== undefined) {
+if (typeof v8 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v8) };
+if (v8.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v9 = v6["version"];
+if (v9 !== undefined) {
+if (typeof v9 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v9) };
+if (v9.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
+}
+let v10 = v6["inputExcludesCache"];
+if (v10 !== undefined) {
+if (typeof v10 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v10) };
+}
+let v11 = v6["inProcess"];
+if (v11 !== undefined) {
+if (typeof v11 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v11) };
+}
+}
 return null;
 };
 // session.linked
 const validatePayload_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v6 = value["nativeSessionId"];
-if (typeof v6 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v6) };
-if (v6.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
+let v12 = value["nativeSessionId"];
+if (typeof v12 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v12) };
+if (v12.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
+let v13 = value["agent"];
+if (v13 !== undefined) {
+if (typeof v13 !== "object" || v13 === null || Array.isArray(v13)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v13) };
+let v14 = v13["provider"];
+if (v14 !== undefined) {
+if (typeof v14 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v14) };
+if (v14.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
+}
+let v15 = v13["model"];
+if (v15 !== undefined) {
+if (typeof v15 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v15) };
+if (v15.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v16 = v13["version"];
+if (v16 !== undefined) {
+if (typeof v16 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v16) };
+if (v16.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
+}
+let v17 = v13["inputExcludesCache"];
+if (v17 !== undefined) {
+if (typeof v17 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v17) };
+}
+let v18 = v13["inProcess"];
+if (v18 !== undefined) {
+if (typeof v18 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v18) };
+}
+}
 return null;
 };
 // message.delta
 const validatePayload_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v7 = value["role"];
-if (v7 !== "user" && v7 !== "assistant" && v7 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v8 = value["text"];
-if (typeof v8 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v8) };
+let v19 = value["role"];
+if (v19 !== "user" && v19 !== "assistant" && v19 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v20 = value["text"];
+if (typeof v20 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v20) };
 return null;
 };
 // message.completed
 const validatePayload_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v9 = value["role"];
-if (v9 !== "user" && v9 !== "assistant" && v9 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v10 = value["text"];
-if (typeof v10 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v10) };
+let v21 = value["role"];
+if (v21 !== "user" && v21 !== "assistant" && v21 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v22 = value["text"];
+if (typeof v22 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v22) };
+let v23 = value["modelCall"];
+if (v23 !== undefined) {
+if (typeof v23 !== "object" || v23 === null || Array.isArray(v23)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v23) };
+let v24 = v23["id"];
+if (typeof v24 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v24) };
+if (v24.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v25 = v23["model"];
+if (v25 !== undefined) {
+if (typeof v25 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v25) };
+if (v25.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v26 = v23["stopReason"];
+if (v26 !== undefined) {
+if (v26 !== null) {
+if (typeof v26 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v26) };
+}
+}
+let v27 = v23["usage"];
+if (v27 !== undefined) {
+if (typeof v27 !== "object" || v27 === null || Array.isArray(v27)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v27) };
+let v28 = v27["inputTokens"];
+if (v28 !== undefined) {
+if (typeof v28 !== "number" || !Number.isFinite(v28)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v28) };
+if (!Number.isInteger(v28)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v28) };
+if (v28 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v28 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v28 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v29 = v27["outputTokens"];
+if (v29 !== undefined) {
+if (typeof v29 !== "number" || !Number.isFinite(v29)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v29) };
+if (!Number.isInteger(v29)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v29) };
+if (v29 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v29 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v29 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v30 = v27["cacheReadTokens"];
+if (v30 !== undefined) {
+if (typeof v30 !== "number" || !Number.isFinite(v30)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v30) };
+if (!Number.isInteger(v30)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v30) };
+if (v30 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v30 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v30 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v31 = v27["cacheWriteTokens"];
+if (v31 !== undefined) {
+if (typeof v31 !== "number" || !Number.isFinite(v31)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v31) };
+if (!Number.isInteger(v31)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v31) };
+if (v31 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v31 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v31 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v32 = v27["reasoningTokens"];
+if (v32 !== undefined) {
+if (typeof v32 !== "number" || !Number.isFinite(v32)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v32) };
+if (!Number.isInteger(v32)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v32) };
+if (v32 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v32 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v32 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v33 = v27["costUsd"];
+if (v33 !== undefined) {
+if (typeof v33 !== "number" || !Number.isFinite(v33)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v33) };
+if (!(v33 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+}
+}
+}
 return null;
 };
 // model.requested
 const validatePayload_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v11 = value["historyLength"];
-if (typeof v11 !== "number" || !Number.isFinite(v11)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v11) };
-if (!Number.isInteger(v11)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v11) };
-if (v11 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
-if (v11 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v11 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
-let v12 = value["toolCount"];
-if (typeof v12 !== "number" || !Number.isFinite(v12)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v12) };
-if (!Number.isInteger(v12)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v12) };
-if (v12 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
-if (v12 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v12 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
+let v34 = value["historyLength"];
+if (typeof v34 !== "number" || !Number.isFinite(v34)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v34) };
+if (!Number.isInteger(v34)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v34) };
+if (v34 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
+if (v34 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v34 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
+let v35 = value["toolCount"];
+if (typeof v35 !== "number" || !Number.isFinite(v35)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v35) };
+if (!Number.isInteger(v35)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v35) };
+if (v35 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
+if (v35 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v35 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // model.completed
 const validatePayload_5 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v13 = value["text"];
-if (v13 !== null) {
-if (typeof v13 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v13) };
+let v36 = value["text"];
+if (v36 !== null) {
+if (typeof v36 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v36) };
 }
-let v14 = value["toolCalls"];
-if (!Array.isArray(v14)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v14) };
-for (let v15 = 0; v15 < v14.length; v15++) {
-const v16 = v14[v15];
-if (typeof v16 !== "object" || v16 === null || Array.isArray(v16)) return { path: join(at, "toolCalls." + v15), message: "Invalid input: expected object, received " + received(v16) };
-let v17 = v16["id"];
-if (typeof v17 !== "string") return { path: join(at, "toolCalls." + v15 + ".id"), message: "Invalid input: expected string, received " + received(v17) };
-if (v17.length < 1) return { path: join(at, "toolCalls." + v15 + ".id"), message: "Too small: expected string to have >=1 characters" };
-let v18 = v16["name"];
-if (typeof v18 !== "string") return { path: join(at, "toolCalls." + v15 + ".name"), message: "Invalid input: expected string, received " + received(v18) };
-if (v18.length < 1) return { path: join(at, "toolCalls." + v15 + ".name"), message: "Too small: expected string to have >=1 characters" };
-let v19 = v16["args"];
-if (v19 === undefined && !("args" in v16)) return { path: join(at, "toolCalls." + v15 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v37 = value["toolCalls"];
+if (!Array.isArray(v37)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v37) };
+for (let v38 = 0; v38 < v37.length; v38++) {
+const v39 = v37[v38];
+if (typeof v39 !== "object" || v39 === null || Array.isArray(v39)) return { path: join(at, "toolCalls." + v38), message: "Invalid input: expected object, received " + received(v39) };
+let v40 = v39["id"];
+if (typeof v40 !== "string") return { path: join(at, "toolCalls." + v38 + ".id"), message: "Invalid input: expected string, received " + received(v40) };
+if (v40.length < 1) return { path: join(at, "toolCalls." + v38 + ".id"), message: "Too small: expected string to have >=1 characters" };
+let v41 = v39["name"];
+if (typeof v41 !== "string") return { path: join(at, "toolCalls." + v38 + ".name"), message: "Invalid input: expected string, received " + received(v41) };
+if (v41.length < 1) return { path: join(at, "toolCalls." + v38 + ".name"), message: "Too small: expected string to have >=1 characters" };
+let v42 = v39["args"];
+if (v42 === undefined && !("args" in v39)) return { path: join(at, "toolCalls." + v38 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
 }
-let v20 = value["stopReason"];
-if (v20 !== null) {
-if (typeof v20 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v20) };
+let v43 = value["stopReason"];
+if (v43 !== null) {
+if (typeof v43 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v43) };
 }
-let v21 = value["usage"];
-if (v21 !== null) {
-if (typeof v21 !== "object" || v21 === null || Array.isArray(v21)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v21) };
-let v22 = v21["inputTokens"];
-if (v22 !== undefined) {
-if (typeof v22 !== "number" || !Number.isFinite(v22)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v22) };
-if (!Number.isInteger(v22)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v22) };
-if (v22 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v22 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v22 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
+let v44 = value["usage"];
+if (v44 !== null) {
+if (typeof v44 !== "object" || v44 === null || Array.isArray(v44)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v44) };
+let v45 = v44["inputTokens"];
+if (v45 !== undefined) {
+if (typeof v45 !== "number" || !Number.isFinite(v45)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v45) };
+if (!Number.isInteger(v45)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v45) };
+if (v45 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v45 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v45 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v23 = v21["outputTokens"];
-if (v23 !== undefined) {
-if (typeof v23 !== "number" || !Number.isFinite(v23)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v23) };
-if (!Number.isInteger(v23)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v23) };
-if (v23 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v23 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v23 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+let v46 = v44["outputTokens"];
+if (v46 !== undefined) {
+if (typeof v46 !== "number" || !Number.isFinite(v46)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v46) };
+if (!Number.isInteger(v46)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v46) };
+if (v46 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v46 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v46 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v24 = v21["cacheReadTokens"];
-if (v24 !== undefined) {
-if (typeof v24 !== "number" || !Number.isFinite(v24)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v24) };
-if (!Number.isInteger(v24)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v24) };
-if (v24 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v24 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v24 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+let v47 = v44["cacheReadTokens"];
+if (v47 !== undefined) {
+if (typeof v47 !== "number" || !Number.isFinite(v47)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v47) };
+if (!Number.isInteger(v47)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v47) };
+if (v47 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v47 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v47 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v25 = v21["cacheWriteTokens"];
-if (v25 !== undefined) {
-if (typeof v25 !== "number" || !Number.isFinite(v25)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v25) };
-if (!Number.isInteger(v25)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v25) };
-if (v25 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v25 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v25 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+let v48 = v44["cacheWriteTokens"];
+if (v48 !== undefined) {
+if (typeof v48 !== "number" || !Number.isFinite(v48)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v48) };
+if (!Number.isInteger(v48)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v48) };
+if (v48 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v48 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v48 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v26 = v21["reasoningTokens"];
-if (v26 !== undefined) {
-if (typeof v26 !== "number" || !Number.isFinite(v26)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v26) };
-if (!Number.isInteger(v26)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v26) };
-if (v26 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v26 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v26 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+let v49 = v44["reasoningTokens"];
+if (v49 !== undefined) {
+if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v49) };
+if (!Number.isInteger(v49)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v49) };
+if (v49 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v49 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v49 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v27 = v21["costUsd"];
-if (v27 !== undefined) {
-if (typeof v27 !== "number" || !Number.isFinite(v27)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v27) };
-if (!(v27 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+let v50 = v44["costUsd"];
+if (v50 !== undefined) {
+if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v50) };
+if (!(v50 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
-let v28 = value["reasoning"];
-if (v28 !== null) {
-if (typeof v28 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v28) };
+let v51 = value["reasoning"];
+if (v51 !== null) {
+if (typeof v51 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v51) };
 }
 return null;
 };
 // tool.started
 const validatePayload_6 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v29 = value["callId"];
-if (typeof v29 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v29) };
-if (v29.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v30 = value["tool"];
-if (typeof v30 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v30) };
-let v31 = value["args"];
-if (v31 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v52 = value["callId"];
+if (typeof v52 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v52) };
+if (v52.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v53 = value["tool"];
+if (typeof v53 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v53) };
+let v54 = value["args"];
+if (v54 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v55 = value["modelCall"];
+if (v55 !== undefined) {
+if (typeof v55 !== "object" || v55 === null || Array.isArray(v55)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v55) };
+let v56 = v55["id"];
+if (typeof v56 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v56) };
+if (v56.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v57 = v55["model"];
+if (v57 !== undefined) {
+if (typeof v57 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v57) };
+if (v57.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v58 = v55["stopReason"];
+if (v58 !== undefined) {
+if (v58 !== null) {
+if (typeof v58 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v58) };
+}
+}
+let v59 = v55["usage"];
+if (v59 !== undefined) {
+if (typeof v59 !== "object" || v59 === null || Array.isArray(v59)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v59) };
+let v60 = v59["inputTokens"];
+if (v60 !== undefined) {
+if (typeof v60 !== "number" || !Number.isFinite(v60)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v60) };
+if (!Number.isInteger(v60)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v60) };
+if (v60 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v60 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v60 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v61 = v59["outputTokens"];
+if (v61 !== undefined) {
+if (typeof v61 !== "number" || !Number.isFinite(v61)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v61) };
+if (!Number.isInteger(v61)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v61) };
+if (v61 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v61 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v61 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v62 = v59["cacheReadTokens"];
+if (v62 !== undefined) {
+if (typeof v62 !== "number" || !Number.isFinite(v62)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v62) };
+if (!Number.isInteger(v62)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v62) };
+if (v62 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v62 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v62 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v63 = v59["cacheWriteTokens"];
+if (v63 !== undefined) {
+if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v63) };
+if (!Number.isInteger(v63)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v63) };
+if (v63 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v63 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v63 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v64 = v59["reasoningTokens"];
+if (v64 !== undefined) {
+if (typeof v64 !== "number" || !Number.isFinite(v64)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v64) };
+if (!Number.isInteger(v64)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v64) };
+if (v64 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v64 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v64 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v65 = v59["costUsd"];
+if (v65 !== undefined) {
+if (typeof v65 !== "number" || !Number.isFinite(v65)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v65) };
+if (!(v65 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+}
+}
+}
 return null;
 };
 // tool.completed
 const validatePayload_7 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v32 = value["callId"];
-if (typeof v32 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v32) };
-if (v32.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v33 = value["ok"];
-if (typeof v33 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v33) };
-let v34 = value["result"];
-if (v34 !== undefined) {
+let v66 = value["callId"];
+if (typeof v66 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v66) };
+if (v66.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v67 = value["ok"];
+if (typeof v67 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v67) };
+let v68 = value["result"];
+if (v68 !== undefined) {
 }
-let v35 = value["error"];
-if (v35 !== undefined) {
-if (typeof v35 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v35) };
+let v69 = value["error"];
+if (v69 !== undefined) {
+if (typeof v69 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v69) };
 }
-let v36 = value["startedAt"];
-if (v36 !== null) {
-if (typeof v36 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v36) };
-if (!isDatetime(c0, v36)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v70 = value["startedAt"];
+if (v70 !== null) {
+if (typeof v70 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v70) };
+if (!isDatetime(c0, v70)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 }
-let v37 = value["finishedAt"];
-if (v37 !== null) {
-if (typeof v37 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v37) };
-if (!isDatetime(c0, v37)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+let v71 = value["finishedAt"];
+if (v71 !== null) {
+if (typeof v71 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v71) };
+if (!isDatetime(c0, v71)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
 // approval.requested
 const validatePayload_8 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v38 = value["approvalId"];
-if (typeof v38 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v38) };
-if (v38.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v39 = value["tool"];
-if (typeof v39 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v39) };
-let v40 = value["args"];
-if (v40 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v72 = value["approvalId"];
+if (typeof v72 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v72) };
+if (v72.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v73 = value["tool"];
+if (typeof v73 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v73) };
+let v74 = value["args"];
+if (v74 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // approval.resolved
 const validatePayload_9 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v41 = value["approvalId"];
-if (typeof v41 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v41) };
-if (v41.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v42 = value["decision"];
-if (v42 !== "allow" && v42 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v43 = value["by"];
-if (typeof v43 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v43) };
-let v44 = value["reason"];
-if (v44 !== undefined) {
-if (v44 !== null) {
-if (typeof v44 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v44) };
+let v75 = value["approvalId"];
+if (typeof v75 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v75) };
+if (v75.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v76 = value["decision"];
+if (v76 !== "allow" && v76 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v77 = value["by"];
+if (typeof v77 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v77) };
+let v78 = value["reason"];
+if (v78 !== undefined) {
+if (v78 !== null) {
+if (typeof v78 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v78) };
 }
 }
 return null;
@@ -265,200 +453,200 @@ return null;
 // question.requested
 const validatePayload_10 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v45 = value["questionId"];
-if (typeof v45 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v45) };
-if (v45.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v46 = value["text"];
-if (typeof v46 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v46) };
+let v79 = value["questionId"];
+if (typeof v79 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v79) };
+if (v79.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v80 = value["text"];
+if (typeof v80 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v80) };
 return null;
 };
 // question.answered
 const validatePayload_11 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v47 = value["questionId"];
-if (typeof v47 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v47) };
-if (v47.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v48 = value["answer"];
-if (typeof v48 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v48) };
+let v81 = value["questionId"];
+if (typeof v81 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v81) };
+if (v81.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v82 = value["answer"];
+if (typeof v82 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v82) };
 return null;
 };
 // usage.updated
 const validatePayload_12 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v49 = value["inputTokens"];
-if (v49 !== null) {
-if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v49) };
-if (!Number.isInteger(v49)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v49) };
-if (v49 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v49 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v49 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
+let v83 = value["inputTokens"];
+if (v83 !== null) {
+if (typeof v83 !== "number" || !Number.isFinite(v83)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v83) };
+if (!Number.isInteger(v83)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v83) };
+if (v83 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v83 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v83 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v50 = value["outputTokens"];
-if (v50 !== null) {
-if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v50) };
-if (!Number.isInteger(v50)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v50) };
-if (v50 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v50 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v50 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
+let v84 = value["outputTokens"];
+if (v84 !== null) {
+if (typeof v84 !== "number" || !Number.isFinite(v84)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v84) };
+if (!Number.isInteger(v84)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v84) };
+if (v84 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v84 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v84 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v51 = value["cacheReadTokens"];
-if (v51 !== null) {
-if (typeof v51 !== "number" || !Number.isFinite(v51)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v51) };
-if (!Number.isInteger(v51)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v51) };
-if (v51 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v51 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v51 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
+let v85 = value["cacheReadTokens"];
+if (v85 !== null) {
+if (typeof v85 !== "number" || !Number.isFinite(v85)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v85) };
+if (!Number.isInteger(v85)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v85) };
+if (v85 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v85 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v85 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v52 = value["cacheWriteTokens"];
-if (v52 !== null) {
-if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v52) };
-if (!Number.isInteger(v52)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v52) };
-if (v52 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v52 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v52 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+let v86 = value["cacheWriteTokens"];
+if (v86 !== null) {
+if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v86) };
+if (!Number.isInteger(v86)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v86) };
+if (v86 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v86 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v86 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v53 = value["reasoningTokens"];
-if (v53 !== null) {
-if (typeof v53 !== "number" || !Number.isFinite(v53)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v53) };
-if (!Number.isInteger(v53)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v53) };
-if (v53 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v53 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v53 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+let v87 = value["reasoningTokens"];
+if (v87 !== null) {
+if (typeof v87 !== "number" || !Number.isFinite(v87)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v87) };
+if (!Number.isInteger(v87)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v87) };
+if (v87 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v87 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v87 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v54 = value["costUsd"];
-if (v54 !== null) {
-if (typeof v54 !== "number" || !Number.isFinite(v54)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v54) };
-if (!(v54 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+let v88 = value["costUsd"];
+if (v88 !== null) {
+if (typeof v88 !== "number" || !Number.isFinite(v88)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v88) };
+if (!(v88 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
 }
-let v55 = value["requests"];
-if (v55 !== null) {
-if (typeof v55 !== "number" || !Number.isFinite(v55)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v55) };
-if (!Number.isInteger(v55)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v55) };
-if (v55 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
-if (v55 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v55 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+let v89 = value["requests"];
+if (v89 !== null) {
+if (typeof v89 !== "number" || !Number.isFinite(v89)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v89) };
+if (!Number.isInteger(v89)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v89) };
+if (v89 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v89 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v89 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
 }
-let v56 = value["costEstimated"];
-if (v56 !== undefined) {
-if (typeof v56 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v56) };
+let v90 = value["costEstimated"];
+if (v90 !== undefined) {
+if (typeof v90 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v90) };
 }
 return null;
 };
 // compaction.started
 const validatePayload_13 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v57 = value["stage"];
-if (typeof v57 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v57) };
+let v91 = value["stage"];
+if (typeof v91 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v91) };
 return null;
 };
 // compaction.completed
 const validatePayload_14 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v58 = value["stage"];
-if (typeof v58 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v58) };
-let v59 = value["before"];
-if (typeof v59 !== "number" || !Number.isFinite(v59)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v59) };
-if (!Number.isInteger(v59)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v59) };
-if (v59 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
-if (v59 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v59 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
-let v60 = value["after"];
-if (typeof v60 !== "number" || !Number.isFinite(v60)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v60) };
-if (!Number.isInteger(v60)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v60) };
-if (v60 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
-if (v60 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v60 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+let v92 = value["stage"];
+if (typeof v92 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v92) };
+let v93 = value["before"];
+if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v93) };
+if (!Number.isInteger(v93)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v93) };
+if (v93 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v93 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v93 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v94 = value["after"];
+if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v94) };
+if (!Number.isInteger(v94)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v94) };
+if (v94 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v94 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v94 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // budget.warning
 const validatePayload_15 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v61 = value["ratio"];
-if (typeof v61 !== "number" || !Number.isFinite(v61)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v61) };
-if (!(v61 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
-let v62 = value["limit"];
-if (v62 !== undefined) {
-if (typeof v62 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v62) };
+let v95 = value["ratio"];
+if (typeof v95 !== "number" || !Number.isFinite(v95)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v95) };
+if (!(v95 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v96 = value["limit"];
+if (v96 !== undefined) {
+if (typeof v96 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v96) };
 }
 return null;
 };
 // heartbeat
 const validatePayload_16 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v63 = value["iteration"];
-if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v63) };
-if (!Number.isInteger(v63)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v63) };
-if (v63 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
-if (v63 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v63 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+let v97 = value["iteration"];
+if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v97) };
+if (!Number.isInteger(v97)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v97) };
+if (v97 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v97 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v97 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // attachment.added
 const validatePayload_17 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v64 = value["name"];
-if (typeof v64 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v64) };
-if (v64.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
-let v65 = value["path"];
-if (typeof v65 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v65) };
-if (v65.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
-let v66 = value["contentType"];
-if (typeof v66 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v66) };
-let v67 = value["bytes"];
-if (typeof v67 !== "number" || !Number.isFinite(v67)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v67) };
-if (!Number.isInteger(v67)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v67) };
-if (v67 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v67 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v67 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
-let v68 = value["sha256"];
-if (typeof v68 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v68) };
-if (!c1.test(v68)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v98 = value["name"];
+if (typeof v98 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v98) };
+if (v98.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v99 = value["path"];
+if (typeof v99 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v99) };
+if (v99.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v100 = value["contentType"];
+if (typeof v100 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v100) };
+let v101 = value["bytes"];
+if (typeof v101 !== "number" || !Number.isFinite(v101)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v101) };
+if (!Number.isInteger(v101)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v101) };
+if (v101 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v101 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v101 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v102 = value["sha256"];
+if (typeof v102 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v102) };
+if (!c1.test(v102)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 return null;
 };
 // status.changed
 const validatePayload_18 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v69 = value["status"];
-if (v69 !== "queued" && v69 !== "running" && v69 !== "waiting" && v69 !== "completed" && v69 !== "failed" && v69 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v70 = value["reason"];
-if (v70 !== null) {
-if (typeof v70 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v70) };
+let v103 = value["status"];
+if (v103 !== "queued" && v103 !== "running" && v103 !== "waiting" && v103 !== "completed" && v103 !== "failed" && v103 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v104 = value["reason"];
+if (v104 !== null) {
+if (typeof v104 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v104) };
 }
 return null;
 };
 // problem
 const validatePayload_19 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v71 = value["source"];
-if (typeof v71 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v71) };
-let v72 = value["reason"];
-if (typeof v72 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v72) };
-let v73 = value["text"];
-if (v73 !== undefined) {
-if (typeof v73 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v73) };
+let v105 = value["source"];
+if (typeof v105 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v105) };
+let v106 = value["reason"];
+if (typeof v106 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v106) };
+let v107 = value["text"];
+if (v107 !== undefined) {
+if (typeof v107 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v107) };
 }
 return null;
 };
 // completed
 const validatePayload_20 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v74 = value["reason"];
-if (v74 !== null) {
-if (typeof v74 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v74) };
+let v108 = value["reason"];
+if (v108 !== null) {
+if (typeof v108 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v108) };
 }
-let v75 = value["result"];
-if (v75 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v109 = value["result"];
+if (v109 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // failed
 const validatePayload_21 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v76 = value["reason"];
-if (v76 !== null) {
-if (typeof v76 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v76) };
+let v110 = value["reason"];
+if (v110 !== null) {
+if (typeof v110 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v110) };
 }
-let v77 = value["result"];
-if (v77 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v111 = value["result"];
+if (v111 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 
@@ -488,273 +676,273 @@ export const validatePayload: Record<string, Validator> = {
 };
 export const validateRunEvent: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-const v144 = value["type"];
-if (!c2.has(v144)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
-let v145 = value["id"];
-if (typeof v145 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v145) };
-if (v145.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v146 = value["runId"];
-if (typeof v146 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v146) };
-if (v146.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
-let v147 = value["sessionId"];
-if (typeof v147 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v147) };
-if (v147.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v148 = value["sequence"];
-if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v148) };
-if (!Number.isInteger(v148)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v148) };
-if (v148 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
-if (v148 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v148 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
-let v149 = value["timestamp"];
-if (typeof v149 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v149) };
-if (!isDatetime(c0, v149)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
-let v150 = value["native"];
-if (v150 !== undefined) {
+const v178 = value["type"];
+if (!c2.has(v178)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v179 = value["id"];
+if (typeof v179 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v179) };
+if (v179.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v180 = value["runId"];
+if (typeof v180 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v180) };
+if (v180.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v181 = value["sessionId"];
+if (typeof v181 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v181) };
+if (v181.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v182 = value["sequence"];
+if (typeof v182 !== "number" || !Number.isFinite(v182)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v182) };
+if (!Number.isInteger(v182)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v182) };
+if (v182 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v182 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v182 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v183 = value["timestamp"];
+if (typeof v183 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v183) };
+if (!isDatetime(c0, v183)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v184 = value["native"];
+if (v184 !== undefined) {
 }
-let v151 = value["ignored"];
-if (v151 !== undefined) {
-if (typeof v151 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v151) };
+let v185 = value["ignored"];
+if (v185 !== undefined) {
+if (typeof v185 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v185) };
 }
-switch (v144) {
+switch (v178) {
 case "run.started":
 {
-let v78 = value["type"];
-if (v78 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
-let v79 = value["payload"];
+let v112 = value["type"];
+if (v112 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v113 = value["payload"];
 {
-const v80 = validatePayload_0(v79, join(at, "payload"));
-if (v80 !== null) return v80;
+const v114 = validatePayload_0(v113, join(at, "payload"));
+if (v114 !== null) return v114;
 }
 break;
 }
 case "session.linked":
 {
-let v81 = value["type"];
-if (v81 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
-let v82 = value["payload"];
+let v115 = value["type"];
+if (v115 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v116 = value["payload"];
 {
-const v83 = validatePayload_1(v82, join(at, "payload"));
-if (v83 !== null) return v83;
+const v117 = validatePayload_1(v116, join(at, "payload"));
+if (v117 !== null) return v117;
 }
 break;
 }
 case "message.delta":
 {
-let v84 = value["type"];
-if (v84 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
-let v85 = value["payload"];
+let v118 = value["type"];
+if (v118 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v119 = value["payload"];
 {
-const v86 = validatePayload_2(v85, join(at, "payload"));
-if (v86 !== null) return v86;
+const v120 = validatePayload_2(v119, join(at, "payload"));
+if (v120 !== null) return v120;
 }
 break;
 }
 case "message.completed":
 {
-let v87 = value["type"];
-if (v87 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
-let v88 = value["payload"];
+let v121 = value["type"];
+if (v121 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v122 = value["payload"];
 {
-const v89 = validatePayload_3(v88, join(at, "payload"));
-if (v89 !== null) return v89;
+const v123 = validatePayload_3(v122, join(at, "payload"));
+if (v123 !== null) return v123;
 }
 break;
 }
 case "model.requested":
 {
-let v90 = value["type"];
-if (v90 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
-let v91 = value["payload"];
+let v124 = value["type"];
+if (v124 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v125 = value["payload"];
 {
-const v92 = validatePayload_4(v91, join(at, "payload"));
-if (v92 !== null) return v92;
+const v126 = validatePayload_4(v125, join(at, "payload"));
+if (v126 !== null) return v126;
 }
 break;
 }
 case "model.completed":
 {
-let v93 = value["type"];
-if (v93 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
-let v94 = value["payload"];
+let v127 = value["type"];
+if (v127 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v128 = value["payload"];
 {
-const v95 = validatePayload_5(v94, join(at, "payload"));
-if (v95 !== null) return v95;
+const v129 = validatePayload_5(v128, join(at, "payload"));
+if (v129 !== null) return v129;
 }
 break;
 }
 case "tool.started":
 {
-let v96 = value["type"];
-if (v96 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
-let v97 = value["payload"];
+let v130 = value["type"];
+if (v130 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v131 = value["payload"];
 {
-const v98 = validatePayload_6(v97, join(at, "payload"));
-if (v98 !== null) return v98;
+const v132 = validatePayload_6(v131, join(at, "payload"));
+if (v132 !== null) return v132;
 }
 break;
 }
 case "tool.completed":
 {
-let v99 = value["type"];
-if (v99 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
-let v100 = value["payload"];
+let v133 = value["type"];
+if (v133 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v134 = value["payload"];
 {
-const v101 = validatePayload_7(v100, join(at, "payload"));
-if (v101 !== null) return v101;
+const v135 = validatePayload_7(v134, join(at, "payload"));
+if (v135 !== null) return v135;
 }
 break;
 }
 case "approval.requested":
 {
-let v102 = value["type"];
-if (v102 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
-let v103 = value["payload"];
+let v136 = value["type"];
+if (v136 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v137 = value["payload"];
 {
-const v104 = validatePayload_8(v103, join(at, "payload"));
-if (v104 !== null) return v104;
+const v138 = validatePayload_8(v137, join(at, "payload"));
+if (v138 !== null) return v138;
 }
 break;
 }
 case "approval.resolved":
 {
-let v105 = value["type"];
-if (v105 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
-let v106 = value["payload"];
+let v139 = value["type"];
+if (v139 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v140 = value["payload"];
 {
-const v107 = validatePayload_9(v106, join(at, "payload"));
-if (v107 !== null) return v107;
+const v141 = validatePayload_9(v140, join(at, "payload"));
+if (v141 !== null) return v141;
 }
 break;
 }
 case "question.requested":
 {
-let v108 = value["type"];
-if (v108 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
-let v109 = value["payload"];
+let v142 = value["type"];
+if (v142 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v143 = value["payload"];
 {
-const v110 = validatePayload_10(v109, join(at, "payload"));
-if (v110 !== null) return v110;
+const v144 = validatePayload_10(v143, join(at, "payload"));
+if (v144 !== null) return v144;
 }
 break;
 }
 case "question.answered":
 {
-let v111 = value["type"];
-if (v111 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
-let v112 = value["payload"];
+let v145 = value["type"];
+if (v145 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v146 = value["payload"];
 {
-const v113 = validatePayload_11(v112, join(at, "payload"));
-if (v113 !== null) return v113;
+const v147 = validatePayload_11(v146, join(at, "payload"));
+if (v147 !== null) return v147;
 }
 break;
 }
 case "usage.updated":
 {
-let v114 = value["type"];
-if (v114 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
-let v115 = value["payload"];
+let v148 = value["type"];
+if (v148 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v149 = value["payload"];
 {
-const v116 = validatePayload_12(v115, join(at, "payload"));
-if (v116 !== null) return v116;
+const v150 = validatePayload_12(v149, join(at, "payload"));
+if (v150 !== null) return v150;
 }
 break;
 }
 case "compaction.started":
 {
-let v117 = value["type"];
-if (v117 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
-let v118 = value["payload"];
+let v151 = value["type"];
+if (v151 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v152 = value["payload"];
 {
-const v119 = validatePayload_13(v118, join(at, "payload"));
-if (v119 !== null) return v119;
+const v153 = validatePayload_13(v152, join(at, "payload"));
+if (v153 !== null) return v153;
 }
 break;
 }
 case "compaction.completed":
 {
-let v120 = value["type"];
-if (v120 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
-let v121 = value["payload"];
+let v154 = value["type"];
+if (v154 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v155 = value["payload"];
 {
-const v122 = validatePayload_14(v121, join(at, "payload"));
-if (v122 !== null) return v122;
+const v156 = validatePayload_14(v155, join(at, "payload"));
+if (v156 !== null) return v156;
 }
 break;
 }
 case "budget.warning":
 {
-let v123 = value["type"];
-if (v123 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
-let v124 = value["payload"];
+let v157 = value["type"];
+if (v157 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v158 = value["payload"];
 {
-const v125 = validatePayload_15(v124, join(at, "payload"));
-if (v125 !== null) return v125;
+const v159 = validatePayload_15(v158, join(at, "payload"));
+if (v159 !== null) return v159;
 }
 break;
 }
 case "heartbeat":
 {
-let v126 = value["type"];
-if (v126 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
-let v127 = value["payload"];
+let v160 = value["type"];
+if (v160 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v161 = value["payload"];
 {
-const v128 = validatePayload_16(v127, join(at, "payload"));
-if (v128 !== null) return v128;
+const v162 = validatePayload_16(v161, join(at, "payload"));
+if (v162 !== null) return v162;
 }
 break;
 }
 case "attachment.added":
 {
-let v129 = value["type"];
-if (v129 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
-let v130 = value["payload"];
+let v163 = value["type"];
+if (v163 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v164 = value["payload"];
 {
-const v131 = validatePayload_17(v130, join(at, "payload"));
-if (v131 !== null) return v131;
+const v165 = validatePayload_17(v164, join(at, "payload"));
+if (v165 !== null) return v165;
 }
 break;
 }
 case "status.changed":
 {
-let v132 = value["type"];
-if (v132 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
-let v133 = value["payload"];
+let v166 = value["type"];
+if (v166 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v167 = value["payload"];
 {
-const v134 = validatePayload_18(v133, join(at, "payload"));
-if (v134 !== null) return v134;
+const v168 = validatePayload_18(v167, join(at, "payload"));
+if (v168 !== null) return v168;
 }
 break;
 }
 case "problem":
 {
-let v135 = value["type"];
-if (v135 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
-let v136 = value["payload"];
+let v169 = value["type"];
+if (v169 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v170 = value["payload"];
 {
-const v137 = validatePayload_19(v136, join(at, "payload"));
-if (v137 !== null) return v137;
+const v171 = validatePayload_19(v170, join(at, "payload"));
+if (v171 !== null) return v171;
 }
 break;
 }
 case "completed":
 {
-let v138 = value["type"];
-if (v138 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
-let v139 = value["payload"];
+let v172 = value["type"];
+if (v172 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v173 = value["payload"];
 {
-const v140 = validatePayload_20(v139, join(at, "payload"));
-if (v140 !== null) return v140;
+const v174 = validatePayload_20(v173, join(at, "payload"));
+if (v174 !== null) return v174;
 }
 break;
 }
 case "failed":
 {
-let v141 = value["type"];
-if (v141 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
-let v142 = value["payload"];
+let v175 = value["type"];
+if (v175 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v176 = value["payload"];
 {
-const v143 = validatePayload_21(v142, join(at, "payload"));
-if (v143 !== null) return v143;
+const v177 = validatePayload_21(v176, join(at, "payload"));
+if (v177 !== null) return v177;
 }
 break;
 }
@@ -763,131 +951,131 @@ return null;
 };
 export const validateRunRecord: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v152 = value["id"];
-if (typeof v152 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v152) };
-if (v152.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v153 = value["sessionId"];
-if (typeof v153 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v153) };
-if (v153.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v154 = value["contextId"];
-if (v154 !== null) {
-if (typeof v154 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v154) };
+let v186 = value["id"];
+if (typeof v186 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v186) };
+if (v186.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v187 = value["sessionId"];
+if (typeof v187 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v187) };
+if (v187.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v188 = value["contextId"];
+if (v188 !== null) {
+if (typeof v188 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v188) };
 }
-let v155 = value["nativeSessionId"];
-if (v155 !== null) {
-if (typeof v155 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v155) };
+let v189 = value["nativeSessionId"];
+if (v189 !== null) {
+if (typeof v189 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v189) };
 }
-let v156 = value["parentRunId"];
-if (v156 !== null) {
-if (typeof v156 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v156) };
+let v190 = value["parentRunId"];
+if (v190 !== null) {
+if (typeof v190 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v190) };
 }
-let v157 = value["resumedFromRunId"];
-if (v157 !== null) {
-if (typeof v157 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v157) };
+let v191 = value["resumedFromRunId"];
+if (v191 !== null) {
+if (typeof v191 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v191) };
 }
-let v158 = value["relation"];
-if (v158 !== null) {
-if (typeof v158 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v158) };
+let v192 = value["relation"];
+if (v192 !== null) {
+if (typeof v192 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v192) };
 }
-let v159 = value["harness"];
-if (typeof v159 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v159) };
-if (v159.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v160 = value["driver"];
-if (typeof v160 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v160) };
-if (v160.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v161 = value["trigger"];
-if (v161 !== "cli" && v161 !== "api" && v161 !== "a2a" && v161 !== "suite" && v161 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v162 = value["cwd"];
-if (typeof v162 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v162) };
-let v163 = value["goal"];
-if (v163 !== null) {
-if (typeof v163 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v163) };
+let v193 = value["harness"];
+if (typeof v193 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v193) };
+if (v193.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v194 = value["driver"];
+if (typeof v194 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v194) };
+if (v194.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v195 = value["trigger"];
+if (v195 !== "cli" && v195 !== "api" && v195 !== "a2a" && v195 !== "suite" && v195 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v196 = value["cwd"];
+if (typeof v196 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v196) };
+let v197 = value["goal"];
+if (v197 !== null) {
+if (typeof v197 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v197) };
 }
-let v164 = value["startedAt"];
-if (typeof v164 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v164) };
-if (!isDatetime(c0, v164)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
-let v165 = value["endedAt"];
-if (v165 !== null) {
-if (typeof v165 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v165) };
-if (!isDatetime(c0, v165)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+let v198 = value["startedAt"];
+if (typeof v198 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v198) };
+if (!isDatetime(c0, v198)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v199 = value["endedAt"];
+if (v199 !== null) {
+if (typeof v199 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v199) };
+if (!isDatetime(c0, v199)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
 }
-let v166 = value["status"];
-if (v166 !== "queued" && v166 !== "running" && v166 !== "waiting" && v166 !== "completed" && v166 !== "failed" && v166 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v167 = value["exitCode"];
-if (v167 !== null) {
-if (typeof v167 !== "number" || !Number.isFinite(v167)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v167) };
-if (!Number.isInteger(v167)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v167) };
-if (v167 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
-if (v167 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+let v200 = value["status"];
+if (v200 !== "queued" && v200 !== "running" && v200 !== "waiting" && v200 !== "completed" && v200 !== "failed" && v200 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v201 = value["exitCode"];
+if (v201 !== null) {
+if (typeof v201 !== "number" || !Number.isFinite(v201)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v201) };
+if (!Number.isInteger(v201)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v201) };
+if (v201 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v201 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v168 = value["terminalReason"];
-if (v168 !== null) {
-if (typeof v168 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v168) };
+let v202 = value["terminalReason"];
+if (v202 !== null) {
+if (typeof v202 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v202) };
 }
 return null;
 };
 export const validateHarnessSession: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v169 = value["type"];
-if (v169 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
-let v170 = value["session_id"];
-if (typeof v170 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v170) };
-if (v170.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
-let v171 = value["native_session_id"];
-if (v171 !== null) {
-if (typeof v171 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v171) };
-if (v171.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v203 = value["type"];
+if (v203 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v204 = value["session_id"];
+if (typeof v204 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v204) };
+if (v204.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v205 = value["native_session_id"];
+if (v205 !== null) {
+if (typeof v205 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v205) };
+if (v205.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v172 = value["harness"];
-if (typeof v172 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v172) };
-if (v172.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v173 = value["driver"];
-if (typeof v173 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v173) };
-if (v173.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v174 = value["created_ms"];
-if (typeof v174 !== "number" || !Number.isFinite(v174)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v174) };
-if (!Number.isInteger(v174)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v174) };
-if (v174 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v174 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v174 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
-let v175 = value["updated_ms"];
-if (typeof v175 !== "number" || !Number.isFinite(v175)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v175) };
-if (!Number.isInteger(v175)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v175) };
-if (v175 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v175 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v175 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
-let v176 = value["sessions"];
-if (v176 !== undefined) {
-if (!Array.isArray(v176)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v176) };
-for (let v177 = 0; v177 < v176.length; v177++) {
-const v178 = v176[v177];
-if (typeof v178 !== "object" || v178 === null || Array.isArray(v178)) return { path: join(at, "sessions." + v177), message: "Invalid input: expected object, received " + received(v178) };
-let v179 = v178["driver"];
-if (typeof v179 !== "string") return { path: join(at, "sessions." + v177 + ".driver"), message: "Invalid input: expected string, received " + received(v179) };
-if (v179.length < 1) return { path: join(at, "sessions." + v177 + ".driver"), message: "Too small: expected string to have >=1 characters" };
-let v180 = v178["harness"];
-if (typeof v180 !== "string") return { path: join(at, "sessions." + v177 + ".harness"), message: "Invalid input: expected string, received " + received(v180) };
-if (v180.length < 1) return { path: join(at, "sessions." + v177 + ".harness"), message: "Too small: expected string to have >=1 characters" };
-let v181 = v178["session_id"];
-if (typeof v181 !== "string") return { path: join(at, "sessions." + v177 + ".session_id"), message: "Invalid input: expected string, received " + received(v181) };
-if (v181.length < 1) return { path: join(at, "sessions." + v177 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
-let v182 = v178["native_session_id"];
-if (v182 !== null) {
-if (typeof v182 !== "string") return { path: join(at, "sessions." + v177 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v182) };
-if (v182.length < 1) return { path: join(at, "sessions." + v177 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v206 = value["harness"];
+if (typeof v206 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v206) };
+if (v206.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v207 = value["driver"];
+if (typeof v207 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v207) };
+if (v207.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v208 = value["created_ms"];
+if (typeof v208 !== "number" || !Number.isFinite(v208)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v208) };
+if (!Number.isInteger(v208)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v208) };
+if (v208 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v208 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v208 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v209 = value["updated_ms"];
+if (typeof v209 !== "number" || !Number.isFinite(v209)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v209) };
+if (!Number.isInteger(v209)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v209) };
+if (v209 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v209 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v209 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v210 = value["sessions"];
+if (v210 !== undefined) {
+if (!Array.isArray(v210)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v210) };
+for (let v211 = 0; v211 < v210.length; v211++) {
+const v212 = v210[v211];
+if (typeof v212 !== "object" || v212 === null || Array.isArray(v212)) return { path: join(at, "sessions." + v211), message: "Invalid input: expected object, received " + received(v212) };
+let v213 = v212["driver"];
+if (typeof v213 !== "string") return { path: join(at, "sessions." + v211 + ".driver"), message: "Invalid input: expected string, received " + received(v213) };
+if (v213.length < 1) return { path: join(at, "sessions." + v211 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v214 = v212["harness"];
+if (typeof v214 !== "string") return { path: join(at, "sessions." + v211 + ".harness"), message: "Invalid input: expected string, received " + received(v214) };
+if (v214.length < 1) return { path: join(at, "sessions." + v211 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v215 = v212["session_id"];
+if (typeof v215 !== "string") return { path: join(at, "sessions." + v211 + ".session_id"), message: "Invalid input: expected string, received " + received(v215) };
+if (v215.length < 1) return { path: join(at, "sessions." + v211 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v216 = v212["native_session_id"];
+if (v216 !== null) {
+if (typeof v216 !== "string") return { path: join(at, "sessions." + v211 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v216) };
+if (v216.length < 1) return { path: join(at, "sessions." + v211 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v183 = v178["created_ms"];
-if (typeof v183 !== "number" || !Number.isFinite(v183)) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Invalid input: expected number, received " + received(v183) };
-if (!Number.isInteger(v183)) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Invalid input: expected int, received " + received(v183) };
-if (v183 > 9007199254740991) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v183 < -9007199254740991) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v183 >= 0)) return { path: join(at, "sessions." + v177 + ".created_ms"), message: "Too small: expected number to be >=0" };
-let v184 = v178["updated_ms"];
-if (typeof v184 !== "number" || !Number.isFinite(v184)) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v184) };
-if (!Number.isInteger(v184)) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v184) };
-if (v184 > 9007199254740991) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v184 < -9007199254740991) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v184 >= 0)) return { path: join(at, "sessions." + v177 + ".updated_ms"), message: "Too small: expected number to be >=0" };
+let v217 = v212["created_ms"];
+if (typeof v217 !== "number" || !Number.isFinite(v217)) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Invalid input: expected number, received " + received(v217) };
+if (!Number.isInteger(v217)) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Invalid input: expected int, received " + received(v217) };
+if (v217 > 9007199254740991) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v217 < -9007199254740991) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v217 >= 0)) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v218 = v212["updated_ms"];
+if (typeof v218 !== "number" || !Number.isFinite(v218)) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v218) };
+if (!Number.isInteger(v218)) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v218) };
+if (v218 > 9007199254740991) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v218 < -9007199254740991) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v218 >= 0)) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;

@@ -85,6 +85,41 @@ export type CallUsage = z.infer<typeof CallUsage>;
 
 const Reason = z.string().nullable();
 
+/**
+ * What a driver knows of the agent it runs, in reins's words: on `run.started` what it knows
+ * before the agent starts (from the agent's spec and the settings), on `session.linked` what the
+ * harness said of itself once it started. Each field only when known; a later one fills in what an
+ * earlier one left out. The trace export reads these, never the harness's own lines.
+ */
+export const AgentFacts = z.looseObject({
+  /** The model's provider, in the GenAI conventions' names (`anthropic`, `openai`, `gcp.gemini`…). */
+  provider: z.string().min(1).optional(),
+  /** The model asked for (`claude-sonnet-4-5`, `gpt-4o-mini`; `demo`, `mock`, `replay` in reins). */
+  model: z.string().min(1).optional(),
+  /** The harness's version, as it says it. */
+  version: z.string().min(1).optional(),
+  /** True when the harness's input token counts leave cache reads and writes out (Anthropic's). */
+  inputExcludesCache: z.boolean().optional(),
+  /** True when the model answers inside reins's process (the loop's demo, mock and replay models). */
+  inProcess: z.boolean().optional(),
+});
+export type AgentFacts = z.infer<typeof AgentFacts>;
+
+/**
+ * The model call (one API message) an event came from, for a harness that reports its calls only
+ * through the messages and tool calls they produced (Claude Code): every event of one call carries
+ * the same `id`, and the last one's `usage` is the call's.
+ */
+export const ModelCallRef = z.looseObject({
+  id: z.string().min(1),
+  /** The model that answered. */
+  model: z.string().min(1).optional(),
+  /** Why the call stopped, in the provider's words (`tool_use`, `end_turn`), once known. */
+  stopReason: z.string().nullable().optional(),
+  usage: CallUsage.optional(),
+});
+export type ModelCallRef = z.infer<typeof ModelCallRef>;
+
 export const PAYLOADS = {
   "run.started": z.looseObject({
     harness: z.string(),
@@ -93,10 +128,18 @@ export const PAYLOADS = {
     goal: z.string().nullable(),
     contextId: z.string().nullable(),
     resumeOf: z.string().nullable(),
+    agent: AgentFacts.optional(),
   }),
-  "session.linked": z.looseObject({ nativeSessionId: z.string().min(1) }),
+  "session.linked": z.looseObject({
+    nativeSessionId: z.string().min(1),
+    agent: AgentFacts.optional(),
+  }),
   "message.delta": z.looseObject({ role: Role, text: z.string() }),
-  "message.completed": z.looseObject({ role: Role, text: z.string() }),
+  "message.completed": z.looseObject({
+    role: Role,
+    text: z.string(),
+    modelCall: ModelCallRef.optional(),
+  }),
   "model.requested": z.looseObject({ historyLength: Count, toolCount: Count }),
   "model.completed": z.looseObject({
     text: z.string().nullable(),
@@ -105,7 +148,12 @@ export const PAYLOADS = {
     usage: CallUsage.nullable(),
     reasoning: z.string().nullable(),
   }),
-  "tool.started": z.looseObject({ callId: z.string().min(1), tool: z.string(), args: z.unknown() }),
+  "tool.started": z.looseObject({
+    callId: z.string().min(1),
+    tool: z.string(),
+    args: z.unknown(),
+    modelCall: ModelCallRef.optional(),
+  }),
   "tool.completed": z.looseObject({
     callId: z.string().min(1),
     ok: z.boolean(),

@@ -9,6 +9,7 @@ import { joinPath } from "../core/paths.ts";
 import { type PrivateLog, syncDirectory, syncDirectoryAsync } from "../core/private_files.ts";
 import { redact } from "../core/redact.ts";
 import type {
+  AgentFacts,
   EventInput,
   RunEvent,
   RunRecord,
@@ -40,6 +41,8 @@ export interface RunInit {
   nativeSessionId?: string | null;
   /** run.started's `resumeOf`: what this run resumes (default: resumedFromRunId). */
   resumeOf?: string | null;
+  /** run.started's `agent`: what the driver knows of its agent before it starts. */
+  agent?: AgentFacts;
 }
 
 export interface RunOptions {
@@ -239,6 +242,7 @@ export class RunWriter extends RunAppender {
     record: RunRecord,
     owner: Deno.FsFile,
     resumeOf: string | null,
+    agent?: AgentFacts,
   ) {
     super(root, log, record);
     this.#owner = owner;
@@ -251,6 +255,7 @@ export class RunWriter extends RunAppender {
         goal: record.goal,
         contextId: record.contextId,
         resumeOf,
+        ...(agent === undefined ? {} : { agent }),
         // Beyond the contract's fields, so that run.json can be rebuilt from the log alone.
         trigger: record.trigger,
         resumedFromRunId: record.resumedFromRunId,
@@ -366,6 +371,7 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       record,
       staged.owner,
       init.resumeOf ?? record.resumedFromRunId,
+      init.agent,
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
     // its directory with it (afterFirstSync above), and until then a power cut loses its events

@@ -171,6 +171,7 @@ async function recordTurn(
     cwd: request.cwd,
     goal: request.prompt,
     resumeOf: resume ? sessionId : resumedFromRunId,
+    agent: driver.agentFacts?.({ agent: request.agent, settings }),
   });
   try {
     lock?.holdFor(writer.runId);

@@ -17,6 +17,7 @@ const init = {
   tools: ["Bash", "Read"],
   model: "claude-sonnet-4-5",
   permissionMode: "default",
+  claude_code_version: "2.1.328",
 };
 const assistant = (content: unknown[], id = "msg_1") => ({
   type: "assistant",
@@ -149,13 +150,20 @@ Deno.test("claude driver start() maps a turn with a tool call to events", async 
   assert.deepEqual(result, { status: "completed", reason: null, result: "All done.", exitCode: 0 });
   assert.deepEqual(sink.plain(), [
     { type: "message.completed", payload: { role: "user", text: "run it" } },
-    { type: "session.linked", payload: { nativeSessionId: SESSION } },
+    {
+      type: "session.linked",
+      payload: {
+        nativeSessionId: SESSION,
+        agent: { model: "claude-sonnet-4-5", version: "2.1.328" },
+      },
+    },
     {
       type: "tool.started",
       payload: {
         callId: "toolu_1",
         tool: "Bash",
         args: { command: "echo done", description: "say done" },
+        modelCall: { id: "msg_1", model: "claude-sonnet-4-5" },
       },
     },
     {
@@ -168,7 +176,14 @@ Deno.test("claude driver start() maps a turn with a tool call to events", async 
         finishedAt: "<time>",
       },
     },
-    { type: "message.completed", payload: { role: "assistant", text: "All done." } },
+    {
+      type: "message.completed",
+      payload: {
+        role: "assistant",
+        text: "All done.",
+        modelCall: { id: "msg_2", model: "claude-sonnet-4-5" },
+      },
+    },
     {
       type: "usage.updated",
       payload: {
@@ -588,4 +603,82 @@ Deno.test("lib/drivers/claude.ts and claude_turn.ts import each other in one dir
   for (const file of ["lib/drivers/claude.ts", "lib/drivers/claude_turn.ts"]) {
     assert.equal(cycleThrough(await moduleGraph(file), file), null);
   }
+});
+
+Deno.test("claude driver start() names each API message's model call, its usage in reins's names, on the events it produced", async () => {
+  await using dir = await scratchDir();
+  const withUsage = (line: ReturnType<typeof assistant>, usage: unknown, stopReason: unknown) => ({
+    ...line,
+    message: { ...line.message, usage, stop_reason: stopReason },
+  });
+  const { sink } = await runFake(dir.path, [
+    { out: init },
+    { readLine: true },
+    {
+      out: withUsage(
+        assistant([{ type: "text", text: "Let me look." }]),
+        // Not a whole count: left out of the call's usage rather than recorded
+        { input_tokens: 12, cache_read_input_tokens: 100, output_tokens: 0.5 },
+        null,
+      ),
+    },
+    {
+      out: withUsage(toolUse, {
+        input_tokens: 12,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 5,
+        output_tokens: 7,
+      }, "tool_use"),
+    },
+    { out: toolResult("done") },
+    {
+      out: {
+        ...assistant([{ type: "text", text: "API Error: 529 overloaded" }], "msg_err"),
+        is_api_error_message: true,
+      },
+    },
+    { out: resultLine() },
+    { readAll: true },
+  ]);
+  const calls = sink.events.flatMap((event) =>
+    event.type === "message.completed" || event.type === "tool.started"
+      ? [[event.type, event.payload.modelCall ?? null]]
+      : []
+  );
+  assert.deepEqual(calls, [
+    ["message.completed", null],
+    ["message.completed", {
+      id: "msg_1",
+      model: "claude-sonnet-4-5",
+      stopReason: null,
+      usage: { inputTokens: 12, cacheReadTokens: 100 },
+    }],
+    ["tool.started", {
+      id: "msg_1",
+      model: "claude-sonnet-4-5",
+      stopReason: "tool_use",
+      usage: { inputTokens: 12, outputTokens: 7, cacheReadTokens: 100, cacheWriteTokens: 5 },
+    }],
+  ]);
+  // The API error is a problem, never a model call.
+  assert.equal(sink.ofType("problem").length, 1);
+  assert.equal(sink.ofType("problem")[0].payload.modelCall, undefined);
+});
+
+Deno.test("the claude driver's agent facts: provider anthropic, input counted without the cache, the configured model", async () => {
+  await using dir = await scratchDir();
+  const agent = { kind: "harness", driver: "claude", idleTimeoutSeconds: null } as const;
+  const driver = createClaudeDriver();
+  assert.deepEqual(driver.agentFacts?.({ agent, settings: testSettings(dir.path) }), {
+    provider: "anthropic",
+    inputExcludesCache: true,
+    inProcess: false,
+  });
+  const settings = testSettings(dir.path, { claude: { model: "opus" } });
+  assert.deepEqual(driver.agentFacts?.({ agent, settings }), {
+    provider: "anthropic",
+    model: "opus",
+    inputExcludesCache: true,
+    inProcess: false,
+  });
 });

@@ -85,7 +85,10 @@ Deno.test("gemini driver start() maps a turn with a tool call to events and esti
   assert.deepEqual(result, { status: "completed", reason: null, result: "All done.", exitCode: 0 });
   assert.deepEqual(sink.plain(), [
     { type: "message.completed", payload: { role: "user", text: "run it" } },
-    { type: "session.linked", payload: { nativeSessionId: SESSION } },
+    {
+      type: "session.linked",
+      payload: { nativeSessionId: SESSION, agent: { model: "gemini-test" } },
+    },
     {
       type: "tool.started",
       payload: {

@@ -7,6 +7,7 @@ import {
   OPENCODE_DENY_PERMISSION,
   opencodeArgs,
   opencodeEnv,
+  opencodeFacts,
 } from "../../lib/drivers/opencode.ts";
 import { type Step, writeFakeCli } from "./_fake_cli.ts";
 import { driverInput, MemorySink, scratchDir, testSettings } from "./_helpers.ts";
@@ -181,4 +182,26 @@ Deno.test("opencode driver start() keeps a line that fails its wire schema as a 
   assert.deepEqual(usage, [0.25], "nothing of the refused line was used");
   assert.equal(result.status, "completed");
   assert.equal(result.result, "Done.");
+});
+
+Deno.test("opencodeFacts() takes the provider and model from the configured PROVIDER/MODEL", async () => {
+  await using dir = await scratchDir();
+  const facts = (model?: string) =>
+    opencodeFacts({ settings: testSettings(dir.path, { opencode: { model } }) });
+  const counting = { inputExcludesCache: true, inProcess: false };
+  assert.deepEqual(facts(), { provider: "opencode", ...counting });
+  assert.deepEqual(facts("anthropic/claude-sonnet-4-5"), {
+    provider: "anthropic",
+    model: "claude-sonnet-4-5",
+    ...counting,
+  });
+  assert.deepEqual(facts("google/gemini-2.5-pro"), {
+    provider: "gcp.gemini",
+    model: "gemini-2.5-pro",
+    ...counting,
+  });
+  // A provider the conventions do not name is opencode's own name for it.
+  assert.deepEqual(facts("ollama/qwen3"), { provider: "ollama", model: "qwen3", ...counting });
+  assert.deepEqual(facts("bare-model"), { provider: "opencode", model: "bare-model", ...counting });
+  assert.deepEqual(facts("anthropic/"), { provider: "anthropic", ...counting });
 });

@@ -21,6 +21,21 @@ const usage = fc.record({
   requests: nullable(count),
 });
 
+/** What a driver knows of its agent: any of the fields, or none. */
+const agent = fc.record({
+  provider: id,
+  model: id,
+  version: id,
+  inputExcludesCache: fc.boolean(),
+  inProcess: fc.boolean(),
+}, { requiredKeys: [] });
+const modelCall = fc.record({
+  id,
+  model: id,
+  stopReason: nullable(text),
+  usage: fc.record({ inputTokens: count, cacheReadTokens: count }, { requiredKeys: [] }),
+}, { requiredKeys: ["id"] });
+
 const payloads: { [T in EventType]: fc.Arbitrary<Extract<EventInput, { type: T }>["payload"]> } = {
   "run.started": fc.record({
     harness: text,
@@ -29,10 +44,13 @@ const payloads: { [T in EventType]: fc.Arbitrary<Extract<EventInput, { type: T }
     goal: nullable(text),
     contextId: nullable(text),
     resumeOf: nullable(text),
+    agent,
+  }, { requiredKeys: ["harness", "driver", "cwd", "goal", "contextId", "resumeOf"] }),
+  "session.linked": fc.record({ nativeSessionId: id, agent }, {
+    requiredKeys: ["nativeSessionId"],
   }),
-  "session.linked": fc.record({ nativeSessionId: id }),
   "message.delta": fc.record({ role, text }),
-  "message.completed": fc.record({ role, text }),
+  "message.completed": fc.record({ role, text, modelCall }, { requiredKeys: ["role", "text"] }),
   "model.requested": fc.record({ historyLength: count, toolCount: count }),
   "model.completed": fc.record({
     text: nullable(text),
@@ -41,7 +59,9 @@ const payloads: { [T in EventType]: fc.Arbitrary<Extract<EventInput, { type: T }
     usage: nullable(fc.record({ inputTokens: count, outputTokens: count }, { requiredKeys: [] })),
     reasoning: nullable(text),
   }),
-  "tool.started": fc.record({ callId: id, tool: text, args: json }),
+  "tool.started": fc.record({ callId: id, tool: text, args: json, modelCall }, {
+    requiredKeys: ["callId", "tool", "args"],
+  }),
   "tool.completed": fc.record({
     callId: id,
     ok: fc.boolean(),

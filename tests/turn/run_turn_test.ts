@@ -332,3 +332,24 @@ Deno.test("runTurn() refuses a request that cannot start before recording anythi
   );
   assert.deepEqual(b.store.listRuns(), []);
 });
+
+Deno.test("runTurn() records on run.started what the driver knows of its agent, and nothing for the command driver", async () => {
+  await using b = await bench();
+  const loop = await runTurn(
+    b.store,
+    b.settings,
+    request(b, "", { agent: { kind: "loop", model: null, baseUrl: null } }),
+    calm(),
+  );
+  const [started] = b.store.readEvents(loop.summary.runId).events;
+  assert.equal(started.type, "run.started");
+  assert.deepEqual((started.payload as Record<string, unknown>).agent, {
+    provider: "reins",
+    model: "demo",
+    inputExcludesCache: false,
+    inProcess: true,
+  });
+  const command = await runTurn(b.store, b.settings, request(b, "true"), calm());
+  const [plain] = b.store.readEvents(command.summary.runId).events;
+  assert.equal(Object.hasOwn(plain.payload, "agent"), false);
+});

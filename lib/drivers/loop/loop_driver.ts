@@ -20,6 +20,7 @@ import { combineHooks, type LoopHooks, type ModelCall, recordingHooks } from "./
 import {
   type Message,
   type Model,
+  modelFacts,
   type ModelOutput,
   type ModelPurpose,
   resolveModel,
@@ -51,6 +52,9 @@ export function createLoopDriver(options: LoopDriverOptions = {}): Driver {
     name: LOOP_DRIVER_NAME,
     harness: LOOP_HARNESS,
     budgetNotes: (input) => options.model ? [] : loopBudgetNotes(input),
+    // A model handed in is named by its spec too (mock:FILE, replay:RUN, openai:MODEL, demo).
+    agentFacts: (input) =>
+      modelFacts(options.model?.name ?? (input.agent.kind === "loop" ? input.agent.model : null)),
     start: (input, sink, signal) => runLoop(input, sink, signal, options),
   };
 }

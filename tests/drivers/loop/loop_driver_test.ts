@@ -489,3 +489,24 @@ Deno.test("createLoopDriver() fails with the file's problem when the mock script
     );
   });
 });
+
+Deno.test("the loop driver's agent facts come from its model's spec, or from the model handed to it", () => {
+  // Read from the spec alone: no directory, file or endpoint is looked at.
+  const input = driverInput("/nonexistent", { model: "openai:gpt-4o" });
+  assert.deepEqual(createLoopDriver().agentFacts?.(input), {
+    provider: "openai",
+    model: "gpt-4o",
+    inputExcludesCache: false,
+    inProcess: false,
+  });
+  const handed: Model = {
+    name: "replay:0195f000",
+    complete: () => Promise.reject(new Error("unused")),
+  };
+  assert.deepEqual(createLoopDriver({ model: handed }).agentFacts?.(input), {
+    provider: "reins",
+    model: "replay",
+    inputExcludesCache: false,
+    inProcess: true,
+  });
+});
