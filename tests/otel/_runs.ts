@@ -1,7 +1,7 @@
 // Recorded runs for the trace mapping's tests: a run.json record and its events as the store
 // writes them (envelope, gap-free sequences, timestamps a few ms apart), built in memory from
 // event inputs so each test reads as the story of one run. The end-to-end tests record real runs.
-import type { EventInput, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
+import type { AgentFacts, EventInput, RunEvent, RunRecord } from "../../lib/store/contracts.ts";
 import type { OtlpKeyValue } from "../fixtures/fake_otlp.ts";
 import type { KeyValue, Span } from "../../lib/otel/wire.ts";
 
@@ -14,6 +14,8 @@ export interface RunSpec {
   contextId?: string | null;
   parentRunId?: string | null;
   goal?: string | null;
+  /** What the driver knew of its agent (run.started's `agent`); none, as an older reins recorded. */
+  agent?: AgentFacts;
   /** Each event with the ms after the start it happened; default 10 ms apart. */
   events: (EventInput & { atMs?: number })[];
 }
@@ -36,6 +38,7 @@ export function recordedRun(spec: RunSpec): { record: RunRecord; events: RunEven
       goal: spec.goal ?? "do it",
       contextId: spec.contextId ?? null,
       resumeOf: null,
+      ...(spec.agent === undefined ? {} : { agent: spec.agent }),
     },
   };
   const inputs = [{ ...started, atMs: 0 }, ...spec.events];

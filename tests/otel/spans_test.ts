@@ -355,8 +355,13 @@ Deno.test("runSpans() closes a model call that never answered and a tool call th
   assert.deepEqual(attr(chat.attributes, "gen_ai.provider.name"), { stringValue: "reins" });
 });
 
-/** Claude Code's lines as its driver keeps them (`native`). */
-function claudeRun() {
+/**
+ * A Claude Code run as its driver records it: its facts on run.started and session.linked, each
+ * API message's model call on the events it produced — and the CLI's own lines as `native`, which
+ * the export never reads (`legacy` leaves the rest out, as a run an older reins recorded).
+ */
+function claudeRun(options: { legacy?: boolean } = {}) {
+  const legacy = options.legacy === true;
   const assistant = (id: string, content: unknown[], usage: Record<string, number>) => ({
     type: "assistant",
     session_id: "sess-1",
@@ -382,13 +387,34 @@ function claudeRun() {
     cache_creation_input_tokens: 0,
     output_tokens: 3,
   });
+  /** The model call of an API message, as the claude driver records it. */
+  const call = (line: typeof first) =>
+    legacy ? {} : {
+      modelCall: {
+        id: line.message.id,
+        model: line.message.model,
+        stopReason: line.message.stop_reason,
+        usage: {
+          inputTokens: line.message.usage.input_tokens,
+          outputTokens: line.message.usage.output_tokens,
+          cacheReadTokens: line.message.usage.cache_read_input_tokens,
+          cacheWriteTokens: line.message.usage.cache_creation_input_tokens,
+        },
+      },
+    };
   return recordedRun({
     harness: "claude-code",
     driver: "claude",
+    agent: legacy
+      ? undefined
+      : { provider: "anthropic", inputExcludesCache: true, inProcess: false },
     events: [
       {
         type: "session.linked",
-        payload: { nativeSessionId: "sess-1" },
+        payload: {
+          nativeSessionId: "sess-1",
+          ...(legacy ? {} : { agent: { model: "claude-sonnet-4-5", version: "2.1.328" } }),
+        },
         native: {
           type: "system",
           subtype: "init",
@@ -399,7 +425,7 @@ function claudeRun() {
       },
       {
         type: "tool.started",
-        payload: { callId: "toolu_1", tool: "Bash", args: { command: "ls" } },
+        payload: { callId: "toolu_1", tool: "Bash", args: { command: "ls" }, ...call(first) },
         native: first,
         atMs: 40,
       },
@@ -416,7 +442,7 @@ function claudeRun() {
       },
       {
         type: "message.completed",
-        payload: { role: "assistant", text: "Done." },
+        payload: { role: "assistant", text: "Done.", ...call(second) },
         native: second,
         atMs: 90,
       },
@@ -489,6 +515,62 @@ Deno.test("runSpans() ends a Claude Code API call where the tool it asked for st
   const tool = byName(spans, "execute_tool Bash");
   assert.equal(tool.startTimeUnixNano, nanos(37));
   assert.equal(chat.endTimeUnixNano, nanos(37));
+});
+
+Deno.test("runSpans() never reads a harness's own lines: a run's spans are the same without its natives", () => {
+  const { record, events } = claudeRun();
+  const withoutNatives = events.map(({ native: _native, ...event }) => event as typeof event);
+  assert.ok(events.some((event) => event.native !== undefined));
+  assert.deepEqual(
+    runSpans(record, withoutNatives, { content: true }),
+    runSpans(record, events, { content: true }),
+  );
+});
+
+Deno.test("runSpans() exports a Claude Code run an older reins recorded with what its events give", () => {
+  // No agent facts, no model calls: only the harness's own lines knew the rest.
+  const { record, events } = claudeRun({ legacy: true });
+  const spans = runSpans(record, events, { content: false });
+  assert.deepEqual(spans.map((s) => s.name), ["invoke_agent claude-code", "execute_tool Bash"]);
+  assert.deepEqual(plainAttrs(spans[0].attributes), {
+    "gen_ai.operation.name": "invoke_agent",
+    // The harness's name stands for the provider reins was not told.
+    "gen_ai.provider.name": "claude-code",
+    "gen_ai.agent.name": "claude-code",
+    // As recorded: nothing says the count leaves the cache out.
+    "gen_ai.usage.input_tokens": 42,
+    "gen_ai.usage.output_tokens": 10,
+    "gen_ai.usage.cache_read.input_tokens": 217,
+    "gen_ai.usage.cache_creation.input_tokens": 5,
+    "reins.run.id": record.id,
+    "reins.session.id": record.sessionId,
+    "reins.harness": "claude-code",
+    "reins.driver": "claude",
+    "reins.trigger": "cli",
+    "reins.status": "completed",
+    "reins.cost_usd": 0.0123,
+    "reins.model.requests": 2,
+  });
+});
+
+Deno.test("runSpans() reads a loop run's agent from run.started, and an older loop run's from its model spec", () => {
+  for (const model of ["openai:gpt-4o-mini", "mock:/work/script.json", "demo"]) {
+    const { record, events } = loopRun({ model });
+    const recorded = structuredClone(events);
+    const started = recorded[0].payload as Record<string, unknown>;
+    started.agent = model.startsWith("openai:")
+      ? { provider: "openai", model: "gpt-4o-mini", inputExcludesCache: false, inProcess: false }
+      : {
+        provider: "reins",
+        model: model.split(":")[0],
+        inputExcludesCache: false,
+        inProcess: true,
+      };
+    const spans = runSpans(record, recorded, { content: false });
+    assert.deepEqual(runSpans(record, events, { content: false }), spans, model);
+    const chat = spans.find((span) => span.name.startsWith("chat"))!;
+    assert.equal(chat.kind, model.startsWith("openai:") ? SpanKind.client : SpanKind.internal);
+  }
 });
 
 Deno.test("runSpans() gives the same spans for the same run, and links a run to its family parent", () => {
