@@ -10,9 +10,8 @@ import { dirnameOf } from "./paths.ts";
 import { distrustOf, UntrustedFileError } from "./private_files.ts";
 import { headerListSecrets, headerSecrets } from "./header_secrets.ts";
 import { rememberSecrets, secretsInArgs } from "./redact.ts";
-// The data root's layout is a leaf module of names (no store code): every path under the data
-// root is built there, the config file's too.
-import { Layout } from "../store/layout.ts";
+// Every path under the data root is built by its layout, the config file's too.
+import { Layout } from "./layout.ts";
 
 export type { ConfigFile, Settings };
 

@@ -7,7 +7,7 @@ import { NotFoundError, UsageError } from "../core/errors.ts";
 import { basenameOf, joinPath, resolvePath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_files.ts";
 import type { PayloadOf } from "../store/contracts.ts";
-import { Layout } from "../store/layout.ts";
+import { Layout } from "../core/layout.ts";
 import { contentTypeFor } from "./multipart.ts";
 
 /** A file name safe as one path segment, keeping as much of `name` as it can. */

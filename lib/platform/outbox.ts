@@ -13,7 +13,7 @@ import {
   UntrustedFileError,
   writePrivateFileAtomic,
 } from "../core/private_files.ts";
-import { Layout } from "../store/layout.ts";
+import { Layout } from "../core/layout.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
 
 export const OUTBOX_ENTRY_TYPE = "reins.platform-report";

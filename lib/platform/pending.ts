@@ -3,7 +3,7 @@
 // entry's few fields and never changes anything. outbox.ts owns the format.
 import { joinPath } from "../core/paths.ts";
 import { trustProblem } from "../core/private_files.ts";
-import { Layout } from "../store/layout.ts";
+import { Layout } from "../core/layout.ts";
 
 export interface PendingReport {
   /** The outbox id; the file is `outbox/<id>.json`. */

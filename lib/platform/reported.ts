@@ -4,7 +4,7 @@
 // next report may come from another process. Updates take a lock, so two reporters cannot lose
 // each other's entries.
 import { z } from "zod";
-import { Layout } from "../store/layout.ts";
+import { Layout } from "../core/layout.ts";
 import {
   readPrivateText,
   UntrustedFileError,

@@ -14,7 +14,7 @@ import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { readEvents } from "../store/event_log.ts";
 import { resolveRun } from "../store/lookup.ts";
-import { Layout } from "../store/layout.ts";
+import { Layout } from "../core/layout.ts";
 
 /** One recorded model answer: what `replay:RUN` serves, in order. */
 export type RecordedOutput = PayloadOf<"model.completed">;

@@ -13,7 +13,7 @@ import type { DriverSession, HarnessSession } from "./contracts.ts";
 import { asHarnessSession, HARNESS_SESSION_TYPE } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 
-export { HARNESS_SESSION_FILE } from "./layout.ts";
+export { HARNESS_SESSION_FILE } from "../core/layout.ts";
 
 /** What put() remembers: one driver's session under a context. */
 export interface ContextSession {

@@ -16,7 +16,7 @@ import {
 } from "../core/private_files.ts";
 import { resolvePath } from "../core/paths.ts";
 import { openConnection, removeIndexFiles, type RunIndex } from "./index_db.ts";
-import { Layout } from "./layout.ts";
+import { Layout } from "../core/layout.ts";
 import { type ListedRuns, listRunJson, type RunFilter } from "./list.ts";
 import { reconcileCheaply } from "./liveness.ts";
 

@@ -20,7 +20,7 @@ import { DataRootError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
 import { exists, isActive } from "./run_files.ts";
 
-export { DIRTY_FILE, INDEX_FILE } from "./layout.ts";
+export { DIRTY_FILE, INDEX_FILE } from "../core/layout.ts";
 const SCHEMA_VERSION = 1;
 const BUSY_TIMEOUT_MS = 5000;
 

@@ -10,7 +10,7 @@ import { joinPath } from "../core/paths.ts";
 import { removeAbandonedTemps } from "../core/private_files.ts";
 import type { DataRoot } from "./data_root.ts";
 import type { RunIndex } from "./index_db.ts";
-import { CREATING_SUFFIX, OWNER_LOCK_FILE } from "./layout.ts";
+import { CREATING_SUFFIX, OWNER_LOCK_FILE } from "../core/layout.ts";
 import { SWEPT_META_KEY } from "./liveness.ts";
 
 /** A leftover younger than this may be a live writer's, between making it and locking it. */

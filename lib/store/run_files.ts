@@ -1,8 +1,14 @@
 // What the run store's modules share about a run's files: their names (built into paths by
-// layout.ts), which statuses count as active, and whether a path exists. Free of zod and of node:
+// core/layout.ts), which statuses count as active, and whether a path exists. Free of zod and of node:
 // modules on purpose: `reins runs` and the cheap reconciliation every command does import this,
 // and each of those imports costs start-up time (see lib/store/index_db.ts).
-export { CREATING_SUFFIX, EVENTS_FILE, OWNER_LOCK_FILE, RECORD_FILE, shownPath } from "./layout.ts";
+export {
+  CREATING_SUFFIX,
+  EVENTS_FILE,
+  OWNER_LOCK_FILE,
+  RECORD_FILE,
+  shownPath,
+} from "../core/layout.ts";
 
 /** Kept beside run.json when reconciliation corrects a record that disagrees with its events. */
 export const OUTCOME_BACKUP_FILE = "run.json.before-outcome-repair";

@@ -15,7 +15,7 @@ import { personaOf, selectorOf } from "../../lib/platform/payloads.ts";
 import { readReported } from "../../lib/platform/reported.ts";
 import type { RetryPolicy } from "../../lib/net/retry.ts";
 import { type RunReport, runReportOf } from "../../lib/platform/run_outcome.ts";
-import { Layout } from "../../lib/store/layout.ts";
+import { Layout } from "../../lib/core/layout.ts";
 import { type FakePlatformOptions, startFakePlatform } from "../fixtures/fake_platform.ts";
 import { tempDir } from "../support/reins.ts";
 import { makeRun, type RunSpec } from "./_runs.ts";

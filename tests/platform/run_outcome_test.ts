@@ -1,6 +1,6 @@
 // One recorded run (made with the real store) as one platform scenario.
 import assert from "node:assert/strict";
-import { Layout } from "../../lib/store/layout.ts";
+import { Layout } from "../../lib/core/layout.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { resultOf } from "../../lib/platform/payloads.ts";
 import { runReportOf, scenarioKeyOf } from "../../lib/platform/run_outcome.ts";

@@ -2,8 +2,8 @@
 // id, a context id, an outbox entry, a suite run) goes through safeName() here, so no caller can
 // build a path out of an unchecked id. It only names paths: it creates, reads and checks nothing
 // on disk. Free of zod and of node: modules, as every command's start-up path imports it.
-import { safeName } from "../core/ids.ts";
-import { joinPath } from "../core/paths.ts";
+import { safeName } from "./ids.ts";
+import { joinPath } from "./paths.ts";
 
 export const RECORD_FILE = "run.json";
 export const EVENTS_FILE = "events.jsonl";
