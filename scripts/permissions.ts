@@ -92,7 +92,7 @@ export function permissionFlags(sandbox: Sandbox): string[] {
     // Deno refuses an empty --allow-run=; no programs means no flag, so running is denied.
     ...(programs.length ? [`--allow-run=${programs.join(",")}`] : []),
     `--allow-env=${ENV_VARS.join(",")}`,
-    // Only the process's own uid: files another user owns are not trusted (private_files.ts).
+    // Only the process's own uid: files another user owns are not trusted (lib/core/trust.ts).
     "--allow-sys=uid",
     "--no-prompt",
   ];

@@ -4,7 +4,8 @@
 import { importLazily } from "../core/lazy_import.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
-import { ensurePrivateDir, UntrustedFileError } from "../core/private_files.ts";
+import { UntrustedFileError } from "../core/trust.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import {
   configTrustProblem,
   HARNESS_DRIVERS,

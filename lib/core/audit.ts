@@ -1,8 +1,8 @@
 // An audit of the data root's owners and modes for `reins doctor`: what another user owns, what
-// others may write (which reins then refuses to use, see private_files.ts), what others may read,
+// others may write (which reins then refuses to use, see trust.ts), what others may read,
 // and links that lead out. Repairing is separate and explicit: tightening a file that others could
 // write makes reins trust it again, so a person should see the list first.
-import { currentUid, distrustOf } from "./private_files.ts";
+import { currentUid, distrustOf } from "./trust.ts";
 import { basenameOf, isInside, joinPath } from "./paths.ts";
 
 export type FindingKind =

@@ -7,7 +7,7 @@ import { type Issue, validateConfigFile, validateSettings } from "./config_check
 import { UsageError } from "./errors.ts";
 import { type Env, type HomeSource, resolveHome } from "./env.ts";
 import { dirnameOf } from "./paths.ts";
-import { distrustOf, UntrustedFileError } from "./private_files.ts";
+import { distrustOf, UntrustedFileError } from "./trust.ts";
 import { headerListSecrets, headerSecrets } from "./header_secrets.ts";
 import { rememberSecrets, secretsInArgs } from "./redact.ts";
 // Every path under the data root is built by its layout, the config file's too.

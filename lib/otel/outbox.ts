@@ -8,11 +8,9 @@ import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { isSafeName, newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import {
-  ensurePrivateDir,
-  readPrivateText,
-  writePrivateFileAtomic,
-} from "../core/private_files.ts";
+import { readPrivateText } from "../core/trust.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
+import { writePrivateFileAtomic } from "../core/atomic_write.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
 
 export const OTLP_ENTRY_TYPE = "reins.otlp-export";

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { basenameOf, joinPath, resolvePath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import type { PayloadOf } from "../store/contracts.ts";
 import { Layout } from "../core/layout.ts";
 import { contentTypeFor } from "./multipart.ts";

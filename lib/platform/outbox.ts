@@ -7,12 +7,9 @@
 import { z } from "zod";
 import { nowIso } from "../core/clock.ts";
 import { isSafeName } from "../core/ids.ts";
-import {
-  ensurePrivateDir,
-  readPrivateText,
-  UntrustedFileError,
-  writePrivateFileAtomic,
-} from "../core/private_files.ts";
+import { readPrivateText, UntrustedFileError } from "../core/trust.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
+import { writePrivateFileAtomic } from "../core/atomic_write.ts";
 import { Layout } from "../core/layout.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
 

@@ -2,7 +2,7 @@
 // and reports the platform refused. Cheap on purpose (no zod, no network, no lock): it reads each
 // entry's few fields and never changes anything. outbox.ts owns the format.
 import { joinPath } from "../core/paths.ts";
-import { trustProblem } from "../core/private_files.ts";
+import { trustProblem } from "../core/trust.ts";
 import { Layout } from "../core/layout.ts";
 
 export interface PendingReport {

@@ -5,11 +5,8 @@
 // each other's entries.
 import { z } from "zod";
 import { Layout } from "../core/layout.ts";
-import {
-  readPrivateText,
-  UntrustedFileError,
-  writePrivateFileAtomic,
-} from "../core/private_files.ts";
+import { readPrivateText, UntrustedFileError } from "../core/trust.ts";
+import { writePrivateFileAtomic } from "../core/atomic_write.ts";
 
 export const PLATFORM_FILE_TYPE = "reins.platform";
 

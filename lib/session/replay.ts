@@ -6,7 +6,7 @@
 import { newId } from "../core/ids.ts";
 import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import { readManifest } from "../snapshot/manifest.ts";
 import { describeSize } from "../snapshot/paths.ts";
 import { restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";

@@ -9,7 +9,7 @@
 // deduplication, never a snapshot. Nothing is ever removed here.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import { sqlite } from "../core/sqlite.ts";
 import { packPath, snapshotsDir } from "./paths.ts";
 

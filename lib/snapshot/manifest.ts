@@ -4,7 +4,7 @@
 // mode, size and sha256 (and where its content is), or says why no snapshot was taken. take.ts writes them; restore.ts
 // and diff.ts read them (paths.ts builds the paths, without loading zod).
 import { z } from "zod";
-import { readPrivateText } from "../core/private_files.ts";
+import { readPrivateText } from "../core/trust.ts";
 import { manifestPath } from "./paths.ts";
 
 export const MANIFEST_TYPE = "reins.snapshot";

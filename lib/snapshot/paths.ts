@@ -5,7 +5,7 @@ import { assertNever } from "../core/assert_never.ts";
 import { safeName } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
 import { Layout } from "../core/layout.ts";
-import { readPrivateText } from "../core/private_files.ts";
+import { readPrivateText } from "../core/trust.ts";
 
 export function snapshotsDir(home: string): string {
   return new Layout(home).snapshots();

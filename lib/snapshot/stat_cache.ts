@@ -7,7 +7,8 @@
 // foreign one (another directory's, or a file the data root's trust checks refuse) only means
 // reading every file again.
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir, readPrivateText } from "../core/private_files.ts";
+import { readPrivateText } from "../core/trust.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import { sha256Hex } from "../core/sha256.ts";
 import { snapshotsDir } from "./paths.ts";
 

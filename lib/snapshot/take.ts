@@ -21,7 +21,7 @@ import { nowIso } from "../core/clock.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { dirnameOf, isInside } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import { redactJsonText } from "../core/redact.ts";
 import { BlobIndex, type BlobLocation, hasBlobIndex, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";

@@ -4,16 +4,10 @@
 // without sharing anything. This is the zod-free base of Store (store.ts): the paths that must
 // start fast (`reins runs`, the cheap reconciliation every command does) use it alone.
 import { nowIso } from "../core/clock.ts";
-import {
-  CheckedDirs,
-  ensurePrivateDir,
-  OpenLogs,
-  PrivateLog,
-  readPrivateText,
-  trustProblem,
-  writePrivateFileAtomic,
-  writePrivateFileAtomicAsync,
-} from "../core/private_files.ts";
+import { CheckedDirs, readPrivateText, trustProblem } from "../core/trust.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
+import { writePrivateFileAtomic, writePrivateFileAtomicAsync } from "../core/atomic_write.ts";
+import { OpenLogs, PrivateLog } from "../core/private_log.ts";
 import { resolvePath } from "../core/paths.ts";
 import { openConnection, removeIndexFiles, type RunIndex } from "./index_db.ts";
 import { Layout } from "../core/layout.ts";

@@ -7,7 +7,7 @@
 // nothing whose lock is held is touched: a live writer holds its lock, or is about to take it.
 import { isSafeName } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { removeAbandonedTemps } from "../core/private_files.ts";
+import { removeAbandonedTemps } from "../core/atomic_write.ts";
 import type { DataRoot } from "./data_root.ts";
 import type { RunIndex } from "./index_db.ts";
 import { CREATING_SUFFIX, OWNER_LOCK_FILE } from "../core/layout.ts";

@@ -5,7 +5,7 @@
 import { nowIso } from "../core/clock.ts";
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
-import { removeAbandonedTemps, removeStaleTemps } from "../core/private_files.ts";
+import { removeAbandonedTemps, removeStaleTemps } from "../core/atomic_write.ts";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { describeProblems, readEvents } from "./event_log.ts";

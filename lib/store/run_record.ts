@@ -4,7 +4,7 @@
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { redactValue } from "../core/redact.ts";
 import { joinPath } from "../core/paths.ts";
-import { writeNewPrivateFile } from "../core/private_files.ts";
+import { writeNewPrivateFile } from "../core/atomic_write.ts";
 import type { RunRecord } from "./contracts.ts";
 import { orderedRecord, runRecordProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";

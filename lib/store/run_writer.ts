@@ -6,7 +6,8 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { type PrivateLog, syncDirectory, syncDirectoryAsync } from "../core/private_files.ts";
+import { syncDirectory, syncDirectoryAsync } from "../core/atomic_write.ts";
+import type { PrivateLog } from "../core/private_log.ts";
 import { redact } from "../core/redact.ts";
 import type {
   AgentFacts,

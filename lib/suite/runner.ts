@@ -7,7 +7,7 @@ import { describeError, ReinsError } from "../core/errors.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_files.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
 import { createHash } from "node:crypto";
 import type { Model } from "../model/mod.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";

@@ -8,7 +8,7 @@ import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
-import { writePrivateFileAtomicAsync } from "../core/private_files.ts";
+import { writePrivateFileAtomicAsync } from "../core/atomic_write.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 

@@ -1,7 +1,7 @@
 // Foundation benchmarks: `reins --version` start-up against an empty `deno run`, and the rate of
 // OpenLogs.append / PrivateLog.append against a raw writeSync loop on the same file.
 import { compare, medianMs, run } from "./_lib.ts";
-import { OpenLogs, PrivateLog } from "../../lib/core/private_files.ts";
+import { OpenLogs, PrivateLog } from "../../lib/core/private_log.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const CONFIG = new URL("../../deno.json", import.meta.url).pathname;

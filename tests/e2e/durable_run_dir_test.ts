@@ -10,7 +10,7 @@ if (!STRACE) {
   console.warn(
     "SKIPPED tests/e2e/durable_run_dir_test.ts: strace is not installed or may not trace here, " +
       "so the fsyncs of a real reins run cannot be watched (tests/store/runs_test.ts still counts " +
-      "them through private_files' seam)",
+      "them through atomic_write.ts's seam)",
   );
 }
 

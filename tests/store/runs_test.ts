@@ -6,7 +6,7 @@ import type { RunAppender } from "../../lib/store/run_writer.ts";
 import { openStore, Store } from "../../lib/store/store.ts";
 import { eventInput, runPatch } from "./_arbitraries.ts";
 import { logLines, modeOf, recordOnDisk, runInit, storeHome } from "./_helpers.ts";
-import { observeDirectorySyncs } from "../../lib/core/private_files.ts";
+import { observeDirectorySyncs } from "../../lib/core/atomic_write.ts";
 
 Deno.test("createRun() writes a running run.json and a run.started event, all private", async () => {
   await using home = await storeHome();

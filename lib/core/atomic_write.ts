@@ -1,0 +1,286 @@
+// Whole files under the data root, 0600 whatever the umask: replaced atomically (a temp file in
+// the same directory, renamed over the old one; fsynced with its directory when durable), or
+// created new where nobody can be reading yet; and the sweep of the temp files a killed writer
+// left. Text written here passes through the secrets choke point (redact.ts) first; bytes are
+// written as they are. Appended logs are private_log.ts's.
+import { redactJsonText } from "./redact.ts";
+import { basenameOf, dirnameOf, joinPath, resolvePath } from "./paths.ts";
+import { ensurePrivateDir } from "./private_dir.ts";
+import { type CheckedDirs, checkFile, refuseLinkOut } from "./trust.ts";
+
+export const FILE_MODE = 0o600;
+const encoder = new TextEncoder();
+
+export function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
+  let written = 0;
+  while (written < bytes.length) written += file.writeSync(bytes.subarray(written));
+}
+
+function tempPrefix(path: string): string {
+  return `.${basenameOf(path)}.`;
+}
+
+/**
+ * Removes temp files a killed writer of `path` left behind. A live writer holds a lock on its
+ * temp file, so a temp file whose lock can be taken belongs to nobody.
+ */
+export function removeStaleTemps(path: string): number {
+  const entries = listOrNull(dirnameOf(path));
+  return entries === null ? 0 : removeStaleTempsIn(path, entries);
+}
+
+/** What writePrivateFileAtomic names its temp files: `.<file>.<pid>.<random>.tmp`. */
+const TEMP_NAME = /^\..+\.\d+\.[0-9a-z]+\.tmp$/;
+
+/**
+ * Removes every temp file of an atomic write that its writer left in `dir` (whatever file it was
+ * replacing): one whose lock can be taken, and that is older than `minAgeMs`, since a writer
+ * creates its temp file a moment before it locks it. Returns how many it removed.
+ */
+export function removeAbandonedTemps(
+  dir: string,
+  options: { minAgeMs: number; nowMs?: number },
+): number {
+  const entries = listOrNull(dir);
+  if (entries === null) return 0;
+  const before = (options.nowMs ?? Date.now()) - options.minAgeMs;
+  let removed = 0;
+  for (const entry of entries) {
+    if (!entry.isFile || !TEMP_NAME.test(entry.name)) continue;
+    const tempPath = joinPath(dir, entry.name);
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(tempPath, { read: true });
+    } catch {
+      continue;
+    }
+    try {
+      const modified = file.statSync().mtime?.getTime() ?? Infinity;
+      if (modified <= before && file.tryLockSync(true)) {
+        Deno.removeSync(tempPath);
+        removed++;
+      }
+    } catch {
+      // gone already, or not ours to remove
+    } finally {
+      file.close();
+    }
+  }
+  return removed;
+}
+
+function listOrNull(dir: string): Deno.DirEntry[] | null {
+  try {
+    return [...Deno.readDirSync(dir)];
+  } catch {
+    return null;
+  }
+}
+
+function removeStaleTempsIn(path: string, entries: Deno.DirEntry[]): number {
+  const dir = dirnameOf(path);
+  const prefix = tempPrefix(path);
+  let removed = 0;
+  for (const entry of entries) {
+    if (!entry.isFile || !entry.name.startsWith(prefix) || !entry.name.endsWith(".tmp")) continue;
+    const tempPath = joinPath(dir, entry.name);
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(tempPath, { read: true });
+    } catch {
+      continue;
+    }
+    try {
+      if (file.tryLockSync(true)) {
+        Deno.removeSync(tempPath);
+        removed++;
+      }
+    } catch {
+      // gone already, or not ours to remove
+    } finally {
+      file.close();
+    }
+  }
+  return removed;
+}
+
+/**
+ * Before `path` is replaced: refuses it if it is a link out of the root (checkFile), and removes
+ * the temp files a killed writer of it left behind — both from one listing of its directory,
+ * which the temp files needed anyway: no lstat of a file that is often not there yet, and so
+ * no exception, on every atomic write (a run's first run.json is one).
+ */
+function prepareReplace(root: string, path: string): void {
+  const entries = listOrNull(dirnameOf(path));
+  if (entries === null) {
+    checkFile(root, path, "write");
+    return;
+  }
+  const name = basenameOf(path);
+  if (entries.some((entry) => entry.name === name && entry.isSymlink)) refuseLinkOut(root, path);
+  removeStaleTempsIn(path, entries);
+}
+
+/**
+ * Creates `path` with mode 0600 (whatever the umask), failing when the name exists at all (a
+ * link included): a file this process makes for itself, in a directory it has just made.
+ */
+export function openNew(
+  path: string,
+  access: { read?: boolean; append?: boolean; write?: boolean },
+) {
+  const file = Deno.openSync(path, { ...access, createNew: true, mode: FILE_MODE });
+  try {
+    // The umask can only narrow the mode asked for; one stat of the open file tells.
+    const { mode } = file.statSync();
+    if (mode !== null && (mode & 0o777) !== FILE_MODE) Deno.chmodSync(path, FILE_MODE);
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+  return file;
+}
+
+/**
+ * Writes a new file that nobody can be reading yet (one in a directory this process has just
+ * made and not yet renamed into place), 0600: no temp file, no rename, nothing looked at first,
+ * since the name must not exist (see openNew). Text has its secrets redacted.
+ */
+export function writeNewPrivateFile(path: string, data: string | Uint8Array): void {
+  const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
+  const file = openNew(path, { write: true });
+  try {
+    writeAll(file, bytes);
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * Replaces `path` with `data` atomically: a temp file in the same directory, fsync, rename, fsync
+ * of the directory. A reader sees the old or the new content, never a mix; the mode is 0600.
+ * Text has its secrets redacted; bytes are written as they are.
+ */
+export function writePrivateFileAtomic(
+  root: string,
+  path: string,
+  data: string | Uint8Array,
+  checked?: CheckedDirs,
+  options: { durable?: boolean } = {},
+): void {
+  // durable: false — still atomic against a crash of this process, but not fsynced: for a file
+  // the caller can rebuild from another that is (run.json from its synced events.jsonl).
+  const durable = options.durable ?? true;
+  const absPath = resolvePath(path, resolvePath(root));
+  const dir = dirnameOf(absPath);
+  ensurePrivateDir(root, dir, checked);
+  prepareReplace(root, absPath);
+  const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
+  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+  const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
+  const file = Deno.openSync(temp, { write: true, createNew: true, mode: FILE_MODE });
+  try {
+    file.lockSync(true);
+    writeAll(file, bytes);
+    if (durable) file.syncSync();
+    Deno.chmodSync(temp, FILE_MODE);
+    Deno.renameSync(temp, absPath);
+  } catch (error) {
+    try {
+      Deno.removeSync(temp);
+    } catch { /* already renamed or gone */ }
+    throw error;
+  } finally {
+    file.close();
+  }
+  if (durable) syncDirectory(dir);
+}
+
+/**
+ * writePrivateFileAtomic without blocking: the same checks, temp file, lock, fsync, rename and
+ * fsync of the directory, with the waits for the disk awaited rather than held. For writers that
+ * save often while other work runs in the same process (a suite saving each scenario's state as
+ * other scenarios play).
+ */
+export async function writePrivateFileAtomicAsync(
+  root: string,
+  path: string,
+  data: string | Uint8Array,
+  checked?: CheckedDirs,
+): Promise<void> {
+  const absPath = resolvePath(path, resolvePath(root));
+  const dir = dirnameOf(absPath);
+  ensurePrivateDir(root, dir, checked);
+  prepareReplace(root, absPath);
+  const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
+  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+  const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
+  const file = await Deno.open(temp, { write: true, createNew: true, mode: FILE_MODE });
+  try {
+    await file.lock(true);
+    let written = 0;
+    while (written < bytes.length) written += await file.write(bytes.subarray(written));
+    await file.sync();
+    await Deno.chmod(temp, FILE_MODE);
+    await Deno.rename(temp, absPath);
+  } catch (error) {
+    try {
+      await Deno.remove(temp);
+    } catch { /* already renamed or gone */ }
+    throw error;
+  } finally {
+    file.close();
+  }
+  await syncDirectoryAsync(dir);
+}
+
+/**
+ * fsyncs a directory, making the names created or renamed in it durable. Some filesystems refuse
+ * fsync on a directory; a rename is still atomic there, so that is not an error.
+ */
+export function syncDirectory(dir: string): void {
+  try {
+    const handle = Deno.openSync(dir, { read: true });
+    try {
+      handle.syncSync();
+    } finally {
+      handle.close();
+    }
+  } catch {
+    // refused: see above
+  }
+  directorySyncObserver?.(dir);
+}
+
+/**
+ * syncDirectory without holding the thread (the fsync runs on Deno's blocking pool; opening the
+ * directory does not wait for the disk, and is done at once).
+ */
+export async function syncDirectoryAsync(dir: string): Promise<void> {
+  try {
+    const handle = Deno.openSync(dir, { read: true });
+    try {
+      await handle.sync();
+    } finally {
+      handle.close();
+    }
+  } catch {
+    // refused: see syncDirectory
+  }
+  directorySyncObserver?.(dir);
+}
+
+let directorySyncObserver: ((dir: string) => void) | null = null;
+
+/**
+ * Test seam: `observer` is told of every directory syncDirectory syncs, after it does, until
+ * the returned handle is disposed. The syncs themselves happen as ever.
+ */
+export function observeDirectorySyncs(observer: (dir: string) => void): Disposable {
+  directorySyncObserver = observer;
+  return {
+    [Symbol.dispose]() {
+      if (directorySyncObserver === observer) directorySyncObserver = null;
+    },
+  };
+}
