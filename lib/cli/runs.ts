@@ -5,7 +5,8 @@ import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
 import { DataRoot } from "../store/data_root.ts";
-import { MAX_LIMIT } from "../store/list.ts";
+import { listRunJson, MAX_LIMIT } from "../store/list.ts";
+import { reconcileCheaply } from "../store/liveness.ts";
 import { isActive } from "../store/run_files.ts";
 
 export const usage = "reins runs [--context ID] [--session ID] [--status S] [--active] [--limit N]";
@@ -63,11 +64,13 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   };
   // The zod-free part of the store: all that listing needs.
   using root = new DataRoot(ctx.home, { warn: (message) => ctx.io.warn(message) });
-  const reconciled = await root.reconcileCheaply();
+  const reconciled = await reconcileCheaply(root);
   if (reconciled.length > 0) {
     ctx.io.note(`reins: marked interrupted (their process is gone): ${reconciled.join(", ")}`);
   }
-  const { records, prefixes } = await root.listRunJson(filter, { prefixes: !ctx.io.jsonMode });
+  const { records, prefixes } = await listRunJson(root, filter, {
+    prefixes: !ctx.io.jsonMode,
+  });
   if (ctx.io.jsonMode) {
     // The index holds each record's JSON: joined as they are, not parsed and printed again.
     ctx.io.print(`[${records.map(withRunId).join(",")}]`);

@@ -1,18 +1,18 @@
 // One open data root: its layout, and the state a process keeps about it between calls — the
-// directories already made private, the index connection, the logs kept open. All of it is
-// instance state, so any number of data roots (and of turns on them) can be open in one process
-// without sharing anything. This is the zod-free base of Store (store.ts): the paths that must
-// start fast (`reins runs`, the cheap reconciliation every command does) use it alone.
+// directories already made private, the logs kept open, and what the modules below keep open on
+// it (the index connection, index_db.ts). All of it is instance state, so any number of data
+// roots (and of turns on them) can be open in one process without sharing anything. Every module
+// that touches the data root takes this object and goes through it: its layout for paths, its
+// trust checks for reads, its atomic writes and its logs. It knows nothing of runs, the index or
+// any other store module (they all build on it); Store (store.ts) is the whole store on top, and
+// the paths that must start fast (`reins runs`, the cheap reconciliation) use this alone.
 import { nowIso } from "../core/clock.ts";
-import { CheckedDirs, readPrivateText, trustProblem } from "../core/trust.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import { writePrivateFileAtomic, writePrivateFileAtomicAsync } from "../core/atomic_write.ts";
-import { OpenLogs, PrivateLog } from "../core/private_log.ts";
-import { resolvePath } from "../core/paths.ts";
-import { openConnection, removeIndexFiles, type RunIndex } from "./index_db.ts";
 import { Layout } from "../core/layout.ts";
-import { type ListedRuns, listRunJson, type RunFilter } from "./list.ts";
-import { reconcileCheaply } from "./liveness.ts";
+import { resolvePath } from "../core/paths.ts";
+import { ensurePrivateDir } from "../core/private_dir.ts";
+import { OpenLogs, PrivateLog } from "../core/private_log.ts";
+import { CheckedDirs, readPrivateText, trustProblem } from "../core/trust.ts";
 
 export interface DataRootOptions {
   /**
@@ -30,7 +30,7 @@ export class DataRoot implements Disposable {
   readonly #logs: OpenLogs;
   readonly #warn: (message: string) => void;
   readonly #said = new Set<string>();
-  #index: RunIndex | null = null;
+  readonly #kept = new Map<symbol, Disposable>();
   #closed = false;
 
   constructor(home: string, options: DataRootOptions = {}) {
@@ -114,48 +114,28 @@ export class DataRoot implements Disposable {
   }
 
   /**
-   * The index, connected but not refreshed (writers only upsert): this root's one connection,
-   * opened on first use and reopened when the file was replaced.
+   * What a module below keeps open on this root under its own `key` between calls (index_db.ts
+   * keeps the index connection so), or null. Throws StoreClosedError once the root is closed.
    */
-  connectIndex(): RunIndex {
+  kept<T extends Disposable>(key: symbol): T | null {
     this.#throwIfClosed();
-    const current = this.#index;
-    if (current !== null && current.isCurrent()) return current;
-    current?.close();
-    this.#index = null;
-    this.#index = openConnection(this);
-    return this.#index;
+    return (this.#kept.get(key) as T | undefined) ?? null;
   }
 
-  /** The index connection, if one is open and current (nothing is opened). */
-  openedIndex(): RunIndex | null {
+  /** Keeps `value` under `key` until close(), disposing of what was kept there; null forgets. */
+  keep(key: symbol, value: Disposable | null): void {
     this.#throwIfClosed();
-    return this.#index !== null && this.#index.isCurrent() ? this.#index : null;
+    const previous = this.#kept.get(key);
+    this.#kept.delete(key);
+    previous?.[Symbol.dispose]();
+    if (value !== null) this.#kept.set(key, value);
   }
 
-  /** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
-  resetIndex(): RunIndex {
-    this.#index?.close();
-    this.#index = null;
-    removeIndexFiles(this);
-    return this.connectIndex();
-  }
-
-  /** Marks interrupted the active runs whose owner is gone (see liveness.ts). */
-  reconcileCheaply(): Promise<string[]> {
-    return reconcileCheaply(this);
-  }
-
-  /** The matching runs as the index stores them, zod-free (see list.ts). */
-  listRunJson(filter: RunFilter = {}, options: { prefixes?: boolean } = {}): Promise<ListedRuns> {
-    return listRunJson(this, filter, options);
-  }
-
-  /** Closes the index connection and the kept logs. The root can be opened again anew. */
+  /** Closes what is kept open on it (the index connection) and the kept logs. It can be opened again anew. */
   close(): void {
     this.#closed = true;
-    this.#index?.close();
-    this.#index = null;
+    for (const kept of this.#kept.values()) kept[Symbol.dispose]();
+    this.#kept.clear();
     this.#logs.close();
   }
 

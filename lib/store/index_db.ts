@@ -2,7 +2,7 @@
 // so that listing 10,000 runs reads one file, not 10,000. The run files stay the truth: a missing,
 // corrupt or stale index is rebuilt from runs/*/run.json without being asked (see refreshIndex),
 // and a writer that cannot update it leaves `index.dirty`, which makes the next reader rebuild it.
-// The connection is the data root's (DataRoot.connectIndex keeps it), never this module's.
+// The connection is the data root's (connectIndex keeps it on the DataRoot), never this module's.
 // A writer with no connection open does not open one to note a run: it appends the run's id to
 // `index.pending`, which the next reader applies (see noteRun). So `reins run` never opens the
 // database (the file, WAL mode, the schema check, two upserts: a few ms of every run).
@@ -22,6 +22,8 @@ import { exists, isActive } from "./run_files.ts";
 
 export { DIRTY_FILE, INDEX_FILE } from "../core/layout.ts";
 const SCHEMA_VERSION = 1;
+/** The index's meta key that holds when leftovers were last swept (epoch ms; see liveness.ts). */
+export const SWEPT_META_KEY = "leftovers_swept_ms";
 const BUSY_TIMEOUT_MS = 5000;
 
 const SCHEMA = `
@@ -126,6 +128,10 @@ export class RunIndex {
     try {
       this.#db.close();
     } catch { /* already closed */ }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
   }
 
   #statement(sql: string): StatementSync {
@@ -358,8 +364,37 @@ export function removeIndexFiles(root: DataRoot): void {
   }
 }
 
+/** What the data root keeps its index connection under (DataRoot.keep). */
+const CONNECTION = Symbol("index connection");
+
 /**
- * A new connection to the data root's index (DataRoot.connectIndex keeps it). A damaged file is
+ * The index, connected but not refreshed (writers only upsert): the root's one connection,
+ * opened on first use and reopened when the file was replaced.
+ */
+export function connectIndex(root: DataRoot): RunIndex {
+  const current = root.kept<RunIndex>(CONNECTION);
+  if (current !== null && current.isCurrent()) return current;
+  root.keep(CONNECTION, null);
+  const index = openConnection(root);
+  root.keep(CONNECTION, index);
+  return index;
+}
+
+/** The root's index connection, if one is open and current (nothing is opened). */
+export function openedIndex(root: DataRoot): RunIndex | null {
+  const current = root.kept<RunIndex>(CONNECTION);
+  return current !== null && current.isCurrent() ? current : null;
+}
+
+/** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
+export function resetIndex(root: DataRoot): RunIndex {
+  root.keep(CONNECTION, null);
+  removeIndexFiles(root);
+  return connectIndex(root);
+}
+
+/**
+ * A new connection to the data root's index (connectIndex keeps it). A damaged file is
  * replaced; a file that cannot be used at all gives an index in memory.
  */
 export function openConnection(root: DataRoot): RunIndex {
@@ -378,7 +413,7 @@ export function openConnection(root: DataRoot): RunIndex {
   }
 }
 
-/** Reads the records of the given runs for the index (reindex.ts has the one that needs zod). */
+/** Reads the records of the given runs for the index (run_record.ts has the one the store uses). */
 export type RecordReader = (root: DataRoot, runIds: readonly string[]) => RunRecord[];
 
 /**
@@ -387,12 +422,12 @@ export type RecordReader = (root: DataRoot, runIds: readonly string[]) => RunRec
  */
 export function openIndexSync(root: DataRoot, reader: RecordReader): RunIndex | null {
   if (!exists(root.home)) return null;
-  let index = root.connectIndex();
+  let index = connectIndex(root);
   try {
     refreshIndex(index, { reader });
   } catch (error) {
     if (!isCorruption(error)) throw error;
-    index = root.resetIndex();
+    index = resetIndex(root);
     refreshIndex(index, { reader });
   }
   return index;
@@ -405,19 +440,21 @@ export function openIndexSync(root: DataRoot, reader: RecordReader): RunIndex | 
 export async function openIndex(root: DataRoot): Promise<RunIndex | null> {
   if (!exists(root.home)) return null;
   await loadSqlite();
-  let index = root.connectIndex();
+  let index = connectIndex(root);
   try {
     if (!refreshIndex(index)) await refreshWithReader(index);
   } catch (error) {
     if (!isCorruption(error)) throw error;
-    index = root.resetIndex();
+    index = resetIndex(root);
     await refreshWithReader(index);
   }
   return index;
 }
 
 async function refreshWithReader(index: RunIndex): Promise<void> {
-  const { recordsForIndex } = await importLazily<typeof import("./reindex.ts")>("store/reindex.ts");
+  const { recordsForIndex } = await importLazily<typeof import("./run_record.ts")>(
+    "store/run_record.ts",
+  );
   refreshIndex(index, { reader: recordsForIndex });
 }
 
@@ -428,7 +465,7 @@ async function refreshWithReader(index: RunIndex): Promise<void> {
  */
 export function noteRun(root: DataRoot, record: RunRecord): void {
   try {
-    const index = root.openedIndex();
+    const index = openedIndex(root);
     if (index === null) {
       root.appendLine(root.layout.indexPending(), record.id);
       return;
@@ -439,7 +476,7 @@ export function noteRun(root: DataRoot, record: RunRecord): void {
     if (isCorruption(error)) {
       // A fresh index has no directory signature, so the next reader fills it from the files.
       try {
-        root.resetIndex();
+        resetIndex(root);
         return;
       } catch { /* fall through to the marker */ }
     }

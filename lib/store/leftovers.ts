@@ -9,9 +9,8 @@ import { isSafeName } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
 import { removeAbandonedTemps } from "../core/atomic_write.ts";
 import type { DataRoot } from "./data_root.ts";
-import type { RunIndex } from "./index_db.ts";
+import { type RunIndex, SWEPT_META_KEY } from "./index_db.ts";
 import { CREATING_SUFFIX, OWNER_LOCK_FILE } from "../core/layout.ts";
-import { SWEPT_META_KEY } from "./liveness.ts";
 
 /** A leftover younger than this may be a live writer's, between making it and locking it. */
 export const LEFTOVER_AGE_MS = 60_000;

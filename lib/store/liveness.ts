@@ -7,12 +7,10 @@ import { describeError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
 import { exists } from "./run_files.ts";
-import { openIndex } from "./index_db.ts";
+import { openIndex, SWEPT_META_KEY } from "./index_db.ts";
 
 /** How often the cheap reconciliation sweeps leftovers (see lib/store/leftovers.ts). */
 export const SWEEP_EVERY_MS = 10 * 60_000;
-/** The index's meta key that holds when leftovers were last swept (epoch ms). */
-export const SWEPT_META_KEY = "leftovers_swept_ms";
 
 /** `alive`: a process holds the run's owner lock; `gone`: nobody does; `no-run`: no such run. */
 export type OwnerState = "alive" | "gone" | "no-run";

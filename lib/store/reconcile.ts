@@ -9,11 +9,10 @@ import { removeAbandonedTemps, removeStaleTemps } from "../core/atomic_write.ts"
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
 import { describeProblems, readEvents } from "./event_log.ts";
-import { noteRun, refreshIndex, runDirectoryNames } from "./index_db.ts";
-import { recordsForIndex } from "./reindex.ts";
+import { connectIndex, noteRun, refreshIndex, runDirectoryNames } from "./index_db.ts";
 import { contextDirectories, LEFTOVER_AGE_MS, removeAbandonedCreations } from "./leftovers.ts";
 import { agreesWithOutcome, outcomeEvent, recordFromEvents, withOutcome } from "./record_events.ts";
-import { readRecordFile, writeRecord } from "./run_record.ts";
+import { readRecordFile, recordsForIndex } from "./run_record.ts";
 import {
   DAMAGED_RECORD_FILE,
   exists,
@@ -23,7 +22,7 @@ import {
   RECORD_FILE,
   shownPath,
 } from "./run_files.ts";
-import { RunAppender } from "./run_writer.ts";
+import { RunAppender, writeRecord } from "./run_writer.ts";
 
 export const INTERRUPTED_REASON = "the process running it stopped before the run settled";
 
@@ -175,7 +174,7 @@ function settleUnreadable(root: DataRoot, runId: string, why: string): void {
   } catch {
     // run.json is as unusable as the log
   }
-  root.connectIndex().remove(runId);
+  connectIndex(root).remove(runId);
 }
 
 /** Writes `text` as `<run>/<name>` unless a copy is already there (the first is the evidence). */
@@ -241,7 +240,7 @@ export function reconcileInterruptedRuns(
   };
   if (!exists(root.home)) return report;
   // First, as it refuses a data root that is not a directory with a message that says so.
-  const index = root.connectIndex();
+  const index = connectIndex(root);
   const nowMs = Date.now();
   report.removed += removeAbandonedCreations(root, { nowMs, legacy: true });
   const sweep = { minAgeMs: LEFTOVER_AGE_MS, nowMs };

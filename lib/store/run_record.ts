@@ -1,15 +1,12 @@
-// run.json: reading it (validated; damage described, never thrown at a reader who can be given the
-// record its events rebuild) and writing it (atomic replace, field order of the contract, then the
-// index row). Reading never writes: repairing files is reconciliation's job.
+// run.json, read: validated, its damage described, never thrown at a reader who can be given the
+// record its events rebuild (run_writer.ts writes it). Reading never writes: repairing files is
+// reconciliation's job. Loaded lazily by the index (index_db.ts) to fill rows it lacks, so it
+// imports nothing that imports the index.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
-import { redactValue } from "../core/redact.ts";
-import { joinPath } from "../core/paths.ts";
-import { writeNewPrivateFile } from "../core/atomic_write.ts";
 import type { RunRecord } from "./contracts.ts";
 import { orderedRecord, runRecordProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
-import { noteRun } from "./index_db.ts";
 import { recordFromEvents } from "./record_events.ts";
 import { EVENTS_FILE, exists, RECORD_FILE, shownPath } from "./run_files.ts";
 
@@ -92,30 +89,18 @@ export function loadRun(root: DataRoot, runId: string): RunRecord {
 }
 
 /**
- * Replaces run.json atomically, then updates the index row (best effort: see noteRun). Both get
- * the record with its secrets redacted (a goal that quotes a key, say).
+ * The records of `runIds` for the index (index_db.ts's RecordReader). A damaged run.json is
+ * indexed as its events rebuild it; the file itself is left for reconciliation to repair. A
+ * directory with nothing readable yet (a run being created) is skipped: its creator adds its row.
  */
-export function writeRecord(
-  root: DataRoot,
-  record: RunRecord,
-  options?: { durable?: boolean },
-): void {
-  const ordered = redactValue(orderedRecord(record));
-  root.writeFileAtomic(root.layout.record(record.id), recordText(ordered), options);
-  noteRun(root, ordered);
-}
-
-/**
- * Writes a new run's first run.json into the directory it is made in (`dir`, not yet renamed
- * into place: nobody reads it there, so it needs no temp file). Returns the record as written
- * (redacted), for the index once the directory is in place (noteRun).
- */
-export function writeFirstRecord(dir: string, record: RunRecord): RunRecord {
-  const ordered = redactValue(orderedRecord(record));
-  writeNewPrivateFile(joinPath(dir, RECORD_FILE), recordText(ordered));
-  return ordered;
-}
-
-function recordText(record: RunRecord): string {
-  return `${JSON.stringify(record, null, 2)}\n`;
+export function recordsForIndex(root: DataRoot, runIds: readonly string[]): RunRecord[] {
+  const records: RunRecord[] = [];
+  for (const runId of runIds) {
+    try {
+      records.push(inspectRun(root, runId).record);
+    } catch {
+      // Unreadable for now: `reins recover` reports it.
+    }
+  }
+  return records;
 }

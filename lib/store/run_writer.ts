@@ -2,13 +2,13 @@
 // appending its events and keeping run.json in step with them, from the owner or from any other
 // process (`reins approve` from another shell). Sequences are assigned and records rewritten
 // under the events file's lock, so concurrent appenders never collide; a settled run's outcome is
-// never changed.
+// never changed. run.json is written here too (run_record.ts reads it).
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { syncDirectory, syncDirectoryAsync } from "../core/atomic_write.ts";
+import { syncDirectory, syncDirectoryAsync, writeNewPrivateFile } from "../core/atomic_write.ts";
 import type { PrivateLog } from "../core/private_log.ts";
-import { redact } from "../core/redact.ts";
+import { redact, redactValue } from "../core/redact.ts";
 import type {
   AgentFacts,
   EventInput,
@@ -24,8 +24,8 @@ import type { DataRoot } from "./data_root.ts";
 import { EventLog } from "./event_log.ts";
 import { applyEvent, mayChangeRecord } from "./record_events.ts";
 import { noteRun } from "./index_db.ts";
-import { inspectRun, readRecordFile, writeFirstRecord, writeRecord } from "./run_record.ts";
-import { EVENTS_FILE, isActive, OWNER_LOCK_FILE } from "./run_files.ts";
+import { inspectRun, readRecordFile } from "./run_record.ts";
+import { EVENTS_FILE, isActive, OWNER_LOCK_FILE, RECORD_FILE } from "./run_files.ts";
 
 /** What a new run is made from; the rest of its record (id, times, status) the store sets. */
 export interface RunInit {
@@ -438,4 +438,33 @@ export function updateRun(root: DataRoot, runId: string, patch: RunPatch): RunRe
   } finally {
     appender.close();
   }
+}
+
+/**
+ * Replaces run.json atomically, then updates the index row (best effort: see noteRun). Both get
+ * the record with its secrets redacted (a goal that quotes a key, say).
+ */
+export function writeRecord(
+  root: DataRoot,
+  record: RunRecord,
+  options?: { durable?: boolean },
+): void {
+  const ordered = redactValue(orderedRecord(record));
+  root.writeFileAtomic(root.layout.record(record.id), recordText(ordered), options);
+  noteRun(root, ordered);
+}
+
+/**
+ * Writes a new run's first run.json into the directory it is made in (`dir`, not yet renamed
+ * into place: nobody reads it there, so it needs no temp file). Returns the record as written
+ * (redacted), for the index once the directory is in place (noteRun).
+ */
+export function writeFirstRecord(dir: string, record: RunRecord): RunRecord {
+  const ordered = redactValue(orderedRecord(record));
+  writeNewPrivateFile(joinPath(dir, RECORD_FILE), recordText(ordered));
+  return ordered;
+}
+
+function recordText(record: RunRecord): string {
+  return `${JSON.stringify(record, null, 2)}\n`;
 }

@@ -9,9 +9,10 @@
 // reconcileCheaply and attachFile.
 //
 // Names against the team plan's contract: as there, plus `reconcileRun`, `ownerState` and
-// `pendingDecisions(runId)` for the commands that need them; the zod-free part (layout, index
-// connection, reconcileCheaply, listRunJson) is the base class DataRoot (data_root.ts), which the
-// start-up paths open alone.
+// `pendingDecisions(runId)` for the commands that need them. The base class DataRoot
+// (data_root.ts) is the data root's files alone; the start-up paths open it without the rest, and
+// call what they need of the index as functions (reconcileCheaply of liveness.ts, listRunJson of
+// list.ts), as the methods here do.
 import { importLazily } from "../core/lazy_import.ts";
 import type { EventInput, PayloadOf, RunEvent, RunRecord } from "./contracts.ts";
 import { ContextMap } from "./contexts.ts";
@@ -20,9 +21,9 @@ import { type PendingDecision, pendingDecisions } from "./decisions.ts";
 import { type EventsRead, readEvents } from "./event_log.ts";
 import { EventTail } from "./event_tail.ts";
 import { conversationEvents, type RunFamily, runFamily, sessionEvents } from "./family.ts";
-import type { RunIndex } from "./index_db.ts";
-import type { RunFilter } from "./list.ts";
-import { type OwnerState, ownerState } from "./liveness.ts";
+import { connectIndex, openedIndex, resetIndex, type RunIndex } from "./index_db.ts";
+import { type ListedRuns, listRunJson, type RunFilter } from "./list.ts";
+import { type OwnerState, ownerState, reconcileCheaply } from "./liveness.ts";
 import { listRuns, resolveRun, resolveRunId, uniqueRunPrefix } from "./lookup.ts";
 import {
   reconcileInterruptedRuns,
@@ -150,6 +151,31 @@ export class Store extends DataRoot {
   /** The index, refreshed from runs/; null when the data root does not exist yet. */
   index(): RunIndex | null {
     return storeIndex(this);
+  }
+
+  /** The index, connected but not refreshed: this store's one connection (see connectIndex). */
+  connectIndex(): RunIndex {
+    return connectIndex(this);
+  }
+
+  /** The index connection, if one is open and current (nothing is opened). */
+  openedIndex(): RunIndex | null {
+    return openedIndex(this);
+  }
+
+  /** Drops a damaged index and connects to a new, empty one (the next refresh fills it). */
+  resetIndex(): RunIndex {
+    return resetIndex(this);
+  }
+
+  /** Marks interrupted the active runs whose owner is gone (see liveness.ts). */
+  reconcileCheaply(): Promise<string[]> {
+    return reconcileCheaply(this);
+  }
+
+  /** The matching runs as the index stores them, zod-free (see list.ts). */
+  listRunJson(filter: RunFilter = {}, options: { prefixes?: boolean } = {}): Promise<ListedRuns> {
+    return listRunJson(this, filter, options);
   }
 
   /** Copies a file into the run's attachments (0600), hashing it; the payload of attachment.added. */

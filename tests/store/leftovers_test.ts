@@ -2,7 +2,8 @@
 // run and context directories) is swept by the cheap reconciliation every command runs, never
 // anything a live process is making, and at most every SWEEP_EVERY_MS.
 import assert from "node:assert/strict";
-import { SWEEP_EVERY_MS, SWEPT_META_KEY } from "../../lib/store/liveness.ts";
+import { SWEPT_META_KEY } from "../../lib/store/index_db.ts";
+import { SWEEP_EVERY_MS } from "../../lib/store/liveness.ts";
 import { reins } from "../support/reins.ts";
 import { runInit, storeHome } from "./_helpers.ts";
 
