@@ -71,7 +71,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const plan = replayPlan(original, recorded.events);
   const given = ctx.flags.cwd;
   const where = given === undefined
-    ? await replayDirectory(store.home, original)
+    ? await replayDirectory(store, original)
     : { cwd: checkCwd(given), note: `in ${checkCwd(given)}` };
   const cwd = where.cwd;
   io.note(

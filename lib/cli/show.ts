@@ -94,7 +94,7 @@ async function showRun(ctx: CommandContext<Flags>): Promise<number> {
   const formatter = new EventFormatter(mode, record.startedAt);
   const tally = new RunTally();
   const pending = new PendingTracker();
-  const snapshot = mode === "verbose" ? snapshotLine(glanceSnapshot(store.home, runId)) : undefined;
+  const snapshot = mode === "verbose" ? snapshotLine(glanceSnapshot(store, runId)) : undefined;
   io.print(`${formatHeader(record, mode, { snapshot }).join("\n")}\n\n`);
   const tail = store.tail(runId);
   // Each piece of the log is written as soon as it is formatted, so that its text dies young:

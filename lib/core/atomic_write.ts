@@ -125,7 +125,7 @@ function prepareReplace(root: string, path: string): void {
  * Creates `path` with mode 0600 (whatever the umask), failing when the name exists at all (a
  * link included): a file this process makes for itself, in a directory it has just made.
  */
-export function openNew(
+export function openNewPrivateFile(
   path: string,
   access: { read?: boolean; append?: boolean; write?: boolean },
 ) {
@@ -144,11 +144,11 @@ export function openNew(
 /**
  * Writes a new file that nobody can be reading yet (one in a directory this process has just
  * made and not yet renamed into place), 0600: no temp file, no rename, nothing looked at first,
- * since the name must not exist (see openNew). Text has its secrets redacted.
+ * since the name must not exist (see openNewPrivateFile). Text has its secrets redacted.
  */
 export function writeNewPrivateFile(path: string, data: string | Uint8Array): void {
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
-  const file = openNew(path, { write: true });
+  const file = openNewPrivateFile(path, { write: true });
   try {
     writeAll(file, bytes);
   } finally {
@@ -166,7 +166,7 @@ export function writePrivateFileAtomic(
   path: string,
   data: string | Uint8Array,
   checked?: CheckedDirs,
-  options: { durable?: boolean } = {},
+  options: { durable?: boolean; sweep?: boolean } = {},
 ): void {
   // durable: false — still atomic against a crash of this process, but not fsynced: for a file
   // the caller can rebuild from another that is (run.json from its synced events.jsonl).
@@ -174,10 +174,13 @@ export function writePrivateFileAtomic(
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir, checked);
-  prepareReplace(root, absPath);
+  // sweep: false — no listing of the directory for a killed writer's temp files (nor so for a
+  // link at the name, which the rename replaces rather than follows): for a file written once or
+  // twice in a directory of many (a snapshot's manifest), where the listing would cost more with
+  // every run and find nothing of this file's.
+  if (options.sweep ?? true) prepareReplace(root, absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
-  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
-  const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
+  const temp = tempPathOf(absPath);
   const file = Deno.openSync(temp, { write: true, createNew: true, mode: FILE_MODE });
   try {
     file.lockSync(true);
@@ -213,8 +216,7 @@ export async function writePrivateFileAtomicAsync(
   ensurePrivateDir(root, dir, checked);
   prepareReplace(root, absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
-  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
-  const temp = joinPath(dir, `${tempPrefix(absPath)}${Deno.pid}.${random}.tmp`);
+  const temp = tempPathOf(absPath);
   const file = await Deno.open(temp, { write: true, createNew: true, mode: FILE_MODE });
   try {
     await file.lock(true);
@@ -232,6 +234,42 @@ export async function writePrivateFileAtomicAsync(
     file.close();
   }
   await syncDirectoryAsync(dir);
+}
+
+/**
+ * Creates `path` anew with what `fill` writes into a temp file beside it, fsynced, 0600, then
+ * linked into place: linking fails (AlreadyExists) rather than replace a file of that name made
+ * meanwhile. For a copy too large to hold in memory (a file attached to a run).
+ */
+export async function createPrivateFileAsync(
+  root: string,
+  path: string,
+  fill: (file: Deno.FsFile) => Promise<void>,
+  checked?: CheckedDirs,
+): Promise<void> {
+  const absPath = resolvePath(path, resolvePath(root));
+  ensurePrivateDir(root, dirnameOf(absPath), checked);
+  const temp = tempPathOf(absPath);
+  const file = await Deno.open(temp, { write: true, createNew: true, mode: FILE_MODE });
+  try {
+    try {
+      await file.lock(true);
+      await fill(file);
+      await file.sync();
+    } finally {
+      file.close();
+    }
+    await Deno.chmod(temp, FILE_MODE);
+    await Deno.link(temp, absPath);
+  } finally {
+    await Deno.remove(temp).catch(() => {});
+  }
+}
+
+/** A temp file's path for a writer of `path`, beside it: `.<file>.<pid>.<random>.tmp`. */
+function tempPathOf(path: string): string {
+  const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(36);
+  return joinPath(dirnameOf(path), `${tempPrefix(path)}${Deno.pid}.${random}.tmp`);
 }
 
 /**

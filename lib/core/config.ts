@@ -101,7 +101,7 @@ export function loadSettings(
   options: { skipConfigFile?: boolean } = {},
 ): Settings {
   const { home, source } = resolveHome(env, flags.home);
-  const configPath = env.REINS_CONFIG ?? new Layout(home).config();
+  const configPath = env.REINS_CONFIG ?? Layout.configOf(home);
   // skipConfigFile: for `reins doctor`, which must report a config file it refuses to use.
   const file = options.skipConfigFile ? emptyConfig() : readConfigFile(configPath);
   const programOverride = (name: string | undefined) => name ? { program: name } : {};

@@ -25,6 +25,30 @@ export const INDEX_FILE = "index.sqlite";
 /** Left by a writer that could not update the index: the next reader rebuilds it whole. */
 export const DIRTY_FILE = "index.dirty";
 
+/**
+ * What reins keeps at the top of a data root, by name: every path below is built from one of
+ * these, so this is also the list of what is the data root's own in a directory that holds it
+ * (a snapshot of that directory leaves them out).
+ */
+const TOP = {
+  runs: "runs",
+  contexts: "contexts",
+  outbox: "outbox",
+  snapshots: "snapshots",
+  suites: "suites",
+  tmp: "tmp",
+  logs: "logs",
+  index: INDEX_FILE,
+  indexDirty: DIRTY_FILE,
+  indexPending: "index.pending",
+  platform: "platform.json",
+  platformLock: ".platform.json.lock",
+  serveToken: "serve.token",
+  config: "config.json",
+} as const;
+/** SQLite keeps these beside a database in WAL mode (the index's and the blob index's). */
+const SQLITE_SIDE_FILES = ["-wal", "-shm"] as const;
+
 export class Layout {
   /** The data root, absolute. */
   readonly home: string;
@@ -33,13 +57,26 @@ export class Layout {
     this.home = home;
   }
 
+  /** The path of the config file of the data root `home`, read before the root is opened. */
+  static configOf(home: string): string {
+    return joinPath(home, TOP.config);
+  }
+
+  /** The names at the top of the data root that are reins's own (see TOP). */
+  topLevelNames(): string[] {
+    return [
+      ...Object.values(TOP),
+      ...SQLITE_SIDE_FILES.map((suffix) => `${TOP.index}${suffix}`),
+    ];
+  }
+
   runs(): string {
-    return joinPath(this.home, "runs");
+    return joinPath(this.home, TOP.runs);
   }
 
   /** `runs/<run id>`; the id is checked before it becomes a path segment. */
   run(runId: string): string {
-    return joinPath(this.home, "runs", safeName(runId, "run id"));
+    return joinPath(this.runs(), safeName(runId, "run id"));
   }
 
   /**
@@ -47,7 +84,7 @@ export class Layout {
    * lists this (nearly always empty) directory, not every run.
    */
   stagingRuns(): string {
-    return joinPath(this.home, "runs", STAGING_DIR);
+    return joinPath(this.runs(), STAGING_DIR);
   }
 
   /** `runs/.staging/<run id>`: where a run is made before it is renamed to `runs/<run id>`. */
@@ -85,12 +122,12 @@ export class Layout {
   }
 
   contexts(): string {
-    return joinPath(this.home, "contexts");
+    return joinPath(this.home, TOP.contexts);
   }
 
   /** `contexts/<context id>`; the id is checked before it becomes a path segment. */
   context(contextId: string): string {
-    return joinPath(this.home, "contexts", safeName(contextId, "context id"));
+    return joinPath(this.contexts(), safeName(contextId, "context id"));
   }
 
   harnessSession(contextId: string): string {
@@ -102,73 +139,118 @@ export class Layout {
   }
 
   index(): string {
-    return joinPath(this.home, INDEX_FILE);
+    return joinPath(this.home, TOP.index);
   }
 
   indexDirtyMarker(): string {
-    return joinPath(this.home, DIRTY_FILE);
+    return joinPath(this.home, TOP.indexDirty);
   }
 
   /** Run ids whose records changed since the index last saw them (see noteRun). */
   indexPending(): string {
-    return joinPath(this.home, "index.pending");
+    return joinPath(this.home, TOP.indexPending);
   }
 
   outbox(): string {
-    return joinPath(this.home, "outbox");
+    return joinPath(this.home, TOP.outbox);
   }
 
   /** `outbox/<id>.json`; the id is checked before it becomes a path segment. */
   outboxEntry(id: string): string {
-    return joinPath(this.home, "outbox", `${safeName(id, "outbox entry id")}.json`);
+    return joinPath(this.outbox(), `${safeName(id, "outbox entry id")}.json`);
   }
 
   /** `outbox/<id>.lock`: held by the process delivering that entry. */
   outboxLock(id: string): string {
-    return joinPath(this.home, "outbox", `${safeName(id, "outbox entry id")}.lock`);
+    return joinPath(this.outbox(), `${safeName(id, "outbox entry id")}.lock`);
+  }
+
+  /** `outbox/otlp/`: trace exports not yet acknowledged, apart from the platform's reports. */
+  otlpOutbox(): string {
+    return joinPath(this.outbox(), "otlp");
+  }
+
+  /** `outbox/otlp/<id>.json`; the id is checked before it becomes a path segment. */
+  otlpEntry(id: string): string {
+    return joinPath(this.otlpOutbox(), `${safeName(id, "outbox entry id")}.json`);
+  }
+
+  /** `outbox/otlp/<id>.lock`: held by the process sending that export. */
+  otlpLock(id: string): string {
+    return joinPath(this.otlpOutbox(), `${safeName(id, "outbox entry id")}.lock`);
   }
 
   platformFile(): string {
-    return joinPath(this.home, "platform.json");
+    return joinPath(this.home, TOP.platform);
   }
 
   /** The sibling lock file platform.json's writers take. */
   platformLock(): string {
-    return joinPath(this.home, ".platform.json.lock");
+    return joinPath(this.home, TOP.platformLock);
   }
 
   config(): string {
-    return joinPath(this.home, "config.json");
+    return Layout.configOf(this.home);
   }
 
   logs(): string {
-    return joinPath(this.home, "logs");
+    return joinPath(this.home, TOP.logs);
   }
 
   /** reins's own log of what it could not say anywhere else (a context it could not save). */
   log(): string {
-    return joinPath(this.home, "logs", "reins.log");
+    return joinPath(this.logs(), "reins.log");
   }
 
   suites(): string {
-    return joinPath(this.home, "suites");
+    return joinPath(this.home, TOP.suites);
   }
 
   /** `suites/<suite run id>`; the id is checked before it becomes a path segment. */
   suite(suiteRunId: string): string {
-    return joinPath(this.home, "suites", safeName(suiteRunId, "suite run id"));
+    return joinPath(this.suites(), safeName(suiteRunId, "suite run id"));
   }
 
   snapshots(): string {
-    return joinPath(this.home, "snapshots");
+    return joinPath(this.home, TOP.snapshots);
+  }
+
+  /** `snapshots/packs/`: the content-addressed packs snapshots share. */
+  snapshotPacks(): string {
+    return joinPath(this.snapshots(), "packs");
+  }
+
+  /** `snapshots/packs/<pack id>.pack`; the id is checked before it becomes a path segment. */
+  snapshotPack(packId: string): string {
+    return joinPath(this.snapshotPacks(), `${safeName(packId, "pack id")}.pack`);
+  }
+
+  /** `snapshots/manifests/<run id>.json`: what a run's snapshot holds. */
+  snapshotManifest(runId: string): string {
+    return joinPath(this.snapshots(), "manifests", `${safeName(runId, "run id")}.json`);
+  }
+
+  /** `snapshots/blobs.sqlite`: where each content is, by sha256. */
+  blobIndex(): string {
+    return joinPath(this.snapshots(), "blobs.sqlite");
+  }
+
+  /** `snapshots/cache/`: what the last snapshot of each directory learned of its files. */
+  statCaches(): string {
+    return joinPath(this.snapshots(), "cache");
+  }
+
+  /** `snapshots/cache/<key>.json`, `key` a digest of the directory (checked as a name). */
+  statCache(key: string): string {
+    return joinPath(this.statCaches(), `${safeName(key, "stat cache key")}.json`);
   }
 
   tmp(): string {
-    return joinPath(this.home, "tmp");
+    return joinPath(this.home, TOP.tmp);
   }
 
   serveToken(): string {
-    return joinPath(this.home, "serve.token");
+    return joinPath(this.home, TOP.serveToken);
   }
 }
 

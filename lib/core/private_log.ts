@@ -4,7 +4,7 @@
 // OpenLogs passes through the secrets choke point (redact.ts) first.
 import { redact } from "./redact.ts";
 import { dirnameOf, resolvePath } from "./paths.ts";
-import { FILE_MODE, openNew, writeAll } from "./atomic_write.ts";
+import { FILE_MODE, openNewPrivateFile, writeAll } from "./atomic_write.ts";
 import { ensurePrivateDir } from "./private_dir.ts";
 import { type CheckedDirs, checkFile } from "./trust.ts";
 
@@ -69,7 +69,7 @@ export class PrivateLog {
    */
   static create(root: string, path: string, at = path): PrivateLog {
     const base = resolvePath(root);
-    const file = openNew(resolvePath(at, base), { read: true, append: true });
+    const file = openNewPrivateFile(resolvePath(at, base), { read: true, append: true });
     return new PrivateLog(root, resolvePath(path, base), file);
   }
 

@@ -6,7 +6,6 @@
 import { newId } from "../core/ids.ts";
 import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import { readManifest } from "../snapshot/manifest.ts";
 import { describeSize } from "../snapshot/paths.ts";
 import { restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";
@@ -14,7 +13,6 @@ import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { readEvents } from "../store/event_log.ts";
 import { resolveRun } from "../store/lookup.ts";
-import { Layout } from "../core/layout.ts";
 
 /** One recorded model answer: what `replay:RUN` serves, in order. */
 export type RecordedOutput = PayloadOf<"model.completed">;
@@ -126,10 +124,10 @@ export interface ReplayDirectory {
 }
 
 /** A fresh directory under the data root's tmp/ for one replay. */
-function freshReplayDir(home: string): string {
-  const tmp = new Layout(home).tmp();
+function freshReplayDir(root: DataRoot): string {
+  const tmp = root.layout.tmp();
   const dir = joinPath(tmp, `replay-${newId()}`);
-  ensurePrivateDir(home, tmp);
+  root.ensureDir(tmp);
   Deno.mkdirSync(dir, { mode: 0o700 });
   return Deno.realPathSync(dir);
 }
@@ -140,17 +138,17 @@ function freshReplayDir(home: string): string {
  * snapshot (none was taken, it was skipped, it is damaged), a copy of the recorded directory as
  * it is now, and a note that says so.
  */
-export async function replayDirectory(home: string, run: RunRecord): Promise<ReplayDirectory> {
-  const read = readManifest(home, run.id);
+export async function replayDirectory(root: DataRoot, run: RunRecord): Promise<ReplayDirectory> {
+  const read = readManifest(root, run.id);
   let why: string;
   if (read === null) why = "no snapshot was taken";
   else if (!read.ok) why = `its snapshot cannot be read (${read.reason})`;
   else if (read.manifest.state === "skipped") {
     why = `its snapshot was skipped: ${read.manifest.reason}`;
   } else {
-    const cwd = freshReplayDir(home);
+    const cwd = freshReplayDir(root);
     try {
-      const restored = await restoreSnapshot(home, read.manifest, cwd);
+      const restored = await restoreSnapshot(root, read.manifest, cwd);
       return {
         cwd,
         source: "snapshot",
@@ -164,7 +162,7 @@ export async function replayDirectory(home: string, run: RunRecord): Promise<Rep
       why = error.message.replace(/^The snapshot of run \S+ is/, "its snapshot is");
     }
   }
-  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(home));
+  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(root));
   return {
     cwd,
     source: "copy",

@@ -8,10 +8,8 @@
 // a manifest also keeps where each of its contents is, so a lost or damaged index costs
 // deduplication, never a snapshot. Nothing is ever removed here.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import { sqlite } from "../core/sqlite.ts";
-import { packPath, snapshotsDir } from "./paths.ts";
+import type { DataRoot } from "../store/data_root.ts";
 
 /** Where one content is: a pack and the byte range in it. */
 export interface BlobLocation {
@@ -29,17 +27,13 @@ function tighten(path: string): void {
   } catch { /* absent */ }
 }
 
-function indexPath(home: string): string {
-  return joinPath(snapshotsDir(home), "blobs.sqlite");
-}
-
 /**
  * Whether the data root has a blob index to look contents up in: a snapshot loads node:sqlite
  * (lib/core/sqlite.ts, not loaded at start-up) before its walk only then.
  */
-export function hasBlobIndex(home: string): boolean {
+export function hasBlobIndex(root: DataRoot): boolean {
   try {
-    return Deno.statSync(indexPath(home)).isFile;
+    return Deno.statSync(root.layout.blobIndex()).isFile;
   } catch {
     return false;
   }
@@ -69,21 +63,21 @@ export class BlobIndex implements Disposable {
    * the first snapshot in a data root looks nothing up and makes the index only to list what it
    * stored.
    */
-  static openIfAny(home: string): BlobIndex | null {
+  static openIfAny(root: DataRoot): BlobIndex | null {
     try {
-      if (!Deno.statSync(indexPath(home)).isFile) return null;
+      if (!Deno.statSync(root.layout.blobIndex()).isFile) return null;
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) return null;
       throw error;
     }
-    return BlobIndex.open(home);
+    return BlobIndex.open(root);
   }
 
   /** Opens (creating 0600) the index; a damaged one is set aside and started afresh. */
-  static open(home: string): BlobIndex {
-    const dir = snapshotsDir(home);
-    ensurePrivateDir(home, dir);
-    const path = indexPath(home);
+  static open(root: DataRoot): BlobIndex {
+    // Looked at again each time, as the packs' directory is: see PackWriter.
+    root.ensureDir(root.layout.snapshots(), { again: true });
+    const path = root.layout.blobIndex();
     for (let attempt = 0;; attempt++) {
       try {
         Deno.openSync(path, { write: true, create: true, mode: 0o600 }).close();
@@ -166,7 +160,7 @@ export const PACK_BUFFER = 4 * 1024 * 1024;
 /** A pack being written: contents appended in order, made durable by finish(). */
 export class PackWriter {
   readonly id: string;
-  readonly #home: string;
+  readonly #root: DataRoot;
   #file: Deno.FsFile | null = null;
   #size = 0;
   /**
@@ -179,17 +173,17 @@ export class PackWriter {
   /** The write of the other buffer, while it is under way. */
   #writing: Promise<void> | null = null;
 
-  constructor(home: string) {
+  constructor(root: DataRoot) {
     this.id = crypto.randomUUID();
-    this.#home = home;
+    this.#root = root;
   }
 
   #open(): Deno.FsFile {
     if (this.#file === null) {
-      const path = packPath(this.#home, this.id);
-      ensurePrivateDir(this.#home, joinPath(snapshotsDir(this.#home), "packs"));
-      this.#file = Deno.openSync(path, { write: true, createNew: true, mode: 0o600 });
-      Deno.chmodSync(path, 0o600);
+      // Looked at again for every pack: snapshots/ is the user's to remove (nothing else ever
+      // is), and a long-lived reins (a server) then makes it again.
+      this.#root.ensureDir(this.#root.layout.snapshotPacks(), { again: true });
+      this.#file = this.#root.createFile(this.#root.layout.snapshotPack(this.id));
     }
     return this.#file;
   }
@@ -310,7 +304,7 @@ export class PackWriter {
     this.#file.close();
     this.#file = null;
     try {
-      Deno.removeSync(packPath(this.#home, this.id));
-    } catch { /* gone */ }
+      this.#root.remove(this.#root.layout.snapshotPack(this.id));
+    } catch { /* not ours to remove */ }
   }
 }

@@ -4,6 +4,7 @@
 // say what the agent did to its workspace.
 import { createHash } from "node:crypto";
 import { joinPath } from "../core/paths.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { readManifest, type SnapshotEntry, type SnapshotManifest } from "./manifest.ts";
 import { type WalkedEntry, walkTree } from "./walk.ts";
 
@@ -63,11 +64,11 @@ export async function diffSnapshot(manifest: SnapshotManifest, dir: string): Pro
  * usable snapshot (none was taken, it was skipped, or its manifest is damaged).
  */
 export async function changedSinceStart(
-  home: string,
+  root: DataRoot,
   runId: string,
   dir: string,
 ): Promise<SnapshotDiff | null> {
-  const read = readManifest(home, runId);
+  const read = readManifest(root, runId);
   if (read === null || !read.ok || read.manifest.state !== "taken") return null;
   return await diffSnapshot(read.manifest, dir);
 }

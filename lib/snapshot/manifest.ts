@@ -2,10 +2,9 @@
 // (blobs.ts: each content once, in a pack, shared by every run that saw the same bytes) and one
 // manifest per run (snapshots/manifests/<run id>.json, 0600) that lists each path with its
 // mode, size and sha256 (and where its content is), or says why no snapshot was taken. take.ts writes them; restore.ts
-// and diff.ts read them (paths.ts builds the paths, without loading zod).
+// and diff.ts read them (the data root's layout names the files).
 import { z } from "zod";
-import { readPrivateText } from "../core/trust.ts";
-import { manifestPath } from "./paths.ts";
+import type { DataRoot } from "../store/data_root.ts";
 
 export const MANIFEST_TYPE = "reins.snapshot";
 
@@ -69,8 +68,8 @@ export type ReadManifest =
   | { ok: false; reason: string };
 
 /** The manifest of `runId`, null when there is none, or why it cannot be used. */
-export function readManifest(home: string, runId: string): ReadManifest | null {
-  const text = readPrivateText(home, manifestPath(home, runId));
+export function readManifest(root: DataRoot, runId: string): ReadManifest | null {
+  const text = root.readText(root.layout.snapshotManifest(runId));
   if (text === null) return null;
   let raw: unknown;
   try {

@@ -1,23 +1,8 @@
-// Where snapshots live under the data root, how their size reads for people, and a cheap look at
-// what a run's snapshot holds. Free of dependencies (no zod): the start of every run (take.ts)
-// and `reins show` import it.
+// How a snapshot's size reads for people, and a cheap look at what a run's snapshot holds (where
+// snapshots live under the data root is the layout's: snapshots/, core/layout.ts). Free of
+// dependencies (no zod): the start of every run (take.ts) and `reins show` import it.
 import { assertNever } from "../core/assert_never.ts";
-import { safeName } from "../core/ids.ts";
-import { joinPath } from "../core/paths.ts";
-import { Layout } from "../core/layout.ts";
-import { readPrivateText } from "../core/trust.ts";
-
-export function snapshotsDir(home: string): string {
-  return new Layout(home).snapshots();
-}
-
-export function packPath(home: string, pack: string): string {
-  return joinPath(snapshotsDir(home), "packs", `${safeName(pack, "pack id")}.pack`);
-}
-
-export function manifestPath(home: string, runId: string): string {
-  return joinPath(snapshotsDir(home), "manifests", `${safeName(runId, "run id")}.json`);
-}
+import type { DataRoot } from "../store/data_root.ts";
 
 /** "3 files, 2 KiB": what a snapshot holds, for people. */
 export function describeSize(files: number, bytes: number): string {
@@ -42,8 +27,8 @@ export type SnapshotGlance =
   | { state: "unreadable"; reason: string };
 
 /** A glance at `runId`'s snapshot, or null when it has none. */
-export function glanceSnapshot(home: string, runId: string): SnapshotGlance | null {
-  const text = readPrivateText(home, manifestPath(home, runId));
+export function glanceSnapshot(root: DataRoot, runId: string): SnapshotGlance | null {
+  const text = root.readText(root.layout.snapshotManifest(runId));
   if (text === null) return null;
   let raw: Record<string, unknown>;
   try {

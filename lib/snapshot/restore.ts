@@ -7,8 +7,8 @@ import { createHash } from "node:crypto";
 import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import type { SnapshotManifest } from "./manifest.ts";
-import { packPath } from "./paths.ts";
 
 const CHUNK = 1024 * 1024;
 
@@ -28,7 +28,7 @@ export class SnapshotDamagedError extends ReinsError {
  * many files and bytes it wrote.
  */
 export async function restoreSnapshot(
-  home: string,
+  root: DataRoot,
   manifest: SnapshotManifest,
   target: string,
 ): Promise<{ files: number; bytes: number }> {
@@ -52,7 +52,7 @@ export async function restoreSnapshot(
           await Deno.symlink(entry.target, path);
           break;
         case "file": {
-          const pack = packs.get(entry.pack) ?? openPack(home, manifest.runId, entry.pack);
+          const pack = packs.get(entry.pack) ?? openPack(root, manifest.runId, entry.pack);
           packs.set(entry.pack, pack);
           copyRange(pack, entry.offset, entry.size, path, entry.sha256, () =>
             damaged(
@@ -79,9 +79,9 @@ function damaged(runId: string, what: string): SnapshotDamagedError {
   return new SnapshotDamagedError(`The snapshot of run ${runId} is damaged: ${what}`);
 }
 
-function openPack(home: string, runId: string, pack: string): Deno.FsFile {
+function openPack(root: DataRoot, runId: string, pack: string): Deno.FsFile {
   try {
-    return Deno.openSync(packPath(home, pack), { read: true });
+    return Deno.openSync(root.layout.snapshotPack(pack), { read: true });
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
     throw damaged(runId, `its pack ${pack} is gone`);

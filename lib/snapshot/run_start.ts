@@ -3,6 +3,7 @@
 // wrong taking it is one warning, and the run goes on.
 import { describeError } from "../core/errors.ts";
 import type { Settings } from "../core/config.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { type SnapshotSummary, startSnapshot } from "./take.ts";
 
 export interface RunStartSnapshot {
@@ -17,7 +18,7 @@ export interface RunStartSnapshot {
 
 /** Reads the snapshot; returns once every file is read, while it is still being written. */
 export async function snapshotAtRunStart(
-  home: string,
+  root: DataRoot,
   runId: string,
   cwd: string,
   settings: Pick<Settings, "snapshot">,
@@ -28,7 +29,7 @@ export async function snapshotAtRunStart(
       `no snapshot of ${cwd} for run ${runId} (a replay will use a copy): ${describeError(error)}`,
     );
   try {
-    const started = await startSnapshot(home, runId, cwd, settings.snapshot);
+    const started = await startSnapshot(root, runId, cwd, settings.snapshot);
     return { summary: started.summary, written: started.written.catch(lost) };
   } catch (error) {
     lost(error);

@@ -6,11 +6,8 @@
 // was. The cache is a hint: a missing, torn or
 // foreign one (another directory's, or a file the data root's trust checks refuse) only means
 // reading every file again.
-import { joinPath } from "../core/paths.ts";
-import { readPrivateText } from "../core/trust.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import { sha256Hex } from "../core/sha256.ts";
-import { snapshotsDir } from "./paths.ts";
+import type { DataRoot } from "../store/data_root.ts";
 
 const CACHE_TYPE = "reins.snapshot-cache";
 /** A file modified this close to the cache's writing is not trusted to be unchanged. */
@@ -32,9 +29,10 @@ export interface CachedContent {
 
 type Row = [number, number, number, number, string, string, number];
 
-function cachePath(home: string, cwd: string): string {
-  const key = sha256Hex(cwd).slice(0, 32);
-  return joinPath(snapshotsDir(home), "cache", `${key}.json`);
+const encoder = new TextEncoder();
+
+function cachePath(root: DataRoot, cwd: string): string {
+  return root.layout.statCache(sha256Hex(cwd).slice(0, 32));
 }
 
 export class StatCache {
@@ -56,10 +54,10 @@ export class StatCache {
   }
 
   /** The cache of `cwd`'s last snapshot, or an empty one. */
-  static load(home: string, cwd: string): StatCache {
+  static load(root: DataRoot, cwd: string): StatCache {
     let raw: unknown;
     try {
-      const text = readPrivateText(home, cachePath(home, cwd));
+      const text = root.readText(cachePath(root, cwd));
       if (text === null) return StatCache.empty();
       raw = JSON.parse(text);
     } catch {
@@ -129,28 +127,28 @@ export class StatCache {
     return JSON.stringify({ type: CACHE_TYPE, cwd, writtenMs, files: out });
   }
 
-  /** Writes a text made by text() as the cache of `cwd` (no fsync: it is only a hint). */
-  static write(home: string, cwd: string, text: string): void {
-    const path = cachePath(home, cwd);
-    const dir = joinPath(snapshotsDir(home), "cache");
-    ensurePrivateDir(home, dir);
-    const temp = `${path}.${crypto.randomUUID()}.tmp`;
+  /**
+   * Writes a text made by text() as the cache of `cwd`: atomically, but without the fsyncs (it is
+   * only a hint) nor the look for a killed writer's temp files. It is written as it is, not
+   * redacted: it must name the directory's paths as they are to match them.
+   */
+  static write(root: DataRoot, cwd: string, text: string): void {
+    const path = cachePath(root, cwd);
+    root.ensureDir(root.layout.statCaches());
+    const bytes = encoder.encode(text);
+    const write = () => root.writeFileAtomic(path, bytes, { durable: false, sweep: false });
     try {
       try {
-        Deno.writeTextFileSync(temp, text, { mode: 0o600 });
+        write();
       } catch (error) {
-        // Removed since this process made it: made again, once.
+        // Its directory was removed since this root made it: made again, once.
         if (!(error instanceof Deno.errors.NotFound)) throw error;
-        Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
-        Deno.writeTextFileSync(temp, text, { mode: 0o600 });
+        root.ensureDir(root.layout.statCaches(), { again: true });
+        write();
       }
-      Deno.renameSync(temp, path);
     } catch (error) {
       // Only a hint: the next snapshot reads the files again.
       if (error instanceof Deno.errors.NotCapable) throw error;
-      try {
-        Deno.removeSync(temp);
-      } catch { /* not written */ }
     }
   }
 }

@@ -21,12 +21,12 @@ import { nowIso } from "../core/clock.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { dirnameOf, isInside } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import { redactJsonText } from "../core/redact.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { BlobIndex, type BlobLocation, hasBlobIndex, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
 import type { SnapshotEntry, SnapshotManifest } from "./manifest.ts";
-import { describeSize, manifestPath } from "./paths.ts";
+import { describeSize } from "./paths.ts";
 import { Pacer, walkTree, withoutTrailingSlash } from "./walk.ts";
 
 export const DEFAULT_SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024;
@@ -113,7 +113,7 @@ interface Placed extends BlobLocation {
 
 /** One snapshot's view of the store: what the index has, and what this snapshot added. */
 class Store {
-  readonly #home: string;
+  readonly #root: DataRoot;
   /** The index, once looked for; null after that when the data root has none yet. */
   #index: BlobIndex | null | undefined = undefined;
   readonly pack: PackWriter;
@@ -123,13 +123,13 @@ class Store {
   #pending: Placed[] = [];
   storedBytes = 0;
 
-  constructor(home: string) {
-    this.#home = home;
-    this.pack = new PackWriter(home);
+  constructor(root: DataRoot) {
+    this.#root = root;
+    this.pack = new PackWriter(root);
   }
 
   #lookups(): BlobIndex | null {
-    if (this.#index === undefined) this.#index = BlobIndex.openIfAny(this.#home);
+    if (this.#index === undefined) this.#index = BlobIndex.openIfAny(this.#root);
     return this.#index;
   }
 
@@ -249,7 +249,7 @@ class Store {
       // Opening (or making) the index lists nothing yet.
       if (fresh.length > 0 && (this.#index ?? null) === null) {
         await loadSqlite();
-        this.#index = BlobIndex.open(this.#home);
+        this.#index = BlobIndex.open(this.#root);
       }
       whileSyncing();
     } finally {
@@ -269,65 +269,43 @@ function unreadable(error: unknown): boolean {
     error instanceof Deno.errors.IsADirectory;
 }
 
-// What reins keeps at the top of its data root: never part of a snapshot. Reading reins's own
-// sqlite files from the process that has them open would even drop that connection's locks
-// (closing any descriptor of a file releases the process's POSIX locks on it).
-const DATA_ROOT_ENTRIES = [
-  "runs",
-  "contexts",
-  "outbox",
-  "snapshots",
-  "suites",
-  "tmp",
-  "logs",
-  "index.sqlite",
-  "index.sqlite-wal",
-  "index.sqlite-shm",
-  "index.dirty",
-  "platform.json",
-  ".platform.json.lock",
-  "serve.token",
-  "config.json",
-];
-
-/** The paths under `cwd` that are the data root's (none when it is elsewhere). */
-function dataRootIn(home: string, cwd: string): Set<string> {
-  let root: string;
+/**
+ * The paths under `cwd` that are the data root's (none when it is elsewhere): never part of a
+ * snapshot. At the root itself, what its layout keeps there (Layout.topLevelNames); reading
+ * reins's own sqlite files from the process that has them open would even drop that
+ * connection's locks (closing any descriptor of a file releases the process's POSIX locks on it).
+ */
+function dataRootIn(root: DataRoot, cwd: string): Set<string> {
+  let home: string;
   let dir: string;
   try {
-    root = Deno.realPathSync(home);
+    home = Deno.realPathSync(root.home);
     dir = Deno.realPathSync(cwd);
   } catch {
     return new Set();
   }
-  if (root === dir) return new Set(DATA_ROOT_ENTRIES);
-  if (!isInside(root, dir)) return new Set();
-  return new Set([root.slice(dir === "/" ? 1 : dir.length + 1)]);
+  if (home === dir) return new Set(root.layout.topLevelNames());
+  if (!isInside(home, dir)) return new Set();
+  return new Set([home.slice(dir === "/" ? 1 : dir.length + 1)]);
 }
 
+const encoder = new TextEncoder();
+
 /** A manifest as written: one line of JSON, redacted like every file reins writes. */
-function manifestTextOf(manifest: SnapshotManifest): string {
-  return redactJsonText(`${JSON.stringify(manifest)}\n`);
+function manifestBytesOf(manifest: SnapshotManifest): Uint8Array {
+  return encoder.encode(redactJsonText(`${JSON.stringify(manifest)}\n`));
 }
 
 /**
- * Writes a manifest's text in place atomically (temp file, rename), 0600, but without the
- * fsyncs of a run's record: they cost more than the rest of a small tree's snapshot, on the
- * start of every run, and a manifest lost to a power cut only means a replay in a copy, said
- * as such.
+ * Writes a manifest in place atomically (temp file, rename), 0600, but without the fsyncs of a
+ * run's record: they cost more than the rest of a small tree's snapshot, on the start of every
+ * run, and a manifest lost to a power cut only means a replay in a copy, said as such. Nor is
+ * manifests/ (one file per run) listed for a killed writer's temp files: a manifest is written
+ * once. Its directory is looked at again each time, as the packs' is (see PackWriter).
  */
-function writeManifest(home: string, path: string, text: string): void {
-  ensurePrivateDir(home, dirnameOf(path));
-  const temp = `${path}.${crypto.randomUUID()}.tmp`;
-  try {
-    Deno.writeTextFileSync(temp, text, { mode: 0o600, createNew: true });
-    Deno.renameSync(temp, path);
-  } catch (error) {
-    try {
-      Deno.removeSync(temp);
-    } catch { /* not written */ }
-    throw error;
-  }
+function writeManifest(root: DataRoot, path: string, bytes: Uint8Array): void {
+  root.ensureDir(dirnameOf(path), { again: true });
+  root.writeFileAtomic(path, bytes, { durable: false, sweep: false });
 }
 
 /** "64 MiB". */
@@ -350,12 +328,12 @@ export interface StartedSnapshot {
  * did; a tree over the caps gets a manifest that says it was skipped and why.
  */
 export async function takeSnapshot(
-  home: string,
+  root: DataRoot,
   runId: string,
   cwd: string,
   options: SnapshotOptions = {},
 ): Promise<SnapshotSummary> {
-  const started = await startSnapshot(home, runId, cwd, options);
+  const started = await startSnapshot(root, runId, cwd, options);
   await started.written;
   return started.summary;
 }
@@ -367,7 +345,7 @@ export async function takeSnapshot(
  * finished run has its snapshot on disk as before, and its start does not wait for the disk.
  */
 export async function startSnapshot(
-  home: string,
+  root: DataRoot,
   runId: string,
   cwd: string,
   options: SnapshotOptions = {},
@@ -389,11 +367,11 @@ export async function startSnapshot(
     storedBytes: 0,
     entries: [],
   };
-  const path = manifestPath(home, runId);
+  const path = root.layout.snapshotManifest(runId);
   const pacer = new Pacer();
   const walk = maxBytes <= 0
     ? { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: "off" as const }
-    : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(home, cwd), pacer });
+    : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(root, cwd), pacer });
   manifest.leftOut = walk.leftOut;
   let readBytes = 0;
   const summary = (): SnapshotSummary => ({
@@ -414,16 +392,16 @@ export async function startSnapshot(
       ? `its files add up to more than the ${sizeOf(maxBytes)} cap ` +
         "(snapshot.maxBytes in config.json)"
       : `it has more than ${maxEntries} paths (snapshot.maxEntries in config.json)`;
-    writeManifest(home, path, manifestTextOf(manifest));
+    writeManifest(root, path, manifestBytesOf(manifest));
     return { summary: summary(), written: Promise.resolve() };
   }
   // A tree without files (an empty working directory, say) has no contents to look up or read,
   // and nothing for the stat cache to know: neither the blob index nor the cache is looked for
   // (each a missing file on a fresh data root, and an exception to make and catch).
   // Reading the files looks contents up in the blob index synchronously: its module loaded first.
-  if (walk.files > 0 && hasBlobIndex(home)) await loadSqlite();
-  const store = new Store(home);
-  const cache = walk.files > 0 ? StatCache.load(home, cwd) : StatCache.empty();
+  if (walk.files > 0 && hasBlobIndex(root)) await loadSqlite();
+  const store = new Store(root);
+  const cache = walk.files > 0 ? StatCache.load(root, cwd) : StatCache.empty();
   const base = withoutTrailingSlash(cwd);
   // A content read this time is placed for good only once the store is sealed (see Placed):
   // its entries in the manifest and the cache are filled in then.
@@ -480,7 +458,7 @@ export async function startSnapshot(
   }
   const written = (async () => {
     let cacheText: string | null = null;
-    let manifestText = "";
+    let manifestBytes: Uint8Array = new Uint8Array();
     try {
       await store.commit(() => {
         for (const { entry, placed, stat } of read) {
@@ -494,13 +472,13 @@ export async function startSnapshot(
         if (read.length > 0 || seen.length !== cache.size) {
           cacheText = StatCache.text(cwd, seen, startedMs);
         }
-        manifestText = manifestTextOf(manifest);
+        manifestBytes = manifestBytesOf(manifest);
       });
     } finally {
       await store.close();
     }
-    if (cacheText !== null) StatCache.write(home, cwd, cacheText);
-    writeManifest(home, path, manifestText);
+    if (cacheText !== null) StatCache.write(root, cwd, cacheText);
+    writeManifest(root, path, manifestBytes);
   })();
   // Whoever started the snapshot handles its failure; until then it is not unhandled.
   written.catch(() => {});

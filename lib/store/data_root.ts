@@ -7,9 +7,14 @@
 // any other store module (they all build on it); Store (store.ts) is the whole store on top, and
 // the paths that must start fast (`reins runs`, the cheap reconciliation) use this alone.
 import { nowIso } from "../core/clock.ts";
-import { writePrivateFileAtomic, writePrivateFileAtomicAsync } from "../core/atomic_write.ts";
+import {
+  createPrivateFileAsync,
+  openNewPrivateFile,
+  writePrivateFileAtomic,
+  writePrivateFileAtomicAsync,
+} from "../core/atomic_write.ts";
 import { Layout } from "../core/layout.ts";
-import { resolvePath } from "../core/paths.ts";
+import { dirnameOf, resolvePath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_dir.ts";
 import { OpenLogs, PrivateLog } from "../core/private_log.ts";
 import { CheckedDirs, readPrivateText, trustProblem } from "../core/trust.ts";
@@ -40,8 +45,13 @@ export class DataRoot implements Disposable {
     this.#warn = options.warn ?? (() => {});
   }
 
-  /** Makes `dir` (the root or a directory below it) exist, 0700 (see ensurePrivateDir). */
-  ensureDir(dir: string): string[] {
+  /**
+   * Makes `dir` (the root or a directory below it) exist, 0700 (see ensurePrivateDir). A
+   * directory this root already made is not looked at again, unless `again` (one that may have
+   * been removed since).
+   */
+  ensureDir(dir: string, options: { again?: boolean } = {}): string[] {
+    if (options.again) this.#checked.madePrivate.delete(resolvePath(dir, this.home));
     return ensurePrivateDir(this.home, dir, this.#checked);
   }
 
@@ -56,8 +66,16 @@ export class DataRoot implements Disposable {
     this.#checked.madePrivate.add(resolvePath(dir, this.home));
   }
 
-  /** Replaces a file below the root atomically, 0600 (see writePrivateFileAtomic). */
-  writeFileAtomic(path: string, data: string | Uint8Array, options?: { durable?: boolean }): void {
+  /**
+   * Replaces a file below the root atomically, 0600, fsynced with its directory unless not
+   * `durable`; text has its secrets redacted, bytes are written as they are. `sweep: false`
+   * skips looking for a killed writer's temp files (see writePrivateFileAtomic).
+   */
+  writeFileAtomic(
+    path: string,
+    data: string | Uint8Array,
+    options?: { durable?: boolean; sweep?: boolean },
+  ): void {
     writePrivateFileAtomic(this.home, path, data, this.#checked, options);
   }
 
@@ -66,9 +84,73 @@ export class DataRoot implements Disposable {
     return writePrivateFileAtomicAsync(this.home, path, data, this.#checked);
   }
 
-  /** A file below the root as text, or null when it does not exist (links out refused). */
+  /**
+   * Creates a file below the root anew from what `fill` writes into it, fsynced, 0600; fails
+   * (AlreadyExists) rather than replace a file of that name (see createPrivateFileAsync).
+   */
+  createFileAsync(path: string, fill: (file: Deno.FsFile) => Promise<void>): Promise<void> {
+    return createPrivateFileAsync(this.home, path, fill, this.#checked);
+  }
+
+  /**
+   * Opens a new file below the root for writing, 0600, its directory made private first; fails
+   * when the name is taken at all (a link included). The caller closes it.
+   */
+  createFile(path: string): Deno.FsFile {
+    const absPath = resolvePath(path, this.home);
+    this.ensureDir(dirnameOf(absPath));
+    return openNewPrivateFile(absPath, { write: true });
+  }
+
+  /**
+   * A file below the root as text, or null when it does not exist. A link out of the root is
+   * refused, and so is a file someone else could have written (UntrustedFileError).
+   */
   readText(path: string): string | null {
     return readPrivateText(this.home, path, this.#checked);
+  }
+
+  /** The entries of a directory below the root, as listed; none when it does not exist. */
+  list(dir: string): Deno.DirEntry[] {
+    try {
+      return [...Deno.readDirSync(resolvePath(dir, this.home))];
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return [];
+      throw error;
+    }
+  }
+
+  /** Removes a file below the root; one already gone is no error. */
+  remove(path: string): void {
+    try {
+      Deno.removeSync(resolvePath(path, this.home));
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+
+  /**
+   * Takes an exclusive lock (flock) on a lock file below the root, made 0600 in a private
+   * directory when missing: waiting for it, or, with `wait: false`, null when another holds it.
+   * The OS drops it if this process dies; disposing of the result releases it.
+   */
+  lock(path: string, options: { wait?: boolean } = {}): Disposable | null {
+    const absPath = resolvePath(path, this.home);
+    this.ensureDir(dirnameOf(absPath));
+    const file = Deno.openSync(absPath, { read: true, write: true, create: true, mode: 0o600 });
+    let locked = false;
+    try {
+      if (options.wait ?? true) {
+        file.lockSync(true);
+        locked = true;
+      } else {
+        locked = file.tryLockSync(true);
+      }
+    } finally {
+      if (!locked) file.close();
+    }
+    if (!locked) return null;
+    return { [Symbol.dispose]: () => file.close() };
   }
 
   /** Why a file below the root cannot be trusted, or null (see trustProblem). */

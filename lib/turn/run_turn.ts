@@ -250,7 +250,7 @@ async function driveAndSettle(
     // directory as the agent finds it, for a replay to start from (lib/snapshot/): read before
     // the agent starts, written to disk (fsynced) while it runs, awaited before the run settles.
     const snapshot = await snapshotAtRunStart(
-      store.home,
+      store,
       runId,
       request.cwd,
       settings,

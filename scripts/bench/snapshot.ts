@@ -13,6 +13,7 @@
 // tar (which syncs nothing).
 import { compare, figure } from "./_lib.ts";
 import { startSnapshot } from "../../lib/snapshot/take.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 const MiB = 1024 * 1024;
 const FILES = 5000;
@@ -80,8 +81,9 @@ export default async function snapshotBench(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       tar.push(await tarMs(tree));
       const home = `${scratch}/home-${round}`;
+      using root = new DataRoot(home);
       let started = performance.now();
-      const taken = await startSnapshot(home, `run-${round}-a`, tree);
+      const taken = await startSnapshot(root, `run-${round}-a`, tree);
       first.push(performance.now() - started);
       await taken.written;
       firstOnDisk.push(performance.now() - started);
@@ -89,7 +91,7 @@ export default async function snapshotBench(): Promise<void> {
       if (summary.files !== FILES) throw new Error(`snapshotted ${summary.files} files`);
       stored = summary.storedBytes;
       started = performance.now();
-      const takenAgain = await startSnapshot(home, `run-${round}-b`, tree);
+      const takenAgain = await startSnapshot(root, `run-${round}-b`, tree);
       again.push(performance.now() - started);
       await takenAgain.written;
       againOnDisk.push(performance.now() - started);
