@@ -5,7 +5,6 @@ import { importLazily } from "../core/lazy_import.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UntrustedFileError } from "../core/trust.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import {
   configTrustProblem,
   HARNESS_DRIVERS,
@@ -19,6 +18,7 @@ import { VERSION } from "../core/version.ts";
 import { sandboxInForce, sandboxLines } from "../core/sandbox_in_force.ts";
 import { assertNever } from "../core/assert_never.ts";
 import { pendingReports } from "../platform/pending.ts";
+import { DataRoot } from "../store/data_root.ts";
 
 export const usage = "reins doctor [--repair]";
 export const description =
@@ -86,7 +86,8 @@ function modeOf(path: string): string | null {
 /** The OpenTelemetry export: where traces go, whether runs export themselves, what waits. */
 async function otelReport(
   settings: Settings,
-  dataRootUsable: boolean,
+  /** Null when the data root cannot be used. */
+  root: DataRoot | null,
   query: (descriptor: Deno.PermissionDescriptor) => string,
 ) {
   const { exportSettings } = await importLazily<typeof import("../otel/target.ts")>(
@@ -97,7 +98,7 @@ async function otelReport(
   );
   const exporting = exportSettings(settings.otel);
   const target = exporting.target;
-  const waiting = dataRootUsable ? waitingExports(settings.home) : null;
+  const waiting = root === null ? null : waitingExports(root.home);
   return {
     endpoint: target?.url ?? null,
     source: target?.source ?? null,
@@ -154,11 +155,12 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     );
   }
   const existed = modeOf(settings.home) !== null;
+  using root = new DataRoot(settings.home);
   let rootError: string | null = null;
   let findings: Finding[] = [];
   let repair: Repair | null = null;
   try {
-    if (!existed) ensurePrivateDir(settings.home, settings.home);
+    if (!existed) root.ensureDir(root.home);
     findings = auditDataRoot(settings.home);
     if (ctx.flags.repair) {
       repair = repairDataRoot(findings);
@@ -190,8 +192,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const programs = await Promise.all(
     HARNESS_DRIVERS.map((driver) => checkProgram(driver, harnessProgram(settings, driver))),
   );
-  const outbox = rootError ? null : pendingReports(settings.home);
-  const otel = await otelReport(settings, rootError === null, query);
+  const outbox = rootError ? null : pendingReports(root);
+  const otel = await otelReport(settings, rootError === null ? root : null, query);
   const report = {
     version: VERSION,
     deno: Deno.version.deno,

@@ -190,7 +190,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   // A run whose report was cut short (or refused) is finished by that report, under the name it
   // was started with: a second report would send it twice. A different --name is refused rather
   // than dropped, before anything is sent.
-  const earlier = entriesFor(ctx.home, runIds);
+  const earlier = entriesFor(store, runIds);
   if (name !== undefined) {
     const other = earlier.find((entry) => entry.name !== name);
     if (other) {
@@ -217,7 +217,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const fresh: RunRecord[] = [];
   for (const runId of runIds) {
     if (covered.has(runId)) continue;
-    const calls = reportedCalls(ctx.home, runId, where);
+    const calls = reportedCalls(store, runId, where);
     if (calls.length > 0 && !again) {
       already.push(alreadyOf(runId, calls));
       continue;
@@ -243,16 +243,16 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
           `(${entry.runIds.join(", ")})`,
       );
       outcomes.push(
-        await deliverEntry(ctx.home, entry.id, client, { onRetry, retryRefused: true }),
+        await deliverEntry(store, entry.id, client, { onRetry, retryRefused: true }),
       );
     }
     for (const [into, scenarios] of groups) {
-      const entry = createReport(ctx.home, { name: into, scenarios, target, modality });
-      outcomes.push(await deliverEntry(ctx.home, entry.id, client, { onRetry }));
+      const entry = createReport(store, { name: into, scenarios, target, modality });
+      outcomes.push(await deliverEntry(store, entry.id, client, { onRetry }));
     }
     if (pending) {
       const done = new Set(outcomes.map((outcome) => outcome.id));
-      const more = await deliverPending(ctx.home, client, { onRetry, skip: done });
+      const more = await deliverPending(store, client, { onRetry, skip: done });
       if (more.length === 0 && outcomes.length === 0 && already.length === 0) {
         ctx.io.note("nothing waits in the outbox");
       }

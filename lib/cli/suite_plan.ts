@@ -109,9 +109,10 @@ async function allocateCalls(
   const { allocatePlan, PlanNotAllocated } = await importLazily<
     typeof import("../suite/report.ts")
   >("suite/report.ts");
+  using root = new DataRoot(settings.home);
   try {
     const { platform, callExecutionIds } = await allocatePlan({
-      home: settings.home,
+      root,
       settings,
       target,
       suite,

@@ -227,7 +227,7 @@ async function startReport(given: {
     "suite/report.ts",
   );
   const reporter = await SuiteReporter.begin({
-    home: settings.home,
+    root: handle.root,
     settings,
     target,
     suite,

@@ -11,6 +11,7 @@
 // pending and why.
 import { sleep } from "../core/clock.ts";
 import { describeError, PlatformError } from "../core/errors.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import type { PlatformClient } from "./client.ts";
 import { RecordingChangedError } from "./multipart.ts";
 import {
@@ -122,7 +123,7 @@ function startBody(entry: OutboxEntry): StartBody {
 }
 
 interface Steps {
-  home: string;
+  root: DataRoot;
   entry: OutboxEntry;
   client: PlatformClient;
   save: () => void;
@@ -135,7 +136,7 @@ function stepKey(entry: OutboxEntry, step: string): string {
 }
 
 async function provisionAndStart(steps: Steps): Promise<void> {
-  const { home, entry, client, save, retry } = steps;
+  const { root, entry, client, save, retry } = steps;
   if (entry.runTestId === null) {
     const key = stepKey(entry, `provision-${entry.provisions + 1}`);
     const provisioned = await retry(() => client.provision(entry.provision, key));
@@ -157,7 +158,7 @@ async function provisionAndStart(steps: Steps): Promise<void> {
     if (
       error instanceof PlatformError && error.status === 404 && entry.runTestSource === "remembered"
     ) {
-      forgetTest(home, entry.baseUrl, entry.name, runTestId);
+      forgetTest(root, entry.baseUrl, entry.name, runTestId);
       entry.runTestId = null;
       entry.runTestSource = null;
       entry.scenarioIds = [];
@@ -246,10 +247,14 @@ async function runSteps(steps: Steps): Promise<void> {
  * The entry's delivery lock, waiting a moment for a holder that is just finishing (another
  * reins process closing its last step) before calling the entry busy.
  */
-async function lockEntrySoon(home: string, id: string, waitMs = 500): Promise<Disposable | null> {
+async function lockEntrySoon(
+  root: DataRoot,
+  id: string,
+  waitMs = 500,
+): Promise<Disposable | null> {
   const deadline = Date.now() + waitMs;
   while (true) {
-    const lock = lockEntry(home, id);
+    const lock = lockEntry(root, id);
     if (lock !== null || Date.now() >= deadline) return lock;
     await sleep(25);
   }
@@ -260,7 +265,7 @@ async function lockEntrySoon(home: string, id: string, waitMs = 500): Promise<Di
  * outcome; throws only for what is not the platform's doing (a refused sandbox permission, a bug).
  */
 export async function deliverEntry(
-  home: string,
+  root: DataRoot,
   id: string,
   client: PlatformClient,
   options: DeliverOptions = {},
@@ -278,13 +283,13 @@ export async function deliverEntry(
     reason,
     hint: null,
   });
-  using lock = await lockEntrySoon(home, id);
+  using lock = await lockEntrySoon(root, id);
   if (lock === null) {
-    const read = readEntry(home, id);
+    const read = readEntry(root, id);
     const busy = "another reins process is sending it now";
     return read?.ok ? outcomeOf(read.entry, "busy", busy) : blank("busy", busy);
   }
-  const read = readEntry(home, id);
+  const read = readEntry(root, id);
   if (read === null) return blank("reported", "another reins process sent it");
   if (!read.ok) return blank("unreadable", `outbox/${id}.json cannot be used: ${read.reason}`);
   const entry = read.entry;
@@ -304,7 +309,7 @@ export async function deliverEntry(
     );
   }
   entry.state = "pending";
-  const save = () => writeEntry(home, entry);
+  const save = () => writeEntry(root, entry);
   const policy = options.retry ?? PLATFORM_RETRY;
   const retry = <T>(fn: () => Promise<T>) =>
     withRetry(fn, policy, {
@@ -313,7 +318,7 @@ export async function deliverEntry(
       onRetry: (error, waitMs) => options.onRetry?.((error as Error).message, waitMs),
     });
   try {
-    await runSteps({ home, entry, client, save, retry });
+    await runSteps({ root, entry, client, save, retry });
   } catch (error) {
     if (error instanceof PlatformError) {
       entry.attempts++;
@@ -337,7 +342,7 @@ export async function deliverEntry(
   }
   const reportedMs = Date.now();
   const calls = outcomeOf(entry, "reported", null);
-  rememberReport(home, {
+  rememberReport(root, {
     test: {
       base_url: entry.baseUrl,
       modality: entry.provision.modality,
@@ -360,19 +365,19 @@ export async function deliverEntry(
       }]),
     ),
   });
-  removeEntry(home, id);
+  removeEntry(root, id);
   return calls;
 }
 
 /** The outbox reports (pending or refused) that include any of `runIds`, oldest first. */
 export function entriesFor(
-  home: string,
+  root: DataRoot,
   runIds: readonly string[],
 ): { id: string; name: string; state: OutboxEntry["state"]; runIds: string[] }[] {
   const wanted = new Set(runIds);
   const found: { id: string; name: string; state: OutboxEntry["state"]; runIds: string[] }[] = [];
-  for (const id of listEntryIds(home)) {
-    const read = readEntry(home, id);
+  for (const id of listEntryIds(root)) {
+    const read = readEntry(root, id);
     if (!read?.ok) continue;
     const ids = runIdsOf(read.entry);
     if (!ids.some((runId) => wanted.has(runId))) continue;
@@ -383,14 +388,14 @@ export function entriesFor(
 
 /** Delivers every report in the outbox (refused ones only with `retryRefused`), oldest first. */
 export async function deliverPending(
-  home: string,
+  root: DataRoot,
   client: PlatformClient,
   options: DeliverOptions & { skip?: ReadonlySet<string> } = {},
 ): Promise<ReportOutcome[]> {
   const outcomes: ReportOutcome[] = [];
-  for (const id of listEntryIds(home)) {
+  for (const id of listEntryIds(root)) {
     if (options.skip?.has(id)) continue;
-    outcomes.push(await deliverEntry(home, id, client, options));
+    outcomes.push(await deliverEntry(root, id, client, options));
   }
   return outcomes;
 }

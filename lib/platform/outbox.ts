@@ -7,10 +7,8 @@
 import { z } from "zod";
 import { nowIso } from "../core/clock.ts";
 import { isSafeName } from "../core/ids.ts";
-import { readPrivateText, UntrustedFileError } from "../core/trust.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
-import { writePrivateFileAtomic } from "../core/atomic_write.ts";
-import { Layout } from "../core/layout.ts";
+import { UntrustedFileError } from "../core/trust.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
 
 export const OUTBOX_ENTRY_TYPE = "reins.platform-report";
@@ -81,20 +79,15 @@ export const OutboxEntry = z.object({
 });
 export type OutboxEntry = z.infer<typeof OutboxEntry>;
 
-export function outboxDir(home: string): string {
-  return new Layout(home).outbox();
-}
-
-function entryPath(home: string, id: string): string {
+function entryPath(root: DataRoot, id: string): string {
   if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
-  return new Layout(home).outboxEntry(id);
+  return root.layout.outboxEntry(id);
 }
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
-export function writeEntry(home: string, entry: OutboxEntry): void {
+export function writeEntry(root: DataRoot, entry: OutboxEntry): void {
   entry.updatedAt = nowIso();
-  ensurePrivateDir(home, outboxDir(home));
-  writePrivateFileAtomic(home, entryPath(home, entry.id), `${JSON.stringify(entry, null, 2)}\n`);
+  root.writeFileAtomic(entryPath(root, entry.id), `${JSON.stringify(entry, null, 2)}\n`);
 }
 
 export type ReadEntry =
@@ -102,10 +95,10 @@ export type ReadEntry =
   | { ok: false; reason: string };
 
 /** The entry, null when it is gone (delivered meanwhile), or why it cannot be read. */
-export function readEntry(home: string, id: string): ReadEntry | null {
+export function readEntry(root: DataRoot, id: string): ReadEntry | null {
   let text: string | null;
   try {
-    text = readPrivateText(home, entryPath(home, id));
+    text = root.readText(entryPath(root, id));
   } catch (error) {
     // Someone else could have pointed it at another platform or other files: never sent.
     if (error instanceof UntrustedFileError) return { ok: false, reason: error.reason };
@@ -127,44 +120,18 @@ export function readEntry(home: string, id: string): ReadEntry | null {
 }
 
 /** Ids of the entries in the outbox, oldest first (ids are uuid v7). */
-export function listEntryIds(home: string): string[] {
-  let names: string[];
-  try {
-    names = [...Deno.readDirSync(outboxDir(home))].filter((e) => e.isFile).map((e) => e.name);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return [];
-    throw error;
-  }
+export function listEntryIds(root: DataRoot): string[] {
+  const names = root.list(root.layout.outbox()).filter((e) => e.isFile).map((e) => e.name);
   return names.filter((name) => name.endsWith(".json") && !name.startsWith("."))
     .map((name) => name.slice(0, -".json".length)).filter(isSafeName).sort();
 }
 
 /** Takes the entry's delivery lock without waiting, or returns null when another holds it. */
-export function lockEntry(home: string, id: string): Disposable | null {
-  ensurePrivateDir(home, outboxDir(home));
-  const path = new Layout(home).outboxLock(id);
-  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
-  let locked = false;
-  try {
-    locked = file.tryLockSync(true);
-  } finally {
-    if (!locked) file.close();
-  }
-  if (!locked) return null;
-  return {
-    [Symbol.dispose]() {
-      file.close();
-    },
-  };
+export function lockEntry(root: DataRoot, id: string): Disposable | null {
+  return root.lock(root.layout.outboxLock(id), { wait: false });
 }
 
 /** Removes a delivered entry (the entry first: its lock file alone means nothing). */
-export function removeEntry(home: string, id: string): void {
-  for (const path of [entryPath(home, id), new Layout(home).outboxLock(id)]) {
-    try {
-      Deno.removeSync(path);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
-  }
+export function removeEntry(root: DataRoot, id: string): void {
+  for (const path of [entryPath(root, id), root.layout.outboxLock(id)]) root.remove(path);
 }

@@ -2,8 +2,7 @@
 // and reports the platform refused. Cheap on purpose (no zod, no network, no lock): it reads each
 // entry's few fields and never changes anything. outbox.ts owns the format.
 import { joinPath } from "../core/paths.ts";
-import { trustProblem } from "../core/trust.ts";
-import { Layout } from "../core/layout.ts";
+import type { DataRoot } from "../store/data_root.ts";
 
 export interface PendingReport {
   /** The outbox id; the file is `outbox/<id>.json`. */
@@ -26,28 +25,24 @@ export interface PendingReports {
   unreadable: string[];
 }
 
-/** The reports in `<home>/outbox`, oldest first. A missing outbox is an empty one. */
-export function pendingReports(home: string): PendingReports {
-  const dir = new Layout(home).outbox();
+/** The reports in the data root's outbox/, oldest first. A missing outbox is an empty one. */
+export function pendingReports(root: DataRoot): PendingReports {
+  const dir = root.layout.outbox();
   const out: PendingReports = { pending: [], refused: [], unreadable: [] };
-  let names: string[];
-  try {
-    names = [...Deno.readDirSync(dir)].filter((e) => e.isFile && e.name.endsWith(".json"))
-      .map((e) => e.name).filter((name) => !name.startsWith(".")).sort();
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return out;
-    throw error;
-  }
+  const names = root.list(dir).filter((e) => e.isFile && e.name.endsWith(".json"))
+    .map((e) => e.name).filter((name) => !name.startsWith(".")).sort();
   for (const name of names) {
     const path = joinPath(dir, name);
-    const untrusted = trustProblem(home, path);
+    const untrusted = root.trustProblem(path);
     if (untrusted !== null) {
       out.unreadable.push(`outbox/${name}: ${untrusted}; it is not sent`);
       continue;
     }
     let raw: Record<string, unknown>;
     try {
-      const value = JSON.parse(Deno.readTextFileSync(path));
+      const text = root.readText(path);
+      if (text === null) continue;
+      const value = JSON.parse(text);
       if (value === null || typeof value !== "object" || value.type !== "reins.platform-report") {
         out.unreadable.push(`outbox/${name}: not a reins report`);
         continue;

@@ -13,6 +13,7 @@
 //   one is acknowledged it is remembered in platform.json and removed, like any other.
 import { nowIso, sleep } from "../core/clock.ts";
 import { newId } from "../core/ids.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import type { PlatformTarget } from "./client.ts";
 import {
   type CallStep,
@@ -95,13 +96,13 @@ function recordingSteps(recordings: readonly RecordingSource[]): CallStep["recor
  * platform and name when that test has every scenario of this report and the same modality;
  * otherwise it will provision a new one.
  */
-export function createReport(home: string, report: NewReport): OutboxEntry {
+export function createReport(root: DataRoot, report: NewReport): OutboxEntry {
   if (report.scenarios.length === 0) throw new RangeError("Cannot make a report of no scenarios");
   const scenarios = uniqueKeys(report.scenarios);
   const keys = scenarios.map((item) => item.scenario.name);
   const modality = report.modality ??
     (scenarios.some((item) => modalityOf(item.recordings) === "voice") ? "voice" : "text");
-  const remembered = rememberedTest(home, report.target.url, report.name);
+  const remembered = rememberedTest(root, report.target.url, report.name);
   const joins = remembered !== null && remembered.modality === modality &&
     keys.every((key) => remembered.scenario_keys.includes(key));
   const now = nowIso();
@@ -150,7 +151,7 @@ export function createReport(home: string, report: NewReport): OutboxEntry {
     lastError: null,
     problems: [],
   };
-  writeEntry(home, entry);
+  writeEntry(root, entry);
   return entry;
 }
 
@@ -198,25 +199,25 @@ export function scenarioFinished(
  * back. Throws a RangeError when the entry is gone or unreadable.
  */
 export async function updateReport(
-  home: string,
+  root: DataRoot,
   id: string,
   change: (entry: OutboxEntry) => void,
   options: { waitMs?: number } = {},
 ): Promise<OutboxEntry> {
   const deadline = Date.now() + (options.waitMs ?? 30_000);
-  let lock = lockEntry(home, id);
+  let lock = lockEntry(root, id);
   while (lock === null) {
     if (Date.now() >= deadline) {
       throw new RangeError(`Cannot change report ${id}: another process holds it`);
     }
     await sleep(25);
-    lock = lockEntry(home, id);
+    lock = lockEntry(root, id);
   }
   using _held = lock;
-  const read = readEntry(home, id);
+  const read = readEntry(root, id);
   if (read === null) throw new RangeError(`Cannot change report ${id}: it is not in the outbox`);
   if (!read.ok) throw new RangeError(`Cannot change report ${id}: ${read.reason}`);
   change(read.entry);
-  writeEntry(home, read.entry);
+  writeEntry(root, read.entry);
   return read.entry;
 }

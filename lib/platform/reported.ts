@@ -4,9 +4,8 @@
 // next report may come from another process. Updates take a lock, so two reporters cannot lose
 // each other's entries.
 import { z } from "zod";
-import { Layout } from "../core/layout.ts";
-import { readPrivateText, UntrustedFileError } from "../core/trust.ts";
-import { writePrivateFileAtomic } from "../core/atomic_write.ts";
+import { UntrustedFileError } from "../core/trust.ts";
+import type { DataRoot } from "../store/data_root.ts";
 
 export const PLATFORM_FILE_TYPE = "reins.platform";
 
@@ -42,10 +41,6 @@ export const PlatformFile = z.object({
 });
 export type PlatformFile = z.infer<typeof PlatformFile>;
 
-export function platformFilePath(home: string): string {
-  return new Layout(home).platformFile();
-}
-
 function empty(): PlatformFile {
   return { type: PLATFORM_FILE_TYPE, tests: [], runs: {} };
 }
@@ -60,17 +55,17 @@ function parse(text: string): PlatformFile | null {
 }
 
 /** platform.json, or an empty record when it is missing, unreadable or not ours. */
-export function readReported(home: string): PlatformFile {
-  const text = readTrusted(home, platformFilePath(home));
+export function readReported(root: DataRoot): PlatformFile {
+  const text = readTrusted(root, root.layout.platformFile());
   return (text === null || text === UNTRUSTED ? null : parse(text)) ?? empty();
 }
 
 const UNTRUSTED = Symbol("untrusted");
 
 /** The file's text, null when missing, UNTRUSTED when someone else could have written it. */
-function readTrusted(home: string, path: string): string | null | typeof UNTRUSTED {
+function readTrusted(root: DataRoot, path: string): string | null | typeof UNTRUSTED {
   try {
-    return readPrivateText(home, path);
+    return root.readText(path);
   } catch (error) {
     if (error instanceof UntrustedFileError) return UNTRUSTED;
     throw error;
@@ -78,21 +73,15 @@ function readTrusted(home: string, path: string): string | null | typeof UNTRUST
 }
 
 /** Runs `fn` holding platform.json's lock (a sibling lock file; the OS drops it if we die). */
-export function withPlatformLock<T>(home: string, fn: () => T): T {
-  const lockPath = new Layout(home).platformLock();
-  const lock = Deno.openSync(lockPath, { read: true, write: true, create: true, mode: 0o600 });
-  try {
-    lock.lockSync(true);
-    return fn();
-  } finally {
-    lock.close();
-  }
+export function withPlatformLock<T>(root: DataRoot, fn: () => T): T {
+  using _lock = root.lock(root.layout.platformLock());
+  return fn();
 }
 
-function update(home: string, change: (file: PlatformFile) => void): void {
-  withPlatformLock(home, () => {
-    const path = platformFilePath(home);
-    const text = readTrusted(home, path);
+function update(root: DataRoot, change: (file: PlatformFile) => void): void {
+  withPlatformLock(root, () => {
+    const path = root.layout.platformFile();
+    const text = readTrusted(root, path);
     if (text === UNTRUSTED) {
       // Never used, never overwritten unseen: kept aside for a person (reins doctor lists it).
       Deno.renameSync(path, `${path}.untrusted`);
@@ -100,17 +89,21 @@ function update(home: string, change: (file: PlatformFile) => void): void {
     let file = text === null || text === UNTRUSTED ? empty() : parse(text);
     if (file === null) {
       // A damaged or foreign file is kept aside for a person to look at, not overwritten.
-      writePrivateFileAtomic(home, `${path}.unreadable`, text as string);
+      root.writeFileAtomic(`${path}.unreadable`, text as string);
       file = empty();
     }
     change(file);
-    writePrivateFileAtomic(home, path, `${JSON.stringify(file, null, 2)}\n`);
+    root.writeFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
   });
 }
 
 /** The test remembered for this platform and name, if any. */
-export function rememberedTest(home: string, baseUrl: string, name: string): RememberedTest | null {
-  return readReported(home).tests.find((t) => t.base_url === baseUrl && t.name === name) ?? null;
+export function rememberedTest(
+  root: DataRoot,
+  baseUrl: string,
+  name: string,
+): RememberedTest | null {
+  return readReported(root).tests.find((t) => t.base_url === baseUrl && t.name === name) ?? null;
 }
 
 export interface TestToRemember {
@@ -148,10 +141,10 @@ function putCalls(file: PlatformFile, runs: Record<string, RememberedCall>): voi
 
 /** Remembers a finished report in one write: its test, and where each run went. */
 export function rememberReport(
-  home: string,
+  root: DataRoot,
   report: { test: TestToRemember; runs: Record<string, RememberedCall> },
 ): void {
-  update(home, (file) => {
+  update(root, (file) => {
     putTest(file, report.test);
     putCalls(file, report.runs);
   });
@@ -162,18 +155,23 @@ export function rememberReport(
  * execution it is part of. Empty when it never was.
  */
 export function reportedCalls(
-  home: string,
+  root: DataRoot,
   runId: string,
   where: { baseUrl: string; workspaceId: string | null },
 ): RememberedCall[] {
-  return (readReported(home).runs[runId] ?? []).filter((call) =>
+  return (readReported(root).runs[runId] ?? []).filter((call) =>
     call.base_url === where.baseUrl && call.workspace_id === where.workspaceId
   );
 }
 
 /** Forgets a test the platform no longer knows (it answered 404 for it). */
-export function forgetTest(home: string, baseUrl: string, name: string, runTestId: string): void {
-  update(home, (file) => {
+export function forgetTest(
+  root: DataRoot,
+  baseUrl: string,
+  name: string,
+  runTestId: string,
+): void {
+  update(root, (file) => {
     file.tests = file.tests.filter((t) =>
       !(t.base_url === baseUrl && t.name === name && t.run_test_id === runTestId)
     );

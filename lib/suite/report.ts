@@ -27,6 +27,7 @@ import {
   updateReport,
 } from "../platform/report_entry.ts";
 import type { RecordingSource } from "../platform/run_outcome.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { knownCost } from "./evidence.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";
 import type { PlanFile, PlanPlatform } from "./plan.ts";
@@ -93,7 +94,7 @@ export function scenarioOutcomeOf(
 }
 
 export interface ReporterOptions {
-  home: string;
+  root: DataRoot;
   settings: Settings;
   target: PlatformTarget;
   suite: Suite;
@@ -146,9 +147,9 @@ export class SuiteReporter {
    * Null when nothing is left to report (every scenario skipped, or a resume with all sent).
    */
   static async begin(options: ReporterOptions): Promise<SuiteReporter | null> {
-    const { home, handle } = options;
+    const { root, handle } = options;
     const kept = handle.header.report;
-    if (kept && readEntry(home, kept.outboxId)?.ok) {
+    if (kept && readEntry(root, kept.outboxId)?.ok) {
       const reporter = new SuiteReporter(options, kept.outboxId, kept.keys);
       await reporter.#deliverNow();
       return reporter;
@@ -165,7 +166,7 @@ export class SuiteReporter {
     if (instances.length === 0) return null;
     const planned = options.plan;
     const byInstance = new Map(planned?.file.instances.map((i) => [i.id, i.callExecutionId]) ?? []);
-    const entry = createReport(home, {
+    const entry = createReport(root, {
       name: options.suite.name,
       target: options.target,
       live: true,
@@ -214,7 +215,7 @@ export class SuiteReporter {
 
   async #change(change: Parameters<typeof updateReport>[2]): Promise<void> {
     try {
-      await updateReport(this.#options.home, this.#outboxId, change);
+      await updateReport(this.#options.root, this.#outboxId, change);
     } catch (error) {
       this.#broken ??= `the report in outbox/${this.#outboxId}.json could not be changed: ${
         describeError(error)
@@ -244,7 +245,7 @@ export class SuiteReporter {
     // would find nothing and say only "sent" — losing where it went (its url) — so none is made.
     if (this.#broken || this.#last?.state === "reported") return;
     try {
-      this.#last = await deliverEntry(this.#options.home, this.#outboxId, this.#client, {
+      this.#last = await deliverEntry(this.#options.root, this.#outboxId, this.#client, {
         retry: this.#options.retry,
       });
     } catch (error) {
@@ -309,7 +310,7 @@ export class SuiteReporter {
  */
 export async function allocatePlan(
   options: {
-    home: string;
+    root: DataRoot;
     settings: Settings;
     target: PlatformTarget;
     suite: Suite;
@@ -318,7 +319,7 @@ export async function allocatePlan(
   },
 ): Promise<{ platform: PlanPlatform; callExecutionIds: string[] }> {
   const specs = new Map(options.suite.scenarios.map((spec) => [spec.index, spec]));
-  const entry = createReport(options.home, {
+  const entry = createReport(options.root, {
     name: options.suite.name,
     target: options.target,
     live: true,
@@ -332,8 +333,8 @@ export async function allocatePlan(
   });
   using client = new PlatformClient(options.target, { proxy: options.settings.proxy });
   try {
-    const outcome = await deliverEntry(options.home, entry.id, client, { retry: options.retry });
-    const read = readEntry(options.home, entry.id);
+    const outcome = await deliverEntry(options.root, entry.id, client, { retry: options.retry });
+    const read = readEntry(options.root, entry.id);
     const allocated = read?.ok ? read.entry : null;
     if (
       allocated === null || !allocated.allocated || allocated.runTestId === null ||
@@ -343,7 +344,7 @@ export async function allocatePlan(
       throw new PlanNotAllocated(outcome.reason ?? "the platform allocated no calls", outcome.hint);
     }
     const url = outcome.url!;
-    rememberReport(options.home, {
+    rememberReport(options.root, {
       test: {
         base_url: allocated.baseUrl,
         modality: allocated.provision.modality,
@@ -368,7 +369,7 @@ export async function allocatePlan(
     };
   } finally {
     // The shards report into the calls; this process never will.
-    removeEntry(options.home, entry.id);
+    removeEntry(options.root, entry.id);
   }
 }
 

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { reins, spawnReins, tempDir } from "../support/reins.ts";
 import { type FakePlatform, startFakePlatform } from "../fixtures/fake_platform.ts";
 import { listEntryIds } from "../../lib/platform/outbox.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 const EXAMPLE_DIR = new URL("../../examples/suite/", import.meta.url).pathname;
 const SHOP_AGENT = `${EXAMPLE_DIR}agents/shop.sh`;
@@ -103,7 +104,8 @@ Deno.test("reins suite run reports as it goes: provision, start and batch first,
       refund.transcript.map((row) => row.speaker_role),
       ["user", "assistant", "user", "tool_calls", "tool_call_result", "assistant"],
     );
-    assert.deepEqual(listEntryIds(home), [], "the outbox is empty once all is acknowledged");
+    using root = new DataRoot(home);
+    assert.deepEqual(listEntryIds(root), [], "the outbox is empty once all is acknowledged");
 
     // The same suite again joins the remembered test with a new execution.
     const again = await reins(["suite", "run", "suite.yaml", "--json", "--filter", "refund-*"], {
@@ -216,7 +218,8 @@ Deno.test("reins suite run --resume after kill -9 reports into the same executio
       Deno.kill(Number(Deno.readTextFileSync(`${dir.path}/pid-b`).trim()), "SIGKILL");
     } catch { /* gone */ }
     await Deno.remove(`${dir.path}/hold-b`);
-    assert.equal(listEntryIds(home).length, 1, "the open report stays in the outbox");
+    using root = new DataRoot(home);
+    assert.equal(listEntryIds(root).length, 1, "the open report stays in the outbox");
 
     const resumed = await reins(["suite", "run", "suite.yaml", "--resume", "--json"], {
       home,

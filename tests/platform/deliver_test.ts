@@ -15,15 +15,16 @@ import { personaOf, selectorOf } from "../../lib/platform/payloads.ts";
 import { readReported } from "../../lib/platform/reported.ts";
 import type { RetryPolicy } from "../../lib/net/retry.ts";
 import { type RunReport, runReportOf } from "../../lib/platform/run_outcome.ts";
-import { Layout } from "../../lib/core/layout.ts";
 import { type FakePlatformOptions, startFakePlatform } from "../fixtures/fake_platform.ts";
 import { tempDir } from "../support/reins.ts";
 import { makeRun, type RunSpec } from "./_runs.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 const FAST: RetryPolicy = { attempts: 4, baseDelayMs: 1, maxDelayMs: 5, maxRetryAfterMs: 2000 };
 
 interface World {
   home: string;
+  root: DataRoot;
   dir: string;
   platform: ReturnType<typeof startFakePlatform>;
   client: PlatformClient;
@@ -38,6 +39,7 @@ async function world(
 ): Promise<void> {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
+  using root = new DataRoot(home);
   const platform = startFakePlatform(options);
   const target = platformTarget({
     url: platform.url,
@@ -51,6 +53,7 @@ async function world(
   try {
     await fn({
       home,
+      root,
       dir: dir.path,
       platform,
       client,
@@ -59,9 +62,9 @@ async function world(
         const runs: RunReport[] = [];
         for (const spec of specs) {
           const { record, events } = await makeRun(home, spec);
-          runs.push(runReportOf(record, events, { runDir: new Layout(home).run(record.id) }));
+          runs.push(runReportOf(record, events, { runDir: root.layout.run(record.id) }));
         }
-        return { id: createReport(home, { name, scenarios: runs, target }).id, runs };
+        return { id: createReport(root, { name, scenarios: runs, target }).id, runs };
       },
     });
   } finally {
@@ -76,14 +79,14 @@ const route = (platform: World["platform"]) =>
 // regression: a finished run's result came right after an ONGOING ping the seed sends only when a
 // scenario starts, and a run with an audio recording was provisioned as a text call
 Deno.test("deliverEntry() walks provision, start, batch, result and recording field for field", async () => {
-  await world(async ({ home, dir, platform, client, report }) => {
+  await world(async ({ home, root, dir, platform, client, report }) => {
     const wav = `${dir}/call.wav`;
     await Deno.writeFile(wav, new Uint8Array(2048).fill(5));
     const { id, runs } = await report([{ attach: [wav] }, { goal: "Write the changelog" }]);
-    const read = readEntry(home, id);
+    const read = readEntry(root, id);
     assert.ok(read?.ok);
     const { entry } = read;
-    const outcome = await deliverEntry(home, id, client, { retry: FAST });
+    const outcome = await deliverEntry(root, id, client, { retry: FAST });
 
     assert.deepEqual(route(platform), [
       "provision 201",
@@ -131,9 +134,9 @@ Deno.test("deliverEntry() walks provision, start, batch, result and recording fi
     assert.deepEqual(first.status, "completed");
     assert.deepEqual(first.recordings.map((r) => [r.filename, r.bytes]), [["call.wav", 2048]]);
     assert.deepEqual(second.recordings, []);
-    assert.deepEqual(listEntryIds(home), []);
+    assert.deepEqual(listEntryIds(root), []);
 
-    const remembered = readReported(home);
+    const remembered = readReported(root);
     assert.deepEqual(remembered.tests.map((t) => [t.name, t.run_test_id, t.test_execution_id]), [
       ["nightly", test.id, execution.id],
     ]);
@@ -144,9 +147,9 @@ Deno.test("deliverEntry() walks provision, start, batch, result and recording fi
 
 Deno.test("deliverEntry() sends the harness job id and the seed's start body when one is set", async () => {
   await world(
-    async ({ home, platform, client, report }) => {
+    async ({ root, platform, client, report }) => {
       const { id } = await report([{}]);
-      await deliverEntry(home, id, client, { retry: FAST });
+      await deliverEntry(root, id, client, { retry: FAST });
       const start = platform.requests.find((r) => r.route === "start")!;
       assert.deepEqual(Object.keys(start.body as object), [
         "scenario_ids",
@@ -166,7 +169,7 @@ Deno.test("createReport() writes the whole report to the outbox (0600) before th
   await world(async (w) => {
     home = w.home;
     const { id } = await w.report([{}, {}]);
-    await deliverEntry(w.home, id, w.client, { retry: FAST });
+    await deliverEntry(w.root, id, w.client, { retry: FAST });
     assert.deepEqual(seenAtFirstRequest, [`${id}.json`, "0600", "2 calls", "pending"]);
   }, {
     intercept: () => {
@@ -186,11 +189,11 @@ Deno.test("createReport() writes the whole report to the outbox (0600) before th
 });
 
 Deno.test("deliverEntry() reports once when the platform answers 503 to the first calls", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     platform.failNext("provision", 2, 503);
     platform.failNext("result", 3, 503, { "Retry-After": "0" });
     const { id, runs } = await report([{}]);
-    const outcome = await deliverEntry(home, id, client, { retry: FAST });
+    const outcome = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(outcome.state, "reported");
     assert.deepEqual(platform.resultsByRun().get(runs[0].runId)!.length, 1);
     assert.deepEqual(platform.tests.size, 1);
@@ -204,21 +207,21 @@ Deno.test("deliverEntry() reports once when the platform answers 503 to the firs
 });
 
 Deno.test("deliverEntry() keeps a report pending through an outage and resumes after its last acknowledged step", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     platform.failNext("result", 8, 502);
     const { id, runs } = await report([{}, {}]);
-    const first = await deliverEntry(home, id, client, { retry: FAST });
+    const first = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(first.state, "pending");
     assert.match(first.reason!, /failed \(502\)/);
-    const read = readEntry(home, id);
+    const read = readEntry(root, id);
     assert.ok(read?.ok);
     assert.deepEqual(
       [read.entry.attempts, read.entry.allocated, read.entry.calls.map((c) => c.resultSent)],
       [1, true, [false, false]],
     );
-    const second = await deliverEntry(home, id, client, { retry: FAST });
+    const second = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(second.state, "pending");
-    const third = await deliverEntry(home, id, client, { retry: FAST });
+    const third = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(third.state, "reported");
     assert.deepEqual(
       route(platform).filter((r) => !r.startsWith("result") && !r.startsWith("status")),
@@ -229,28 +232,28 @@ Deno.test("deliverEntry() keeps a report pending through an outage and resumes a
 });
 
 Deno.test("deliverEntry() stops a report the platform refuses and deliverPending() does not retry it", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     platform.failNext("start", 1, 400);
     const { id } = await report([{}]);
-    const outcome = await deliverEntry(home, id, client, { retry: FAST });
+    const outcome = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(outcome.state, "refused");
     assert.match(outcome.reason!, /^POST \/run-tests\/[^/]+\/test-executions\/ failed \(400\)/);
     const before = platform.requests.length;
-    const again = await deliverPending(home, client, { retry: FAST });
+    const again = await deliverPending(root, client, { retry: FAST });
     assert.deepEqual(again.map((o) => o.state), ["refused"]);
     assert.deepEqual(platform.requests.length, before);
-    const retried = await deliverPending(home, client, { retry: FAST, retryRefused: true });
+    const retried = await deliverPending(root, client, { retry: FAST, retryRefused: true });
     assert.deepEqual(retried.map((o) => o.state), ["reported"]);
     assert.deepEqual(platform.tests.size, 1, "the acknowledged provision was not repeated");
   });
 });
 
 Deno.test("createReport() joins the test remembered under the same name with a new execution", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     const a = await report([{ goal: "Deploy" }]);
-    const first = await deliverEntry(home, a.id, client, { retry: FAST });
+    const first = await deliverEntry(root, a.id, client, { retry: FAST });
     const b = await report([{ goal: "Deploy" }]);
-    const second = await deliverEntry(home, b.id, client, { retry: FAST });
+    const second = await deliverEntry(root, b.id, client, { retry: FAST });
     assert.deepEqual(platform.tests.size, 1);
     assert.deepEqual(second.runTestId, first.runTestId);
     assert.notDeepEqual(second.testExecutionId, first.testExecutionId);
@@ -259,11 +262,11 @@ Deno.test("createReport() joins the test remembered under the same name with a n
 });
 
 Deno.test("createReport() provisions a new test when the remembered one lacks a scenario", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     const a = await report([{ goal: "Deploy" }]);
-    const first = await deliverEntry(home, a.id, client, { retry: FAST });
+    const first = await deliverEntry(root, a.id, client, { retry: FAST });
     const b = await report([{ goal: "Roll back" }]);
-    const second = await deliverEntry(home, b.id, client, { retry: FAST });
+    const second = await deliverEntry(root, b.id, client, { retry: FAST });
     assert.deepEqual(second.state, "reported");
     assert.notDeepEqual(second.runTestId, first.runTestId);
     assert.deepEqual(platform.tests.size, 2);
@@ -271,26 +274,26 @@ Deno.test("createReport() provisions a new test when the remembered one lacks a 
 });
 
 Deno.test("deliverEntry() provisions again when the remembered test is gone (404)", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     const a = await report([{ goal: "Deploy" }]);
-    const first = await deliverEntry(home, a.id, client, { retry: FAST });
+    const first = await deliverEntry(root, a.id, client, { retry: FAST });
     platform.tests.delete(first.runTestId!);
     const b = await report([{ goal: "Deploy" }]);
-    const second = await deliverEntry(home, b.id, client, { retry: FAST });
+    const second = await deliverEntry(root, b.id, client, { retry: FAST });
     assert.deepEqual(second.state, "reported");
     assert.notDeepEqual(second.runTestId, first.runTestId);
-    assert.deepEqual(readReported(home).tests.map((t) => t.run_test_id), [second.runTestId]);
+    assert.deepEqual(readReported(root).tests.map((t) => t.run_test_id), [second.runTestId]);
   });
 });
 
 Deno.test("deliverEntry() reports the result but not a recording that changed after it was attached", async () => {
-  await world(async ({ home, dir, platform, client, report }) => {
+  await world(async ({ root, dir, platform, client, report }) => {
     const wav = `${dir}/call.wav`;
     await Deno.writeFile(wav, new Uint8Array(4096).fill(1));
     const { id, runs } = await report([{ attach: [wav] }]);
     const copy = runs[0].recordings[0].path;
     await Deno.writeFile(copy, new Uint8Array(4096).fill(2));
-    const outcome = await deliverEntry(home, id, client, { retry: FAST });
+    const outcome = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(outcome.state, "reported");
     assert.deepEqual(outcome.problems.length, 1);
     assert.match(
@@ -304,7 +307,7 @@ Deno.test("deliverEntry() reports the result but not a recording that changed af
 });
 
 Deno.test("deliverEntry() leaves alone a report meant for another platform", async () => {
-  await world(async ({ home, platform, report }) => {
+  await world(async ({ root, platform, report }) => {
     const { id } = await report([{}]);
     const other = startFakePlatform();
     const client = new PlatformClient(platformTarget({
@@ -316,7 +319,7 @@ Deno.test("deliverEntry() leaves alone a report meant for another platform", asy
       allowHttp: false,
     }));
     try {
-      const outcome = await deliverEntry(home, id, client, { retry: FAST });
+      const outcome = await deliverEntry(root, id, client, { retry: FAST });
       assert.deepEqual(outcome.state, "pending");
       assert.match(outcome.reason!, new RegExp(`it is for ${platform.url}`));
       assert.deepEqual(other.requests.length, 0);
@@ -328,22 +331,22 @@ Deno.test("deliverEntry() leaves alone a report meant for another platform", asy
 });
 
 Deno.test("deliverEntry() does not touch a report another process is sending", async () => {
-  await world(async ({ home, platform, client, report }) => {
+  await world(async ({ root, platform, client, report }) => {
     const { id } = await report([{}]);
-    using _held = lockEntry(home, id)!;
-    const outcome = await deliverEntry(home, id, client, { retry: FAST });
+    using _held = lockEntry(root, id)!;
+    const outcome = await deliverEntry(root, id, client, { retry: FAST });
     assert.deepEqual(outcome.state, "busy");
     assert.deepEqual(platform.requests.length, 0);
   });
 });
 
 Deno.test("a live report pings each scenario as it starts and sends its result as it finishes", async () => {
-  await world(async ({ home, platform, client, target }) => {
+  await world(async ({ home, root, platform, client, target }) => {
     const made = await makeRun(home, { goal: "Deploy" });
     const run = runReportOf(made.record, made.events, {
-      runDir: new Layout(home).run(made.record.id),
+      runDir: root.layout.run(made.record.id),
     });
-    const entry = createReport(home, {
+    const entry = createReport(root, {
       name: "suite",
       target,
       live: true,
@@ -353,32 +356,28 @@ Deno.test("a live report pings each scenario as it starts and sends its result a
         { runId: null, scenario: { name: "rollback" }, outcome: null, recordings: [] },
       ],
     });
-    const begun = await deliverEntry(home, entry.id, client, { retry: FAST });
+    const begun = await deliverEntry(root, entry.id, client, { retry: FAST });
     assert.deepEqual(begun.state, "open");
     assert.deepEqual(begun.reason, "2 of 2 scenarios have not finished yet");
     assert.deepEqual(route(platform), ["provision 201", "start 201", "batch 201"]);
 
-    await updateReport(home, entry.id, scenarioStarted("deploy", made.record.id));
-    assert.deepEqual((await deliverEntry(home, entry.id, client, { retry: FAST })).state, "open");
-    await updateReport(
-      home,
-      entry.id,
-      scenarioFinished("deploy", run),
-    );
-    await deliverEntry(home, entry.id, client, { retry: FAST });
+    await updateReport(root, entry.id, scenarioStarted("deploy", made.record.id));
+    assert.deepEqual((await deliverEntry(root, entry.id, client, { retry: FAST })).state, "open");
+    await updateReport(root, entry.id, scenarioFinished("deploy", run));
+    await deliverEntry(root, entry.id, client, { retry: FAST });
     assert.deepEqual(route(platform).slice(3), ["status 200", "result 200"]);
 
-    await updateReport(home, entry.id, scenarioStarted("rollback", "run-2"));
-    await updateReport(home, entry.id, scenarioFinished("rollback", { ...run, runId: "run-2" }));
-    const done = await deliverEntry(home, entry.id, client, { retry: FAST });
+    await updateReport(root, entry.id, scenarioStarted("rollback", "run-2"));
+    await updateReport(root, entry.id, scenarioFinished("rollback", { ...run, runId: "run-2" }));
+    const done = await deliverEntry(root, entry.id, client, { retry: FAST });
     assert.deepEqual(done.state, "reported");
     assert.deepEqual(route(platform).slice(5), ["status 200", "result 200"]);
     assert.deepEqual(done.runIds, [made.record.id, "run-2"]);
     const results = [...platform.calls.values()].map((call) => call.results[0]?.call_metadata);
     assert.deepEqual(results.map((m) => m?.harness_scenario), ["deploy", "rollback"]);
-    assert.deepEqual(listEntryIds(home), []);
+    assert.deepEqual(listEntryIds(root), []);
     await assert.rejects(
-      () => updateReport(home, entry.id, scenarioStarted("deploy", "x")),
+      () => updateReport(root, entry.id, scenarioStarted("deploy", "x")),
       /not in the outbox/,
     );
   });

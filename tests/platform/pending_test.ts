@@ -7,10 +7,12 @@ import { pendingReports } from "../../lib/platform/pending.ts";
 import { runReportOf } from "../../lib/platform/run_outcome.ts";
 import { tempDir } from "../support/reins.ts";
 import { makeRun } from "./_runs.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 Deno.test("pendingReports() sorts the outbox into pending, refused and unreadable", async () => {
   await using dir = await tempDir();
-  assert.deepEqual(pendingReports(dir.path), { pending: [], refused: [], unreadable: [] });
+  using root = new DataRoot(dir.path);
+  assert.deepEqual(pendingReports(root), { pending: [], refused: [], unreadable: [] });
   const target = platformTarget({
     url: "http://127.0.0.1:9",
     apiKey: "k",
@@ -23,15 +25,15 @@ Deno.test("pendingReports() sorts the outbox into pending, refused and unreadabl
   for (const name of ["first", "second"]) {
     const { record, events } = await makeRun(dir.path);
     const report = runReportOf(record, events, { runDir: "/x" });
-    entries.push({ record, entry: createReport(dir.path, { name, scenarios: [report], target }) });
+    entries.push({ record, entry: createReport(root, { name, scenarios: [report], target }) });
   }
-  const read = readEntry(dir.path, entries[1].entry.id);
+  const read = readEntry(root, entries[1].entry.id);
   assert.ok(read?.ok);
-  writeEntry(dir.path, { ...read.entry, state: "refused", lastError: "POST /x/ failed (400): no" });
+  writeEntry(root, { ...read.entry, state: "refused", lastError: "POST /x/ failed (400): no" });
   await Deno.writeTextFile(`${dir.path}/outbox/broken.json`, "{");
   await Deno.writeTextFile(`${dir.path}/outbox/foreign.json`, '{"type":"other"}');
 
-  const found = pendingReports(dir.path);
+  const found = pendingReports(root);
   assert.deepEqual(found.pending.map((r) => [r.id, r.name, r.runIds, r.reason]), [
     [entries[0].entry.id, "first", [entries[0].record.id], null],
   ]);

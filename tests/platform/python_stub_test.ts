@@ -12,6 +12,7 @@ import {
   type StubLog,
 } from "../fixtures/python_platform.ts";
 import { reins, spawnReins, tempDir } from "../support/reins.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 const PYTHON = hasPython();
 if (!PYTHON) {
@@ -25,6 +26,7 @@ const PREFIX = "/simulate/api/alk-simulate/";
 
 interface World {
   home: string;
+  root: DataRoot;
   work: string;
   dir: string;
   platform: PythonPlatform;
@@ -41,6 +43,7 @@ function stubTest(name: string, fn: (w: World) => Promise<void>) {
     async fn() {
       await using dir = await tempDir();
       const home = `${dir.path}/home`;
+      using root = new DataRoot(home);
       const work = `${dir.path}/work`;
       await Deno.mkdir(work);
       await Deno.writeTextFile(`${work}/notes.txt`, "Buy milk.\nCall the plumber.\n");
@@ -56,6 +59,7 @@ function stubTest(name: string, fn: (w: World) => Promise<void>) {
         });
       await fn({
         home,
+        root,
         work,
         dir: dir.path,
         platform,
@@ -286,7 +290,7 @@ stubTest(
     // that ignores Idempotency-Key has the orphan test, and no duplicate result anywhere.
     assert.deepEqual(Object.values(log.tests).map((t) => t.body.name), ["A", "A"]);
     assert.deepEqual(resultsOf(log).map((r) => r.runId), [runId]);
-    assert.deepEqual(listEntryIds(w.home), []);
+    assert.deepEqual(listEntryIds(w.root), []);
   },
 );
 
@@ -310,7 +314,7 @@ for (const held of ["result", "recording"] as const) {
       child.kill("SIGKILL");
       assert.equal((await child.status).signal, "SIGKILL");
       await w.platform.release();
-      assert.equal(listEntryIds(w.home).length, 1, "the report is still in the outbox");
+      assert.equal(listEntryIds(w.root).length, 1, "the report is still in the outbox");
 
       const resumed = await w.reins(["report", runId]);
       assert.equal(resumed.code, 0, resumed.stderr);
@@ -322,7 +326,7 @@ for (const held of ["result", "recording"] as const) {
       // The result held unanswered is sent again, to the same call; one saved is not.
       assert.equal(results[0].patches, held === "result" ? 2 : 1);
       assert.deepEqual(log.calls[results[0].call].recordings.map((r) => r.bytes), [4000]);
-      assert.deepEqual(listEntryIds(w.home), []);
+      assert.deepEqual(listEntryIds(w.root), []);
 
       const third = await w.reins(["report", runId]);
       assert.equal(third.code, 0, third.stderr);

@@ -6,6 +6,7 @@ import { readReported } from "../../lib/platform/reported.ts";
 import { startFakePlatform } from "../fixtures/fake_platform.ts";
 import { reins, tempDir } from "../support/reins.ts";
 import { makeRun } from "./_runs.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 function envFor(
   platform: ReturnType<typeof startFakePlatform>,
@@ -28,6 +29,7 @@ function deadPort(): number {
 
 Deno.test("reins report RUN prints the dashboard path and remembers where it went", async () => {
   await using dir = await tempDir();
+  using root = new DataRoot(dir.path);
   const platform = startFakePlatform();
   try {
     const { record } = await makeRun(dir.path);
@@ -47,7 +49,7 @@ Deno.test("reins report RUN prints the dashboard path and remembers where it wen
       "Claude Code · " + new Date(record.startedAt).toUTCString()
         .replace(/^\w+, (\d+) (\w+) (\d+) (\d+:\d+):\d+ GMT$/, "$1 $2 $3 $4 UTC"),
     );
-    const remembered = readReported(dir.path);
+    const remembered = readReported(root);
     assert.deepEqual(remembered.runs[record.id].map((c) => c.call_execution_id), execution.callIds);
     assert.deepEqual((await Deno.stat(`${dir.path}/platform.json`)).mode! & 0o777, 0o600);
   } finally {
@@ -90,6 +92,7 @@ Deno.test("reins report --name NAME --json prints the ids and joins the same tes
 
 Deno.test("reins report answered 401 says so, leaves the run untouched and retries nothing", async () => {
   await using dir = await tempDir();
+  using root = new DataRoot(dir.path);
   const platform = startFakePlatform();
   try {
     const { record } = await makeRun(dir.path);
@@ -114,14 +117,14 @@ Deno.test("reins report answered 401 says so, leaves the run untouched and retri
       await Deno.readTextFile(`${runFiles}/run.json`),
       await Deno.readTextFile(`${runFiles}/events.jsonl`),
     ], before);
-    assert.deepEqual(pendingReports(dir.path).refused.map((r) => r.runIds), [[record.id]]);
+    assert.deepEqual(pendingReports(root).refused.map((r) => r.runIds), [[record.id]]);
 
     // Once the keys are right, reporting the run again sends that same report.
     const fixed = await reins(["report", record.id], { home: dir.path, env: envFor(platform) });
     assert.deepEqual(fixed.code, 0);
     assert.match(fixed.stderr, /^resuming the report as "Claude Code · .*" in outbox\//);
     assert.deepEqual(platform.resultsByRun().get(record.id)!.length, 1);
-    assert.deepEqual(pendingReports(dir.path), { pending: [], refused: [], unreadable: [] });
+    assert.deepEqual(pendingReports(root), { pending: [], refused: [], unreadable: [] });
   } finally {
     await platform.close();
   }
@@ -129,6 +132,7 @@ Deno.test("reins report answered 401 says so, leaves the run untouched and retri
 
 Deno.test("reins report keeps a report for an unreachable platform and --pending sends it later", async () => {
   await using dir = await tempDir();
+  using root = new DataRoot(dir.path);
   const { record } = await makeRun(dir.path);
   const port = deadPort();
   const down = await reins(["report", record.id], {
@@ -145,7 +149,7 @@ Deno.test("reins report keeps a report for an unreachable platform and --pending
     /not reported yet \(1 run\): POST \/run-tests\/provision\/ could not be sent/,
   );
   assert.match(down.stderr, /reins report --pending sends it/);
-  const [waiting] = pendingReports(dir.path).pending;
+  const [waiting] = pendingReports(root).pending;
   assert.deepEqual(waiting.runIds, [record.id]);
 
   // The platform comes up on the same address.
@@ -192,6 +196,7 @@ Deno.test("reins report reaches a loopback platform whatever HTTP_PROXY says", a
 
 Deno.test("reins report refuses what it cannot send before touching anything", async () => {
   await using dir = await tempDir();
+  using root = new DataRoot(dir.path);
   const { record } = await makeRun(dir.path);
   const running = await makeRun(dir.path, { outcome: "running" });
   const keys = { HARNESS_PLATFORM_API_KEY: "k", HARNESS_PLATFORM_SECRET_KEY: "s" };
@@ -243,5 +248,5 @@ Deno.test("reins report refuses what it cannot send before touching anything", a
     assert.deepEqual(result.code, code, `${args.join(" ")}: ${result.stderr}`);
     assert.match(result.stderr, message, args.join(" "));
   }
-  assert.deepEqual(pendingReports(dir.path), { pending: [], refused: [], unreadable: [] });
+  assert.deepEqual(pendingReports(root), { pending: [], refused: [], unreadable: [] });
 });

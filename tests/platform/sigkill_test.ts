@@ -9,6 +9,7 @@ import { scenarioKeyOf } from "../../lib/platform/run_outcome.ts";
 import { type SeenRequest, startFakePlatform } from "../fixtures/fake_platform.ts";
 import { reins, spawnReins, tempDir } from "../support/reins.ts";
 import { makeRun } from "./_runs.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 
 const REPORTS = 50;
 const CONCURRENCY = 2;
@@ -148,8 +149,9 @@ Deno.test("reins report --pending reports each of 50 runs exactly once after SIG
       const recordings = calls.flatMap((call) => call.recordings);
       assert.deepEqual(recordings.length, i % 3 === 0 ? 1 : 0, `seed ${seed}: ${plan.runId}`);
     }
-    assert.deepEqual(listEntryIds(home), [], `seed ${seed}: the outbox is empty`);
-    const remembered = readReported(home);
+    using root = new DataRoot(home);
+    assert.deepEqual(listEntryIds(root), [], `seed ${seed}: the outbox is empty`);
+    const remembered = readReported(root);
     for (const plan of plans.values()) {
       assert.deepEqual(remembered.runs[plan.runId]?.length, 1, `seed ${seed}: ${plan.runId}`);
     }

@@ -43,7 +43,7 @@ Deno.test("SuiteReporter keeps where the report went when scenarios end at the s
     });
     using handle = started.handle;
     const reporter = await SuiteReporter.begin({
-      home: store.home,
+      root: store,
       settings,
       target: platformTarget(settings.platform),
       suite,
