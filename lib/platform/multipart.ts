@@ -5,26 +5,9 @@
 // so the server can never take a changed file for a complete upload.
 import { createHash } from "node:crypto";
 import { ReinsError } from "../core/errors.ts";
+import { contentTypeFor } from "../store/attachments.ts";
 
 const encoder = new TextEncoder();
-
-const CONTENT_TYPES: Record<string, string> = {
-  wav: "audio/wav",
-  mp3: "audio/mpeg",
-  ogg: "audio/ogg",
-  webm: "audio/webm",
-  m4a: "audio/mp4",
-  flac: "audio/flac",
-  json: "application/json",
-  jsonl: "application/jsonl",
-};
-
-/** The content type a recording is sent with, from its extension. */
-export function contentTypeFor(name: string): string {
-  const dot = name.lastIndexOf(".");
-  const extension = dot < 0 ? "" : name.slice(dot + 1).toLowerCase();
-  return CONTENT_TYPES[extension] ?? "application/octet-stream";
-}
 
 /**
  * A filename as it may stand inside `filename="…"`. `"`, CR and LF become %22, %0D and %0A (the

@@ -184,9 +184,9 @@ export class Store extends DataRoot {
     path: string,
     options?: { name?: string },
   ): Promise<AttachmentPayload> {
-    const { attachFile } = await importLazily<typeof import("../platform/attachments.ts")>(
-      "platform/attachments.ts",
+    const { attachFile } = await importLazily<typeof import("./attachments.ts")>(
+      "store/attachments.ts",
     );
-    return await attachFile(this.home, runId, path, options);
+    return await attachFile(this, runId, path, options);
   }
 }

@@ -4,7 +4,6 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import {
-  contentTypeFor,
   escapeFilename,
   multipartBody,
   multipartLayout,
@@ -36,22 +35,6 @@ async function recordingOf(path: string, bytes: Uint8Array, name: string): Promi
     sha256: createHash("sha256").update(bytes).digest("hex"),
   };
 }
-
-Deno.test("contentTypeFor() maps recording extensions and defaults to octet-stream", () => {
-  const cases: [string, string][] = [
-    ["call.wav", "audio/wav"],
-    ["CALL.MP3", "audio/mpeg"],
-    ["a.ogg", "audio/ogg"],
-    ["a.webm", "audio/webm"],
-    ["a.m4a", "audio/mp4"],
-    ["a.flac", "audio/flac"],
-    ["events.json", "application/json"],
-    ["events.jsonl", "application/jsonl"],
-    ["notes.txt", "application/octet-stream"],
-    ["noext", "application/octet-stream"],
-  ];
-  for (const [name, type] of cases) assert.deepEqual(contentTypeFor(name), type, name);
-});
 
 Deno.test("escapeFilename() percent-encodes quotes and line breaks and doubles backslashes", () => {
   assert.deepEqual(escapeFilename('a"b\r\nc.wav'), "a%22b%0D%0Ac.wav");

@@ -1,7 +1,9 @@
-// attachFile(): a run's copy of a file, private and hashed, ready for an attachment.added event.
+// attachFile(): a run's copy of a file, private and hashed, ready for an attachment.added event,
+// and the content type it is recorded with.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { attachFile } from "../../lib/platform/attachments.ts";
+import { attachFile, contentTypeFor } from "../../lib/store/attachments.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 import { NotFoundError, UsageError } from "../../lib/core/errors.ts";
 import { PAYLOADS } from "../../lib/store/contracts.ts";
 import { tempDir } from "../support/reins.ts";
@@ -11,10 +13,11 @@ const RUN = "01940000-0000-7000-8000-000000000001";
 Deno.test("attachFile() copies the file 0600 into the run's attachments and hashes it", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
+  using root = new DataRoot(home);
   const source = `${dir.path}/call.wav`;
   const bytes = new Uint8Array(3_000_000).map((_, i) => i % 251);
   await Deno.writeFile(source, bytes, { mode: 0o644 });
-  const payload = await attachFile(home, RUN, source);
+  const payload = await attachFile(root, RUN, source);
   assert.deepEqual(payload, {
     name: "call.wav",
     path: "attachments/call.wav",
@@ -33,10 +36,11 @@ Deno.test("attachFile() copies the file 0600 into the run's attachments and hash
 Deno.test("attachFile() numbers a second file of the same name and never overwrites", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
+  using root = new DataRoot(home);
   await Deno.writeTextFile(`${dir.path}/a.json`, "1");
-  const first = await attachFile(home, RUN, `${dir.path}/a.json`);
+  const first = await attachFile(root, RUN, `${dir.path}/a.json`);
   await Deno.writeTextFile(`${dir.path}/a.json`, "22");
-  const second = await attachFile(home, RUN, `${dir.path}/a.json`);
+  const second = await attachFile(root, RUN, `${dir.path}/a.json`);
   assert.deepEqual([first.path, second.path], ["attachments/a.json", "attachments/a-2.json"]);
   assert.deepEqual(second.name, "a.json");
   assert.deepEqual(await Deno.readTextFile(`${home}/runs/${RUN}/attachments/a.json`), "1");
@@ -45,9 +49,10 @@ Deno.test("attachFile() numbers a second file of the same name and never overwri
 Deno.test("attachFile() stores an unsafe name under a safe one and keeps the name for the platform", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
+  using root = new DataRoot(home);
   const name = '..rec "1"\nnaïve.wav';
   await Deno.writeTextFile(`${dir.path}/${name}`, "x");
-  const payload = await attachFile(home, RUN, `${dir.path}/${name}`);
+  const payload = await attachFile(root, RUN, `${dir.path}/${name}`);
   assert.deepEqual(payload.name, name);
   assert.deepEqual(payload.path, "attachments/rec_1_naive.wav");
 });
@@ -55,8 +60,25 @@ Deno.test("attachFile() stores an unsafe name under a safe one and keeps the nam
 Deno.test("attachFile() refuses a missing file, a directory and an unsafe run id", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
-  await assert.rejects(() => attachFile(home, RUN, `${dir.path}/nope.wav`), NotFoundError);
-  await assert.rejects(() => attachFile(home, RUN, dir.path), UsageError);
+  using root = new DataRoot(home);
+  await assert.rejects(() => attachFile(root, RUN, `${dir.path}/nope.wav`), NotFoundError);
+  await assert.rejects(() => attachFile(root, RUN, dir.path), UsageError);
   await Deno.writeTextFile(`${dir.path}/a.wav`, "x");
-  await assert.rejects(() => attachFile(home, "../escape", `${dir.path}/a.wav`), UsageError);
+  await assert.rejects(() => attachFile(root, "../escape", `${dir.path}/a.wav`), UsageError);
+});
+
+Deno.test("contentTypeFor() maps recording extensions and defaults to octet-stream", () => {
+  const cases: [string, string][] = [
+    ["call.wav", "audio/wav"],
+    ["CALL.MP3", "audio/mpeg"],
+    ["a.ogg", "audio/ogg"],
+    ["a.webm", "audio/webm"],
+    ["a.m4a", "audio/mp4"],
+    ["a.flac", "audio/flac"],
+    ["events.json", "application/json"],
+    ["events.jsonl", "application/jsonl"],
+    ["notes.txt", "application/octet-stream"],
+    ["noext", "application/octet-stream"],
+  ];
+  for (const [name, type] of cases) assert.deepEqual(contentTypeFor(name), type, name);
 });

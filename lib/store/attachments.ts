@@ -1,14 +1,31 @@
 // Files a run keeps for the platform (`reins run --attach FILE`): copied into the run's
 // attachments/ directory (0700) as a 0600 file, hashed while copied, and described by the payload
-// of an `attachment.added` event. It does not append the event: the run's one writer does.
-// Loads node:crypto, so callers on a start-up path should import it only when a file is attached.
+// of an `attachment.added` event, its content type included. It does not append the event: the
+// run's one writer does. Loads node:crypto, so Store.attachFile imports it only when a file is
+// attached.
 import { createHash } from "node:crypto";
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { basenameOf, joinPath, resolvePath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
-import type { PayloadOf } from "../store/contracts.ts";
-import { Layout } from "../core/layout.ts";
-import { contentTypeFor } from "./multipart.ts";
+import type { PayloadOf } from "./contracts.ts";
+import type { DataRoot } from "./data_root.ts";
+
+const CONTENT_TYPES: Record<string, string> = {
+  wav: "audio/wav",
+  mp3: "audio/mpeg",
+  ogg: "audio/ogg",
+  webm: "audio/webm",
+  m4a: "audio/mp4",
+  flac: "audio/flac",
+  json: "application/json",
+  jsonl: "application/jsonl",
+};
+
+/** The content type an attachment (a recording, for the platform) has, from its extension. */
+export function contentTypeFor(name: string): string {
+  const dot = name.lastIndexOf(".");
+  const extension = dot < 0 ? "" : name.slice(dot + 1).toLowerCase();
+  return CONTENT_TYPES[extension] ?? "application/octet-stream";
+}
 
 /** A file name safe as one path segment, keeping as much of `name` as it can. */
 function storedName(name: string): string {
@@ -34,13 +51,13 @@ function exists(path: string): boolean {
 }
 
 /**
- * Copies `sourcePath` into `<home>/runs/<runId>/attachments/` and returns the payload of its
+ * Copies `sourcePath` into the run's `runs/<runId>/attachments/` and returns the payload of its
  * `attachment.added` event: `name` is the file's own name (what the platform will see), `path`
  * is where the copy is, relative to the run's directory. A name taken by an earlier attachment
  * gets a numbered copy; nothing is overwritten.
  */
 export async function attachFile(
-  home: string,
+  root: DataRoot,
   runId: string,
   sourcePath: string,
   options: { name?: string } = {},
@@ -63,22 +80,21 @@ export async function attachFile(
     });
   }
   const name = options.name ?? basenameOf(source);
-  const dir = new Layout(home).attachments(runId);
-  ensurePrivateDir(home, dir);
+  const dir = root.layout.attachments(runId);
+  root.ensureDir(dir);
   const stem = storedName(name);
   const dot = stem.lastIndexOf(".");
   const [base, extension] = dot > 0 ? [stem.slice(0, dot), stem.slice(dot)] : [stem, ""];
   let stored = stem;
   for (let n = 2; exists(joinPath(dir, stored)); n++) stored = `${base}-${n}${extension}`;
   const target = joinPath(dir, stored);
-  const temp = joinPath(dir, `.${stored}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`);
 
   const hash = createHash("sha256");
   let bytes = 0;
   const input = await Deno.open(source, { read: true });
   try {
-    const output = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
-    try {
+    // Fails rather than replace a file another attach made meanwhile.
+    await root.createFileAsync(target, async (output) => {
       const buffer = new Uint8Array(1 << 20);
       while (true) {
         const got = await input.read(buffer);
@@ -89,16 +105,9 @@ export async function attachFile(
         while (written < got) written += await output.write(chunk.subarray(written));
         bytes += got;
       }
-      await output.sync();
-    } finally {
-      output.close();
-    }
-    await Deno.chmod(temp, 0o600);
-    // link() fails rather than replace a file another attach made meanwhile.
-    await Deno.link(temp, target);
+    });
   } finally {
     input.close();
-    await Deno.remove(temp).catch(() => {});
   }
   return {
     name,
