@@ -98,7 +98,7 @@ async function otelReport(
   );
   const exporting = exportSettings(settings.otel);
   const target = exporting.target;
-  const waiting = root === null ? null : waitingExports(root.home);
+  const waiting = root === null ? null : waitingExports(root);
   return {
     endpoint: target?.url ?? null,
     source: target?.source ?? null,

@@ -214,7 +214,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     const { deliverPendingOtlp } = await importLazily<typeof import("../otel/deliver.ts")>(
       "otel/deliver.ts",
     );
-    const more = await deliverPendingOtlp(ctx.home, {
+    const more = await deliverPendingOtlp(store, {
       target: target!,
       attempts: 5,
       deadlineMs: null,

@@ -13,6 +13,7 @@ import {
   writeOtlpEntry,
 } from "./outbox.ts";
 import type { ProxySettings } from "../net/route.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import { type SendOutcome, sendTraces } from "./send.ts";
 import type { OtlpTarget } from "./target.ts";
 
@@ -105,7 +106,7 @@ export function exportOutcomeOf(
  * the attempt. `includeRefused` also tries an entry the collector refused before.
  */
 export async function deliverOtlpEntry(
-  home: string,
+  root: DataRoot,
   id: string,
   policy: SendPolicy,
   options: { includeRefused?: boolean } = {},
@@ -120,8 +121,8 @@ export async function deliverOtlpEntry(
     url,
     reason,
   });
-  using lock = lockOtlpEntry(home, id);
-  const read = readOtlpEntry(home, id);
+  using lock = lockOtlpEntry(root, id);
+  const read = readOtlpEntry(root, id);
   if (lock === null) {
     const busy = "another reins process is sending it now";
     return read?.ok
@@ -143,18 +144,18 @@ export async function deliverOtlpEntry(
     // A refused sandbox permission, say: keep the entry and say why.
     entry.attempts++;
     entry.lastError = describeError(error);
-    writeOtlpEntry(home, entry);
+    writeOtlpEntry(root, entry);
     throw error;
   }
   const outcome = exportOutcomeOf(sent, fields);
   if (outcome.state === "exported") {
-    removeOtlpEntry(home, id);
+    removeOtlpEntry(root, id);
     return outcome;
   }
   entry.attempts++;
   entry.lastError = outcome.reason;
   entry.state = outcome.state === "refused" ? "refused" : "pending";
-  writeOtlpEntry(home, entry);
+  writeOtlpEntry(root, entry);
   return outcome;
 }
 
@@ -165,19 +166,19 @@ export async function deliverOtlpEntry(
  * the first the collector did not take).
  */
 export async function deliverPendingOtlp(
-  home: string,
+  root: DataRoot,
   policy: SendPolicy,
   options: { includeRefused?: boolean; skip?: ReadonlySet<string>; stopOnFailure?: boolean } = {},
 ): Promise<ExportOutcome[]> {
   const outcomes: ExportOutcome[] = [];
-  for (const id of listOtlpEntryIds(home)) {
+  for (const id of listOtlpEntryIds(root)) {
     if (options.skip?.has(id)) continue;
     if (policy.deadlineMs !== null && Date.now() >= policy.deadlineMs) break;
     if (!options.includeRefused) {
-      const read = readOtlpEntry(home, id);
+      const read = readOtlpEntry(root, id);
       if (read?.ok && read.entry.state === "refused") continue;
     }
-    const outcome = await deliverOtlpEntry(home, id, policy, options);
+    const outcome = await deliverOtlpEntry(root, id, policy, options);
     outcomes.push(outcome);
     // A collector that did not take one will not take the next one now either.
     if (options.stopOnFailure && outcome.state === "pending") break;

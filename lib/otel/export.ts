@@ -4,6 +4,7 @@
 // process by at most the budget; what did not go out waits in the outbox. Runs are read through
 // the caller's loader, so this module needs no store.
 import type { Settings } from "../core/config.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import type { Store } from "../store/store.ts";
 import { describeError } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
@@ -82,7 +83,7 @@ export async function exportNow(
 }
 
 export interface SettleExport {
-  home: string;
+  root: DataRoot;
   settings: Settings;
   runId: string;
   /** Reads a run's record and events. */
@@ -127,17 +128,17 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
   try {
     const run = request.load(request.runId);
     const built = buildTrace([run], request.settings, exporting);
-    const entry = createOtlpEntry(request.home, {
+    const entry = createOtlpEntry(request.root, {
       runIds: [request.runId],
       request: built.request,
       content: exporting.content,
       endpoint: target.url,
     });
-    const first = await deliverOtlpEntry(request.home, entry.id, policy);
+    const first = await deliverOtlpEntry(request.root, entry.id, policy);
     const outcomes = [first];
     if (first.state === "exported") {
       outcomes.push(
-        ...await deliverPendingOtlp(request.home, policy, {
+        ...await deliverPendingOtlp(request.root, policy, {
           skip: new Set([entry.id]),
           stopOnFailure: true,
         }),
@@ -169,13 +170,13 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
  * exportOnSettle() with the store's reading of the run.
  */
 export async function exportSettledRun(
-  store: Pick<Store, "home" | "inspectRun" | "readEvents" | "firstTime">,
+  store: Store,
   settings: Settings,
   runId: string,
   warn: (message: string) => void,
 ): Promise<ExportOutcome[] | null> {
   return await exportOnSettle({
-    home: store.home,
+    root: store,
     settings,
     runId,
     load: (id) => ({ record: store.inspectRun(id).record, events: store.readEvents(id).events }),

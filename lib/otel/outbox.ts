@@ -7,10 +7,7 @@
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { isSafeName, newId } from "../core/ids.ts";
-import { joinPath } from "../core/paths.ts";
-import { readPrivateText } from "../core/trust.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
-import { writePrivateFileAtomic } from "../core/atomic_write.ts";
+import type { DataRoot } from "../store/data_root.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
 
 export const OTLP_ENTRY_TYPE = "reins.otlp-export";
@@ -35,25 +32,20 @@ export const OtlpEntry = z.object({
 });
 export type OtlpEntry = z.infer<typeof OtlpEntry>;
 
-export function otlpOutboxDir(home: string): string {
-  return joinPath(home, "outbox", "otlp");
-}
-
-function entryPath(home: string, id: string): string {
+function entryPath(root: DataRoot, id: string): string {
   if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
-  return joinPath(otlpOutboxDir(home), `${id}.json`);
+  return root.layout.otlpEntry(id);
 }
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
-export function writeOtlpEntry(home: string, entry: OtlpEntry): void {
+export function writeOtlpEntry(root: DataRoot, entry: OtlpEntry): void {
   entry.updatedAt = nowIso();
-  ensurePrivateDir(home, otlpOutboxDir(home));
-  writePrivateFileAtomic(home, entryPath(home, entry.id), `${JSON.stringify(entry)}\n`);
+  root.writeFileAtomic(entryPath(root, entry.id), `${JSON.stringify(entry)}\n`);
 }
 
 /** A new pending entry for `request`, written before anything is sent. */
 export function createOtlpEntry(
-  home: string,
+  root: DataRoot,
   fields: {
     runIds: string[];
     request: ExportTraceServiceRequest;
@@ -81,15 +73,15 @@ export function createOtlpEntry(
     lastError: null,
     request: fields.request as unknown as OtlpEntry["request"],
   };
-  writeOtlpEntry(home, entry);
+  writeOtlpEntry(root, entry);
   return entry;
 }
 
 export type ReadOtlpEntry = { ok: true; entry: OtlpEntry } | { ok: false; reason: string };
 
 /** The entry, null when it is gone (sent meanwhile), or why it cannot be read. */
-export function readOtlpEntry(home: string, id: string): ReadOtlpEntry | null {
-  const text = readPrivateText(home, entryPath(home, id));
+export function readOtlpEntry(root: DataRoot, id: string): ReadOtlpEntry | null {
+  const text = root.readText(entryPath(root, id));
   if (text === null) return null;
   let raw: unknown;
   try {
@@ -106,46 +98,20 @@ export function readOtlpEntry(home: string, id: string): ReadOtlpEntry | null {
 }
 
 /** Ids of the entries waiting, oldest first (ids are uuid v7). */
-export function listOtlpEntryIds(home: string): string[] {
-  let names: string[];
-  try {
-    names = [...Deno.readDirSync(otlpOutboxDir(home))].filter((e) => e.isFile).map((e) => e.name);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return [];
-    throw error;
-  }
+export function listOtlpEntryIds(root: DataRoot): string[] {
+  const names = root.list(root.layout.otlpOutbox()).filter((e) => e.isFile).map((e) => e.name);
   return names.filter((name) => name.endsWith(".json") && !name.startsWith("."))
     .map((name) => name.slice(0, -".json".length)).filter(isSafeName).sort();
 }
 
 /** Takes the entry's sending lock without waiting, or returns null when another holds it. */
-export function lockOtlpEntry(home: string, id: string): Disposable | null {
-  ensurePrivateDir(home, otlpOutboxDir(home));
-  const path = joinPath(otlpOutboxDir(home), `${id}.lock`);
-  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
-  let locked = false;
-  try {
-    locked = file.tryLockSync(true);
-  } finally {
-    if (!locked) file.close();
-  }
-  if (!locked) return null;
-  return {
-    [Symbol.dispose]() {
-      file.close();
-    },
-  };
+export function lockOtlpEntry(root: DataRoot, id: string): Disposable | null {
+  return root.lock(root.layout.otlpLock(id), { wait: false });
 }
 
 /** Removes a sent entry and its lock file. */
-export function removeOtlpEntry(home: string, id: string): void {
-  for (const path of [entryPath(home, id), joinPath(otlpOutboxDir(home), `${id}.lock`)]) {
-    try {
-      Deno.removeSync(path);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
-  }
+export function removeOtlpEntry(root: DataRoot, id: string): void {
+  for (const path of [entryPath(root, id), root.layout.otlpLock(id)]) root.remove(path);
 }
 
 export interface WaitingExports {
@@ -158,10 +124,10 @@ export interface WaitingExports {
 }
 
 /** What the outbox holds of trace exports, for `reins doctor`; changes nothing. */
-export function waitingExports(home: string): WaitingExports {
+export function waitingExports(root: DataRoot): WaitingExports {
   const out: WaitingExports = { pending: [], refused: [], unreadable: [] };
-  for (const id of listOtlpEntryIds(home)) {
-    const read = readOtlpEntry(home, id);
+  for (const id of listOtlpEntryIds(root)) {
+    const read = readOtlpEntry(root, id);
     if (read === null) continue;
     if (!read.ok) out.unreadable.push(`outbox/otlp/${id}.json: ${read.reason}`);
     else (read.entry.state === "refused" ? out.refused : out.pending).push(id);

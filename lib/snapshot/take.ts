@@ -276,17 +276,17 @@ function unreadable(error: unknown): boolean {
  * connection's locks (closing any descriptor of a file releases the process's POSIX locks on it).
  */
 function dataRootIn(root: DataRoot, cwd: string): Set<string> {
-  let home: string;
+  let real: string;
   let dir: string;
   try {
-    home = Deno.realPathSync(root.home);
+    real = Deno.realPathSync(root.home);
     dir = Deno.realPathSync(cwd);
   } catch {
     return new Set();
   }
-  if (home === dir) return new Set(root.layout.topLevelNames());
-  if (!isInside(home, dir)) return new Set();
-  return new Set([home.slice(dir === "/" ? 1 : dir.length + 1)]);
+  if (real === dir) return new Set(root.layout.topLevelNames());
+  if (!isInside(real, dir)) return new Set();
+  return new Set([real.slice(dir === "/" ? 1 : dir.length + 1)]);
 }
 
 const encoder = new TextEncoder();

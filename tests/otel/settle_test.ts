@@ -5,10 +5,14 @@ import assert from "node:assert/strict";
 import { loadSettings } from "../../lib/core/config.ts";
 import { exportOnSettle } from "../../lib/otel/export.ts";
 import { listOtlpEntryIds, readOtlpEntry } from "../../lib/otel/outbox.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
 import { reins, tempDir } from "../support/reins.ts";
 import { type Answer, DEAD_COLLECTOR_URL, startFakeCollector } from "../fixtures/fake_otlp.ts";
+
+/** The data root at `home`, for a look at its outbox (a reader keeps nothing open). */
+const rootOf = (home: string) => new DataRoot(home);
 
 async function recordRun(home: string, cwd: string): Promise<string> {
   const result = await reins(["run", "--json", "look around"], { home, cwd });
@@ -23,7 +27,7 @@ function settleWith(home: string, env: Record<string, string>) {
     warnings,
     settle: (runId: string, budgetMs?: number) =>
       exportOnSettle({
-        home,
+        root: rootOf(home),
         settings,
         runId,
         load: (id) => {
@@ -46,7 +50,7 @@ Deno.test("exportOnSettle() sends the run's trace and keeps nothing when the col
   assert.deepEqual(outcomes?.map((o) => [o.state, o.runIds]), [["exported", [runId]]]);
   assert.deepEqual(warnings, []);
   assert.equal(collector.spans()[0].traceId, runId.replaceAll("-", ""));
-  assert.deepEqual(listOtlpEntryIds(home), []);
+  assert.deepEqual(listOtlpEntryIds(rootOf(home)), []);
 });
 
 Deno.test("exportOnSettle() does nothing without an endpoint, or with OTEL_SDK_DISABLED", async () => {
@@ -61,7 +65,7 @@ Deno.test("exportOnSettle() does nothing without an endpoint, or with OTEL_SDK_D
   });
   assert.equal(await disabled.settle(runId), null);
   assert.equal(collector.received.length, 0);
-  assert.deepEqual(listOtlpEntryIds(home), []);
+  assert.deepEqual(listOtlpEntryIds(rootOf(home)), []);
 });
 
 const FAILURES: [string, Answer | "down"][] = [
@@ -96,8 +100,8 @@ for (const [name, answer] of FAILURES) {
     );
     assert.match(warnings[0], /reins export otel --pending/);
 
-    const [id] = listOtlpEntryIds(home);
-    const kept = readOtlpEntry(home, id);
+    const [id] = listOtlpEntryIds(rootOf(home));
+    const kept = readOtlpEntry(rootOf(home), id);
     assert.ok(kept?.ok);
     assert.deepEqual(kept.entry.runIds, [runId]);
     assert.equal(kept.entry.state, "pending");
@@ -112,7 +116,7 @@ for (const [name, answer] of FAILURES) {
     });
     assert.equal(later.code, 0, later.stderr);
     assert.match(later.stdout, /exported 1 run \(\d+ spans\)/);
-    assert.deepEqual(listOtlpEntryIds(home), []);
+    assert.deepEqual(listOtlpEntryIds(rootOf(home)), []);
     assert.equal(collector.spans()[0].traceId, runId.replaceAll("-", ""));
   });
 }
@@ -132,7 +136,7 @@ Deno.test("exportOnSettle() sends what waited in the outbox once the collector t
     ["exported", [second]],
     ["exported", [first]],
   ]);
-  assert.deepEqual(listOtlpEntryIds(home), []);
+  assert.deepEqual(listOtlpEntryIds(rootOf(home)), []);
 });
 
 Deno.test("exportOnSettle() keeps a refused export out of later runs' catch-up; --pending tries it again", async () => {
@@ -150,13 +154,13 @@ Deno.test("exportOnSettle() keeps a refused export out of later runs' catch-up; 
   );
   collector.answer({ kind: "accept" });
   assert.deepEqual((await settle(second))!.map((o) => o.runIds), [[second]]);
-  assert.equal(listOtlpEntryIds(home).length, 1);
+  assert.equal(listOtlpEntryIds(rootOf(home)).length, 1);
   const later = await reins(["export", "otel", "--pending"], {
     home,
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
   });
   assert.equal(later.code, 0, later.stderr);
-  assert.deepEqual(listOtlpEntryIds(home), []);
+  assert.deepEqual(listOtlpEntryIds(rootOf(home)), []);
 });
 
 Deno.test("reins doctor shows where traces go and the trace exports waiting in the outbox", async () => {
@@ -211,7 +215,7 @@ Deno.test("exportOnSettle() from many turns at once (a server's) sends each trac
   // regression: a catch-up that found another turn's export being sent warned that it was busy.
   await Promise.all(runIds.slice(1).map((runId) => settle(runId)));
   assert.deepEqual(warnings, []);
-  assert.deepEqual(listOtlpEntryIds(home), []);
+  assert.deepEqual(listOtlpEntryIds(rootOf(home)), []);
   const sent = collector.spans().filter((span) => span.parentSpanId === undefined)
     .map((span) => span.traceId).sort();
   assert.deepEqual(sent, runIds.map((id) => id.replaceAll("-", "")).sort(), "each trace once");
