@@ -1,13 +1,15 @@
-// Trace exports not yet acknowledged: one file per export in `outbox/otlp/<id>.json` (0600),
-// written before the first request so that a collector that is down, hangs or fails leaves the
-// export to be sent later (`reins export otel --pending`, or the next run that settles). Beside
-// the platform's reports rather than among them: their readers list only the files directly in
-// `outbox/`. A file holds the finished request (already redacted) and never the headers, which
-// are credentials and are taken from the settings when it is sent.
+// Trace exports not yet acknowledged, an outbox (lib/store/outbox.ts): one file per export in
+// `outbox/otlp/<id>.json` (0600), written before the first request so that a collector that is
+// down, hangs or fails leaves the export to be sent later (`reins export otel --pending`, or the
+// next run that settles). Beside the platform's reports rather than among them: their readers
+// list only the files directly in `outbox/`. A file holds the finished request (already
+// redacted) and never the headers, which are credentials and are taken from the settings when
+// it is sent.
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
-import { isSafeName, newId } from "../core/ids.ts";
+import { newId } from "../core/ids.ts";
 import type { DataRoot } from "../store/data_root.ts";
+import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
 
 export const OTLP_ENTRY_TYPE = "reins.otlp-export";
@@ -32,15 +34,18 @@ export const OtlpEntry = z.object({
 });
 export type OtlpEntry = z.infer<typeof OtlpEntry>;
 
-function entryPath(root: DataRoot, id: string): string {
-  if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
-  return root.layout.otlpEntry(id);
-}
+const exports = new Outbox<OtlpEntry>({
+  place: {
+    folder: (layout) => layout.otlpOutbox(),
+    entry: (layout, id) => layout.otlpEntry(id),
+    lock: (layout, id) => layout.otlpLock(id),
+  },
+  schema: OtlpEntry,
+});
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
 export function writeOtlpEntry(root: DataRoot, entry: OtlpEntry): void {
-  entry.updatedAt = nowIso();
-  root.writeFileAtomic(entryPath(root, entry.id), `${JSON.stringify(entry)}\n`);
+  exports.write(root, entry);
 }
 
 /** A new pending entry for `request`, written before anything is sent. */
@@ -77,41 +82,26 @@ export function createOtlpEntry(
   return entry;
 }
 
-export type ReadOtlpEntry = { ok: true; entry: OtlpEntry } | { ok: false; reason: string };
+export type ReadOtlpEntry = ReadOutboxEntry<OtlpEntry>;
 
 /** The entry, null when it is gone (sent meanwhile), or why it cannot be read. */
 export function readOtlpEntry(root: DataRoot, id: string): ReadOtlpEntry | null {
-  const text = root.readText(entryPath(root, id));
-  if (text === null) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, reason: `it is not JSON: ${(error as Error).message}` };
-  }
-  const parsed = OtlpEntry.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { ok: false, reason: `${issue.message} at ${issue.path.join(".") || "(top)"}` };
-  }
-  return { ok: true, entry: parsed.data };
+  return exports.read(root, id);
 }
 
 /** Ids of the entries waiting, oldest first (ids are uuid v7). */
 export function listOtlpEntryIds(root: DataRoot): string[] {
-  const names = root.list(root.layout.otlpOutbox()).filter((e) => e.isFile).map((e) => e.name);
-  return names.filter((name) => name.endsWith(".json") && !name.startsWith("."))
-    .map((name) => name.slice(0, -".json".length)).filter(isSafeName).sort();
+  return exports.ids(root);
 }
 
 /** Takes the entry's sending lock without waiting, or returns null when another holds it. */
 export function lockOtlpEntry(root: DataRoot, id: string): Disposable | null {
-  return root.lock(root.layout.otlpLock(id), { wait: false });
+  return exports.lock(root, id);
 }
 
 /** Removes a sent entry and its lock file. */
 export function removeOtlpEntry(root: DataRoot, id: string): void {
-  for (const path of [entryPath(root, id), root.layout.otlpLock(id)]) root.remove(path);
+  exports.remove(root, id);
 }
 
 export interface WaitingExports {

@@ -1,14 +1,14 @@
-// The outbox: one file per report (outbox/<id>.json, 0600), written before the first request and
-// rewritten (atomically) after each step the platform acknowledged, so a report cut short by a
-// crash or an outage resumes where it stopped and never repeats an acknowledged step. A report
-// being delivered or changed is held by a lock on outbox/<id>.lock, which the OS releases if the
-// process dies. A report is of N scenarios (one per run for `reins report`, one per scenario for
-// a suite); see deliver.ts for how each kind fills it.
+// The platform's outbox (lib/store/outbox.ts): one file per report (outbox/<id>.json, 0600),
+// written before the first request and rewritten (atomically) after each step the platform
+// acknowledged, so a report cut short by a crash or an outage resumes where it stopped and never
+// repeats an acknowledged step. A report being delivered or changed is held by a lock on
+// outbox/<id>.lock, which the OS releases if the process dies. A report is of N scenarios (one
+// per run for `reins report`, one per scenario for a suite); see deliver.ts for how each kind
+// fills it.
 import { z } from "zod";
-import { nowIso } from "../core/clock.ts";
-import { isSafeName } from "../core/ids.ts";
 import { UntrustedFileError } from "../core/trust.ts";
 import type { DataRoot } from "../store/data_root.ts";
+import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
 
 export const OUTBOX_ENTRY_TYPE = "reins.platform-report";
@@ -79,59 +79,45 @@ export const OutboxEntry = z.object({
 });
 export type OutboxEntry = z.infer<typeof OutboxEntry>;
 
-function entryPath(root: DataRoot, id: string): string {
-  if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
-  return root.layout.outboxEntry(id);
-}
+const reports = new Outbox<OutboxEntry>({
+  place: {
+    folder: (layout) => layout.outbox(),
+    entry: (layout, id) => layout.outboxEntry(id),
+    lock: (layout, id) => layout.outboxLock(id),
+  },
+  schema: OutboxEntry,
+  indent: 2,
+});
 
 /** Writes the entry (atomic replace, 0600), stamping updatedAt. */
 export function writeEntry(root: DataRoot, entry: OutboxEntry): void {
-  entry.updatedAt = nowIso();
-  root.writeFileAtomic(entryPath(root, entry.id), `${JSON.stringify(entry, null, 2)}\n`);
+  reports.write(root, entry);
 }
 
-export type ReadEntry =
-  | { ok: true; entry: OutboxEntry }
-  | { ok: false; reason: string };
+export type ReadEntry = ReadOutboxEntry<OutboxEntry>;
 
 /** The entry, null when it is gone (delivered meanwhile), or why it cannot be read. */
 export function readEntry(root: DataRoot, id: string): ReadEntry | null {
-  let text: string | null;
   try {
-    text = root.readText(entryPath(root, id));
+    return reports.read(root, id);
   } catch (error) {
     // Someone else could have pointed it at another platform or other files: never sent.
     if (error instanceof UntrustedFileError) return { ok: false, reason: error.reason };
     throw error;
   }
-  if (text === null) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, reason: `it is not JSON: ${(error as Error).message}` };
-  }
-  const parsed = OutboxEntry.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { ok: false, reason: `${issue.message} at ${issue.path.join(".") || "(top)"}` };
-  }
-  return { ok: true, entry: parsed.data };
 }
 
 /** Ids of the entries in the outbox, oldest first (ids are uuid v7). */
 export function listEntryIds(root: DataRoot): string[] {
-  const names = root.list(root.layout.outbox()).filter((e) => e.isFile).map((e) => e.name);
-  return names.filter((name) => name.endsWith(".json") && !name.startsWith("."))
-    .map((name) => name.slice(0, -".json".length)).filter(isSafeName).sort();
+  return reports.ids(root);
 }
 
 /** Takes the entry's delivery lock without waiting, or returns null when another holds it. */
 export function lockEntry(root: DataRoot, id: string): Disposable | null {
-  return root.lock(root.layout.outboxLock(id), { wait: false });
+  return reports.lock(root, id);
 }
 
 /** Removes a delivered entry (the entry first: its lock file alone means nothing). */
 export function removeEntry(root: DataRoot, id: string): void {
-  for (const path of [entryPath(root, id), root.layout.outboxLock(id)]) root.remove(path);
+  reports.remove(root, id);
 }
