@@ -7,7 +7,6 @@ import { describeError, ReinsError } from "../core/errors.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
 import { createHash } from "node:crypto";
 import type { Model } from "../model/mod.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
@@ -89,7 +88,7 @@ async function copyTree(from: string, to: string): Promise<void> {
  */
 async function makeWorkdir(spec: ScenarioSpec, handle: SuiteRunHandle): Promise<string> {
   const tmp = handle.root.layout.tmp();
-  ensurePrivateDir(handle.root.home, tmp);
+  handle.root.ensureDir(tmp);
   const dir = await Deno.realPath(
     await Deno.makeTempDir({
       dir: tmp,

@@ -8,7 +8,6 @@ import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
-import { writePrivateFileAtomicAsync } from "../core/atomic_write.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
@@ -271,8 +270,7 @@ export class SuiteRunHandle implements Disposable {
    * the waits for the disk are awaited. One scenario's saves are made one after another.
    */
   async writeScenario(state: ScenarioState): Promise<void> {
-    await writePrivateFileAtomicAsync(
-      this.root.home,
+    await this.root.writeFileAtomicAsync(
       scenarioPath(this.dir, state.instance.id),
       `${JSON.stringify(state, null, 2)}\n`,
     );
