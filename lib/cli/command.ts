@@ -11,11 +11,17 @@ export interface CommandContext<F extends FlagSpecs = FlagSpecs> {
   readonly flags: FlagValues<F>;
   readonly positionals: string[];
   readonly env: Env;
-  /** The data root, absolute. */
+  /**
+   * The data root, absolute: resolved once per process (lib/cli/main.ts), and the same as the
+   * settings' `home`, which are given it. Commands open their store or data root on this.
+   */
   readonly home: string;
   readonly io: Output;
-  /** The full, zod-checked settings; loaded on first call (it costs loading zod). */
-  settings(): Promise<Settings>;
+  /**
+   * The full, checked settings; loaded on first call. `skipConfigFile`: without the config file
+   * (for `reins doctor`, which reports one it refuses to use).
+   */
+  settings(options?: { skipConfigFile?: boolean }): Promise<Settings>;
 }
 
 export interface CommandModule<F extends FlagSpecs = FlagSpecs> {

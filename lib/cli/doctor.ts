@@ -9,7 +9,6 @@ import {
   configTrustProblem,
   HARNESS_DRIVERS,
   harnessProgram,
-  loadSettings,
   type Settings,
 } from "../core/config.ts";
 import { describeError } from "../core/errors.ts";
@@ -143,28 +142,19 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   } catch (error) {
     // An untrusted config file is one of the things doctor reports: go on without it.
     if (!(error instanceof UntrustedFileError)) throw error;
-    settings = loadSettings(
-      ctx.env,
-      {
-        home: ctx.flags.home,
-        json: ctx.io.jsonMode,
-        quiet: ctx.io.quiet,
-      },
-      { stdout: ctx.io.stdoutIsTerminal },
-      { skipConfigFile: true },
-    );
+    settings = await ctx.settings({ skipConfigFile: true });
   }
-  const existed = modeOf(settings.home) !== null;
-  using root = new DataRoot(settings.home);
+  const existed = modeOf(ctx.home) !== null;
+  using root = new DataRoot(ctx.home);
   let rootError: string | null = null;
   let findings: Finding[] = [];
   let repair: Repair | null = null;
   try {
     if (!existed) root.ensureDir(root.home);
-    findings = auditDataRoot(settings.home);
+    findings = auditDataRoot(ctx.home);
     if (ctx.flags.repair) {
       repair = repairDataRoot(findings);
-      findings = auditDataRoot(settings.home);
+      findings = auditDataRoot(ctx.home);
     }
   } catch (error) {
     rootError = describeError(error);
@@ -173,14 +163,14 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const query = (descriptor: Deno.PermissionDescriptor) =>
     Deno.permissions.querySync(descriptor).state === "granted" ? "granted" : "denied";
   const sandbox = sandboxInForce({
-    home: settings.home,
+    home: ctx.home,
     cwd: Deno.cwd(),
     hosts: [settings.platform.url, settings.openai.baseUrl],
     programs: HARNESS_DRIVERS.map((driver) => harnessProgram(settings, driver)),
   });
   const permissions = {
-    readDataRoot: query({ name: "read", path: settings.home }),
-    writeDataRoot: query({ name: "write", path: settings.home }),
+    readDataRoot: query({ name: "read", path: ctx.home }),
+    writeDataRoot: query({ name: "write", path: ctx.home }),
     readAnywhere: query({ name: "read" }),
     netAnywhere: query({ name: "net" }),
     runAnything: query({ name: "run" }),
@@ -198,10 +188,10 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     version: VERSION,
     deno: Deno.version.deno,
     dataRoot: {
-      path: settings.home,
+      path: ctx.home,
       source: settings.homeSource,
       existed,
-      mode: modeOf(settings.home),
+      mode: modeOf(ctx.home),
       /** What is wrong now (after --repair, what it left). */
       findings,
       /** With --repair: what it tightened and removed; null without. */
@@ -237,10 +227,10 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const yes = (value: boolean) => value ? "yes" : "no";
   const lines = [
     `reins ${VERSION} on Deno ${Deno.version.deno}`,
-    `data root    ${settings.home} (from ${settings.homeSource}; ${
+    `data root    ${ctx.home} (from ${settings.homeSource}; ${
       existed ? "existed" : "created"
     }, mode ${report.dataRoot.mode ?? "?"})`,
-    ...dataRootLines(settings.home, findings, repair),
+    ...dataRootLines(ctx.home, findings, repair),
     ...(rootError ? [`             unusable: ${rootError}`] : []),
     `config       ${settings.configPath} (${report.config.exists ? "present" : "absent"}${
       configProblem ? `; refused: ${configProblem}` : ""

@@ -89,25 +89,33 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     io.print(commandHelp(entry.name, module));
     return ExitCode.ok;
   }
-  const { home } = resolveHome(env, flags.home);
-  let settings: Promise<Settings> | undefined;
+  // The data root, resolved once for the whole process: the settings are given it, not the flag.
+  const dataRoot = resolveHome(env, flags.home);
+  const settings = new Map<boolean, Promise<Settings>>();
   const ctx: CommandContext = {
     name: entry.name,
     flags,
     positionals,
     env,
-    home,
+    home: dataRoot.home,
     io,
-    settings: () =>
-      settings ??= importLazily<typeof import("../core/config.ts")>("core/config.ts").then((
-        config,
-      ) =>
-        config.loadSettings(env, {
-          home: flags.home,
-          json: io.jsonMode,
-          quiet: io.quiet,
-        }, { stdout: io.stdoutIsTerminal })
-      ),
+    settings: ({ skipConfigFile = false } = {}) => {
+      let loaded = settings.get(skipConfigFile);
+      if (loaded === undefined) {
+        loaded = importLazily<typeof import("../core/config.ts")>("core/config.ts").then((
+          config,
+        ) =>
+          config.loadSettings(
+            env,
+            { json: io.jsonMode, quiet: io.quiet },
+            { stdout: io.stdoutIsTerminal },
+            { skipConfigFile, dataRoot },
+          )
+        );
+        settings.set(skipConfigFile, loaded);
+      }
+      return loaded;
+    },
   };
   return await module.run(ctx);
 }

@@ -63,7 +63,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   }
   const timeoutSeconds = ctx.flags.timeout;
   const settings = await ctx.settings();
-  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   await store.reconcileCheaply();
   const original = store.resolveRun(ref);
   const recorded = store.readEvents(original.id);

@@ -194,7 +194,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const cwd = checkCwd(f.cwd ?? Deno.cwd());
   const prompt = await readPrompt(ctx);
   const settings = await ctx.settings();
-  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   // A run ref is looked up in the index, which `reins run` loads only when it needs it.
   if (f.parent !== undefined) await loadSqlite();
   const parentRunId = f.parent === undefined ? null : store.resolveRun(f.parent).id;

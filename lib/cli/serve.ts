@@ -139,7 +139,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const budget = { maxTurns: f["max-calls"], maxTokens: f["max-tokens"], maxUsd: f["max-usd"] };
   const cwd = checkCwd(f.cwd ?? Deno.cwd());
   const settings = await ctx.settings();
-  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const token = tokenFile === undefined
     ? dataRootToken(store)
     : readTokenFile(resolvePath(tokenFile));

@@ -109,7 +109,7 @@ async function allocateCalls(
   const { allocatePlan, PlanNotAllocated } = await importLazily<
     typeof import("../suite/report.ts")
   >("suite/report.ts");
-  using root = new DataRoot(settings.home);
+  using root = new DataRoot(ctx.home);
   try {
     const { platform, callExecutionIds } = await allocatePlan({
       root,

@@ -256,7 +256,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const junit = ctx.flags.junit;
   const settings = await ctx.settings();
   const { io } = ctx;
-  using store = openStore(settings.home, { warn: (message) => io.warn(message) });
+  using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   await store.reconcileCheaply();
 
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });

@@ -93,14 +93,16 @@ export function readConfigFile(path: string): ConfigFile {
 /**
  * Builds the settings from the environment, flags and config file, or throws a UsageError. Every
  * credential in them becomes one of the secrets this process redacts (lib/core/redact.ts).
+ * `dataRoot`: the data root as the caller resolved it (the CLI does, once per process, in
+ * lib/cli/main.ts); without it, it is resolved here from `flags.home` and the environment.
  */
 export function loadSettings(
   env: Env,
   flags: GlobalFlags = {},
   terminal: { stdout: boolean } = { stdout: false },
-  options: { skipConfigFile?: boolean } = {},
+  options: { skipConfigFile?: boolean; dataRoot?: { home: string; source: HomeSource } } = {},
 ): Settings {
-  const { home, source } = resolveHome(env, flags.home);
+  const { home, source } = options.dataRoot ?? resolveHome(env, flags.home);
   const configPath = env.REINS_CONFIG ?? Layout.configOf(home);
   // skipConfigFile: for `reins doctor`, which must report a config file it refuses to use.
   const file = options.skipConfigFile ? emptyConfig() : readConfigFile(configPath);
