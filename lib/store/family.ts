@@ -7,7 +7,7 @@ import { USAGE_COUNTERS } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
 import type { RunIndex } from "./index_db.ts";
-import { storeIndex } from "./reindex.ts";
+import { storeIndex } from "./lookup.ts";
 import { inspectRun } from "./run_record.ts";
 import { isActive } from "./run_files.ts";
 

@@ -1,16 +1,25 @@
 // Finding runs: the run a person named (a full id, a unique prefix of one, or `last`, the run that
-// started most recently), and the runs matching a filter, newest first, from the index.
+// started most recently), and the runs matching a filter, newest first, from the index — which
+// the store's synchronous readers get refreshed here (storeIndex), reading the rows it lacks.
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
-import { runDirectoryNames } from "./index_db.ts";
+import { openIndexSync, runDirectoryNames, type RunIndex } from "./index_db.ts";
 import { type RunFilter, runQuery, uniquePrefix } from "./list.ts";
-import { storeIndex } from "./reindex.ts";
-import { inspectRun } from "./run_record.ts";
+import { inspectRun, recordsForIndex } from "./run_record.ts";
 import { exists } from "./run_files.ts";
 
 const SHOWN_MATCHES = 5;
+
+/**
+ * The data root's index, refreshed, for the store's synchronous readers (lookup, families,
+ * Store.index()); null when the data root does not exist. The zod-free paths open it with
+ * openIndex (index_db.ts) instead, which loads the record reader only when rows are missing.
+ */
+export function storeIndex(root: DataRoot): RunIndex | null {
+  return openIndexSync(root, recordsForIndex);
+}
 
 /** The id of the run `ref` names. NotFoundError when none does, UsageError when several do. */
 export function resolveRunId(root: DataRoot, ref: string): string {

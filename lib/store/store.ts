@@ -24,7 +24,7 @@ import { conversationEvents, type RunFamily, runFamily, sessionEvents } from "./
 import { connectIndex, openedIndex, resetIndex, type RunIndex } from "./index_db.ts";
 import { type ListedRuns, listRunJson, type RunFilter } from "./list.ts";
 import { type OwnerState, ownerState, reconcileCheaply } from "./liveness.ts";
-import { listRuns, resolveRun, resolveRunId, uniqueRunPrefix } from "./lookup.ts";
+import { listRuns, resolveRun, resolveRunId, storeIndex, uniqueRunPrefix } from "./lookup.ts";
 import {
   reconcileInterruptedRuns,
   reconcileRun,
@@ -32,7 +32,6 @@ import {
   type RecoveryReport,
   type RunReconciliation,
 } from "./reconcile.ts";
-import { storeIndex } from "./reindex.ts";
 import { inspectRun, loadRun, type RunInspection } from "./run_record.ts";
 import {
   appendToRun,
