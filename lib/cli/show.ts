@@ -21,7 +21,7 @@ import {
 } from "../session/format.ts";
 import { followRun, PendingTracker } from "../session/follow.ts";
 import { RunTally } from "../session/stats.ts";
-import { glanceSnapshot, snapshotLine } from "../snapshot/paths.ts";
+import { glanceSnapshot, snapshotLine } from "../snapshot/glance.ts";
 import type { Output } from "./output.ts";
 
 export const usage = "reins show RUN [--short | --verbose] [--follow] [--json]";

@@ -7,7 +7,7 @@ import { newId } from "../core/ids.ts";
 import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import { readManifest } from "../snapshot/manifest.ts";
-import { describeSize } from "../snapshot/paths.ts";
+import { describeSize } from "../snapshot/glance.ts";
 import { restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";
 import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";

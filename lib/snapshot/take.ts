@@ -26,7 +26,7 @@ import type { DataRoot } from "../store/data_root.ts";
 import { BlobIndex, type BlobLocation, hasBlobIndex, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
 import type { SnapshotEntry, SnapshotManifest } from "./manifest.ts";
-import { describeSize } from "./paths.ts";
+import { describeSize } from "./glance.ts";
 import { Pacer, walkTree, withoutTrailingSlash } from "./walk.ts";
 
 export const DEFAULT_SNAPSHOT_MAX_BYTES = 64 * 1024 * 1024;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { changedSinceStart, diffSnapshot } from "../../lib/snapshot/diff.ts";
 import { readManifest, type SnapshotManifest } from "../../lib/snapshot/manifest.ts";
-import { describeSize } from "../../lib/snapshot/paths.ts";
+import { describeSize } from "../../lib/snapshot/glance.ts";
 import { restoreSnapshot, SnapshotDamagedError } from "../../lib/snapshot/restore.ts";
 import { startSnapshot, takeSnapshot } from "../../lib/snapshot/take.ts";
 import { DataRoot } from "../../lib/store/data_root.ts";
