@@ -6,8 +6,7 @@
 // per run for `reins report`, one per scenario for a suite); see deliver.ts for how each kind
 // fills it.
 import { z } from "zod";
-import { UntrustedFileError } from "../core/trust.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import { type DataRoot, UntrustedFileError } from "../store/data_root.ts";
 import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
 import { ProvisionBody, ResultBody, ScenarioSelector } from "./wire.ts";
 

@@ -4,8 +4,7 @@
 // next report may come from another process. Updates take a lock, so two reporters cannot lose
 // each other's entries.
 import { z } from "zod";
-import { UntrustedFileError } from "../core/trust.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import { type DataRoot, UntrustedFileError } from "../store/data_root.ts";
 
 export const PLATFORM_FILE_TYPE = "reins.platform";
 

@@ -19,6 +19,9 @@ import { ensurePrivateDir } from "../core/private_dir.ts";
 import { OpenLogs, PrivateLog } from "../core/private_log.ts";
 import { CheckedDirs, readPrivateText, trustProblem } from "../core/trust.ts";
 
+/** What readText throws for a file someone else could have written. */
+export { UntrustedFileError } from "../core/trust.ts";
+
 export interface DataRootOptions {
   /**
    * Receives what the store has to tell people and cannot put anywhere else (a context it could
