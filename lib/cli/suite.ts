@@ -2,8 +2,7 @@
 // This file parses the subcommand and its flags and hands over to one module per subcommand, loaded
 // only when that subcommand runs.
 import { importLazily } from "../core/lazy_import.ts";
-import type { CommandContext } from "./command.ts";
-import { defineFlags } from "./args.ts";
+import { flags, type SuiteContext } from "./suite_flags.ts";
 import { UsageError } from "../core/errors.ts";
 import { nearest } from "../core/suggest.ts";
 
@@ -29,52 +28,7 @@ export const description =
   "platform is configured the suite run is reported as it goes (--no-report: not). plan, run " +
   "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix).";
 
-export const flags = defineFlags({
-  jobs: {
-    type: "integer",
-    max: 256,
-    value: "N",
-    description: "scenarios at once (default: the file's jobs, else 1)",
-  },
-  filter: {
-    type: "string",
-    value: "GLOB",
-    description: "only scenarios whose key matches (a,b*)",
-  },
-  repeat: { type: "integer", max: 1000, value: "N", description: "play each scenario N times" },
-  resume: {
-    type: "boolean",
-    description: "finish a suite run cut short (ID after FILE; default: the latest)",
-  },
-  rerun: {
-    type: "string",
-    value: "failed|errors",
-    description: "play again what failed or erred (with --from)",
-  },
-  from: {
-    type: "string",
-    value: "ID",
-    description: "the suite run --rerun takes its scenarios from",
-  },
-  plan: {
-    type: "string",
-    value: "FILE",
-    description: "run a shard of this plan (reins suite plan)",
-  },
-  shard: {
-    type: "string",
-    value: "I/N",
-    description: "which shard (else REINS_SHARD or JOB_COMPLETION_INDEX)",
-  },
-  shards: { type: "integer", max: 10_000, value: "N", description: "suite plan: how many shards" },
-  out: { type: "string", value: "FILE", description: "suite plan: where to write the plan" },
-  junit: { type: "string", value: "FILE", description: "also write JUnit XML to FILE" },
-  "no-report": { type: "boolean", description: "do not report to the platform" },
-  limit: { type: "integer", value: "N", description: "suite list: at most N suite runs" },
-});
-
-/** What each subcommand is handed: the suite command's typed flags. */
-export type SuiteContext = CommandContext<typeof flags>;
+export { flags };
 
 const SUBCOMMANDS = ["run", "validate", "show", "list", "plan", "merge"] as const;
 type Subcommand = typeof SUBCOMMANDS[number];

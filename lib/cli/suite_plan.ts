@@ -4,7 +4,7 @@
 // exit code, saying which shards are missing.
 import { importLazily } from "../core/lazy_import.ts";
 import { nowIso } from "../core/clock.ts";
-import type { SuiteContext } from "./suite.ts";
+import type { SuiteContext } from "./suite_flags.ts";
 import { ExitCode, PlatformError, UsageError } from "../core/errors.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { newId } from "../core/ids.ts";
@@ -21,8 +21,9 @@ import { type Instance, readScenarioStates, readSuiteRunAt } from "../suite/stat
 import { DataRoot } from "../store/data_root.ts";
 import type { Suite } from "../suite/load.ts";
 import { exitCodeOf, formatTable, totalsOf } from "../suite/table.ts";
-import { loadOrExplain } from "./suite_run.ts";
-import { scenarioJson, writeJunit } from "./suite_show.ts";
+import { writeJunitFile } from "../suite/junit.ts";
+import { scenarioJson } from "../suite/json.ts";
+import { loadOrExplain } from "./suite_output.ts";
 
 export async function suitePlan(ctx: SuiteContext): Promise<number> {
   const [path, ...extra] = ctx.positionals;
@@ -190,7 +191,7 @@ export async function suiteMerge(ctx: SuiteContext): Promise<number> {
   const runs = ctx.positionals.flatMap(shardRunsIn);
   const merged = mergeShards(runs);
   const junit = ctx.flags.junit;
-  if (junit) await writeJunit(junit, merged.suite, merged.states, {});
+  if (junit) await writeJunitFile(junit, merged.suite, merged.states, {});
   const totals = totalsOf(merged.states);
   if (ctx.io.jsonMode) {
     ctx.io.json({

@@ -3,15 +3,14 @@
 // JUnit, and reports to the platform when it is configured. SIGINT/SIGTERM stop it: the scenarios
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
 import { importLazily } from "../core/lazy_import.ts";
-import type { SuiteContext } from "./suite.ts";
+import type { SuiteContext } from "./suite_flags.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
-import type { Output } from "./output.ts";
 import { openStore } from "../store/store.ts";
-import { loadSuite, type Suite, SuiteFileError } from "../suite/load.ts";
+import type { Suite } from "../suite/load.ts";
 import { type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
-import { readScenarioStates } from "../suite/state.ts";
+import { elapsedOf, readScenarioStates } from "../suite/state.ts";
 import { exitCodeOf, totalsOf } from "../suite/table.ts";
 import { engineTurns } from "../suite/turns.ts";
 import {
@@ -25,33 +24,11 @@ import type { ReportSummary, SuiteReporter } from "../suite/report.ts";
 import type { SuiteRunHandle } from "../suite/state.ts";
 import type { Settings } from "../core/config.ts";
 import { startSuiteProgress } from "./suite_progress.ts";
-import { elapsedOf, followUps, printResults, suiteRunJson, writeJunit } from "./suite_show.ts";
+import { writeJunitFile } from "../suite/junit.ts";
+import { suiteRunJson } from "../suite/json.ts";
+import { loadOrExplain, printResults } from "./suite_output.ts";
 
 const KILL_GRACE_MS = 5_000;
-
-/** Loads the suite file; an unusable one prints every problem and is exit 2. */
-export async function loadOrExplain(
-  io: Output,
-  path: string,
-): Promise<Suite | { exit: number }> {
-  try {
-    return await loadSuite(path);
-  } catch (error) {
-    if (!(error instanceof SuiteFileError)) throw error;
-    const shown = path;
-    if (io.jsonMode) {
-      io.json({ valid: false, file: error.file, problems: error.problems });
-    } else {
-      for (const line of error.lines(shown)) io.note(line);
-      io.note(
-        `${
-          error.problems.length === 1 ? "1 problem" : `${error.problems.length} problems`
-        } in ${shown}; nothing was run`,
-      );
-    }
-    return { exit: ExitCode.usage };
-  }
-}
 
 export async function suiteValidate(ctx: SuiteContext): Promise<number> {
   const [path, ...extra] = ctx.positionals;
@@ -334,7 +311,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const reported = await reporter?.close();
   const states = readScenarioStates(store, handle.header);
   if (junit) {
-    await writeJunit(junit, suite.name, states, {
+    await writeJunitFile(junit, suite.name, states, {
       timestamp: handle.header.createdAt,
       elapsedMs: elapsedOf(handle.header),
     });
@@ -343,7 +320,6 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
     io.json({ ...suiteRunJson(handle.header, states), report: reportJson(reporter, reported) });
   } else {
     printResults(io, handle.header, states);
-    for (const line of followUps(handle.header, states)) io.note(line);
   }
   // The report's fate is told, never counted: the exit code is the suite's.
   for (const line of reported?.lines ?? []) io.note(line);

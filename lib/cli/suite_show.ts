@@ -1,12 +1,10 @@
 // `reins suite show [ID]` (a suite run's results table, or JSON) and `reins suite list` (suite
 // runs, newest first, with their counts). Both only read the state files under suites/.
-import type { SuiteContext } from "./suite.ts";
+import type { SuiteContext } from "./suite_flags.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
-import { resolvePath } from "../core/paths.ts";
-import { redact } from "../core/redact.ts";
 import { DataRoot } from "../store/data_root.ts";
-import type { Output } from "./output.ts";
 import {
+  elapsedOf,
   listSuiteRunIds,
   readScenarioStates,
   readSuiteRun,
@@ -14,92 +12,10 @@ import {
   type ScenarioState,
   type SuiteRunFile,
 } from "../suite/state.ts";
-import { exitCodeOf, formatTable, summaryLine, totalsOf } from "../suite/table.ts";
-import { tally } from "../suite/results.ts";
-import { junitXml } from "../suite/junit.ts";
-
-/** One scenario as the JSON output shows it. */
-export function scenarioJson(state: ScenarioState) {
-  const { met, of } = tally(state.checks);
-  return {
-    instance: state.instance.id,
-    key: state.instance.key,
-    repeat: state.instance.repeat,
-    name: state.name,
-    status: state.status,
-    reason: state.reason,
-    met,
-    of,
-    turns: state.turns,
-    costUsd: state.costUsd,
-    durationMs: state.durationMs,
-    runIds: state.runIds,
-    attempts: state.attempts.length,
-    checks: state.checks,
-    ended: state.ended,
-  };
-}
-
-export function suiteRunJson(header: SuiteRunFile, states: readonly ScenarioState[]) {
-  return {
-    suiteRunId: header.id,
-    suite: header.suite,
-    file: header.file,
-    digest: header.digest,
-    state: header.state,
-    createdAt: header.createdAt,
-    finishedAt: header.finishedAt,
-    options: header.options,
-    totals: totalsOf(states),
-    scenarios: states.map(scenarioJson),
-  };
-}
-
-/** Elapsed wall time of a suite run: first start to last end of this header's sessions. */
-export function elapsedOf(header: SuiteRunFile): number | null {
-  let total = 0;
-  for (const session of header.sessions) {
-    if (session.endedAt === null) return null;
-    total += Date.parse(session.endedAt) - Date.parse(session.startedAt);
-  }
-  return total;
-}
-
-export async function writeJunit(
-  path: string,
-  suite: string,
-  states: readonly ScenarioState[],
-  options: { timestamp?: string; elapsedMs?: number | null },
-): Promise<void> {
-  // Check details quote what agents and judges said: through the secrets choke point first.
-  await Deno.writeTextFile(resolvePath(path), redact(junitXml(suite, states, options)));
-}
-
-/** Notes about where to look: kept working directories, the platform. */
-export function followUps(header: SuiteRunFile, states: readonly ScenarioState[]): string[] {
-  const kept = states.flatMap((state) => {
-    const last = state.attempts[state.attempts.length - 1];
-    return last?.workdir && state.status !== "passed"
-      ? [`  ${state.instance.id}: ${last.workdir}`]
-      : [];
-  });
-  const lines: string[] = [];
-  if (kept.length) {
-    lines.push("working directories kept for a look:", ...kept.slice(0, 20));
-    if (kept.length > 20) {
-      lines.push(`  … and ${kept.length - 20} more (reins suite show ${header.id} --json)`);
-    }
-  }
-  return lines;
-}
-
-export function printResults(
-  io: Output,
-  header: SuiteRunFile,
-  states: readonly ScenarioState[],
-): void {
-  for (const line of formatTable(states, { elapsedMs: elapsedOf(header) })) io.print(line);
-}
+import { exitCodeOf, summaryLine, totalsOf } from "../suite/table.ts";
+import { writeJunitFile } from "../suite/junit.ts";
+import { suiteRunJson } from "../suite/json.ts";
+import { printResults } from "./suite_output.ts";
 
 export async function suiteShow(ctx: SuiteContext): Promise<number> {
   if (ctx.positionals.length > 1) {
@@ -113,7 +29,7 @@ export async function suiteShow(ctx: SuiteContext): Promise<number> {
   const states = readScenarioStates(root, header);
   const junit = ctx.flags.junit;
   if (junit) {
-    await writeJunit(junit, header.suite, states, {
+    await writeJunitFile(junit, header.suite, states, {
       timestamp: header.createdAt,
       elapsedMs: elapsedOf(header),
     });
@@ -134,7 +50,6 @@ export async function suiteShow(ctx: SuiteContext): Promise<number> {
       ctx.io.note(`shard ${index}/${count} of plan ${planId}`);
     }
     printResults(ctx.io, header, states);
-    for (const line of followUps(header, states)) ctx.io.note(line);
   }
   return header.state === "finished" ? exitCodeOf(totalsOf(states)) : ExitCode.runFailed;
 }

@@ -2,6 +2,8 @@
 // scenario; a failed scenario carries a <failure> with its failing checks' details, one that could
 // not run an <error> with the reason, a skipped one <skipped>. Text that XML 1.0 cannot hold
 // (most control characters) is replaced, so the file always parses.
+import { resolvePath } from "../core/paths.ts";
+import { redact } from "../core/redact.ts";
 import type { ScenarioState } from "./state.ts";
 import { tally } from "./results.ts";
 import { totalsOf } from "./table.ts";
@@ -113,4 +115,15 @@ export function junitXml(
     "</testsuites>",
     "",
   ].join("\n");
+}
+
+/** Writes the JUnit XML of `states` to `path` (relative to the working directory). */
+export async function writeJunitFile(
+  path: string,
+  suite: string,
+  states: readonly ScenarioState[],
+  options: { timestamp?: string; elapsedMs?: number | null },
+): Promise<void> {
+  // Check details quote what agents and judges said: through the secrets choke point first.
+  await Deno.writeTextFile(resolvePath(path), redact(junitXml(suite, states, options)));
 }

@@ -383,3 +383,13 @@ export function resolveSuiteRunId(root: DataRoot, ref: string): string {
     hint: "list them with: reins suite list",
   });
 }
+
+/** Elapsed wall time of a suite run: the sum of its sessions; null while one has not ended. */
+export function elapsedOf(header: SuiteRunFile): number | null {
+  let total = 0;
+  for (const session of header.sessions) {
+    if (session.endedAt === null) return null;
+    total += Date.parse(session.endedAt) - Date.parse(session.startedAt);
+  }
+  return total;
+}

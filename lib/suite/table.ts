@@ -140,3 +140,21 @@ export function formatTable(
   lines.push("", summaryLine(totalsOf(states), options.elapsedMs ?? null));
   return lines;
 }
+
+/** Notes about where to look: the working directories kept for scenarios that did not pass. */
+export function followUps(suiteRunId: string, states: readonly ScenarioState[]): string[] {
+  const kept = states.flatMap((state) => {
+    const last = state.attempts[state.attempts.length - 1];
+    return last?.workdir && state.status !== "passed"
+      ? [`  ${state.instance.id}: ${last.workdir}`]
+      : [];
+  });
+  const lines: string[] = [];
+  if (kept.length) {
+    lines.push("working directories kept for a look:", ...kept.slice(0, 20));
+    if (kept.length > 20) {
+      lines.push(`  … and ${kept.length - 20} more (reins suite show ${suiteRunId} --json)`);
+    }
+  }
+  return lines;
+}

@@ -1,0 +1,51 @@
+// The flags of `reins suite` and what each subcommand is handed: apart from suite.ts, so that the
+// subcommand modules (which suite.ts loads lazily) need nothing back from it.
+import type { CommandContext } from "./command.ts";
+import { defineFlags } from "./args.ts";
+
+export const flags = defineFlags({
+  jobs: {
+    type: "integer",
+    max: 256,
+    value: "N",
+    description: "scenarios at once (default: the file's jobs, else 1)",
+  },
+  filter: {
+    type: "string",
+    value: "GLOB",
+    description: "only scenarios whose key matches (a,b*)",
+  },
+  repeat: { type: "integer", max: 1000, value: "N", description: "play each scenario N times" },
+  resume: {
+    type: "boolean",
+    description: "finish a suite run cut short (ID after FILE; default: the latest)",
+  },
+  rerun: {
+    type: "string",
+    value: "failed|errors",
+    description: "play again what failed or erred (with --from)",
+  },
+  from: {
+    type: "string",
+    value: "ID",
+    description: "the suite run --rerun takes its scenarios from",
+  },
+  plan: {
+    type: "string",
+    value: "FILE",
+    description: "run a shard of this plan (reins suite plan)",
+  },
+  shard: {
+    type: "string",
+    value: "I/N",
+    description: "which shard (else REINS_SHARD or JOB_COMPLETION_INDEX)",
+  },
+  shards: { type: "integer", max: 10_000, value: "N", description: "suite plan: how many shards" },
+  out: { type: "string", value: "FILE", description: "suite plan: where to write the plan" },
+  junit: { type: "string", value: "FILE", description: "also write JUnit XML to FILE" },
+  "no-report": { type: "boolean", description: "do not report to the platform" },
+  limit: { type: "integer", value: "N", description: "suite list: at most N suite runs" },
+});
+
+/** What each subcommand is handed: the suite command's typed flags. */
+export type SuiteContext = CommandContext<typeof flags>;

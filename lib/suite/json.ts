@@ -1,0 +1,42 @@
+// A suite run as the JSON output shows it (`reins suite run|show|merge --json`): the header's
+// facts, the totals and one object per scenario with its checkpoints met of all.
+import { tally } from "./results.ts";
+import type { ScenarioState, SuiteRunFile } from "./state.ts";
+import { totalsOf } from "./table.ts";
+
+/** One scenario as the JSON output shows it. */
+export function scenarioJson(state: ScenarioState) {
+  const { met, of } = tally(state.checks);
+  return {
+    instance: state.instance.id,
+    key: state.instance.key,
+    repeat: state.instance.repeat,
+    name: state.name,
+    status: state.status,
+    reason: state.reason,
+    met,
+    of,
+    turns: state.turns,
+    costUsd: state.costUsd,
+    durationMs: state.durationMs,
+    runIds: state.runIds,
+    attempts: state.attempts.length,
+    checks: state.checks,
+    ended: state.ended,
+  };
+}
+
+export function suiteRunJson(header: SuiteRunFile, states: readonly ScenarioState[]) {
+  return {
+    suiteRunId: header.id,
+    suite: header.suite,
+    file: header.file,
+    digest: header.digest,
+    state: header.state,
+    createdAt: header.createdAt,
+    finishedAt: header.finishedAt,
+    options: header.options,
+    totals: totalsOf(states),
+    scenarios: states.map(scenarioJson),
+  };
+}
