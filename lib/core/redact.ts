@@ -11,31 +11,62 @@ export const REDACTED = "[redacted]";
 /** Shorter values are not treated as secrets: replacing every "ab" would garble all text. */
 export const MIN_SECRET_LENGTH = 4;
 
-// `Bearer <token>` and its kin: the scheme is kept, the credential goes.
-const SCHEME_TOKEN = /\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/-]{8,}=*/gi;
+// Every shape below matches whole words only, never inside an identifier: not after a letter, a
+// digit or '_', nor after one of those and a '-' (a check named `reset_password`, a tool
+// `task-sk-…`, a check `refresh-token` are names, not credentials).
+const NOT_IN_WORD = "(?<![A-Za-z0-9_])(?<![A-Za-z0-9_]-)";
+const WORD_ENDS = "(?![A-Za-z0-9_]|-[A-Za-z0-9_])";
+
+// `Bearer <token>` and its kin: the scheme is kept, the credential goes — when it looks like one
+// (redactScheme): "basic understanding" and "token expiration" are English.
+const SCHEME_TOKEN = new RegExp(
+  `${NOT_IN_WORD}(Bearer|Basic|Token)(\\s+)([A-Za-z0-9._~+/-]{8,}=*)`,
+  "gi",
+);
 // Provider key shapes: OpenAI and Anthropic (`sk-…`, `sk-proj-…`, `sk-ant-…`), GitHub, Slack,
 // AWS access key ids.
-const KEY_SHAPES =
-  /\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b/g;
+const KEY_SHAPES = new RegExp(
+  `${NOT_IN_WORD}(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})${WORD_ENDS}`,
+  "g",
+);
 // A credential named next to its value, as a server quoting a request tends to: `X-Api-Key: v`,
-// `"x-secret-key":"v"`, `api_key=v`. The name and punctuation are kept. An unquoted value must
-// hold a letter and not be a JSON literal, so JSON text stays JSON.
-const NAMED_CREDENTIAL =
-  /(["']?)(?<![A-Za-z0-9])(x-api-key|x-secret-key|api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|refresh[_-]?token|password|passwd)\1(\s*[:=]\s*)(["']?)([^"'\s,;&{}[\]\\]{4,})/gi;
+// `"x-secret-key":"v"`, `api_key=v`, `OPENAI_API_KEY=v`. The name and punctuation are kept. The
+// name is a whole identifier: a credential's name alone, or behind an `X-` (a header) or
+// upper-case words (an environment variable); `reset_password` or `my-secret-key` name something
+// else (redactNamed). An unquoted value must hold a letter and not be a JSON literal, so JSON
+// text stays JSON.
+const NAMED_CREDENTIAL = new RegExp(
+  `(["']?)${NOT_IN_WORD}((?:[A-Za-z0-9]+[_-])*)(x-api-key|x-secret-key|api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|refresh[_-]?token|password|passwd)\\1(\\s*[:=]\\s*)(["']?)([^"'\\s,;&{}[\\]\\\\]{4,})`,
+  "gi",
+);
+
+/** A prefix a credential's name may have: `X-` of a header, or an environment variable's words. */
+function isCredentialPrefix(prefix: string, name: string): boolean {
+  return prefix === "" || /^x-$/i.test(prefix) || /^[A-Z0-9_]+$/.test(prefix + name);
+}
+
+function redactScheme(match: string, scheme: string, space: string, token: string): string {
+  // A digit, a capital past the first letter, a '.', '~', '+' or '/' inside it, or base64's
+  // padding: a credential. Letters alone (and '-') are a word.
+  if (!/[0-9]|.[A-Z]|[._~+/][A-Za-z0-9]|=$/.test(token)) return match;
+  return `${scheme}${space}${REDACTED}`;
+}
 
 function redactNamed(
   match: string,
   quote: string,
+  prefix: string,
   name: string,
   separator: string,
   valueQuote: string,
   value: string,
 ): string {
+  if (!isCredentialPrefix(prefix, name)) return match;
   if (value === REDACTED || /^\[redacted\]/.test(value)) return match;
   if (valueQuote === "" && (!/[A-Za-z]/.test(value) || /^(true|false|null)$/.test(value))) {
     return match;
   }
-  return `${quote}${name}${quote}${separator}${valueQuote}${REDACTED}`;
+  return `${quote}${prefix}${name}${quote}${separator}${valueQuote}${REDACTED}`;
 }
 
 /**
@@ -63,10 +94,7 @@ const SHAPE_GATE = new RegExp(
 export function redactTokenShapes(text: string): string {
   if (!SHAPE_GATE.test(text)) return text;
   return text
-    .replace(
-      SCHEME_TOKEN,
-      (_match, scheme: string, space: string) => `${scheme}${space}${REDACTED}`,
-    )
+    .replace(SCHEME_TOKEN, redactScheme)
     .replace(KEY_SHAPES, REDACTED)
     .replace(NAMED_CREDENTIAL, redactNamed);
 }

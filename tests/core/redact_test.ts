@@ -111,3 +111,121 @@ Deno.test("secretsInEnv() and secretsInArgs() find the credentials reins is give
     ["v1-key", "v2-token"],
   );
 });
+
+// The names NAMED_CREDENTIAL knows, as a person writes them, and the key shapes' openings.
+const CREDENTIAL_NAMES = [
+  "password",
+  "passwd",
+  "api_key",
+  "api-key",
+  "apikey",
+  "secret_key",
+  "client_secret",
+  "access_token",
+  "auth-token",
+  "refresh_token",
+  "x-api-key",
+  "X-Secret-Key",
+];
+const KEY_SHAPE_SAMPLES = [
+  "sk-0123456789abcdefABCD",
+  "ghp_0123456789abcdefghij0123",
+  "github_pat_0123456789abcdefghij",
+  "xoxb-0123456789-abcdef",
+  "AKIAABCDEFGHIJKLMNOP",
+  "Bearer abcdefgh.ijk-lmn",
+  "Token 0123456789abcdef",
+];
+/** A lower-case word: what an identifier's other parts are made of. */
+const word = fc.stringMatching(/^[a-z][a-z0-9]{0,7}$/);
+const joiner = fc.constantFrom("_", "-", "");
+
+Deno.test("regression: redactTokenShapes() leaves a failed tool check's detail alone ({tool: reset_password})", () => {
+  // JUnit's message of the check: its name, then its detail.
+  const text = "tool reset_password: reset_password was never called; tools used: none";
+  assert.equal(redactTokenShapes(text), text);
+  for (
+    const unchanged of [
+      "check_password: grep -q hunter2 app.log exited with 1",
+      "refresh-token validates the session",
+      "my-secret-key: abcd1234",
+      "a basic understanding of the refund policy",
+      "the token expiration is checked",
+      "Basic Authentication is refused",
+      "task-sk-0123456789abcdefghij ran",
+      "AKIAABCDEFGHIJKLMNOP-suffix",
+    ]
+  ) {
+    assert.equal(redactTokenShapes(unchanged), unchanged);
+  }
+});
+
+Deno.test("redactTokenShapes() matches no credential name inside an identifier (property)", () => {
+  fc.assert(
+    fc.property(
+      word,
+      joiner,
+      fc.constantFrom(...CREDENTIAL_NAMES),
+      fc.option(fc.tuple(fc.constantFrom("_", "-"), word), { nil: undefined }),
+      fc.constantFrom(": ", "=", " = ", '":"'),
+      (prefix, join, name, suffix, separator) => {
+        // `X-Password: v` is a header, the one prefix a credential's name may have in lower case.
+        fc.pre(!(prefix === "x" && join === "-"));
+        // A prefix word before the name (reset_password, mypassword, my-api-key), maybe a suffix.
+        const id = `${prefix}${join}${name}${suffix ? suffix.join("") : ""}`;
+        for (const text of [`${id}${separator}${id}`, `tool ${id}: ${id} was never called`]) {
+          assert.equal(redactTokenShapes(text), text);
+        }
+      },
+    ),
+    { numRuns: 2000 },
+  );
+});
+
+Deno.test("redactTokenShapes() matches no key shape inside an identifier (property)", () => {
+  fc.assert(
+    fc.property(
+      word,
+      fc.constantFrom("_", "-", ""),
+      fc.constantFrom(...KEY_SHAPE_SAMPLES),
+      (prefix, join, shape) => {
+        const id = `${prefix}${join}${shape.replace(" ", join === "" ? "_" : join)}`;
+        const text = `the agent called ${id} twice`;
+        assert.equal(redactTokenShapes(text), text);
+      },
+    ),
+    { numRuns: 1000 },
+  );
+});
+
+Deno.test("redactTokenShapes() still redacts a credential named as a whole word, a header or an environment variable (property)", () => {
+  const secret = fc.stringMatching(/^[A-Za-z0-9]{3,20}[a-z][0-9]$/);
+  const before = fc.constantFrom("", "a ", "{", '{"', "\n", "-H '", "--");
+  fc.assert(
+    fc.property(
+      before,
+      fc.constantFrom(...CREDENTIAL_NAMES),
+      fc.constantFrom(": ", "=", " = "),
+      secret,
+      (lead, name, separator, value) => {
+        const quote = lead.endsWith('"') ? '"' : "";
+        const named = redactTokenShapes(`${lead}${name}${quote}${separator}${value} ok`);
+        assert.ok(!named.includes(value), named);
+        const env = `SHOP_${name.toUpperCase().replace(/-/g, "_")}`;
+        const exported = redactTokenShapes(`export ${env}=${value}`);
+        assert.equal(exported, `export ${env}=${REDACTED}`);
+        const header = `X-${name.replace(/^x-/i, "")}`;
+        assert.equal(redactTokenShapes(`${header}: ${value}`), `${header}: ${REDACTED}`);
+      },
+    ),
+    { numRuns: 2000 },
+  );
+  fc.assert(
+    fc.property(fc.constantFrom(...KEY_SHAPE_SAMPLES), fc.constantFrom(" ", "=", '"', "("), (
+      shape,
+      lead,
+    ) => {
+      assert.ok(redactTokenShapes(`key${lead}${shape})`).includes(REDACTED));
+    }),
+  );
+});

@@ -2,7 +2,7 @@
 // Python's own XML parser (what CI systems' parsers are like: strict about well-formedness).
 import assert from "node:assert/strict";
 import { exitCodeOf, formatTable, rowOf, totalsOf } from "../../lib/suite/table.ts";
-import { junitXml, xmlEscape } from "../../lib/suite/junit.ts";
+import { junitXml, writeJunitFile, xmlEscape } from "../../lib/suite/junit.ts";
 import { checkResult, stateOf } from "./_states.ts";
 
 const STATES = [
@@ -164,4 +164,22 @@ Deno.test("xmlEscape() escapes markup and replaces what XML 1.0 forbids", () => 
     xmlEscape(`<a href="x">'&'</a>\u0000\ud800`),
     "&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;\ufffd\ufffd",
   );
+});
+
+Deno.test("regression: writeJunitFile() keeps a failed {tool: reset_password} check's words (redaction took them for a password)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "reins-junit-" });
+  try {
+    const detail = "reset_password was never called; tools used: lookup_order";
+    const states = [
+      stateOf("reset", "failed", {
+        checks: [checkResult("tool reset_password", "failed", { kind: "tool", detail })],
+      }),
+    ];
+    await writeJunitFile(`${dir}/junit.xml`, "s", states, {});
+    const xml = await Deno.readTextFile(`${dir}/junit.xml`);
+    assert.ok(xml.includes(`message="tool reset_password: ${detail}"`), xml);
+    assert.ok(!xml.includes("[redacted]"), xml);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
