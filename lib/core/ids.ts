@@ -62,6 +62,11 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 // is NUL): a context named so would read or write the device, never a file.
 const DEVICE_NAME = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\.|$)/i;
 
+/** The Windows device name `value` opens ("CON" of "con.1"), or null when it names a file. */
+export function deviceNameOf(value: string): string | null {
+  return DEVICE_NAME.exec(value)?.[1] ?? null;
+}
+
 /**
  * Whether `value` may be used as one path segment under the data root. Beyond the pattern, a
  * trailing dot is refused (Windows drops it, so "a." and "a" would name the same file there), and

@@ -4,11 +4,12 @@
 // (workdir, exec, mock: models) are resolved against the file's folder here, so nothing later
 // depends on the directory reins was started in.
 import { createHash } from "node:crypto";
-import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import type { DriverName } from "../core/config.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
+import { deviceNameOf } from "../core/ids.ts";
 import { dirnameOf, resolvePath } from "../core/paths.ts";
+import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nearest } from "../core/suggest.ts";
 import {
   Budget,
@@ -23,6 +24,10 @@ import {
   Timeouts,
 } from "./format.ts";
 import { compileRegex } from "./regex.ts";
+import { formatPath, Problems, type Segment, SuiteFileError } from "./problems.ts";
+import { MAX_SUITE_FILE_BYTES, readSuiteText, sizeProblem } from "./suite_text.ts";
+
+export { formatPath, formatProblem, SuiteFileError, type SuiteProblem } from "./problems.ts";
 
 export type Conversation =
   | { kind: "scripted"; turns: string[] }
@@ -66,121 +71,6 @@ export interface Suite {
   /** How the platform shows the calls. */
   modality: "text" | "voice";
   scenarios: ScenarioSpec[];
-}
-
-/** One thing wrong with a suite file. */
-export interface SuiteProblem {
-  /** `scenarios[2].checks[0].regex`; empty for the file as a whole. */
-  path: string;
-  message: string;
-  /** 1-based, when the text locates it. */
-  line: number | null;
-  column: number | null;
-}
-
-/** A suite file that cannot be used: every problem, each one line (exit 2). */
-export class SuiteFileError extends UsageError {
-  readonly file: string;
-  readonly problems: SuiteProblem[];
-  constructor(file: string, problems: SuiteProblem[]) {
-    const count = problems.length === 1 ? "1 problem" : `${problems.length} problems`;
-    super(`Cannot use the suite file ${file}: ${count}`, {
-      hint: "fix the lines above; reins suite validate FILE checks a file without running it",
-    });
-    this.name = "SuiteFileError";
-    this.file = file;
-    this.problems = problems;
-  }
-
-  /** `suite.yaml:14:9: scenarios[2].checks[0].regex: invalid regular expression (…)`. */
-  lines(shownFile = this.file): string[] {
-    return this.problems.map((problem) => formatProblem(shownFile, problem));
-  }
-}
-
-export function formatProblem(file: string, problem: SuiteProblem): string {
-  const where = problem.line === null
-    ? file
-    : `${file}:${problem.line}${problem.column === null ? "" : `:${problem.column}`}`;
-  return `${where}: ${problem.path ? `${problem.path}: ` : ""}${problem.message}`;
-}
-
-type Segment = string | number;
-
-/** `["scenarios", 2, "checks", 0, "regex"]` → `scenarios[2].checks[0].regex`. */
-export function formatPath(path: readonly Segment[]): string {
-  let out = "";
-  for (const part of path) {
-    if (typeof part === "number") out += `[${part}]`;
-    else out += out === "" ? part : `.${part}`;
-  }
-  return out;
-}
-
-interface Positions {
-  /** Where the value at `path` is; with `key`, where its key is written. */
-  at(
-    path: readonly Segment[],
-    options?: { key?: boolean },
-  ): { line: number; column: number } | null;
-}
-
-type Ranged = { range?: [number, number, number] };
-
-function positionsOf(text: string): Positions {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, merge: true });
-  const position = (node: Ranged | null | undefined) => {
-    if (!node?.range) return null;
-    const { line, col } = lineCounter.linePos(node.range[0]);
-    return { line, column: col };
-  };
-  return {
-    at(path, options = {}) {
-      const last = path[path.length - 1];
-      if (options.key && typeof last === "string") {
-        const parent = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, -1), true);
-        const items = (parent as { items?: { key?: unknown }[] } | null)?.items ?? [];
-        const pair = items.find((item) =>
-          (item.key as { value?: unknown } | undefined)?.value === last
-        );
-        const found = position(pair?.key as Ranged | undefined);
-        if (found) return found;
-      }
-      // The node itself, else the nearest ancestor the text has (a missing key's object).
-      for (let depth = path.length; depth >= 0; depth--) {
-        const node = depth === 0 ? doc.contents : doc.getIn(path.slice(0, depth), true);
-        const found = position(node as Ranged | undefined);
-        if (found) return found;
-      }
-      return null;
-    },
-  };
-}
-
-class Problems {
-  readonly list: SuiteProblem[] = [];
-  constructor(readonly positions: Positions | null) {}
-
-  /** In the order the file has them (unlocated ones first). */
-  sorted(): SuiteProblem[] {
-    return [...this.list].sort((a, b) =>
-      (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)
-    );
-  }
-
-  add(path: readonly Segment[], message: string, options: { key?: boolean } = {}): void {
-    const shown = formatPath(path);
-    // A problem of the top (a driver without exec) is found once per scenario: tell it once.
-    if (this.list.some((p) => p.path === shown && p.message === message)) return;
-    const at = this.positions?.at(path, options) ?? null;
-    this.list.push({
-      path: shown,
-      message,
-      line: at?.line ?? null,
-      column: at?.column ?? null,
-    });
-  }
 }
 
 // The keys each kind of object takes, to suggest one for a misspelt key.
@@ -254,31 +144,6 @@ function addZodIssues(
 
 function sha256(bytes: Uint8Array): string {
   return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
-}
-
-/** Parses the text as the file's extension says (.json: JSON; anything else: YAML). */
-function parseText(file: string, text: string, problems: Problems): unknown {
-  if (file.endsWith(".json")) {
-    try {
-      return JSON.parse(text);
-    } catch (error) {
-      problems.add([], `is not JSON: ${(error as Error).message}`);
-      return undefined;
-    }
-  }
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, merge: true, prettyErrors: false });
-  for (const error of doc.errors) {
-    const { line, col } = lineCounter.linePos(error.pos[0]);
-    problems.list.push({
-      path: "",
-      message: `is not valid YAML: ${error.message.split("\n")[0]}`,
-      line,
-      column: col,
-    });
-  }
-  if (doc.errors.length > 0) return undefined;
-  return doc.toJS({ maxAliasCount: 1000 });
 }
 
 function defaultCheckName(check: Check): string {
@@ -378,22 +243,30 @@ function resolveExec(exec: string, suiteDir: string): string {
   return `${match[1]}${resolvePath(match[2], suiteDir)}${match[3]}`;
 }
 
-function fileExists(path: string): "file" | "directory" | null {
+/** What is at `path` (links followed), or why it cannot be told: a loop of links, say. */
+function pathKind(path: string): "file" | "directory" | "other" | "missing" | { error: string } {
   try {
     const info = Deno.statSync(path);
-    return info.isDirectory ? "directory" : info.isFile ? "file" : null;
+    return info.isDirectory ? "directory" : info.isFile ? "file" : "other";
   } catch (error) {
     if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
-      return null;
+      return "missing";
     }
-    throw error;
+    if (isSandboxRefusal(error)) throw error;
+    // ELOOP, EACCES, a name too long: said at the line that names the path.
+    return { error: (error as Error).message.replace(/ \(os error \d+\)/, "").split(":")[0] };
   }
 }
 
 function checkModelFile(spec: string, path: readonly Segment[], problems: Problems): void {
   if (!spec.startsWith("mock:")) return;
   const file = spec.slice(5);
-  if (fileExists(file) !== "file") problems.add(path, `the mock model file ${file} does not exist`);
+  const kind = pathKind(file);
+  if (typeof kind === "object") {
+    problems.add(path, `the mock model file ${file} cannot be read: ${lowerFirst(kind.error)}`);
+  } else if (kind !== "file") {
+    problems.add(path, `the mock model file ${file} does not exist`);
+  }
 }
 
 /** Builds each scenario from the file's raw value (already structurally valid). */
@@ -408,15 +281,30 @@ function resolveScenarios(
     const parsed = parseCheck(check, ["checks", j], problems, raw, suiteDir);
     if (parsed) suiteChecks.push(parsed);
   });
+  // By lower case: a key names its state file, and macOS and Windows do not tell case apart.
   const seenKeys = new Map<string, number>();
   const out: ScenarioSpec[] = [];
   file.scenarios.forEach((scenario, i) => {
     const at = (...rest: Segment[]) => ["scenarios", i, ...rest];
-    const earlier = seenKeys.get(scenario.key);
-    if (earlier !== undefined) {
-      problems.add(at("key"), `"${scenario.key}" is also the key of scenarios[${earlier}]`);
+    const device = deviceNameOf(scenario.key);
+    const earlier = seenKeys.get(scenario.key.toLowerCase());
+    if (device !== null) {
+      // It names the scenario's state file (and its --repeat copies, CON.1): Windows would open
+      // the device instead, whatever the case.
+      problems.add(
+        at("key"),
+        `"${scenario.key}" is a device name on Windows (${device.toUpperCase()}): give another key`,
+      );
+    } else if (earlier !== undefined) {
+      const other = file.scenarios[earlier].key;
+      problems.add(
+        at("key"),
+        other === scenario.key
+          ? `"${scenario.key}" is also the key of scenarios[${earlier}]`
+          : `"${scenario.key}" differs from the key of scenarios[${earlier}] ("${other}") only in case`,
+      );
     } else {
-      seenKeys.set(scenario.key, i);
+      seenKeys.set(scenario.key.toLowerCase(), i);
     }
     // Where an effective value came from, to point a problem at the line that set it.
     const from = (key: keyof SuiteFile & keyof ScenarioFile) =>
@@ -487,7 +375,10 @@ function resolveScenarios(
 
     const workdirRaw = scenario.workdir ?? file.workdir ?? null;
     const workdir = workdirRaw === null ? null : resolvePath(workdirRaw, suiteDir);
-    if (workdir !== null && fileExists(workdir) !== "directory") {
+    const workdirKind = workdir === null ? null : pathKind(workdir);
+    if (workdirKind !== null && typeof workdirKind === "object") {
+      problems.add(from("workdir"), `${workdir} cannot be read: ${lowerFirst(workdirKind.error)}`);
+    } else if (workdirKind !== null && workdirKind !== "directory") {
       problems.add(from("workdir"), `${workdir} is not a directory`);
     }
     const timeouts = { ...file.timeouts, ...scenario.timeouts };
@@ -546,11 +437,8 @@ function rawChecks(raw: unknown): [Segment[], Record<string, unknown>][] {
 
 /** Checks a suite file's text; `file` (absolute) names it and anchors its relative paths. */
 export function parseSuite(file: string, bytes: Uint8Array): Suite {
-  const text = new TextDecoder().decode(bytes);
-  const problems = new Problems(null);
-  const raw = parseText(file, text, problems);
-  if (problems.list.length > 0) throw new SuiteFileError(file, problems.list);
-  const located = new Problems(positionsOf(text));
+  const { raw, positions } = readSuiteText(file, bytes);
+  const located = new Problems(positions);
   const parsed = SuiteFile.safeParse(raw);
   if (!parsed.success) {
     addZodIssues(located, parsed.error, [], raw);
@@ -578,7 +466,7 @@ export async function loadSuite(path: string): Promise<Suite> {
   const file = resolvePath(path);
   let bytes: Uint8Array;
   try {
-    bytes = await Deno.readFile(file);
+    bytes = await readAtMost(file, MAX_SUITE_FILE_BYTES);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) {
       throw new NotFoundError(`No suite file ${file}`, {
@@ -591,4 +479,40 @@ export async function loadSuite(path: string): Promise<Suite> {
     throw error;
   }
   return parseSuite(file, bytes);
+}
+
+/** The file's bytes, refused unread past `limit` (a FIFO or a device is no suite file either). */
+async function readAtMost(file: string, limit: number): Promise<Uint8Array> {
+  const info = await Deno.stat(file);
+  if (info.isDirectory) throw new Deno.errors.IsADirectory(file);
+  if (!info.isFile) {
+    throw new SuiteFileError(file, [{
+      path: "",
+      message: "is not a regular file",
+      line: null,
+      column: null,
+    }]);
+  }
+  const tooBig = sizeProblem(info.size);
+  if (tooBig) throw new SuiteFileError(file, [tooBig]);
+  using handle = await Deno.open(file, { read: true });
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  while (total <= limit) {
+    const chunk = new Uint8Array(Math.min(1 << 20, limit + 1 - total));
+    const read = await handle.read(chunk);
+    if (read === null) break;
+    chunks.push(chunk.subarray(0, read));
+    total += read;
+  }
+  // It grew past the limit after the stat: refused as it is now.
+  const grown = sizeProblem(total);
+  if (grown) throw new SuiteFileError(file, [grown]);
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
 }

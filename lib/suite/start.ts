@@ -81,17 +81,24 @@ function findResumable(root: DataRoot, suite: Suite, ref: string | null): SuiteR
     }
     return header;
   }
+  const unreadable: string[] = [];
   for (const id of listSuiteRunIds(root)) {
     let header: SuiteRunFile;
     try {
       header = readSuiteRun(root, id);
-    } catch {
+    } catch (error) {
+      if (!(error instanceof ReinsError)) throw error;
+      unreadable.push(id);
       continue;
     }
     if (sameFile(suite, header) && header.state !== "finished") return header;
   }
   throw new NotFoundError(`No suite run of ${suite.file} is left to resume`, {
-    hint: "every one finished; run it afresh without --resume (reins suite list shows them)",
+    hint: unreadable.length > 0
+      ? `${unreadable.length} suite run${unreadable.length === 1 ? "" : "s"} cannot be read (${
+        unreadable.slice(0, 3).join(", ")
+      }): reins suite list says why; resume one by its id, or run the suite afresh`
+      : "every one finished; run it afresh without --resume (reins suite list shows them)",
   });
 }
 

@@ -5,7 +5,7 @@
 // at a time: it holds suites/<id>/lock, which the OS drops when the process dies.
 import { z } from "zod";
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
-import { idTimeMs, isSafeName, newId } from "../core/ids.ts";
+import { deviceNameOf, idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import type { DataRoot } from "../store/data_root.ts";
@@ -123,9 +123,39 @@ function headerPath(dir: string): string {
 
 function scenarioPath(dir: string, instanceId: string): string {
   if (!isSafeName(instanceId)) {
-    throw new RangeError(`Cannot use ${JSON.stringify(instanceId)} as a scenario state name`);
+    throw new ReinsError(
+      "data_root",
+      `Cannot use ${JSON.stringify(instanceId)} as the name of a scenario's state file in ${dir}`,
+      { hint: UNREADABLE_HINT },
+    );
   }
   return joinPath(dir, "scenarios", `${instanceId}.json`);
+}
+
+const UNREADABLE_HINT =
+  "move the suite run's folder out of the data root (reins suite list names the ones it skips), or fix the file";
+
+/**
+ * Why a header's instances cannot name their state files, or null: each id one safe file name
+ * (not a device name such as CON), no two the same (in any case, as macOS and Windows see them).
+ */
+function instancesProblem(instances: readonly Instance[]): string | null {
+  const seen = new Map<string, number>();
+  for (const [i, instance] of instances.entries()) {
+    const id = JSON.stringify(instance.id);
+    if (!isSafeName(instance.id)) {
+      const device = deviceNameOf(instance.id);
+      return `instances[${i}].id ${id} cannot name a state file${
+        device ? ` (${device.toUpperCase()} is a device name on Windows)` : ""
+      }`;
+    }
+    const earlier = seen.get(instance.id.toLowerCase());
+    if (earlier !== undefined) {
+      return `instances[${i}].id ${id} names the same state file as instances[${earlier}]`;
+    }
+    seen.set(instance.id.toLowerCase(), i);
+  }
+  return null;
 }
 
 function parseJson<T extends z.ZodType>(schema: T, text: string, what: string): z.infer<T> {
@@ -144,7 +174,7 @@ function parseJson<T extends z.ZodType>(schema: T, text: string, what: string): 
     throw new ReinsError(
       "data_root",
       `Cannot read ${what}: ${issue.message} at ${issue.path.join(".") || "(top)"}`,
-      { hint: "move the suite run's folder away, or fix the file" },
+      { hint: UNREADABLE_HINT },
     );
   }
   return parsed.data;
@@ -312,7 +342,16 @@ export function readSuiteRunAt(root: DataRoot, dir: string, shownId: string): Su
       hint: "list them with: reins suite list",
     });
   }
-  return parseJson(SuiteRunFile, text, `suite run ${shownId}`);
+  const header = parseJson(SuiteRunFile, text, `suite run ${shownId}`);
+  const problem = instancesProblem(header.instances);
+  if (problem !== null) {
+    throw new ReinsError(
+      "data_root",
+      `Cannot read suite run ${shownId}: ${headerPath(dir)}: ${problem}`,
+      { hint: UNREADABLE_HINT },
+    );
+  }
+  return header;
 }
 
 export function readSuiteRun(root: DataRoot, id: string): SuiteRunFile {

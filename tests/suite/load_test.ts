@@ -182,9 +182,76 @@ Deno.test("parseSuite() takes the leading inline flags of other regex dialects",
   assert.equal(check.name, "final text /(?i)SORRY/");
 });
 
+Deno.test("regression: parseSuite() refuses a scenario key that is a Windows device name, in any case, and keys equal but for case", () => {
+  const text = [
+    "suite: s",
+    "scenarios:",
+    "  - {key: CON, turns: [hi]}",
+    "  - {key: nul, turns: [hi]}",
+    "  - {key: Com1, turns: [hi]}",
+    "  - {key: lpt9, turns: [hi]}",
+    "  - {key: console, turns: [hi]}",
+    "  - {key: Refund, turns: [hi]}",
+    "  - {key: refund, turns: [hi]}",
+  ].join("\n");
+  assert.deepEqual(problemsOf("/x/suite.yaml", text), [
+    'suite.yaml:3:11: scenarios[0].key: "CON" is a device name on Windows (CON): give another key',
+    'suite.yaml:4:11: scenarios[1].key: "nul" is a device name on Windows (NUL): give another key',
+    'suite.yaml:5:11: scenarios[2].key: "Com1" is a device name on Windows (COM1): give another key',
+    'suite.yaml:6:11: scenarios[3].key: "lpt9" is a device name on Windows (LPT9): give another key',
+    'suite.yaml:9:11: scenarios[6].key: "refund" differs from the key of scenarios[5] ("Refund") only in case',
+  ]);
+});
+
+Deno.test("regression: parseSuite() refuses a billion laughs where it grows, with its line, and takes aliases used many times", () => {
+  const lines = ["suite: s", 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+  let previous = "a";
+  for (const name of "bcdefghi") {
+    lines.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(",")}]`);
+    previous = name;
+  }
+  lines.push("scenarios: [{key: a, turns: [hi]}]");
+  assert.deepEqual(problemsOf("/x/suite.yaml", lines.join("\n")), [
+    "suite.yaml:8:7: g: holds more than 1,000,000 values once its aliases are expanded: anchors used over and over (a YAML bomb?)",
+  ]);
+  // The YAML library's own guard (maxAliasCount 1000) refused this, as "a bug in reins".
+  const shared = [
+    "suite: s",
+    "scenarios:",
+    "  - &first {key: s0, turns: [hi], checks: [{tool: t}]}",
+    ...Array.from({ length: 1500 }, (_, i) => `  - {<<: *first, key: s${i + 1}}`),
+  ].join("\n");
+  const suite = parseSuite("/x/suite.yaml", encoder.encode(shared));
+  assert.equal(suite.scenarios.length, 1501);
+  assert.deepEqual(suite.scenarios[1500].checks.map((c) => c.name), ["tool t"]);
+});
+
+Deno.test("parseSuite() refuses an alias inside the value it names, NUL characters, and JSON's duplicate keys, each where it is", () => {
+  assert.deepEqual(problemsOf("/x/suite.yaml", "suite: s\npersona: &p [1, *p]\nscenarios: []"), [
+    "suite.yaml:2:17: the alias *p is used inside the value it names: it would never end",
+  ]);
+  const nul = [
+    "suite: s",
+    'workdir: "./shop\\0"',
+    "scenarios:",
+    '  - {key: a, turns: [hi], env: {A: "x\\0y"}}',
+  ].join("\n");
+  assert.deepEqual(problemsOf("/x/suite.yaml", nul), [
+    "suite.yaml:2:10: workdir: holds a NUL character (\\0)",
+    "suite.yaml:4:36: scenarios[0].env.A: holds a NUL character (\\0)",
+  ]);
+  const json = '{\n  "suite": "s",\n  "scenarios": [],\n  "suite": "t"\n}\n';
+  assert.deepEqual(problemsOf("/x/suite.json", json), [
+    "suite.yaml:4:3: is not usable JSON: Map keys must be unique",
+  ]);
+});
+
 // A scenario arbitrary enough to exercise keys, persona values and turn texts.
 const scenarioArb = fc.record({
-  key: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_-]{0,20}$/),
+  // Not a Windows device name (a key names its state file).
+  key: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_-]{0,20}$/).filter((key) =>
+    !/^(con|prn|aux|nul|com[1-9]|lpt[1-9])$/i.test(key)
+  ),
   persona: fc.dictionary(
     fc.stringMatching(/^[a-z]{1,8}$/),
     fc.oneof(fc.string(), fc.integer(), fc.boolean()),
@@ -197,7 +264,11 @@ const scenarioArb = fc.record({
 Deno.test("parseSuite() resolves the same suite from YAML and from JSON (property)", () => {
   fc.assert(
     fc.property(
-      fc.uniqueArray(scenarioArb, { minLength: 1, maxLength: 4, selector: (s) => s.key }),
+      fc.uniqueArray(scenarioArb, {
+        minLength: 1,
+        maxLength: 4,
+        selector: (s) => s.key.toLowerCase(),
+      }),
       (scenarios) => {
         const file = { suite: "prop", driver: "loop", scenarios };
         const fromJson = parseSuite("/x/s.json", encoder.encode(JSON.stringify(file)));
@@ -213,4 +284,36 @@ Deno.test("parseSuite() resolves the same suite from YAML and from JSON (propert
     ),
     { numRuns: 60 },
   );
+});
+
+Deno.test("regression: loadSuite() refuses a file past 4 MiB unread, a FIFO, and a workdir that is a loop of links, each a problem of the file", async () => {
+  await using dir = await tempDir();
+  const big = `${dir.path}/big.yaml`;
+  await Deno.writeTextFile(big, `suite: s\ndescription: ${"x".repeat(5 * 1024 * 1024)}\n`);
+  const problems = async (path: string) => {
+    try {
+      await loadSuite(path);
+    } catch (error) {
+      if (error instanceof SuiteFileError) return error.lines("suite.yaml");
+      throw error;
+    }
+    assert.fail("the file was accepted");
+  };
+  assert.deepEqual(await problems(big), [
+    "suite.yaml: is 5.0 MiB: a suite file may be at most 4 MiB (split it, or let scenarios share settings at the top)",
+  ]);
+  const fifo = `${dir.path}/fifo.yaml`;
+  const made = await new Deno.Command("mkfifo", { args: [fifo] }).output().catch(() => null);
+  if (made?.success) assert.deepEqual(await problems(fifo), ["suite.yaml: is not a regular file"]);
+  else console.error("SKIPPED: the FIFO case needs mkfifo");
+
+  await Deno.symlink("loop", `${dir.path}/loop`);
+  const suite = `${dir.path}/suite.yaml`;
+  await Deno.writeTextFile(
+    suite,
+    "suite: s\nworkdir: ./loop\nscenarios: [{key: a, turns: [hi]}]\n",
+  );
+  assert.deepEqual(await problems(suite), [
+    `suite.yaml:2:10: workdir: ${dir.path}/loop cannot be read: too many levels of symbolic links`,
+  ]);
 });

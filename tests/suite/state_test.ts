@@ -9,6 +9,7 @@ import {
 } from "../../lib/suite/state.ts";
 import { tempDir } from "../support/reins.ts";
 import { DataRoot } from "../../lib/store/data_root.ts";
+import { ReinsError } from "../../lib/core/errors.ts";
 
 const OPTIONS = { jobs: 2, filter: null, repeat: 1, report: false, shard: null, rerunOf: null };
 const INSTANCES = [
@@ -137,4 +138,40 @@ Deno.test("resolveSuiteRunId() takes an id, a unique prefix or last; listSuiteRu
     () => resolveSuiteRunId(new DataRoot(`${dir.path}/empty`), "last"),
     /No suite runs yet/,
   );
+});
+
+Deno.test("regression: a suite run whose header names a device (CON) or one state file twice is a data-root error that names it, not a crash", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const root = new DataRoot(home);
+  const id = (() => {
+    using handle = create(home);
+    return handle.id;
+  })();
+  const path = `${home}/suites/${id}/suite-run.json`;
+  const header = JSON.parse(await Deno.readTextFile(path));
+  const cases: [unknown[], RegExp][] = [
+    // What a suite run of a file with the key CON was left with, before keys were checked.
+    [
+      [...header.instances, { id: "CON", key: "CON", repeat: 1, index: 2 }],
+      /instances\[2\]\.id "CON" cannot name a state file \(CON is a device name on Windows\)/,
+    ],
+    [
+      [...header.instances, { id: "A", key: "A", repeat: 1, index: 2 }],
+      /instances\[2\]\.id "A" names the same state file as instances\[0\]/,
+    ],
+    [[{ id: "x\u0000", key: "x", repeat: 1, index: 0 }], /instances\[0\]\.id "x\\u0000"/],
+  ];
+  for (const [instances, expected] of cases) {
+    await Deno.writeTextFile(path, JSON.stringify({ ...header, instances }));
+    let error: unknown = null;
+    try {
+      readScenarioStates(root, readSuiteRun(root, id));
+    } catch (thrown) {
+      error = thrown;
+    }
+    assert.ok(error instanceof ReinsError && error.code === "data_root", String(error));
+    assert.match(error.message, new RegExp(`^Cannot read suite run ${id}: .*suite-run\\.json: `));
+    assert.match(error.message, expected);
+  }
 });

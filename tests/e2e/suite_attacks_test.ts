@@ -1,0 +1,129 @@
+// `reins suite` against hostile input, under the binary's sandbox: device names as keys, suite
+// state changed by hand, files built to exhaust the reader, a tampered plan, links in a workdir.
+// Each is one clear problem with its place and its exit code, never "this is a bug in reins".
+import assert from "node:assert/strict";
+import { reins, tempDir } from "../support/reins.ts";
+
+const BUG = /bug in reins|Unexpected error/;
+
+async function writeSuite(dir: string, lines: string[], name = "suite.yaml"): Promise<string> {
+  await Deno.writeTextFile(`${dir}/${name}`, `${lines.join("\n")}\n`);
+  return name;
+}
+
+Deno.test("regression: reins suite validate refuses a Windows device name as a scenario key (CON, nul) with its line, exit 2", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await writeSuite(dir.path, [
+    "suite: s",
+    "scenarios:",
+    "  - {key: a, turns: [hi]}",
+    "  - {key: CON, turns: [hi]}",
+    "  - {key: nul, turns: [hi]}",
+  ]);
+  for (const command of ["validate", "run"]) {
+    const result = await reins(["suite", command, "suite.yaml"], { home, cwd: dir.path });
+    assert.equal(result.code, 2, result.stderr);
+    assert.doesNotMatch(result.stderr, BUG);
+    assert.deepEqual(result.stderr.trimEnd().split("\n"), [
+      'suite.yaml:4:11: scenarios[1].key: "CON" is a device name on Windows (CON): give another key',
+      'suite.yaml:5:11: scenarios[2].key: "nul" is a device name on Windows (NUL): give another key',
+      "2 problems in suite.yaml; nothing was run",
+    ]);
+  }
+});
+
+Deno.test("regression: a suite run whose state names a device is an error naming it in suite show and --resume, and suite list goes on", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await writeSuite(dir.path, [
+    "suite: s",
+    "driver: loop",
+    "model: demo",
+    "scenarios:",
+    "  - {key: a, turns: [hi]}",
+  ]);
+  const ran = await reins(["suite", "run", "suite.yaml", "--no-report"], { home, cwd: dir.path });
+  assert.equal(ran.code, 0, ran.stderr);
+  // What a suite run of the key CON was left with, before keys were checked at validation.
+  const [id] = [...Deno.readDirSync(`${home}/suites`)].map((entry) => entry.name);
+  const headerPath = `${home}/suites/${id}/suite-run.json`;
+  const header = JSON.parse(await Deno.readTextFile(headerPath));
+  header.instances.push({ id: "CON", key: "CON", repeat: 1, index: 1 });
+  header.state = "running";
+  await Deno.writeTextFile(headerPath, JSON.stringify(header));
+
+  const shown = await reins(["suite", "show", id], { home, cwd: dir.path });
+  assert.equal(shown.code, 6, shown.stderr);
+  assert.doesNotMatch(shown.stderr, BUG);
+  assert.match(
+    shown.stderr,
+    new RegExp(
+      `Cannot read suite run ${id}: .*suite-run\\.json: instances\\[1\\]\\.id "CON" cannot name a state file \\(CON is a device name on Windows\\)`,
+    ),
+  );
+  const resumed = await reins(["suite", "run", "suite.yaml", "--resume", id, "--no-report"], {
+    home,
+    cwd: dir.path,
+  });
+  assert.equal(resumed.code, 6, resumed.stderr);
+  assert.match(resumed.stderr, /instances\[1\]\.id "CON" cannot name a state file/);
+  const latest = await reins(["suite", "run", "suite.yaml", "--resume", "--no-report"], {
+    home,
+    cwd: dir.path,
+  });
+  assert.equal(latest.code, 3, latest.stderr);
+  assert.match(latest.stderr, /1 suite run cannot be read/);
+  const listed = await reins(["suite", "list"], { home, cwd: dir.path });
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stderr, new RegExp(`suite run ${id} cannot be read: `));
+});
+
+Deno.test("regression: a billion laughs, a file past the size cap, a workdir that loops and NUL paths are problems with their place, exit 2", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const laughs = ["suite: s", 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+  let previous = "a";
+  for (const name of "bcdefghi") {
+    laughs.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(",")}]`);
+    previous = name;
+  }
+  laughs.push("scenarios: [{key: a, turns: [hi]}]");
+  await writeSuite(dir.path, laughs, "laughs.yaml");
+  await Deno.writeTextFile(`${dir.path}/big.yaml`, `suite: s\n#${"x".repeat(5 << 20)}\n`);
+  await Deno.symlink("loop", `${dir.path}/loop`);
+  await writeSuite(dir.path, [
+    "suite: s",
+    "workdir: ./loop",
+    "scenarios: [{key: a, turns: [hi]}]",
+  ], "loop.yaml");
+  await writeSuite(dir.path, [
+    "suite: s",
+    'workdir: "./a\\0b"',
+    "scenarios: [{key: a, turns: [hi]}]",
+  ], "nul.yaml");
+  const cases: [string, string][] = [
+    [
+      "laughs.yaml",
+      "laughs.yaml:8:7: g: holds more than 1,000,000 values once its aliases are expanded: anchors used over and over (a YAML bomb?)",
+    ],
+    [
+      "big.yaml",
+      "big.yaml: is 5.0 MiB: a suite file may be at most 4 MiB (split it, or let scenarios share settings at the top)",
+    ],
+    [
+      "loop.yaml",
+      `loop.yaml:2:10: workdir: ${dir.path}/loop cannot be read: too many levels of symbolic links`,
+    ],
+    ["nul.yaml", "nul.yaml:2:10: workdir: holds a NUL character (\\0)"],
+  ];
+  for (const [file, problem] of cases) {
+    const result = await reins(["suite", "validate", file], { home, cwd: dir.path });
+    assert.equal(result.code, 2, result.stderr);
+    assert.doesNotMatch(result.stderr, BUG);
+    assert.deepEqual(result.stderr.trimEnd().split("\n"), [
+      problem,
+      `1 problem in ${file}; nothing was run`,
+    ]);
+  }
+});
