@@ -6,7 +6,6 @@
 import { describeError, ReinsError } from "../core/errors.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nowIso } from "../core/clock.ts";
-import { joinPath } from "../core/paths.ts";
 import { createHash } from "node:crypto";
 import type { Model } from "../model/mod.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
@@ -20,6 +19,7 @@ import { type CheckResult, statusOf } from "./results.ts";
 import { runShell } from "./shell.ts";
 import type { Attempt, Instance, ScenarioState, SuiteRunHandle } from "./state.ts";
 import type { TurnRunner } from "./turns.ts";
+import { makeWorkdir } from "./workdir.ts";
 
 export interface ScenarioEnd {
   state: ScenarioState;
@@ -64,39 +64,6 @@ export function contextIdOf(suiteRunId: string, instanceId: string, attempt: num
   if (id.length <= 128) return id;
   const digest = createHash("sha256").update(instanceId).digest("hex").slice(0, 16);
   return `suite.${tail}.${attempt}.${instanceId.slice(0, 80)}.${digest}`;
-}
-
-async function copyTree(from: string, to: string): Promise<void> {
-  for await (const entry of Deno.readDir(from)) {
-    const source = joinPath(from, entry.name);
-    const target = joinPath(to, entry.name);
-    if (entry.isSymlink) {
-      await Deno.symlink(await Deno.readLink(source), target);
-    } else if (entry.isDirectory) {
-      const { mode } = await Deno.stat(source);
-      await Deno.mkdir(target, { mode: mode === null ? 0o755 : mode & 0o777 });
-      await copyTree(source, target);
-    } else if (entry.isFile) {
-      await Deno.copyFile(source, target);
-    }
-  }
-}
-
-/**
- * A fresh working directory for one attempt: an empty folder, or a copy of the workdir. It lies
- * in the data root's tmp/, which the sandbox grants (the system's temp dir it does not).
- */
-async function makeWorkdir(spec: ScenarioSpec, handle: SuiteRunHandle): Promise<string> {
-  const tmp = handle.root.layout.tmp();
-  handle.root.ensureDir(tmp);
-  const dir = await Deno.realPath(
-    await Deno.makeTempDir({
-      dir: tmp,
-      prefix: `suite-${handle.id.slice(-6)}-${spec.key.slice(0, 40)}-`,
-    }),
-  );
-  if (spec.workdir !== null) await copyTree(spec.workdir, dir);
-  return dir;
 }
 
 /** Stop signals of one scenario: the suite's stop, and its own scenarioSeconds. */

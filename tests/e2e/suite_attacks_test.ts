@@ -127,3 +127,58 @@ Deno.test("regression: a billion laughs, a file past the size cap, a workdir tha
     ]);
   }
 });
+
+async function linkedWorkdir(dir: string): Promise<void> {
+  await Deno.mkdir(`${dir}/sub`, { recursive: true });
+  await Deno.writeTextFile(`${dir}/orders.csv`, "1234,late,42.00\n");
+  await Deno.symlink("orders.csv", `${dir}/link`);
+  await Deno.symlink("../orders.csv", `${dir}/sub/up`);
+  await Deno.symlink("sub", `${dir}/dirlink`);
+  await Deno.symlink("nowhere", `${dir}/dangling`);
+  await Deno.symlink("/etc/hostname", `${dir}/absolute`);
+  await Deno.symlink("loop", `${dir}/loop`);
+}
+
+// What each link must read in the scenario's copy (and that the copy's files are its own).
+const LINKS_KEPT = [
+  '[ "$(readlink link)" = orders.csv ]',
+  '[ "$(readlink sub/up)" = ../orders.csv ]',
+  '[ "$(readlink dirlink)" = sub ]',
+  '[ "$(readlink dangling)" = nowhere ]',
+  '[ "$(readlink absolute)" = /etc/hostname ]',
+  '[ "$(readlink loop)" = loop ]',
+  "[ -f orders.csv ] && [ ! -L orders.csv ] && [ -d sub ] && [ ! -L sub ]",
+  "grep -q 1234 link",
+].join(" && ");
+
+Deno.test("regression: a workdir's links are copied as links under the sandbox (its targets as written, never followed)", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await linkedWorkdir(`${dir.path}/shop`);
+  await writeSuite(dir.path, [
+    "suite: s",
+    "driver: loop",
+    "model: demo",
+    "workdir: ./shop",
+    "scenarios:",
+    "  - key: links",
+    "    turns: [hi]",
+    `    checks: [{name: links-kept, command: ${JSON.stringify(LINKS_KEPT)}}]`,
+  ]);
+  const result = await reins(["suite", "run", "suite.yaml", "--no-report", "--json"], {
+    home,
+    cwd: dir.path,
+    allowRun: ["sh"],
+  });
+  assert.equal(result.code, 0, result.stderr + result.stdout);
+  const run = JSON.parse(result.stdout);
+  assert.deepEqual(
+    run.scenarios.map((s: { status: string; checks: { detail: string }[] }) => [
+      s.status,
+      s.checks[0].detail,
+    ]),
+    [["passed", `${LINKS_KEPT} exited with code 0`]],
+  );
+  // The workdir is as it was.
+  assert.equal(await Deno.readLink(`${dir.path}/shop/link`), "orders.csv");
+});
