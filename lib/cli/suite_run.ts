@@ -139,7 +139,7 @@ async function modeOf(ctx: SuiteContext, extra: string[]): Promise<StartMode> {
         hint: `run --shard I/${plan.shards}`,
       });
     }
-    return { kind: "shard", plan, index: shard.index };
+    return { kind: "shard", plan, planFile: planPath, index: shard.index };
   }
   return { kind: "fresh", filter, repeat };
 }

@@ -52,6 +52,62 @@ export function assignShards(
   return instances.map((instance, i) => ({ ...instance, shard: (i % shards) + 1 }));
 }
 
+/**
+ * What makes a plan unusable with the suite it was made from (its digest matched): its instances
+ * must be exactly the suite's scenarios for the plan's filter and repeat, each where the suite
+ * has it, each once (so in exactly one shard), each in a shard 1..N, no two sharing a platform
+ * call. `expected` is instancesOf(suite, the plan's filter and repeat). Each problem names its
+ * place in the plan (`instances[3].key`); none: an empty list.
+ */
+export function planProblems(plan: PlanFile, expected: readonly Instance[]): string[] {
+  const problems: string[] = [];
+  const wanted = new Map(expected.map((instance) => [instance.id, instance]));
+  const seen = new Map<string, number>();
+  const calls = new Map<string, number>();
+  plan.instances.forEach((instance, i) => {
+    const at = `instances[${i}]`;
+    const id = JSON.stringify(instance.id);
+    if (instance.shard > plan.shards) {
+      problems.push(
+        `${at}.shard: ${instance.shard} is not one of the plan's shards (1 to ${plan.shards})`,
+      );
+    }
+    const earlier = seen.get(instance.id);
+    if (earlier !== undefined) {
+      problems.push(`${at}.id: ${id} is also instances[${earlier}] (two shards would run it)`);
+      return;
+    }
+    seen.set(instance.id, i);
+    if (instance.callExecutionId !== null) {
+      const shared = calls.get(instance.callExecutionId);
+      if (shared !== undefined) {
+        problems.push(`${at}.callExecutionId: is also instances[${shared}]'s`);
+      }
+      calls.set(instance.callExecutionId, i);
+    }
+    const mine = wanted.get(instance.id);
+    if (mine === undefined) {
+      problems.push(`${at}.id: ${id} is not one of the suite's scenarios as planned`);
+      return;
+    }
+    for (const field of ["key", "repeat", "index"] as const) {
+      if (instance[field] !== mine[field]) {
+        problems.push(
+          `${at}.${field}: ${JSON.stringify(instance[field])}, but the suite's ${id} has ${
+            JSON.stringify(mine[field])
+          }`,
+        );
+      }
+    }
+  });
+  for (const instance of expected) {
+    if (!seen.has(instance.id)) {
+      problems.push(`instances: ${JSON.stringify(instance.id)} is missing (no shard would run it)`);
+    }
+  }
+  return problems;
+}
+
 export function planSlice(plan: PlanFile, shard: number): PlannedInstance[] {
   return plan.instances.filter((instance) => instance.shard === shard);
 }

@@ -6,7 +6,7 @@ import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import type { Suite } from "./load.ts";
 import { globMatcher } from "./glob.ts";
-import { type PlanFile, planSlice } from "./plan.ts";
+import { type PlanFile, planProblems, planSlice } from "./plan.ts";
 import { isFinished } from "./results.ts";
 import {
   type Instance,
@@ -23,7 +23,8 @@ export type StartMode =
   | { kind: "fresh"; filter: string | null; repeat: number }
   | { kind: "resume"; ref: string | null }
   | { kind: "rerun"; from: string; which: ("failed" | "error")[] }
-  | { kind: "shard"; plan: PlanFile; index: number };
+  /** `planFile`: where the plan was read, for messages. */
+  | { kind: "shard"; plan: PlanFile; planFile: string; index: number };
 
 export interface Started {
   handle: SuiteRunHandle;
@@ -199,6 +200,16 @@ export function startSuiteRun(
         throw new UsageError(
           `The plan ${plan.id} was made from another version of ${suite.file}`,
           { hint: "every shard must run the file the plan was made from; make the plan again" },
+        );
+      }
+      // A plan changed by hand could run a scenario twice, or none, or the wrong one's turns.
+      const problems = planProblems(plan, instancesOf(suite, plan));
+      if (problems.length > 0) {
+        const shown = problems.slice(0, 5).map((problem) => `${mode.planFile}: ${problem}`);
+        if (problems.length > 5) shown.push(`… and ${problems.length - 5} more`);
+        throw new UsageError(
+          `Cannot run the plan ${plan.id}: it does not match ${suite.file}: ${shown.join("; ")}`,
+          { hint: "make the plan again with: reins suite plan FILE --shards N --out PLAN" },
         );
       }
       const names = new Map(suite.scenarios.map((spec) => [spec.index, spec.name]));

@@ -182,3 +182,51 @@ Deno.test("regression: a workdir's links are copied as links under the sandbox (
   // The workdir is as it was.
   assert.equal(await Deno.readLink(`${dir.path}/shop/link`), "orders.csv");
 });
+
+Deno.test("regression: a tampered plan (a key not in the suite, one removed, one doubled) is refused with what and where, exit 2", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await writeSuite(dir.path, [
+    "suite: s",
+    "driver: loop",
+    "model: demo",
+    "scenarios:",
+    "  - {key: a, turns: [hi], checks: [{regex: 'demo', in: any}]}",
+    "  - {key: b, turns: [hi there]}",
+    "  - {key: c, turns: [bye]}",
+  ]);
+  const planned = await reins(
+    ["suite", "plan", "suite.yaml", "--shards", "2", "--out", "plan.json", "--no-report"],
+    { home, cwd: dir.path },
+  );
+  assert.equal(planned.code, 0, planned.stderr);
+  const plan = JSON.parse(await Deno.readTextFile(`${dir.path}/plan.json`));
+  const tamper = async (change: (instances: { id: string; key: string }[]) => void) => {
+    const copy = structuredClone(plan);
+    change(copy.instances);
+    await Deno.writeTextFile(`${dir.path}/tampered.json`, JSON.stringify(copy));
+    return await reins(
+      ["suite", "run", "suite.yaml", "--plan", "tampered.json", "--shard", "1/2", "--no-report"],
+      { home, cwd: dir.path },
+    );
+  };
+  const cases: [(instances: { id: string; key: string }[]) => void, RegExp][] = [
+    // Index 0's turns ran as "zzz" and passed.
+    [(instances) => {
+      instances[0].id = instances[0].key = "zzz";
+    }, /tampered\.json: instances\[0\]\.id: "zzz" is not one of the suite's scenarios as planned/],
+    [(instances) => instances.splice(1, 1), /tampered\.json: instances: "b" is missing/],
+    [
+      (instances) => instances.push({ ...instances[0] }),
+      /tampered\.json: instances\[3\]\.id: "a" is also instances\[0\] \(two shards would run it\)/,
+    ],
+  ];
+  for (const [change, expected] of cases) {
+    const result = await tamper(change);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, new RegExp(`Cannot run the plan ${plan.id}: it does not match `));
+    assert.match(result.stderr, expected);
+  }
+  // Nothing ran: no suite run was made.
+  assert.throws(() => Deno.statSync(`${home}/suites`), Deno.errors.NotFound);
+});

@@ -5,6 +5,8 @@ import {
   assignShards,
   mergeShards,
   parseShard,
+  type PlanFile,
+  planProblems,
   shardFromEnv,
   type ShardRun,
 } from "../../lib/suite/plan.ts";
@@ -57,6 +59,48 @@ function shardRun(
     states: keys.map((k) => stateOf(k, "passed", {}, order.indexOf(k))),
   };
 }
+
+Deno.test("regression: planProblems() finds an instance not in the suite, one removed, doubled or moved, a shard past N and a shared call", () => {
+  const expected = ["a", "b", "c"].map((key, index) => ({ id: key, key, repeat: 1, index }));
+  const plan = (instances: PlanFile["instances"]): PlanFile => ({
+    type: "reins.suite-plan",
+    version: 1,
+    id: "p",
+    suite: "s",
+    digest: "sha256:00",
+    createdAt: "2026-01-05T14:03:00.000Z",
+    shards: 2,
+    repeat: 1,
+    filter: null,
+    instances,
+    platform: null,
+  });
+  const planned = assignShards(expected, 2).map((instance, i) => ({
+    ...instance,
+    callExecutionId: `call-${i}`,
+  }));
+  assert.deepEqual(planProblems(plan(planned), expected), []);
+  const [a, b, c] = planned;
+  assert.deepEqual(
+    planProblems(
+      plan([
+        { ...a, id: "zzz", key: "zzz" },
+        { ...b, shard: 3 },
+        { ...b, shard: 1, callExecutionId: "call-9" },
+        { ...c, index: 0, callExecutionId: "call-1" },
+      ]),
+      expected,
+    ),
+    [
+      'instances[0].id: "zzz" is not one of the suite\'s scenarios as planned',
+      "instances[1].shard: 3 is not one of the plan's shards (1 to 2)",
+      'instances[2].id: "b" is also instances[1] (two shards would run it)',
+      "instances[3].callExecutionId: is also instances[1]'s",
+      'instances[3].index: 0, but the suite\'s "c" has 2',
+      'instances: "a" is missing (no shard would run it)',
+    ],
+  );
+});
 
 Deno.test("mergeShards() puts shards back in the suite's order and says what is missing or doubled", () => {
   const merged = mergeShards([shardRun(2, 3, ["b", "e"]), shardRun(1, 3, ["a", "d"])]);
