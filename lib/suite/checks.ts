@@ -9,6 +9,15 @@ import { compileRegex } from "./regex.ts";
 import type { CheckResult } from "./results.ts";
 import { assistantTexts, type Evidence, finalText, scenarioCost, toolUses } from "./evidence.ts";
 import { runShell } from "./shell.ts";
+import type { PatternMatcher } from "./matcher.ts";
+
+/** How a check that matches a pattern runs it: in the matcher's workers, within the time. */
+export interface PatternOptions {
+  matcher: PatternMatcher;
+  /** At most this; the runner passes what the scenario has left. */
+  timeoutSeconds: number;
+  signal?: AbortSignal;
+}
 
 type Deterministic = Exclude<Check, { kind: "judge" }>;
 
@@ -42,7 +51,11 @@ function regexOf(source: string): RegExp {
   return compiled.regex;
 }
 
-async function fileCheck(check: Extract<Check, { kind: "file" }>, cwd: string) {
+async function fileCheck(
+  check: Extract<Check, { kind: "file" }>,
+  cwd: string,
+  patterns: PatternOptions,
+) {
   const path = joinPath(cwd, check.file);
   let text: string | null;
   try {
@@ -66,14 +79,18 @@ async function fileCheck(check: Extract<Check, { kind: "file" }>, cwd: string) {
   }
   const found = check.contains !== undefined
     ? text.includes(check.contains)
-    : regexOf(check.regex!).test(text);
+    : await patterns.matcher.firstMatch(regexOf(check.regex!), [text], patterns) === 0;
   const said = found
     ? `${check.file} contains ${wanted}`
     : `${check.file} does not contain ${wanted}`;
   return result(check, found !== absent ? "passed" : "failed", said);
 }
 
-function regexCheck(check: Extract<Check, { kind: "regex" }>, evidence: Evidence) {
+async function regexCheck(
+  check: Extract<Check, { kind: "regex" }>,
+  evidence: Evidence,
+  patterns: PatternOptions,
+) {
   const regex = regexOf(check.regex);
   const absent = check.absent === true;
   if (check.in === "final") {
@@ -81,14 +98,15 @@ function regexCheck(check: Extract<Check, { kind: "regex" }>, evidence: Evidence
     if (text === null) {
       return result(check, absent ? "passed" : "failed", "the agent gave no answer");
     }
-    const found = regex.test(text);
+    const found = await patterns.matcher.firstMatch(regex, [text], patterns) === 0;
     const detail = `the final answer ${found ? "matches" : "does not match"} /${check.regex}/: ${
       quote(text)
     }`;
     return result(check, found !== absent ? "passed" : "failed", detail);
   }
   const texts = assistantTexts(evidence);
-  const hit = texts.find((text) => regex.test(text));
+  const at = await patterns.matcher.firstMatch(regex, texts, patterns);
+  const hit = at < 0 ? undefined : texts[at];
   const detail = hit !== undefined
     ? `the agent said ${quote(hit)}, which matches /${check.regex}/`
     : `nothing the agent said (${texts.length} messages) matches /${check.regex}/`;
@@ -166,17 +184,21 @@ function costCheck(check: Extract<Check, { kind: "cost" }>, evidence: Evidence):
     : result(check, "failed", `spent ${spent}, more than $${check.maxUsd}`);
 }
 
-/** Runs one deterministic check against what the scenario left. */
+/**
+ * Runs one deterministic check against what the scenario left. A pattern that does not finish
+ * matching in time rejects with a PatternTimeout (the scenario could not be judged), a stop with
+ * the signal's reason.
+ */
 export async function runCheck(
   check: Deterministic,
   evidence: Evidence,
-  options: { signal?: AbortSignal } = {},
+  options: PatternOptions,
 ): Promise<CheckResult> {
   switch (check.kind) {
     case "file":
-      return await fileCheck(check, evidence.cwd);
+      return await fileCheck(check, evidence.cwd, options);
     case "regex":
-      return regexCheck(check, evidence);
+      return await regexCheck(check, evidence, options);
     case "command":
       return await commandCheck(check, evidence.cwd, options.signal);
     case "tool":

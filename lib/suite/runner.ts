@@ -12,6 +12,7 @@ import type { TranscriptItem } from "../platform/payloads.ts";
 import type { Check } from "./format.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";
 import { runCheck } from "./checks.ts";
+import { PatternMatcher } from "./matcher.ts";
 import { runJudge } from "./judge.ts";
 import { type Evidence, scenarioCost, type TurnEvidence } from "./evidence.ts";
 import { type Exchange, nextUserMove, SimulatedUserError } from "./simulated_user.ts";
@@ -53,6 +54,15 @@ export interface RunSuiteOptions {
   makeModel(spec: string, baseUrl: string | null): Promise<Model>;
   hooks?: RunnerHooks;
 }
+
+/**
+ * The longest a check's pattern may take to match, when the scenario's time (which bounds it
+ * otherwise) is longer or unlimited: a match past it backtracks without end.
+ */
+const PATTERN_SECONDS = 60;
+
+/** What the scenarios of one runSuite share. */
+type Shared = RunSuiteOptions & { matcher: PatternMatcher };
 
 /** An attempt that could not run: the scenario's status is error, with this reason. */
 class AttemptEnd extends Error {}
@@ -115,7 +125,7 @@ interface Played {
 }
 
 async function playAttempt(
-  options: RunSuiteOptions,
+  options: Shared,
   spec: ScenarioSpec,
   state: ScenarioState,
   attempt: Attempt,
@@ -264,7 +274,7 @@ function lastAgentText(transcript: readonly TranscriptItem[], turn: TurnEvidence
 }
 
 async function runChecks(
-  options: RunSuiteOptions,
+  options: Shared,
   spec: ScenarioSpec,
   evidence: Evidence,
   clock: ScenarioClock,
@@ -280,13 +290,19 @@ async function runChecks(
 }
 
 async function runOne(
-  options: RunSuiteOptions,
+  options: Shared,
   spec: ScenarioSpec,
   check: Check,
   evidence: Evidence,
   clock: ScenarioClock,
 ): Promise<CheckResult> {
-  if (check.kind !== "judge") return await runCheck(check, evidence, { signal: clock.signal });
+  if (check.kind !== "judge") {
+    return await runCheck(check, evidence, {
+      matcher: options.matcher,
+      timeoutSeconds: clock.limit(PATTERN_SECONDS)!,
+      signal: clock.signal,
+    });
+  }
   let model: Model;
   try {
     model = await options.makeModel(check.judge.model, check.judge.baseUrl ?? null);
@@ -307,7 +323,7 @@ async function runOne(
 }
 
 /** Plays one scenario to its final status (or leaves it unfinished when the suite stops). */
-async function runScenario(options: RunSuiteOptions, spec: ScenarioSpec, instance: Instance) {
+async function runScenario(options: Shared, spec: ScenarioSpec, instance: Instance) {
   const { handle, hooks } = options;
   const state = handle.readScenario(instance);
   state.name = spec.name;
@@ -384,7 +400,8 @@ export async function runSuite(given: RunSuiteOptions): Promise<{ stopped: boole
   let fatal: unknown = null;
   // What reins itself cannot go on after (a sandbox refusal) stops the other scenarios too.
   const halt = new AbortController();
-  const options = { ...given, stop: AbortSignal.any([given.stop, halt.signal]) };
+  using matcher = new PatternMatcher();
+  const options: Shared = { ...given, stop: AbortSignal.any([given.stop, halt.signal]), matcher };
   const worker = async () => {
     while (!options.stop.aborted) {
       const instance = options.todo[next++];

@@ -2,7 +2,7 @@
 // state changed by hand, files built to exhaust the reader, a tampered plan, links in a workdir.
 // Each is one clear problem with its place and its exit code, never "this is a bug in reins".
 import assert from "node:assert/strict";
-import { reins, tempDir } from "../support/reins.ts";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
 
 const BUG = /bug in reins|Unexpected error/;
 
@@ -229,4 +229,75 @@ Deno.test("regression: a tampered plan (a key not in the suite, one removed, one
   }
   // Nothing ran: no suite run was made.
   assert.throws(() => Deno.statSync(`${home}/suites`), Deno.errors.NotFound);
+});
+
+/** A command agent that answers with what it was told. */
+const ECHO = '#!/bin/sh\nprompt=$(cat)\necho "said $prompt"\n';
+
+async function backtrackingSuite(dir: string, timeouts: string): Promise<string> {
+  await Deno.writeTextFile(`${dir}/agent.sh`, ECHO);
+  await Deno.chmod(`${dir}/agent.sh`, 0o755);
+  return await writeSuite(dir, [
+    "suite: s",
+    "driver: command",
+    "exec: ./agent.sh",
+    `timeouts: ${timeouts}`,
+    "jobs: 2",
+    "scenarios:",
+    `  - {key: hangs, turns: ["${"a".repeat(40)}!"], checks: [{regex: "said (a|a)*$"}]}`,
+    "  - {key: quick, turns: [hi], checks: [{regex: said hi}]}",
+  ]);
+}
+
+Deno.test("regression: a check whose pattern backtracks without end makes its scenario an error at scenarioSeconds; the suite goes on", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await backtrackingSuite(dir.path, "{turnSeconds: 10, scenarioSeconds: 3}");
+  // Before, the match held the whole process 2 min 17 s; a hang is held to a minute here.
+  const child = spawnReins(["suite", "run", "suite.yaml", "--no-report", "--json"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const output = await child.output();
+  clearTimeout(timer);
+  const stdout = new TextDecoder().decode(output.stdout);
+  assert.equal(output.code, 1, new TextDecoder().decode(output.stderr));
+  const run = JSON.parse(stdout);
+  assert.deepEqual(
+    run.scenarios.map((s: { key: string; status: string; reason: string | null }) => [
+      s.key,
+      s.status,
+      s.reason,
+    ]),
+    [
+      ["hangs", "error", "timed out after 3 s (timeouts.scenarioSeconds)"],
+      ["quick", "passed", null],
+    ],
+  );
+});
+
+Deno.test("regression: SIGTERM stops a suite run at once while a check's pattern backtracks", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await backtrackingSuite(dir.path, "{turnSeconds: 10}");
+  const child = spawnReins(["suite", "run", "suite.yaml", "--no-report"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  // The turns take well under this; then the match begins (and, before, held the process).
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  const signalledMs = Date.now();
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const output = await child.output();
+  clearTimeout(timer);
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert.equal(output.code, 1, stderr);
+  assert.match(stderr, /stopping suite run .* \(SIGTERM\)/);
+  assert.match(stderr, /stopped: 1 scenario not finished; reins suite run suite\.yaml --resume /);
+  // Acted on at once: well within the minute the hang is held to (126 s before).
+  assert.ok(Date.now() - signalledMs < 30_000, `${Date.now() - signalledMs} ms`);
 });

@@ -4,6 +4,7 @@ import { runCheck } from "../../lib/suite/checks.ts";
 import type { Check } from "../../lib/suite/format.ts";
 import type { Evidence } from "../../lib/suite/evidence.ts";
 import { tempDir } from "../support/reins.ts";
+import { PatternMatcher, PatternTimeout } from "../../lib/suite/matcher.ts";
 
 type Deterministic = Exclude<Check, { kind: "judge" }>;
 
@@ -48,7 +49,8 @@ function evidence(cwd: string, overrides: Partial<Evidence> = {}): Evidence {
 }
 
 async function check(spec: Deterministic, given: Evidence) {
-  const result = await runCheck(spec, given);
+  using matcher = new PatternMatcher();
+  const result = await runCheck(spec, given, { matcher, timeoutSeconds: 10 });
   return { outcome: result.outcome, met: result.met, detail: result.detail };
 }
 
@@ -177,4 +179,53 @@ Deno.test("runCheck() cost: the sum of the turns; unknown without cost data, cou
     met: true,
     detail: "unknown: 1 of 2 turns reported no cost (counted as met, as unknown: pass says)",
   });
+});
+
+// regression: `regex: "^(a|a)*$"` over forty a's and a '!' ran 2 min 17 s on the main thread, and
+// held every other scenario and SIGTERM meanwhile.
+const BACKTRACKING = { kind: "regex", name: "r", regex: "^(a|a)*$", in: "final" } as const;
+const FORTY_A = `${"a".repeat(40)}!`;
+
+Deno.test("regression: runCheck() ends a pattern that backtracks without end at its time, and the event loop runs meanwhile", async () => {
+  await using dir = await tempDir();
+  using matcher = new PatternMatcher();
+  const given = evidence(dir.path, {
+    turns: [{ ...evidence(dir.path).turns[0], result: FORTY_A }],
+  });
+  let ticks = 0;
+  const ticker = setInterval(() => ticks++, 50);
+  const startedMs = Date.now();
+  try {
+    await assert.rejects(
+      runCheck(BACKTRACKING, given, { matcher, timeoutSeconds: 1 }),
+      (error) =>
+        error instanceof PatternTimeout && /did not finish matching within 1 s/.test(error.message),
+    );
+  } finally {
+    clearInterval(ticker);
+  }
+  // The timers ran while it matched: the thread was free (signals are handled the same way).
+  assert.ok(ticks >= 5, `${ticks} ticks in ${Date.now() - startedMs} ms`);
+  // The matcher goes on with a fresh worker.
+  const ok = await runCheck({ ...BACKTRACKING, regex: "a+!$" }, given, {
+    matcher,
+    timeoutSeconds: 5,
+  });
+  assert.equal(ok.outcome, "passed");
+});
+
+Deno.test("runCheck() stops matching when its signal is aborted, with the signal's reason", async () => {
+  await using dir = await tempDir();
+  using matcher = new PatternMatcher();
+  await Deno.writeTextFile(`${dir.path}/notes.txt`, FORTY_A);
+  const stop = new AbortController();
+  setTimeout(() => stop.abort(new Error("stopped")), 200);
+  await assert.rejects(
+    runCheck(
+      { kind: "file", name: "f", file: "notes.txt", regex: "^(a|a)*$" },
+      evidence(dir.path),
+      { matcher, timeoutSeconds: 60, signal: stop.signal },
+    ),
+    /stopped/,
+  );
 });

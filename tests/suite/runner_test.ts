@@ -274,3 +274,59 @@ Deno.test("instancesOf() repeats scenarios as key.N and filters by key", async (
     /matches none of the 3 scenarios/,
   );
 });
+
+Deno.test("regression: runSuite() ends a scenario whose check backtracks without end at timeouts.scenarioSeconds, and the other scenarios go on", async () => {
+  await using dir = await tempDir();
+  using store = openStore(`${dir.path}/home`);
+  const suite = await suiteIn(
+    dir.path,
+    [
+      "suite: s",
+      "driver: command",
+      "exec: ./agent.sh",
+      "scenarios:",
+      `  - key: hangs`,
+      `    turns: ["${"a".repeat(40)}!"]`,
+      "    timeouts: {scenarioSeconds: 2}",
+      `    checks: [{regex: "said=(a|a)*$"}, {file: log.txt, regex: "^(a|a)*$"}]`,
+      "  - {key: quick, turns: [hi], checks: [{regex: 'said=hi'}]}",
+    ].join("\n"),
+  );
+  const ended: string[] = [];
+  const startedMs = Date.now();
+  const { states } = await play(store, suite, {
+    hooks: { onEnd: (end) => void ended.push(end.state.instance.id) },
+  });
+  assert.deepEqual(
+    states.map((s) => [s.instance.id, s.status, s.reason]),
+    [
+      ["hangs", "error", "timed out after 2 s (timeouts.scenarioSeconds)"],
+      ["quick", "passed", null],
+    ],
+  );
+  // The quick scenario did not wait for the match (2 jobs): it ended first.
+  assert.deepEqual(ended, ["quick", "hangs"]);
+  assert.ok(Date.now() - startedMs < 60_000);
+});
+
+Deno.test("runSuite() stops a scenario in the middle of a match when the suite stops: unfinished, for a resume", async () => {
+  await using dir = await tempDir();
+  using store = openStore(`${dir.path}/home`);
+  const suite = await suiteIn(
+    dir.path,
+    [
+      "suite: s",
+      "driver: command",
+      "exec: ./agent.sh",
+      "scenarios:",
+      `  - {key: hangs, turns: ["${"a".repeat(40)}!"], checks: [{regex: "said=(a|a)*$"}]}`,
+    ].join("\n"),
+  );
+  const stop = new AbortController();
+  const { states, stopped } = await play(store, suite, {
+    stop: stop.signal,
+    hooks: { onConversation: () => void setTimeout(() => stop.abort(), 500) },
+  });
+  assert.equal(stopped, true);
+  assert.deepEqual(states.map((s) => [s.instance.id, s.status]), [["hangs", "pending"]]);
+});
