@@ -4,15 +4,16 @@
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
 import { importLazily } from "../core/lazy_import.ts";
 import type { SuiteContext } from "./suite_flags.ts";
+import { nowIso } from "../core/clock.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
-import { openStore } from "../store/store.ts";
+import { openStore, type Store } from "../store/store.ts";
 import type { Suite } from "../suite/load.ts";
 import { type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
 import { elapsedOf, readScenarioStates } from "../suite/state.ts";
 import { exitCodeOf, totalsOf } from "../suite/table.ts";
-import { engineTurns } from "../suite/turns.ts";
+import { engineTurns, recordedScenario } from "../suite/turns.ts";
 import {
   parseShard,
   type PlanFile,
@@ -164,13 +165,14 @@ function reportJson(reporter: SuiteReporter | null, reported: ReportSummary | un
  */
 async function startReport(given: {
   ctx: SuiteContext;
+  store: Store;
   settings: Settings;
   suite: Suite;
   handle: SuiteRunHandle;
   mode: StartMode;
   quiet: boolean;
 }): Promise<SuiteReporter | null> {
-  const { ctx, settings, suite, handle, mode, quiet } = given;
+  const { ctx, store, settings, suite, handle, mode, quiet } = given;
   const note = (line: string) => {
     if (!quiet) ctx.io.note(line);
   };
@@ -203,7 +205,7 @@ async function startReport(given: {
   const { SuiteReporter } = await importLazily<typeof import("../suite/report.ts")>(
     "suite/report.ts",
   );
-  const reporter = await SuiteReporter.begin({
+  const reporter = SuiteReporter.begin({
     root: handle.root,
     settings,
     target,
@@ -212,6 +214,7 @@ async function startReport(given: {
     instances: handle.header.instances,
     plan,
     note,
+    recorded: (state) => recordedScenario(store, state),
   });
   if (reporter) {
     handle.header.options.report = true;
@@ -241,7 +244,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const quiet = io.quiet || io.jsonMode;
   const reporter = ctx.flags["no-report"]
     ? null
-    : await startReport({ ctx, settings, suite, handle, mode, quiet });
+    : await startReport({ ctx, store, settings, suite, handle, mode, quiet });
   if (!quiet) {
     const what = started.resumed
       ? `resuming suite run ${handle.id}: ${started.todo.length} of ${handle.header.instances.length} scenarios left`
@@ -307,8 +310,11 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
     for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
     progress.finish();
   }
-  handle.end(stopped ? "stopped" : "finished");
+  // Saved once the report is closed: a crash while deliveries are behind leaves the suite run
+  // resumable, and the resume sends the results the report lacks. Its time ends here.
+  const endedAt = nowIso();
   const reported = await reporter?.close();
+  handle.end(stopped ? "stopped" : "finished", endedAt);
   const states = readScenarioStates(store, handle.header);
   if (junit) {
     await writeJunitFile(junit, suite.name, states, {

@@ -1,18 +1,20 @@
-// A suite run reported to the platform as it goes, through the outbox (lib/platform): before the
-// first scenario starts, a live report is written and delivered (provision, start, batch, so the
+// A suite run reported to the platform as it goes, through the outbox (lib/platform): as the suite
+// run begins, a live report is written and its delivery begun (provision, start, batch, so the
 // execution is visible while it runs); as each scenario starts, its ONGOING ping; as each finishes,
-// its result (transcript, checkpoints and metrics in call_metadata) and recordings. Deliveries run
-// one at a time in the background, so a slow or absent platform never holds a scenario up, and a
-// crash or an outage loses nothing: the entry stays in the outbox, a resume of the suite run goes
-// on with the same one, and `reins report --pending` sends what is ready. Nothing here changes a
-// scenario's status or the suite's exit code.
+// its result (transcript, checkpoints and metrics in call_metadata) and recordings. Nothing a
+// scenario does waits for the platform: its changes are queued and written to the entry between
+// deliveries, which run one at a time in the background. A crash or an outage loses nothing: the
+// entry stays in the outbox, a resume of the suite run goes on with the same one (and adds the
+// results of scenarios that finished after the last change was written), and `reins report
+// --pending` sends what is ready. Nothing here changes a scenario's status or the suite's exit
+// code.
 import type { Settings } from "../core/config.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { describeError } from "../core/errors.ts";
 import type { RetryPolicy } from "../net/retry.ts";
 import { PlatformClient, type PlatformTarget } from "../platform/client.ts";
 import { deliverEntry, type ReportOutcome } from "../platform/deliver.ts";
-import { readEntry, removeEntry } from "../platform/outbox.ts";
+import { type OutboxEntry, readEntry, removeEntry } from "../platform/outbox.ts";
 import type {
   CheckpointInput,
   MetricInput,
@@ -28,7 +30,8 @@ import {
 } from "../platform/report_entry.ts";
 import type { RecordingSource } from "../platform/run_outcome.ts";
 import type { DataRoot } from "../store/data_root.ts";
-import { knownCost } from "./evidence.ts";
+import { type Evidence, knownCost } from "./evidence.ts";
+import { isFinished } from "./results.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";
 import type { PlanFile, PlanPlatform } from "./plan.ts";
 import type { ScenarioEnd } from "./runner.ts";
@@ -106,6 +109,12 @@ export interface ReporterOptions {
   retry?: RetryPolicy;
   /** One line for people, about the report (never the suite's results). */
   note(message: string): void;
+  /**
+   * What a finished scenario left, read back from its recorded runs: for a resume whose report
+   * lacks the result of a scenario that finished after the last change was written (a crash).
+   * Null when it cannot be read.
+   */
+  recorded?(state: ScenarioState): { evidence: Evidence; recordings: RecordingSource[] } | null;
 }
 
 /** What the report came to, in lines for people. */
@@ -126,6 +135,8 @@ export class SuiteReporter {
   readonly #keys: Record<string, string>;
   #running: Promise<void> | null = null;
   #again = false;
+  /** Changes not yet written to the entry: the next delivery's loop writes them first. */
+  readonly #changes: ((entry: OutboxEntry) => void)[] = [];
   #last: ReportOutcome | null = null;
   /** What stopped reporting for good (the sandbox refused the host, say). */
   #broken: string | null = null;
@@ -142,16 +153,18 @@ export class SuiteReporter {
   }
 
   /**
-   * Writes the live report (or finds the one a resumed suite run made) and delivers it: the
-   * platform has the execution and its calls before the first scenario starts, unless it is down.
+   * Writes the live report (or finds the one a resumed suite run made) and begins delivering it
+   * in the background: the platform has the execution and its calls as soon as it answers.
    * Null when nothing is left to report (every scenario skipped, or a resume with all sent).
    */
-  static async begin(options: ReporterOptions): Promise<SuiteReporter | null> {
+  static begin(options: ReporterOptions): SuiteReporter | null {
     const { root, handle } = options;
     const kept = handle.header.report;
-    if (kept && readEntry(root, kept.outboxId)?.ok) {
+    const keptEntry = kept ? readEntry(root, kept.outboxId) : null;
+    if (kept && keptEntry?.ok) {
       const reporter = new SuiteReporter(options, kept.outboxId, kept.keys);
-      await reporter.#deliverNow();
+      reporter.#catchUp(keptEntry.entry.calls);
+      reporter.#schedule();
       return reporter;
     }
     const specs = new Map(options.suite.scenarios.map((spec) => [spec.index, spec]));
@@ -189,43 +202,79 @@ export class SuiteReporter {
     handle.header.report = { outboxId: entry.id, keys };
     handle.saveHeader();
     const reporter = new SuiteReporter(options, entry.id, keys);
-    await reporter.#deliverNow();
+    reporter.#schedule();
     return reporter;
   }
 
-  /** A scenario's conversation began (its first run exists): its ONGOING ping. */
-  async started(state: ScenarioState, runId: string): Promise<void> {
-    const key = this.#keys[state.instance.id];
-    if (key === undefined || this.#broken) return;
-    await this.#change(scenarioStarted(key, runId));
+  /** Queues the results a resumed report lacks: scenarios that finished after its last change. */
+  #catchUp(calls: readonly { scenarioKey: string; result: unknown; resultSent: boolean }[]): void {
+    const { handle, recorded } = this.#options;
+    if (!recorded) return;
+    const lacking = new Set(
+      calls.filter((call) => call.result === null && !call.resultSent).map((c) => c.scenarioKey),
+    );
+    const specs = new Map(this.#options.suite.scenarios.map((spec) => [spec.index, spec]));
+    for (const instance of this.#options.instances) {
+      const key = this.#keys[instance.id];
+      const spec = specs.get(instance.index);
+      if (key === undefined || !lacking.has(key) || spec === undefined) continue;
+      const state = handle.readScenario(instance);
+      if (!isFinished(state.status) || state.status === "skipped") continue;
+      const left = recorded(state);
+      if (left === null) continue;
+      this.#queueFinished({ state, spec, evidence: left.evidence }, left.recordings);
+    }
   }
 
-  /** A scenario has its final status: its result and recordings. */
-  async finished(end: ScenarioEnd, recordings: readonly RecordingSource[]): Promise<void> {
+  /**
+   * A scenario's conversation began (its first run exists): its ONGOING ping goes with the next
+   * delivery. Returns at once: the scenario never waits for the platform.
+   */
+  started(state: ScenarioState, runId: string): void {
+    const key = this.#keys[state.instance.id];
+    if (key === undefined || this.#broken) return;
+    this.#changes.push(scenarioStarted(key, runId));
+    this.#schedule();
+  }
+
+  /** A scenario has its final status: its result and recordings go with the next delivery. */
+  finished(end: ScenarioEnd, recordings: readonly RecordingSource[]): void {
+    if (this.#keys[end.state.instance.id] === undefined || this.#broken) return;
+    if (end.state.status === "skipped") return;
+    this.#queueFinished(end, recordings);
+    this.#schedule();
+  }
+
+  #queueFinished(end: ScenarioEnd, recordings: readonly RecordingSource[]): void {
     const key = this.#keys[end.state.instance.id];
-    if (key === undefined || this.#broken || end.state.status === "skipped") return;
     const { handle, suite } = this.#options;
     const outcome = scenarioOutcomeOf(end, { name: suite.name, suiteRunId: handle.id });
-    await this.#change(scenarioFinished(key, {
+    this.#changes.push(scenarioFinished(key, {
       runId: end.state.runIds[0] ?? null,
       outcome: { ...outcome, scenario: key },
       recordings,
     }));
   }
 
-  async #change(change: Parameters<typeof updateReport>[2]): Promise<void> {
+  /** Writes the queued changes to the entry (waiting for no delivery: this loop runs them). */
+  async #writeChanges(): Promise<void> {
+    if (this.#changes.length === 0 || this.#broken) return;
+    const changes = this.#changes.splice(0);
     try {
-      await updateReport(this.#options.root, this.#outboxId, change);
+      await updateReport(this.#options.root, this.#outboxId, (entry) => {
+        for (const change of changes) change(entry);
+      });
     } catch (error) {
       this.#broken ??= `the report in outbox/${this.#outboxId}.json could not be changed: ${
         describeError(error)
       }`;
-      return;
     }
-    this.#schedule();
   }
 
-  /** A delivery soon: one at a time, and one more after the one running when asked meanwhile. */
+  /**
+   * A delivery soon, in the background: one at a time, and one more after the one running when
+   * asked meanwhile, each after writing the changes queued so far.
+   */
   #schedule(): void {
     if (this.#running) {
       this.#again = true;
@@ -234,8 +283,9 @@ export class SuiteReporter {
     this.#running = (async () => {
       do {
         this.#again = false;
+        await this.#writeChanges();
         await this.#deliverNow();
-      } while (this.#again && !this.#broken);
+      } while ((this.#again || this.#changes.length > 0) && !this.#broken);
       this.#running = null;
     })();
   }
@@ -260,6 +310,7 @@ export class SuiteReporter {
   /** Waits for the deliveries, sends what is left once more, and says where it all went. */
   async close(): Promise<ReportSummary> {
     while (this.#running) await this.#running;
+    await this.#writeChanges();
     if (!this.#broken && this.#last?.state !== "reported") await this.#deliverNow();
     this.#client.close();
     const outcome = this.#last;

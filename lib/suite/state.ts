@@ -310,9 +310,8 @@ export class SuiteRunHandle implements Disposable {
     return readScenarioState(this.root, this.dir, instance);
   }
 
-  /** Marks the end of this process's part: finished, or stopped with work left. */
-  end(state: "finished" | "stopped"): void {
-    const now = nowIso();
+  /** Marks the end of this process's part (at `now`): finished, or stopped with work left. */
+  end(state: "finished" | "stopped", now = nowIso()): void {
     this.header.state = state;
     this.header.finishedAt = state === "finished" ? now : null;
     const session = this.header.sessions[this.header.sessions.length - 1];

@@ -12,7 +12,9 @@ import { runTurn } from "../turn/run_turn.ts";
 import { type RecordingSource, runReportOf } from "../platform/run_outcome.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
 import type { ScenarioSpec } from "./load.ts";
-import type { TurnEvidence } from "./evidence.ts";
+import type { Evidence, TurnEvidence } from "./evidence.ts";
+import type { ScenarioState } from "./state.ts";
+import { ReinsError } from "../core/errors.ts";
 
 export interface SuiteTurn {
   scenario: ScenarioSpec;
@@ -93,6 +95,33 @@ export function recordedTurn(store: Store, runId: string, prompt: string): TurnR
     evidence: { runId, prompt, status, reason: record.terminalReason, costUsd, result },
     transcript: [...report.outcome.transcript],
     recordings: report.recordings,
+  };
+}
+
+/**
+ * What a finished scenario's runs recorded, read back (its evidence and recordings), for a report
+ * that lacks its result; null when one of its runs cannot be read.
+ */
+export function recordedScenario(
+  store: Store,
+  state: ScenarioState,
+): { evidence: Evidence; recordings: RecordingSource[] } | null {
+  let turns: TurnResult[];
+  try {
+    turns = state.runIds.map((runId) => recordedTurn(store, runId, ""));
+  } catch (error) {
+    if (error instanceof ReinsError) return null;
+    throw error;
+  }
+  const recordings = turns.flatMap((turn) => turn.recordings);
+  return {
+    evidence: {
+      cwd: state.attempts[state.attempts.length - 1]?.workdir ?? "",
+      turns: turns.map((turn) => turn.evidence),
+      transcript: turns.flatMap((turn) => turn.transcript),
+      recordings,
+    },
+    recordings,
   };
 }
 

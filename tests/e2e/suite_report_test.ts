@@ -1,6 +1,6 @@
 // `reins suite run` reporting to the strict fake platform, under the binary's sandbox: provision,
-// start and batch before the first scenario starts, ONGOING as each starts, one result each as it
-// finishes; a re-run of the suite joins the remembered test; a platform outage or refusal never
+// start and batch first, ONGOING as each scenario starts, one result each as it finishes, none of
+// it on the scenarios' path (a platform that holds its answers holds no scenario); a re-run of the suite joins the remembered test; a platform outage or refusal never
 // changes the exit code; kill -9 mid-suite and --resume go on with the same execution.
 import assert from "node:assert/strict";
 import { reins, spawnReins, tempDir } from "../support/reins.ts";
@@ -61,13 +61,9 @@ Deno.test("reins suite run reports as it goes: provision, start and batch first,
       sequence.filter((r) => r === "provision" || r === "start" || r === "batch").length,
       3,
     );
-    // The execution existed before any scenario began.
-    const firstRunStartedMs = Math.min(
-      ...run.scenarios.flatMap((s: { runIds: string[] }) => s.runIds).map((id: string) =>
-        Date.parse(JSON.parse(Deno.readTextFileSync(`${home}/runs/${id}/run.json`)).startedAt)
-      ),
-    );
-    assert.ok(batchedMs > 0 && batchedMs <= firstRunStartedMs, "batch came before the first run");
+    // The execution was made first; the scenarios did not wait for it (they never wait for the
+    // platform: see the slow platform's test below).
+    assert.ok(batchedMs > 0);
     // Every call: its ONGOING ping, then exactly one result.
     const calls = byCall(platform);
     assert.equal(calls.size, 4);

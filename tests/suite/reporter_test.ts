@@ -42,7 +42,7 @@ Deno.test("SuiteReporter keeps where the report went when scenarios end at the s
       report: true,
     });
     using handle = started.handle;
-    const reporter = await SuiteReporter.begin({
+    const reporter = SuiteReporter.begin({
       root: store,
       settings,
       target: platformTarget(settings.platform),
