@@ -57,6 +57,7 @@ export interface CheckpointInput {
   detail?: string;
   /** Who decided: `<template name> (<model>)` for platform-backed judgements. */
   by?: string;
+  /** A judge that could not grade: in the evaluations, flagged; not in met/of nor the checkpoints. */
   gradingError?: boolean;
 }
 
@@ -278,12 +279,21 @@ export function conversationSeconds(outcome: ScenarioOutcome): number {
 }
 
 /**
+ * The checkpoints that count in met/of: a judge that could not grade (gradingError) is flagged in
+ * harness_evaluations and harness_failure_classification, and counted nowhere — the one rule of
+ * the table, JUnit and docs/suites.md.
+ */
+function decidedCheckpoints(outcome: ScenarioOutcome): readonly CheckpointInput[] {
+  return (outcome.checkpoints ?? []).filter((check) => !check.gradingError);
+}
+
+/**
  * The kit's one-line verdict, sent as `call_summary`: `"<scenario>: passed (m/n)"` with m of the
  * n checkpoints met. A scenario that could not run (it has problems) says `error`, not `failed`:
  * the agent did not fail it, it never got to try.
  */
 export function verdictLine(outcome: ScenarioOutcome): string {
-  const checkpoints = outcome.checkpoints ?? [];
+  const checkpoints = decidedCheckpoints(outcome);
   const met = checkpoints.filter((check) => check.passed).length;
   const verdict = (outcome.problems?.length ?? 0) > 0
     ? "error"
@@ -300,7 +310,7 @@ export function resultDigest(payload: unknown): string {
 
 /** The seed's `result_of`: one scenario's outcome in the shape the ingestion API takes. */
 export function resultOf(outcome: ScenarioOutcome): ResultBody {
-  const checkpoints: CheckpointRow[] = (outcome.checkpoints ?? []).map((check) => ({
+  const checkpoints: CheckpointRow[] = decidedCheckpoints(outcome).map((check) => ({
     name: check.name,
     kind: check.kind ?? "",
     passed: check.passed,

@@ -295,3 +295,50 @@ Deno.test("reins suite run uploads the files a scenario's turns attached as its 
     await platform.close();
   }
 });
+
+Deno.test("regression: a judge that cannot grade counts nowhere, alike in the table, JUnit and the platform's result (1/1, not 1/2)", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const agent = `${dir.path}/agent.sh`;
+  await Deno.writeTextFile(agent, "#!/bin/sh\ncat > /dev/null\necho 'refunded 1234'\n");
+  await Deno.chmod(agent, 0o755);
+  await Deno.writeTextFile(`${dir.path}/judge.json`, '[{"text": "I would rather not say."}]');
+  await Deno.writeTextFile(
+    `${dir.path}/suite.yaml`,
+    [
+      "suite: grading",
+      "driver: command",
+      `exec: ${agent}`,
+      "scenarios:",
+      "  - key: refund",
+      "    turns: [refund please]",
+      "    checks:",
+      "      - {name: refunded, regex: '1234'}",
+      "      - {name: resolution, judge: {model: 'mock:judge.json', rubric: Refunded?}, pass: 0.5}",
+    ].join("\n"),
+  );
+  const platform = startFakePlatform();
+  try {
+    const result = await reins(["suite", "run", "suite.yaml", "--junit", "junit.xml"], {
+      home,
+      cwd: dir.path,
+      allowRun: [agent],
+      env: envFor(platform),
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^refund\s+passed\s+1\/1\s/m);
+    assert.match(result.stderr, /1 judge could not grade \(grading_error\)/);
+    const junit = await Deno.readTextFile(`${dir.path}/junit.xml`);
+    assert.match(junit, /<testsuite name="grading" tests="1" failures="0" errors="0"/);
+    const [call] = [...platform.calls.values()];
+    const [body] = call.results;
+    assert.equal(body.call_summary, "refund: passed (1/1)");
+    assert.equal(body.call_metadata.harness_met, 1);
+    assert.equal(body.call_metadata.harness_of, 1);
+    assert.equal(body.call_metadata.harness_failure_classification, "grading_failure");
+    const judged = body.call_metadata.harness_evaluations.find((e) => e.name === "resolution");
+    assert.ok(judged && "grading_error" in judged && judged.grading_error === true);
+  } finally {
+    await platform.close();
+  }
+});

@@ -335,3 +335,36 @@ Deno.test("pyStrip() and pySlice() follow Python's str.strip() and slicing", () 
   assert.deepEqual(pyStrip("\ufeffhi"), "\ufeffhi");
   assert.deepEqual(pySlice("a😀b", 2), "a😀");
 });
+
+Deno.test("regression: resultOf() counts a judge that could not grade nowhere: 1/1 as the table says, flagged in the evaluations", () => {
+  const result = resultOf({
+    scenario: "refund",
+    transcript: [],
+    passed: true,
+    checkpoints: [
+      { name: "refunded", kind: "file", passed: true, detail: "refunds.csv contains 1234" },
+      {
+        name: "resolution",
+        kind: "judge",
+        passed: false,
+        detail: "the judge answered without a grade",
+        gradingError: true,
+      },
+    ],
+    gradingFailures: ["resolution: the judge answered without a grade"],
+  });
+  // Before: "refund: passed (1/2)", harness_of 2, the judge a failed checkpoint.
+  assert.equal(result.call_summary, "refund: passed (1/1)");
+  assert.equal(result.call_metadata.harness_met, 1);
+  assert.equal(result.call_metadata.harness_of, 1);
+  assert.deepEqual(result.call_metadata.harness_checkpoints.map((c) => c.name), ["refunded"]);
+  const judged = result.call_metadata.harness_evaluations.find((e) => e.name === "resolution");
+  assert.ok(judged && "grading_error" in judged && judged.grading_error === true);
+  assert.equal(result.call_metadata.harness_failure_classification, "grading_failure");
+  assert.deepEqual(result.call_metadata.harness_eval_coverage, {
+    expected: 2,
+    executed: 1,
+    failed: 1,
+    complete: false,
+  });
+});
