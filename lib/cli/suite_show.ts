@@ -4,6 +4,7 @@ import type { SuiteContext } from "./suite_flags.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { DataRoot } from "../store/data_root.ts";
 import {
+  currentState,
   elapsedOf,
   listSuiteRunIds,
   readScenarioStates,
@@ -11,6 +12,7 @@ import {
   resolveSuiteRunId,
   type ScenarioState,
   type SuiteRunFile,
+  type SuiteRunState,
 } from "../suite/state.ts";
 import { exitCodeOf, summaryLine, totalsOf } from "../suite/table.ts";
 import { writeJunitFile } from "../suite/junit.ts";
@@ -27,6 +29,7 @@ export async function suiteShow(ctx: SuiteContext): Promise<number> {
   const id = resolveSuiteRunId(root, ctx.positionals[0] ?? "last");
   const header = readSuiteRun(root, id);
   const states = readScenarioStates(root, header);
+  const state = currentState(root, header);
   const junit = ctx.flags.junit;
   if (junit) {
     await writeJunitFile(junit, header.suite, states, {
@@ -35,9 +38,14 @@ export async function suiteShow(ctx: SuiteContext): Promise<number> {
     });
   }
   if (ctx.io.jsonMode) {
-    ctx.io.json(suiteRunJson(header, states));
+    ctx.io.json(suiteRunJson(header, states, state));
   } else {
-    ctx.io.note(`suite run ${header.id} · ${header.suite} · ${header.file} · ${header.state}`);
+    ctx.io.note(`suite run ${header.id} · ${header.suite} · ${header.file} · ${state}`);
+    if (state === "interrupted") {
+      ctx.io.note(
+        `its process is gone: reins suite run ${header.file} --resume ${header.id} plays what is left`,
+      );
+    }
     if (header.options.rerunOf) {
       ctx.io.note(
         `reruns the ${
@@ -66,7 +74,7 @@ export function suiteList(ctx: SuiteContext): Promise<number> {
   for (const id of listSuiteRunIds(root).slice(0, limit)) {
     try {
       const header = readSuiteRun(root, id);
-      rows.push(listRow(header, readScenarioStates(root, header)));
+      rows.push(listRow(header, readScenarioStates(root, header), currentState(root, header)));
     } catch (error) {
       ctx.io.warn(`suite run ${id} cannot be read: ${(error as Error).message}`);
     }
@@ -82,20 +90,20 @@ export function suiteList(ctx: SuiteContext): Promise<number> {
   for (const row of rows) {
     ctx.io.print(
       `${row.id}  ${row.createdAt.slice(0, 19).replace("T", " ")}  ${
-        row.state.padEnd(8)
+        row.state.padEnd(11)
       }  ${row.suite}  ${row.summary}`,
     );
   }
   return Promise.resolve(ExitCode.ok);
 }
 
-function listRow(header: SuiteRunFile, states: readonly ScenarioState[]) {
+function listRow(header: SuiteRunFile, states: readonly ScenarioState[], state: SuiteRunState) {
   const totals = totalsOf(states);
   return {
     id: header.id,
     suite: header.suite,
     file: header.file,
-    state: header.state,
+    state,
     createdAt: header.createdAt,
     totals,
     summary: summaryLine(totals, elapsedOf(header)),

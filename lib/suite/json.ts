@@ -1,7 +1,7 @@
 // A suite run as the JSON output shows it (`reins suite run|show|merge --json`): the header's
 // facts, the totals and one object per scenario with its checkpoints met of all.
 import { tally } from "./results.ts";
-import type { ScenarioState, SuiteRunFile } from "./state.ts";
+import type { ScenarioState, SuiteRunFile, SuiteRunState } from "./state.ts";
 import { totalsOf } from "./table.ts";
 
 /** One scenario as the JSON output shows it. */
@@ -26,13 +26,18 @@ export function scenarioJson(state: ScenarioState) {
   };
 }
 
-export function suiteRunJson(header: SuiteRunFile, states: readonly ScenarioState[]) {
+/** `state`: the suite run's as it is now (currentState), when it differs from its header's. */
+export function suiteRunJson(
+  header: SuiteRunFile,
+  states: readonly ScenarioState[],
+  state: SuiteRunState = header.state,
+) {
   return {
     suiteRunId: header.id,
     suite: header.suite,
     file: header.file,
     digest: header.digest,
-    state: header.state,
+    state,
     createdAt: header.createdAt,
     finishedAt: header.finishedAt,
     options: header.options,

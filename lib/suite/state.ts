@@ -386,6 +386,34 @@ export function readScenarioStates(
   return header.instances.map((instance) => readScenarioState(root, at, instance));
 }
 
+/** What a suite run is now: its header's state, or interrupted when that says running but no one is. */
+export type SuiteRunState = SuiteRunFile["state"] | "interrupted";
+
+/**
+ * A suite run's state as it is now: a header that says running is `interrupted` when the process
+ * that drove it is gone (kill -9, a crash) — its lock is free, since the system drops a dead
+ * process's locks — as `reins runs` tells an orphaned run. Nothing is written: a resume does that.
+ */
+export function currentState(root: DataRoot, header: SuiteRunFile, dir?: string): SuiteRunState {
+  if (header.state !== "running") return header.state;
+  const path = joinPath(dir ?? root.layout.suite(header.id), "lock");
+  let lock: Deno.FsFile;
+  try {
+    lock = Deno.openSync(path, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return "interrupted";
+    throw error;
+  }
+  try {
+    // A shared lock is refused while the driving process holds its exclusive one.
+    if (!lock.tryLockSync(false)) return "running";
+    lock.unlockSync();
+    return "interrupted";
+  } finally {
+    lock.close();
+  }
+}
+
 /** Suite run ids in the data root, newest first. */
 export function listSuiteRunIds(root: DataRoot): string[] {
   let names: string[];

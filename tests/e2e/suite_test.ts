@@ -203,6 +203,46 @@ Deno.test("reins suite run --resume after kill -9 plays only what did not finish
   assert.match(again.stderr, /No suite run of .*suite\.yaml is left to resume/);
 });
 
+Deno.test("regression: reins suite list and show tell a suite run killed with -9 as interrupted, not running", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await countingSuite(dir.path, ["a", "b"]);
+  await Deno.writeTextFile(`${dir.path}/hold-b`, "");
+  const child = spawnReins(["suite", "run", "suite.yaml", "--jobs", "1"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`, "sh"],
+  });
+  await waitFor("b's agent to start", () => exists(`${dir.path}/pid-b`));
+  const stateIn = async (args: string[]) => {
+    const listed = await reins(["suite", ...args], { home, cwd: dir.path });
+    assert.equal(listed.code === 0 || listed.code === 1, true, listed.stderr);
+    return listed;
+  };
+  const [id] = [...Deno.readDirSync(`${home}/suites`)].map((e) => e.name);
+  assert.match((await stateIn(["list"])).stdout, new RegExp(`^${id}  \\S+ \\S+  running  `));
+  child.kill("SIGKILL");
+  await child.status;
+  await child.stdout.cancel();
+  await child.stderr.cancel();
+  try {
+    Deno.kill(Number((await Deno.readTextFile(`${dir.path}/pid-b`)).trim()), "SIGKILL");
+  } catch { /* gone already */ }
+  await Deno.remove(`${dir.path}/hold-b`);
+
+  assert.match((await stateIn(["list"])).stdout, new RegExp(`^${id}  \\S+ \\S+  interrupted  `));
+  const listed = JSON.parse((await stateIn(["list", "--json"])).stdout);
+  assert.deepEqual(listed.suiteRuns.map((r: { state: string }) => r.state), ["interrupted"]);
+  const shown = await stateIn(["show", id]);
+  assert.equal(shown.code, 1);
+  assert.match(shown.stderr, /· interrupted\n/);
+  assert.match(shown.stderr, new RegExp(`its process is gone: reins suite run .* --resume ${id}`));
+  assert.equal(JSON.parse((await stateIn(["show", id, "--json"])).stdout).state, "interrupted");
+  // Nothing was written: the file still says running, for --resume to take up.
+  const header = JSON.parse(await Deno.readTextFile(`${home}/suites/${id}/suite-run.json`));
+  assert.equal(header.state, "running");
+});
+
 Deno.test("reins suite run --rerun failed --from ID plays only the failures, as a new suite run linked to the first", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;

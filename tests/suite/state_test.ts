@@ -1,6 +1,7 @@
 // A suite run's state files: private, atomic, one driver at a time, found by id, prefix or last.
 import assert from "node:assert/strict";
 import {
+  currentState,
   listSuiteRunIds,
   readScenarioStates,
   readSuiteRun,
@@ -174,4 +175,20 @@ Deno.test("regression: a suite run whose header names a device (CON) or one stat
     assert.match(error.message, new RegExp(`^Cannot read suite run ${id}: .*suite-run\\.json: `));
     assert.match(error.message, expected);
   }
+});
+
+Deno.test("currentState() is the header's, or interrupted when it says running and no process holds the lock", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const root = new DataRoot(home);
+  const handle = create(home);
+  assert.equal(currentState(root, readSuiteRun(root, handle.id)), "running");
+  // Another process's view: the lock is held by this one until it closes (or dies).
+  handle.close();
+  const header = readSuiteRun(root, handle.id);
+  assert.equal(header.state, "running");
+  assert.equal(currentState(root, header), "interrupted");
+  using resumed = SuiteRunHandle.resume(root, handle.id);
+  resumed.end("stopped");
+  assert.equal(currentState(root, readSuiteRun(root, handle.id)), "stopped");
 });
