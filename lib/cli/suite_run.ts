@@ -236,7 +236,15 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const junit = ctx.flags.junit;
   const settings = await ctx.settings();
   const { io } = ctx;
-  using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
+  // The engine's notes (a budget the command driver holds only through the program's reports, a
+  // damaged line) are the same for every scenario: each is said once per suite run.
+  const warned = new Set<string>();
+  const warnOnce = (message: string) => {
+    if (warned.has(message)) return;
+    warned.add(message);
+    io.warn(message);
+  };
+  using store = openStore(ctx.home, { warn: warnOnce });
   await store.reconcileCheaply();
 
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });
@@ -288,7 +296,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
       jobs,
       stop: stop.signal,
       kill: kill.signal,
-      runTurn: engineTurns(store, settings, (message) => io.warn(message)),
+      runTurn: engineTurns(store, settings, warnOnce),
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
       hooks: {
         onStart: (state) => progress.started(state),

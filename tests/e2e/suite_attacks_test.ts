@@ -301,3 +301,29 @@ Deno.test("regression: SIGTERM stops a suite run at once while a check's pattern
   // Acted on at once: well within the minute the hang is held to (126 s before).
   assert.ok(Date.now() - signalledMs < 30_000, `${Date.now() - signalledMs} ms`);
 });
+
+Deno.test("regression: a suite run says the command driver's budget warning once, not once per scenario", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/agent.sh`, ECHO);
+  await Deno.chmod(`${dir.path}/agent.sh`, 0o755);
+  await writeSuite(dir.path, [
+    "suite: s",
+    "driver: command",
+    "exec: ./agent.sh",
+    "budget: {maxUsd: 0.5, maxTurns: 5}",
+    "scenarios:",
+    ...["a", "b", "c"].map((key) =>
+      `  - {key: ${key}, turns: [one, two], checks: [{regex: said}]}`
+    ),
+  ]);
+  const result = await reins(["suite", "run", "suite.yaml", "--no-report"], {
+    home: `${dir.path}/home`,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  assert.equal(result.code, 0, result.stderr);
+  const warnings = result.stderr.split("\n").filter((line) =>
+    line.includes("--driver command: the budget holds only through the usage.updated lines")
+  );
+  assert.equal(warnings.length, 1, result.stderr);
+});
