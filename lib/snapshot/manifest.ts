@@ -9,10 +9,11 @@ import type { DataRoot } from "../store/data_root.ts";
 export const MANIFEST_TYPE = "reins.snapshot";
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/);
-/** Relative, "/"-separated, no "." or ".." segment, no leading "/". */
+/** Relative, "/"-separated, no "." or ".." segment, no leading "/", no NUL (no file has one). */
 const RelativePath = z.string().min(1).refine(
   (path) =>
-    !path.startsWith("/") && path.split("/").every((s) => s !== "" && s !== "." && s !== ".."),
+    !path.startsWith("/") && !path.includes("\0") &&
+    path.split("/").every((s) => s !== "" && s !== "." && s !== ".."),
   { message: "not a relative path inside the directory" },
 );
 
@@ -59,7 +60,21 @@ export const SnapshotManifest = z.object({
   leftOut: z.number().int().nonnegative(),
   /** Bytes this snapshot added to the blob store (0 when every blob was there already). */
   storedBytes: z.number().int().nonnegative(),
-  entries: z.array(SnapshotEntry),
+  entries: z.array(SnapshotEntry).superRefine((entries, ctx) => {
+    // Two entries of one path cannot both be restored: the manifest was changed by hand.
+    const seen = new Map<string, number>();
+    entries.forEach((entry, i) => {
+      const earlier = seen.get(entry.path);
+      if (earlier !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [i, "path"],
+          message: `${JSON.stringify(entry.path)} is also the path of entries.${earlier}`,
+        });
+      }
+      seen.set(entry.path, i);
+    });
+  }),
 }).strict();
 export type SnapshotManifest = z.infer<typeof SnapshotManifest>;
 

@@ -3,7 +3,11 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { changedSinceStart, diffSnapshot } from "../../lib/snapshot/diff.ts";
-import { readManifest, type SnapshotManifest } from "../../lib/snapshot/manifest.ts";
+import {
+  readManifest,
+  type SnapshotManifest,
+  SnapshotManifest as SnapshotManifestSchema,
+} from "../../lib/snapshot/manifest.ts";
 import { describeSize } from "../../lib/snapshot/glance.ts";
 import { restoreSnapshot, SnapshotDamagedError } from "../../lib/snapshot/restore.ts";
 import { startSnapshot, takeSnapshot } from "../../lib/snapshot/take.ts";
@@ -506,4 +510,37 @@ Deno.test("takeSnapshot() of the data root leaves out every name its layout keep
   const summary = await takeSnapshot(root, "run-1", dir.path);
   assert.deepEqual(manifestOf(root, "run-1").entries.map((entry) => entry.path), ["notes.txt"]);
   assert.equal(summary.files, 1);
+});
+
+Deno.test("regression: a manifest with two entries of one path or a NUL in a path cannot be read, saying where (it crashed the restore)", () => {
+  const manifest = {
+    type: "reins.snapshot",
+    version: 1,
+    runId: "r",
+    cwd: "/x",
+    takenAt: "2026-01-05T14:03:00.000Z",
+    state: "taken",
+    reason: null,
+    files: 0,
+    bytes: 0,
+    leftOut: 0,
+    storedBytes: 0,
+    entries: [
+      { type: "dir", path: "a", mode: 0o755 },
+      { type: "symlink", path: "b", target: "a" },
+      { type: "dir", path: "a", mode: 0o700 },
+    ],
+  };
+  const doubled = SnapshotManifestSchema.safeParse(manifest);
+  assert.equal(doubled.success, false);
+  assert.deepEqual(
+    doubled.error!.issues.map((issue) => [issue.path.join("."), issue.message]),
+    [["entries.2.path", '"a" is also the path of entries.0']],
+  );
+  const nul = SnapshotManifestSchema.safeParse({
+    ...manifest,
+    entries: [{ type: "dir", path: "a\0b", mode: 0o755 }],
+  });
+  assert.equal(nul.success, false);
+  assert.deepEqual(nul.error!.issues.map((issue) => issue.path.join(".")), ["entries.0.path"]);
 });
