@@ -363,9 +363,10 @@ export function readScenarioState(
   dir: string,
   instance: Instance,
 ): ScenarioState {
-  const text = root.readText(scenarioPath(dir, instance.id));
+  const path = scenarioPath(dir, instance.id);
+  const text = root.readText(path);
   if (text === null) return pendingScenario(instance, instance.key);
-  const state = parseJson(ScenarioState, text, `the state of scenario ${instance.id}`);
+  const state = parseJson(ScenarioState, text, `the state of scenario ${instance.id} (${path})`);
   if (state.instance.id !== instance.id) {
     throw new ReinsError(
       "data_root",

@@ -327,3 +327,29 @@ Deno.test("regression: a suite run says the command driver's budget warning once
   );
   assert.equal(warnings.length, 1, result.stderr);
 });
+
+Deno.test("a scenario's state file that is not JSON is an error naming the file in suite show, exit 6", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await writeSuite(dir.path, [
+    "suite: s",
+    "driver: loop",
+    "model: demo",
+    "scenarios:",
+    "  - {key: a, turns: [hi]}",
+  ]);
+  const ran = await reins(["suite", "run", "suite.yaml", "--no-report"], { home, cwd: dir.path });
+  assert.equal(ran.code, 0, ran.stderr);
+  const [id] = [...Deno.readDirSync(`${home}/suites`)].map((entry) => entry.name);
+  const file = `${home}/suites/${id}/scenarios/a.json`;
+  await Deno.writeTextFile(file, "{ torn");
+  for (const args of [["show", id], ["list"]]) {
+    const result = await reins(["suite", ...args], { home, cwd: dir.path });
+    assert.doesNotMatch(result.stderr, BUG);
+    assert.ok(
+      result.stderr.includes(`Cannot read the state of scenario a (${file}): it is not JSON`),
+      result.stderr,
+    );
+    assert.equal(result.code, args[0] === "show" ? 6 : 0, result.stderr);
+  }
+});
