@@ -116,6 +116,13 @@ Deno.test({
     });
     const stderr = follow(child.stderr);
     await stderr.until("the end of every scenario", (text) => ended(text) === KEYS.length);
+    // Killed while the platform holds the ping (not in the middle of the batch, whose answer a
+    // kill would lose: the resume then allocates the calls again, as with any report).
+    const deadline = Date.now() + 60_000;
+    while (!(await platform.log()).requests.some((r) => r.route === "status" && r.held)) {
+      if (Date.now() > deadline) throw new Error("the ONGOING ping never came");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     child.kill("SIGKILL");
     await child.status;
     await stderr.done;
