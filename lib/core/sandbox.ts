@@ -73,8 +73,13 @@ export class SandboxRefusal extends ReinsError {
   readonly kind: string;
   /** The program, host or path, unquoted. */
   readonly target: string;
-  constructor(kind: string, target: string, message: string, cause?: unknown) {
-    super("sandbox", message, { exitCode: ExitCode.sandbox, cause });
+  constructor(
+    kind: string,
+    target: string,
+    message: string,
+    options: { cause?: unknown; hint?: string } = {},
+  ) {
+    super("sandbox", message, { exitCode: ExitCode.sandbox, ...options });
     this.name = "SandboxRefusal";
     this.kind = kind;
     this.target = target;
@@ -86,13 +91,70 @@ export function isSandboxRefusal(error: unknown): boolean {
   return error instanceof Deno.errors.NotCapable || error instanceof SandboxRefusal;
 }
 
+// Deno names no path when it refuses a link: "Deno.symlink() requires unscoped --allow-read and
+// --allow-write permissions; path-scoped grants … are not supported because a symlink's target is
+// only resolved when the link is traversed". Whoever makes a link names it (createLink).
+const LINK_REFUSED = /^Deno\.symlink(?:Sync)?\(\) requires unscoped/;
+
 /** Deno's NotCapable (or any error naming a refused access) as a SandboxRefusal. */
 export function sandboxRefusal(error: Error): SandboxRefusal {
   if (error instanceof SandboxRefusal) return error;
+  if (LINK_REFUSED.test(error.message)) return linkRefusal(null, error);
   const match = /Requires (\w+) access to ("[^"]*"|[^,]+)/.exec(error.message);
   const kind = match?.[1] ?? "some";
   const target = (match?.[2] ?? "a resource").trim().replace(/^"(.*)"$/, "$1");
-  return new SandboxRefusal(kind, target, refusalMessage(kind, target), error);
+  return new SandboxRefusal(kind, target, refusalMessage(kind, target), { cause: error });
+}
+
+function linkRefusal(
+  link: { path: string; target: string; copyOf?: string } | null,
+  cause: unknown,
+): SandboxRefusal {
+  const why = "Deno lets a program make links only with read and write access everywhere, which " +
+    "reins never has";
+  if (link === null) {
+    return new SandboxRefusal(
+      "link",
+      "a symbolic link",
+      `The sandbox refused to create a symbolic link: ${why}`,
+      { cause },
+    );
+  }
+  const to = JSON.stringify(link.target);
+  return new SandboxRefusal(
+    "link",
+    link.copyOf ?? link.path,
+    link.copyOf === undefined
+      ? `The sandbox refused to create the symbolic link ${JSON.stringify(link.path)} (pointing ` +
+        `to ${to}): ${why}`
+      : `The sandbox refused to recreate the symbolic link ${JSON.stringify(link.copyOf)} ` +
+        `(pointing to ${to}) as ${JSON.stringify(link.path)}: ${why}`,
+    {
+      cause,
+      hint: link.copyOf === undefined
+        ? "reins cannot make this link where it runs"
+        : `replace ${JSON.stringify(link.copyOf)} with what it points to, or remove it`,
+    },
+  );
+}
+
+/**
+ * `Deno.symlink(target, path)`, and a refusal that names the link when the sandbox refuses it
+ * (`copyOf`: the link it copies, which is the one to name).
+ */
+export async function createLink(
+  target: string,
+  path: string,
+  options: { copyOf?: string } = {},
+): Promise<void> {
+  try {
+    await Deno.symlink(target, path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotCapable) {
+      throw linkRefusal({ path, target, copyOf: options.copyOf }, error);
+    }
+    throw error;
+  }
 }
 
 function refusalMessage(kind: string, target: string): string {

@@ -12,6 +12,7 @@ import { restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";
 import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { readEvents } from "../store/event_log.ts";
+import { createLink } from "../core/sandbox.ts";
 import { resolveRun } from "../store/lookup.ts";
 
 /** One recorded model answer: what `replay:RUN` serves, in order. */
@@ -208,7 +209,7 @@ async function copyTree(from: string, to: string): Promise<void> {
     const source = joinPath(from, entry.name);
     const target = joinPath(to, entry.name);
     if (entry.isSymlink) {
-      await Deno.symlink(await Deno.readLink(source), target);
+      await createLink(await Deno.readLink(source), target, { copyOf: source });
     } else if (entry.isDirectory) {
       const { mode } = await Deno.stat(source);
       await Deno.mkdir(target, { mode: mode === null ? 0o755 : mode & 0o777 });

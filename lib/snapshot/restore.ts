@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
+import { createLink } from "../core/sandbox.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import type { SnapshotManifest } from "./manifest.ts";
 
@@ -49,7 +50,7 @@ export async function restoreSnapshot(
           dirs.push({ path, mode: entry.mode });
           break;
         case "symlink":
-          await Deno.symlink(entry.target, path);
+          await createLink(entry.target, path, { copyOf: joinPath(manifest.cwd, entry.path) });
           break;
         case "file": {
           const pack = packs.get(entry.pack) ?? openPack(root, manifest.runId, entry.pack);

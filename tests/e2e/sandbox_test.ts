@@ -134,3 +134,33 @@ Deno.test("the sandbox no longer grants the temp dir: reins keeps its temp files
   assert.ok(flags.includes("--allow-read=/home/u/.reins,/w"), flags.join(" "));
   assert.ok(flags.includes("--allow-write=/home/u/.reins,/w"), flags.join(" "));
 });
+
+// regression: Deno's refusal of a link names no path ("Deno.symlink() requires unscoped
+// --allow-read and --allow-write permissions"), so reins said "The sandbox refused some access to
+// a resource: scripts/permissions.ts does not grant it" and left the reader to guess which.
+Deno.test("regression: a link the sandbox will not recreate is named, with where it points", async () => {
+  await using dir = await tempDir();
+  const work = `${dir.path}/work`;
+  await Deno.mkdir(work);
+  await Deno.mkdir(`${dir.path}/outside`);
+  await Deno.writeTextFile(`${dir.path}/outside/secret.txt`, "not granted\n");
+  await Deno.writeTextFile(`${work}/notes.txt`, "hello\n");
+  // It points out of the paths the sandbox grants.
+  await Deno.symlink("../outside/secret.txt", `${work}/secret`);
+  const home = `${dir.path}/home`;
+  const ran = await reins(["run", "--json", "list the files"], { home, cwd: work });
+  assert.equal(ran.code, 0, ran.stderr);
+  // Replayed, its recorded working directory is restored from the snapshot, links included.
+  const replayed = await reins(["replay", "last"], { home, cwd: work });
+  assert.equal(replayed.code, 4, replayed.stderr);
+  const lines = replayed.stderr.trimEnd().split("\n");
+  assert.match(
+    lines[0],
+    new RegExp(
+      `^reins: The sandbox refused to recreate the symbolic link "${work}/secret" \\(pointing to ` +
+        `"\\.\\./outside/secret\\.txt"\\) as "${home}/tmp/[^"]+/secret": Deno lets a program make ` +
+        "links only with read and write access everywhere, which reins never has$",
+    ),
+  );
+  assert.equal(lines[1], `hint: replace "${work}/secret" with what it points to, or remove it`);
+});
