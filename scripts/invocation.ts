@@ -1,14 +1,54 @@
 // The sandbox of one `reins …` started from a checkout (the installed launcher, `deno task reins`):
 // the binary's sandbox (permissions.ts) built from the command line as given — `--home`, `--cwd`,
 // `--attach FILE`, `--model mock:FILE`, `--exec 'PROGRAM …'`, `--base-url URL`, `--endpoint URL`,
-// the files of `reins suite`, and `reins serve`'s `--token-file FILE` and `--host ADDRESS` (to
-// listen on) — and from the config file's `drivers.*.program`, besides the environment and the
-// directory it starts in. A
-// flag the person typed is what they mean reins to touch; nothing else widens the sandbox.
+// `reins serve`'s `--token-file FILE` and `--host ADDRESS` (to listen on), `reins suite`'s
+// `--plan FILE`, the folders of `--out FILE` and `--junit FILE` (written beside, then renamed),
+// and the suite file with everything it names (lib/suite/needs.ts) — and from the config file's
+// `drivers.*.program`, besides the environment (SANDBOX_ENV) and the directory it starts in. A
+// path the person typed is what they mean reins to touch; nothing else widens the sandbox.
 import { type Sandbox, sandboxFromEnv } from "./permissions.ts";
+import { splitCommandLine } from "../lib/drivers/command_line.ts";
 
 /** Where the data root of an invocation came from, for the messages of a refusal. */
 export type HomeOrigin = "--home" | "REINS_HOME" | "HOME";
+
+/** Every variable an invocation's sandbox is built from, and no other. */
+export const SANDBOX_ENV = [
+  "HOME",
+  "REINS_HOME",
+  "REINS_CONFIG",
+  "REINS_CLAUDE_BIN",
+  "REINS_CODEX_BIN",
+  "REINS_GEMINI_BIN",
+  "REINS_OPENCODE_BIN",
+  "REINS_ALLOW_RUN",
+  "REINS_ALLOW_NET",
+  "HARNESS_PLATFORM_URL",
+  "FI_BASE_URL",
+  "OPENAI_BASE_URL",
+  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+] as const;
+
+export type SandboxEnv = Partial<Record<typeof SANDBOX_ENV[number], string>>;
+
+/** Every flag whose value the sandbox is built from, and no other. */
+export const VALUE_FLAGS = [
+  "home",
+  "cwd",
+  "attach",
+  "model",
+  "exec",
+  "base-url",
+  "endpoint",
+  "host",
+  "token-file",
+  "plan",
+  "junit",
+  "out",
+] as const;
+
+type ValueFlag = typeof VALUE_FLAGS[number];
 
 export interface Invocation {
   sandbox: Sandbox;
@@ -16,6 +56,13 @@ export interface Invocation {
   homeFrom: HomeOrigin;
   /** The directory reins was started in, and the --cwd directories it was given. */
   dirs: string[];
+  /** The config file whose programs were granted, and its bytes as read (null: none read). */
+  config: { path: string; bytes: Uint8Array | null };
+  /**
+   * Whether the sandbox follows from the command line, SANDBOX_ENV, the start directory and the
+   * config file alone: false when a suite file was read.
+   */
+  cacheable: boolean;
 }
 
 /** The value of each `--NAME VALUE` or `--NAME=VALUE` in `args`, in order (up to a `--`). */
@@ -42,6 +89,11 @@ function absolute(path: string, from: string): string {
   return `/${parts.join("/")}`;
 }
 
+/** The folder a file is written in: reins writes beside it and renames (an atomic replace). */
+function folderOf(path: string): string {
+  return path.replace(/\/[^/]*$/, "") || "/";
+}
+
 function hostOf(url: string): string | null {
   try {
     return new URL(url).host || null;
@@ -50,48 +102,20 @@ function hostOf(url: string): string | null {
   }
 }
 
-/** The first word of an `--exec` command line (quotes allowed), as the program to allow. */
+/** The program of an `--exec` command line, split as the command driver splits it. */
 function programOf(exec: string): string | null {
-  const match = /^\s*(?:'([^']*)'|"([^"]*)"|(\S+))/.exec(exec);
-  return match?.[1] ?? match?.[2] ?? match?.[3] ?? null;
-}
-
-/**
- * The files and directories `reins suite run|validate|plan FILE` and `reins suite merge DIR…`
- * name: the words after the subcommand that are not flags or their values.
- */
-function suiteOperands(args: readonly string[]): string[] {
-  const at = args.indexOf("suite");
-  const sub = args[at + 1];
-  if (at < 0 || !["run", "validate", "plan", "merge"].includes(sub)) return [];
-  const withValue = new Set([
-    "--home",
-    "--jobs",
-    "--filter",
-    "--repeat",
-    "--rerun",
-    "--from",
-    "--plan",
-    "--shard",
-    "--shards",
-    "--out",
-    "--junit",
-  ]);
-  const operands: string[] = [];
-  for (let i = at + 2; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--") break;
-    if (withValue.has(arg)) i++;
-    else if (!arg.startsWith("-")) operands.push(arg);
+  try {
+    return splitCommandLine(exec)[0];
+  } catch {
+    return null; // the command driver refuses it with the reason
   }
-  return operands;
 }
 
-/** The `drivers.*.program` of the config file, or none (an unreadable file is main.ts's to report). */
-export function configuredPrograms(configPath: string): string[] {
+function parseConfigPrograms(bytes: Uint8Array | null): string[] {
+  if (bytes === null) return [];
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Deno.readTextFileSync(configPath));
+    parsed = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     return [];
   }
@@ -102,14 +126,86 @@ export function configuredPrograms(configPath: string): string[] {
   );
 }
 
+function readConfig(path: string): Uint8Array | null {
+  try {
+    return Deno.readFileSync(path);
+  } catch {
+    return null; // an unreadable file is main.ts's to report
+  }
+}
+
+/** The `drivers.*.program` of the config file, or none (an unreadable file is main.ts's to report). */
+export function configuredPrograms(configPath: string): string[] {
+  return parseConfigPrograms(readConfig(configPath));
+}
+
+interface SuiteGrants {
+  files: string[];
+  programs: string[];
+  hosts: string[];
+}
+
+/**
+ * What `reins suite run|validate|plan FILE` and `reins suite merge DIR…` name, read with the
+ * parser reins itself uses: the suite file, and what lib/suite/needs.ts says it asks for (a file
+ * that cannot be used is granted alone: reins reports its problems); merge's folders. Null when
+ * the command is not one of these.
+ */
+async function suiteGrants(args: readonly string[], startDir: string): Promise<SuiteGrants | null> {
+  if (!args.includes("suite")) return null;
+  const [{ splitCommand }, { parseArgs }, suite] = await Promise.all([
+    import("../lib/cli/main.ts"),
+    import("../lib/cli/args.ts"),
+    import("../lib/cli/suite.ts"),
+  ]);
+  const { name, rest } = splitCommand(args);
+  if (name !== "suite") return null;
+  let positionals: string[];
+  try {
+    positionals = parseArgs(rest, suite.flags, "suite").positionals;
+  } catch {
+    return null; // reins says what is wrong with the command line
+  }
+  const [sub, ...operands] = positionals;
+  if (sub === "merge") {
+    return { files: operands.map((dir) => absolute(dir, startDir)), programs: [], hosts: [] };
+  }
+  if (!["run", "validate", "plan"].includes(sub) || operands[0] === undefined) return null;
+  const file = absolute(operands[0], startDir);
+  const grants: SuiteGrants = { files: [file], programs: [], hosts: [] };
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(file);
+  } catch {
+    return grants;
+  }
+  const [{ parseSuite }, { suiteNeeds }] = await Promise.all([
+    import("../lib/suite/load.ts"),
+    import("../lib/suite/needs.ts"),
+  ]);
+  let needs: ReturnType<typeof suiteNeeds>;
+  try {
+    needs = suiteNeeds(parseSuite(file, bytes));
+  } catch {
+    return grants; // a suite file that cannot be used: reins lists its problems
+  }
+  for (const need of needs) {
+    if (need.kind === "read") grants.files.push(need.target);
+    else if (need.kind === "run") grants.programs.push(need.target);
+    else grants.hosts.push(need.target);
+  }
+  return grants;
+}
+
 /** The sandbox for `reins ARGS` started in `startDir` with `env`. */
-export function invocationSandbox(
+export async function invocationSandbox(
   args: readonly string[],
-  env: Record<string, string | undefined>,
+  env: SandboxEnv,
   startDir: string,
-): Invocation {
+): Promise<Invocation> {
+  const value = (name: ValueFlag) => flagValues(args, name);
   const base = sandboxFromEnv(env, startDir);
-  const homeFlag = flagValues(args, "home").at(-1);
+  const homeFlag = value("home").at(-1);
   const home = homeFlag !== undefined
     ? absolute(homeFlag, startDir)
     : env.REINS_HOME
@@ -120,42 +216,56 @@ export function invocationSandbox(
     : env.REINS_HOME
     ? "REINS_HOME"
     : "HOME";
-  const dirs = [startDir, ...flagValues(args, "cwd").map((dir) => absolute(dir, startDir))];
+  const dirs = [startDir, ...value("cwd").map((dir) => absolute(dir, startDir))];
+  const suite = await suiteGrants(args, startDir);
   const files = [
-    ...flagValues(args, "attach"),
-    ...flagValues(args, "model").filter((spec) => spec.startsWith("mock:")).map((spec) =>
+    ...value("attach"),
+    ...value("model").filter((spec) => spec.startsWith("mock:")).map((spec) =>
       spec.slice("mock:".length)
     ),
-    // reins serve's token, reins suite's plan, JUnit and plan output files.
-    ...["token-file", "plan", "junit", "out"].flatMap((name) => flagValues(args, name)),
-    ...suiteOperands(args),
+    // reins serve's token; the plan reins suite run reads.
+    ...(["token-file", "plan"] as const).flatMap(value),
   ].map((file) => absolute(file, startDir));
+  // reins suite's plan and JUnit files: written beside, then renamed over.
+  const outputs = (["junit", "out"] as const).flatMap(value)
+    .map((file) => folderOf(absolute(file, startDir)));
   const configPath = env.REINS_CONFIG
     ? absolute(env.REINS_CONFIG, startDir)
     : `${home}/config.json`;
+  const configBytes = readConfig(configPath);
   const programs = [
     ...base.programs,
-    ...configuredPrograms(configPath),
-    ...flagValues(args, "exec").flatMap((exec) => programOf(exec) ?? []),
+    ...parseConfigPrograms(configBytes),
+    ...value("exec").flatMap((exec) => programOf(exec) ?? []),
+    ...suite?.programs ?? [],
   ];
   const netHosts = [
     ...base.netHosts,
-    ...["base-url", "endpoint"].flatMap((name) => flagValues(args, name))
+    ...(["base-url", "endpoint"] as const).flatMap(value)
       .flatMap((url) => hostOf(url) ?? []),
     // An address to listen on is granted like a host to reach (`--allow-net` covers both).
-    ...flagValues(args, "host").map((host) => host.includes(":") ? `[${host}]` : host),
+    ...value("host").map((host) => host.includes(":") ? `[${host}]` : host),
+    ...suite?.hosts ?? [],
   ];
   return {
     sandbox: {
       ...base,
       home,
       cwd: startDir,
-      extraPaths: [...dirs.slice(1), ...files, ...(env.REINS_CONFIG ? [configPath] : [])],
+      extraPaths: [
+        ...dirs.slice(1),
+        ...files,
+        ...outputs,
+        ...suite?.files ?? [],
+        ...(env.REINS_CONFIG ? [configPath] : []),
+      ],
       programs,
       netHosts,
     },
     home,
     homeFrom,
     dirs,
+    config: { path: configPath, bytes: configBytes },
+    cacheable: suite === null,
   };
 }

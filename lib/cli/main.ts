@@ -39,8 +39,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
-/** Splits leading global flags (`reins --home X runs`) from the command and its arguments. */
-function splitCommand(argv: readonly string[]): { name?: string; rest: string[] } {
+/**
+ * Splits leading global flags (`reins --home X runs`) from the command and its arguments. The
+ * launcher of a checkout splits a command line the same way (scripts/invocation.ts).
+ */
+export function splitCommand(argv: readonly string[]): { name?: string; rest: string[] } {
   const leading: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];

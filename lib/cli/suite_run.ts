@@ -7,10 +7,12 @@ import type { SuiteContext } from "./suite_flags.ts";
 import { nowIso } from "../core/clock.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
+import { refusedNeed } from "../core/sandbox.ts";
 import { openStore, type Store } from "../store/store.ts";
 import type { Suite } from "../suite/load.ts";
 import { type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
+import { suiteNeeds } from "../suite/needs.ts";
 import { elapsedOf, readScenarioStates } from "../suite/state.ts";
 import { exitCodeOf, totalsOf } from "../suite/table.ts";
 import { engineTurns, recordedScenario } from "../suite/turns.ts";
@@ -249,6 +251,15 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
 
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });
   using handle = started.handle;
+  // What the scenarios to play will run, read and reach, asked of the sandbox before any starts or
+  // anything is reported: refused at the first scenario, the suite run was left begun on the
+  // platform. Here it is left stopped, for --resume once the sandbox grants it.
+  const todo = new Set(started.todo.map((instance) => instance.key));
+  const refused = refusedNeed(suiteNeeds(suite, (key) => todo.has(key)));
+  if (refused !== null) {
+    handle.end("stopped");
+    throw refused;
+  }
   const quiet = io.quiet || io.jsonMode;
   const reporter = ctx.flags["no-report"]
     ? null

@@ -157,6 +157,34 @@ export async function createLink(
   }
 }
 
+/** Something a command needs of the sandbox, and what in its input asks for it. */
+export interface SandboxNeed {
+  kind: "read" | "run" | "net";
+  /** A path, a program (a name on PATH or a path) or a host:port. */
+  target: string;
+  /** What asks for it, for the hint: `scenarios[2] (refund): exec`. */
+  by: string;
+}
+
+/**
+ * The first of `needs` this process's sandbox refuses, as the refusal reins reports, else null:
+ * asked before a command starts anything, so that it stops before its first step, not at it.
+ */
+export function refusedNeed(needs: readonly SandboxNeed[]): SandboxRefusal | null {
+  for (const need of needs) {
+    const descriptor: Deno.PermissionDescriptor = need.kind === "run"
+      ? { name: "run", command: need.target }
+      : need.kind === "net"
+      ? { name: "net", host: need.target }
+      : { name: "read", path: need.target };
+    if (Deno.permissions.querySync(descriptor).state === "granted") continue;
+    return new SandboxRefusal(need.kind, need.target, refusalMessage(need.kind, need.target), {
+      hint: `${need.by} needs it; nothing was started or reported`,
+    });
+  }
+  return null;
+}
+
 function refusalMessage(kind: string, target: string): string {
   if (origin !== null) {
     const said = originMessage(origin, kind, target);
