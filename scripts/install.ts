@@ -73,11 +73,13 @@ if (!cached.success) {
 }
 
 const quote = (text: string) => `'${text.replaceAll("'", `'"'"'`)}'`;
+// reins.sh is read into this shell (`.`), not run by another: a shell fewer on every start.
 const launcher = [
   "#!/bin/sh",
   MARKER,
   `# for the checkout ${repo}: run \`deno task install\` there again if it moves.`,
-  `exec /bin/sh ${quote(`${repo}/scripts/reins.sh`)} ${quote(Deno.execPath())} "$@"`,
+  `reins_deno=${quote(Deno.execPath())} reins_repo=${quote(repo)}`,
+  `. ${quote(`${repo}/scripts/reins.sh`)}`,
   "",
 ].join("\n");
 Deno.mkdirSync(dir, { recursive: true });

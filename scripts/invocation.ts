@@ -12,7 +12,10 @@ import { splitCommandLine } from "../lib/drivers/command_line.ts";
 /** Where the data root of an invocation came from, for the messages of a refusal. */
 export type HomeOrigin = "--home" | "REINS_HOME" | "HOME";
 
-/** Every variable an invocation's sandbox is built from, and no other. */
+/**
+ * Every variable an invocation's sandbox is built from, and no other: scripts/reins.sh keys its
+ * cache of sandboxes on the same list (a test holds the two equal).
+ */
 export const SANDBOX_ENV = [
   "HOME",
   "REINS_HOME",
@@ -32,7 +35,10 @@ export const SANDBOX_ENV = [
 
 export type SandboxEnv = Partial<Record<typeof SANDBOX_ENV[number], string>>;
 
-/** Every flag whose value the sandbox is built from, and no other. */
+/**
+ * Every flag whose value the sandbox is built from, and no other: scripts/reins.sh keys its cache
+ * on these flags' values and drops the other words that are not flags (a test holds the two equal).
+ */
 export const VALUE_FLAGS = [
   "home",
   "cwd",
@@ -60,7 +66,7 @@ export interface Invocation {
   config: { path: string; bytes: Uint8Array | null };
   /**
    * Whether the sandbox follows from the command line, SANDBOX_ENV, the start directory and the
-   * config file alone: false when a suite file was read.
+   * config file alone: false when a suite file was read (what it names is not in that key).
    */
   cacheable: boolean;
 }

@@ -14,6 +14,7 @@ import { nearest } from "../core/suggest.ts";
 import { VERSION } from "../core/version.ts";
 import {
   builtSandboxOrigin,
+  launcherCacheRefusal,
   parseSandboxOrigin,
   sandboxRefusal,
   setSandboxOrigin,
@@ -28,6 +29,10 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     env = readEnv();
     // A binary says what its build baked in; a checkout's launcher, what it built the sandbox from.
     setSandboxOrigin(builtSandboxOrigin() ?? parseSandboxOrigin(env.REINS_SANDBOX));
+    if (env.REINS_LAUNCHER_CACHE) {
+      const refused = launcherCacheRefusal(env.REINS_LAUNCHER_CACHE);
+      if (refused !== null) throw refused;
+    }
     // Known before anything can print or write them; agents started later never inherit the
     // platform's credentials.
     rememberSecrets(...secretsInEnv(env));

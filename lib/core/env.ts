@@ -13,9 +13,12 @@ export const ENV_VARS = [
   "REINS_CODEX_BIN",
   "REINS_GEMINI_BIN",
   "REINS_OPENCODE_BIN",
-  // What the launcher of a checkout (scripts/reins.ts) built the sandbox from, for the message
+  // What the launcher of a checkout (scripts/reins.sh) built the sandbox from, for the message
   // of a refusal: JSON, set by the launcher only.
   "REINS_SANDBOX",
+  // The entry of the launcher's cache whose flags this process runs under (scripts/reins.sh):
+  // checked at start (lib/core/sandbox.ts). Set by the launcher only.
+  "REINS_LAUNCHER_CACHE",
   "HARNESS_PLATFORM_URL",
   "HARNESS_PLATFORM_API_KEY",
   "HARNESS_PLATFORM_SECRET_KEY",

@@ -252,3 +252,36 @@ function originMessage(from: SandboxOrigin, kind: string, target: string): strin
   }
   return null;
 }
+
+/**
+ * The launcher's cached flags (scripts/reins.sh) this process runs under, when someone else may
+ * have written them: reins.sh takes an entry only if this user owns it and it is no link, but a
+ * shell cannot read a file's mode for free, so the mode is checked here, before anything runs —
+ * a file others may write, or one linked in from elsewhere, may grant what no one asked for.
+ */
+export function launcherCacheRefusal(entry: string): SandboxRefusal | null {
+  let problem: string | null;
+  try {
+    const info = Deno.lstatSync(entry);
+    problem = !info.isFile
+      ? "is not a plain file"
+      : info.uid !== Deno.uid()
+      ? "belongs to another user"
+      : (info.mode! & 0o022) !== 0
+      ? `may be written by others (mode ${(info.mode! & 0o777).toString(8).padStart(4, "0")})`
+      : info.nlink !== 1
+      ? `has ${info.nlink} names (a hard link from elsewhere)`
+      : null;
+  } catch (error) {
+    problem = error instanceof Deno.errors.NotFound
+      ? "was removed as reins started"
+      : `cannot be checked (${(error as Error).message})`;
+  }
+  if (problem === null) return null;
+  return new SandboxRefusal(
+    "cache",
+    entry,
+    `The launcher's cached sandbox ${JSON.stringify(entry)} ${problem}: reins did not run under it`,
+    { hint: `remove it (rm ${JSON.stringify(entry)}) and run again: the launcher makes it anew` },
+  );
+}
