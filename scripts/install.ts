@@ -78,7 +78,7 @@ const launcher = [
   "#!/bin/sh",
   MARKER,
   `# for the checkout ${repo}: run \`deno task install\` there again if it moves.`,
-  `reins_deno=${quote(Deno.execPath())} reins_repo=${quote(repo)}`,
+  `set -- --launcher ${quote(Deno.execPath())} ${quote(repo)} "$@"`,
   `. ${quote(`${repo}/scripts/reins.sh`)}`,
   "",
 ].join("\n");

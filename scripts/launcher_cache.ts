@@ -11,8 +11,11 @@ import { ENV_VARS } from "../lib/core/env.ts";
 /** The first line of an entry, then its key's first 16 hex digits; reins.sh reads only these. */
 export const CACHE_FORMAT = "reins launcher cache 1";
 
-/** Entries kept at most; past it the directory is emptied (a cache: the next start refills it). */
-const MAX_ENTRIES = 256;
+/**
+ * Entries kept at most (each well under a KiB); past it the older half goes. A start that read an
+ * entry removed meanwhile stops with "run again" (main.ts checks the entry it runs under).
+ */
+const MAX_ENTRIES = 1000;
 
 export interface CacheRequest {
   /** The entry's path: the cache directory and the key's hex SHA-256, as reins.sh made them. */
@@ -145,7 +148,13 @@ export async function storeEntry(request: CacheRequest, content: CacheContent): 
   if (dir === null) return false;
   const names = [...Deno.readDirSync(dir)].map((entry) => entry.name);
   if (names.length >= MAX_ENTRIES) {
-    for (const name of names) Deno.removeSync(`${dir}/${name}`, { recursive: true });
+    const byAge = names.map((name) => ({
+      name,
+      mtimeMs: Deno.lstatSync(`${dir}/${name}`).mtime?.getTime() ?? 0,
+    })).sort((a, b) => a.mtimeMs - b.mtimeMs);
+    for (const { name } of byAge.slice(0, byAge.length >> 1)) {
+      Deno.removeSync(`${dir}/${name}`, { recursive: true });
+    }
   }
   // Written beside and renamed: a reins starting meanwhile reads all of it or none.
   const temp = `${request.entry}.${Deno.pid}.tmp`;

@@ -4,14 +4,15 @@
 # file's programs, the environment and the directory it is started in (scripts/invocation.ts).
 # Building it takes a Deno of its own (sandbox_flags.ts), so the flags are cached
 # (scripts/launcher_cache.ts): a start like one seen before starts Deno once, for main.ts.
-#   . scripts/reins.sh                 (the launcher `deno task install` writes: reins_deno and
-#                                       reins_repo set, the Deno and the checkout, absolute)
+#   set -- --launcher DENO CHECKOUT ARGS…; . scripts/reins.sh
+#                                      (the launcher `deno task install` writes, which reads this
+#                                       file rather than start another shell; both absolute)
 #   sh scripts/reins.sh DENO ARGS…     (DENO an absolute path: the launchers of older installs)
 #   sh scripts/reins.sh --task ARGS…   (`deno task reins`: the Deno running the task)
 # main.ts replaces this shell (exec): signals, exit codes and the terminal are reins's own.
-if [ -n "${reins_deno-}" ]; then
-  deno=$reins_deno
-  repo=$reins_repo
+if [ "${1-}" = "--launcher" ]; then
+  deno=$2 repo=$3
+  shift 3
 else
   repo=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd) || exit 1
   if [ "${1-}" = "--task" ]; then
@@ -42,7 +43,11 @@ nl='
 '
 DENO_NO_UPDATE_CHECK=1
 export DENO_NO_UPDATE_CHECK
-cd -P . || exit 1
+if ! cd -P . 2>/dev/null; then
+  echo "reins: cannot start in a directory that is gone (or that this user may not enter)" >&2
+  echo "hint: cd to a directory that exists and run reins again" >&2
+  exit 6
+fi
 start=$PWD
 
 # What the flags are computed from, so what the cache is keyed on (invocation.ts's SANDBOX_ENV and

@@ -274,7 +274,7 @@ export function launcherCacheRefusal(entry: string): SandboxRefusal | null {
       : null;
   } catch (error) {
     problem = error instanceof Deno.errors.NotFound
-      ? "was removed as reins started"
+      ? "was removed as reins started (the launcher keeps at most 1,000: run again)"
       : `cannot be checked (${(error as Error).message})`;
   }
   if (problem === null) return null;

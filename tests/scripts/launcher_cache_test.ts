@@ -203,7 +203,7 @@ async function checkout(repo = REPO): Promise<Checkout> {
   const quote = (text: string) => `'${text.replaceAll("'", `'"'"'`)}'`;
   await Deno.writeTextFile(
     launcher,
-    `#!/bin/sh\nreins_deno=${quote(deno)} reins_repo=${quote(repo.replace(/\/$/, ""))}\n. ${
+    `#!/bin/sh\nset -- --launcher ${quote(deno)} ${quote(repo.replace(/\/$/, ""))} "$@"\n. ${
       quote(`${repo}scripts/reins.sh`)
     }\n`,
     { mode: 0o755 },
