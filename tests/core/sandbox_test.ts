@@ -6,7 +6,7 @@ import { tempDir } from "../support/reins.ts";
 
 // regression: a link Deno refused came out as "The sandbox refused some access to a resource:
 // scripts/permissions.ts does not grant it".
-Deno.test("sandboxRefusal() says a link was refused when Deno's message names none", () => {
+Deno.test("regression: sandboxRefusal() says a link was refused when Deno's message names none", () => {
   const refusal = sandboxRefusal(
     new Deno.errors.NotCapable(
       "Deno.symlink() requires unscoped --allow-read and --allow-write permissions; path-scoped " +

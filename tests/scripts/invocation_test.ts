@@ -109,7 +109,7 @@ Deno.test("invocationSandbox() grants reins suite's files and reins export's col
 
 // regression: `reins suite plan suite.yaml --out /elsewhere/plan.json` was refused (exit 4): the
 // launcher granted the plan file, and reins writes it beside, then renames it over.
-Deno.test("invocationSandbox() grants the folders of --out and --junit, where they are written and renamed", async () => {
+Deno.test("regression: invocationSandbox() grants the folders of --out and --junit, where they are written and renamed", async () => {
   const { sandbox } = await invocationSandbox(
     ["suite", "plan", "s.yaml", "--shards", "2", "--out", "/elsewhere/plan.json"],
     { HOME: "/h" },
@@ -129,7 +129,7 @@ Deno.test("invocationSandbox() grants the folders of --out and --junit, where th
 
 // regression: --exec was split by a regular expression of its own, so a program the command
 // driver runs was not the one granted ("/opt/my\" for --exec '/opt/my\ agent').
-Deno.test("invocationSandbox() grants --exec's program as the command driver splits it", async () => {
+Deno.test("regression: invocationSandbox() grants --exec's program as the command driver splits it", async () => {
   const { sandbox } = await invocationSandbox(
     ["run", "--driver", "command", "--exec", "/opt/my\\ agent --flag", "hi"],
     { HOME: "/h" },
@@ -178,7 +178,7 @@ async function suiteNamingEverything(dir: string): Promise<string> {
 // regression: the files a suite names (its workdir, mock: models, exec: agent) and the sh its
 // setup and command checks run through were refused when reins started elsewhere, so the README's
 // own `reins suite run examples/suite/suite.yaml` stopped at "refused to run sh".
-Deno.test("invocationSandbox() grants what a suite file names: its workdir, mock files, exec agent, sh and hosts", async () => {
+Deno.test("regression: invocationSandbox() grants what a suite file names: its workdir, mock files, exec agent, sh and hosts", async () => {
   await using dir = await tempDir();
   await suiteNamingEverything(dir.path);
   await Deno.mkdir(`${dir.path}/start`);
