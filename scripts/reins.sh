@@ -51,27 +51,28 @@ fi
 start=$PWD
 
 # What the flags are computed from, so what the cache is keyed on (invocation.ts's SANDBOX_ENV and
-# VALUE_FLAGS, and the static imports of sandbox_flags.ts), and the --allow-env every sandbox has (ENV_VARS of
-# lib/core/env.ts): tests/scripts/launcher_cache_test.ts holds each equal to its source.
+# VALUE_FLAGS, and the static imports of sandbox_flags.ts), and the --allow-env every sandbox has
+# (ENV_VARS of lib/core/env.ts): tests/scripts/launcher_cache_test.ts holds each to its source.
 sandbox_env='HOME REINS_HOME REINS_CONFIG REINS_CLAUDE_BIN REINS_CODEX_BIN REINS_GEMINI_BIN
 REINS_OPENCODE_BIN REINS_ALLOW_RUN REINS_ALLOW_NET HARNESS_PLATFORM_URL FI_BASE_URL OPENAI_BASE_URL
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT OTEL_EXPORTER_OTLP_ENDPOINT'
-value_flags=' --home --cwd --attach --model --exec --base-url --endpoint --host --token-file --plan --junit --out '
+value_flags=" --home --cwd --attach --model --exec --base-url --endpoint --host --token-file \
+--plan --junit --out "
 sandbox_code='scripts/reins.sh scripts/sandbox_flags.ts scripts/invocation.ts scripts/permissions.ts
 scripts/launcher_cache.ts lib/core/env.ts lib/core/paths.ts lib/drivers/command_line.ts
 lib/core/errors.ts'
-allow_env=--allow-env=REINS_HOME,HOME,NO_COLOR,TMPDIR,REINS_CONFIG,REINS_CLAUDE_BIN,REINS_CODEX_BIN,\
-REINS_GEMINI_BIN,REINS_OPENCODE_BIN,REINS_SANDBOX,REINS_LAUNCHER_CACHE,HARNESS_PLATFORM_URL,\
-HARNESS_PLATFORM_API_KEY,HARNESS_PLATFORM_SECRET_KEY,HARNESS_PLATFORM_WORKSPACE_ID,\
-HARNESS_PLATFORM_ALLOW_HTTP,FI_BASE_URL,FI_API_KEY,FI_SECRET_KEY,ALK_HARNESS_JOB_ID,REINS_SHARD,\
-JOB_COMPLETION_INDEX,LOG_TOKENS,LOG_STREAM,OPENAI_BASE_URL,OPENAI_API_KEY,OTEL_EXPORTER_OTLP_ENDPOINT,\
-OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_EXPORTER_OTLP_HEADERS,OTEL_EXPORTER_OTLP_TRACES_HEADERS,\
-OTEL_EXPORTER_OTLP_TIMEOUT,OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,OTEL_EXPORTER_OTLP_PROTOCOL,\
-OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,OTEL_EXPORTER_OTLP_COMPRESSION,\
-OTEL_EXPORTER_OTLP_TRACES_COMPRESSION,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES,OTEL_SDK_DISABLED,\
-OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,\
-OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,HTTP_PROXY,HTTPS_PROXY,ALL_PROXY,NO_PROXY,\
-http_proxy,https_proxy,all_proxy,no_proxy
+allow_env=--allow-env=REINS_HOME,HOME,NO_COLOR,TMPDIR,REINS_CONFIG,REINS_CLAUDE_BIN,\
+REINS_CODEX_BIN,REINS_GEMINI_BIN,REINS_OPENCODE_BIN,REINS_SANDBOX,REINS_LAUNCHER_CACHE,\
+HARNESS_PLATFORM_URL,HARNESS_PLATFORM_API_KEY,HARNESS_PLATFORM_SECRET_KEY,\
+HARNESS_PLATFORM_WORKSPACE_ID,HARNESS_PLATFORM_ALLOW_HTTP,FI_BASE_URL,FI_API_KEY,FI_SECRET_KEY,\
+ALK_HARNESS_JOB_ID,REINS_SHARD,JOB_COMPLETION_INDEX,LOG_TOKENS,LOG_STREAM,OPENAI_BASE_URL,\
+OPENAI_API_KEY,OTEL_EXPORTER_OTLP_ENDPOINT,OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\
+OTEL_EXPORTER_OTLP_HEADERS,OTEL_EXPORTER_OTLP_TRACES_HEADERS,OTEL_EXPORTER_OTLP_TIMEOUT,\
+OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,OTEL_EXPORTER_OTLP_PROTOCOL,OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,\
+OTEL_EXPORTER_OTLP_COMPRESSION,OTEL_EXPORTER_OTLP_TRACES_COMPRESSION,OTEL_SERVICE_NAME,\
+OTEL_RESOURCE_ATTRIBUTES,OTEL_SDK_DISABLED,OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT,\
+OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,\
+HTTP_PROXY,HTTPS_PROXY,ALL_PROXY,NO_PROXY,http_proxy,https_proxy,all_proxy,no_proxy
 
 # The key: each part with its length, so that no two invocations read as one.
 key="reins launcher 1"
@@ -151,8 +152,7 @@ $key
 EOF
 )
   hash=${sums%%" "*}
-  case $hash in ????????????????????????????????????????????????????????????????) ;; *) hash= ;; esac
-  case $hash in *[!0-9a-f]*) hash= ;; esac
+  case ${#hash}:$hash in 64:*[!0-9a-f]*) hash= ;; 64:*) ;; *) hash= ;; esac
 fi
 # The first 16 hex digits of each file's SHA-256, as an entry keeps them (a reader of a few bytes
 # a time: an entry is short).

@@ -18,8 +18,9 @@ const decoder = new TextDecoder();
 /** A shell variable of reins.sh: its quoted words, or its value with line continuations. */
 function shellValue(name: string): string {
   const text = Deno.readTextFileSync(REINS_SH);
-  const quoted = new RegExp(`^${name}='([^']*)'`, "m").exec(text);
-  if (quoted) return quoted[1];
+  const quoted = new RegExp(`^${name}='([^']*)'`, "m").exec(text) ??
+    new RegExp(`^${name}="([^"]*)"`, "m").exec(text);
+  if (quoted) return quoted[1].replaceAll("\\\n", "");
   const plain = new RegExp(`^${name}=((?:[^\\n]*\\\\\\n)*[^\\n]*)`, "m").exec(text);
   if (!plain) throw new Error(`no ${name}= in reins.sh`);
   return plain[1].replaceAll("\\\n", "");
