@@ -144,10 +144,14 @@ case ${XDG_CACHE_HOME-} in
 *) case ${HOME-} in /*) cache=$HOME/.cache/reins/launcher ;; esac ;;
 esac
 case $cache in *,* | *"$nl"*) cache= ;; esac
-hash= sums=
-if [ -n "$cache" ] && command -v sha256sum >/dev/null 2>&1; then
+hash= sums= sha256sum=
+for dir in /usr/bin /bin; do
+  [ -x "$dir/sha256sum" ] && sha256sum=$dir/sha256sum && break
+done
+[ -z "$sha256sum" ] && command -v sha256sum >/dev/null 2>&1 && sha256sum=sha256sum
+if [ -n "$cache" ] && [ -n "$sha256sum" ]; then
   # LC_ALL=C: a locale's dozen files are most of what sha256sum would read otherwise.
-  sums=$(cd "$repo" && LC_ALL=C exec sha256sum - $sandbox_code "$config" 2>/dev/null <<EOF
+  sums=$(cd "$repo" && LC_ALL=C exec "$sha256sum" - $sandbox_code "$config" 2>/dev/null <<EOF
 $key
 EOF
 )
