@@ -29,10 +29,6 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     env = readEnv();
     // A binary says what its build baked in; a checkout's launcher, what it built the sandbox from.
     setSandboxOrigin(builtSandboxOrigin() ?? parseSandboxOrigin(env.REINS_SANDBOX));
-    if (env.REINS_LAUNCHER_CACHE) {
-      const refused = launcherCacheRefusal(env.REINS_LAUNCHER_CACHE);
-      if (refused !== null) throw refused;
-    }
     // Known before anything can print or write them; agents started later never inherit the
     // platform's credentials.
     rememberSecrets(...secretsInEnv(env));
@@ -86,6 +82,12 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
     const entry = lookup(topic);
     io.print(commandHelp(entry.name, await entry.load()));
     return ExitCode.ok;
+  }
+  // Before a command runs under the launcher's cached flags, whether others could have written
+  // them (--version and help, above, touch nothing).
+  if (env.REINS_LAUNCHER_CACHE) {
+    const refused = launcherCacheRefusal(env.REINS_LAUNCHER_CACHE);
+    if (refused !== null) throw refused;
   }
   const entry = lookup(name);
   const module = await entry.load();

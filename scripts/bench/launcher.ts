@@ -48,7 +48,7 @@ async function timed(
 }
 
 /** The flags and REINS_SANDBOX of the only entry in the cache, as reins.sh runs main.ts. */
-function cachedFlags(cache: string): { flags: string[]; origin: string } {
+function cachedFlags(cache: string): { flags: string[]; origin: string; entry: string } {
   const names = [...Deno.readDirSync(cache)].map((entry) => entry.name);
   if (names.length !== 1) throw new Error(`expected one cache entry, found ${names.length}`);
   const entry = `${cache}/${names[0]}`;
@@ -62,6 +62,7 @@ function cachedFlags(cache: string): { flags: string[]; origin: string } {
       "--allow-env=REINS_LAUNCHER_CACHE",
     ],
     origin: lines.find((line) => line.startsWith("origin "))!.slice("origin ".length),
+    entry,
   };
 }
 
@@ -93,9 +94,15 @@ export default async function (): Promise<void> {
       await Deno.remove(cache, { recursive: true }).catch(() => {});
       // The first start computes the flags and stores them; the ones after find them.
       const first = await timed(reins, args, { cwd: work, env });
-      const { flags, origin } = cachedFlags(cache);
+      const { flags, origin, entry } = cachedFlags(cache);
       const direct = ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, ...args];
-      const directEnv = { ...env, REINS_SANDBOX: origin };
+      // The environment reins.sh gives main.ts: the same work for the Deno on both sides.
+      const directEnv = {
+        ...env,
+        REINS_SANDBOX: origin,
+        REINS_LAUNCHER_CACHE: entry,
+        DENO_NO_UPDATE_CHECK: "1",
+      };
       await timed(Deno.execPath(), direct, { cwd: work, env: directEnv });
       const ours: number[] = [];
       const baseline: number[] = [];
