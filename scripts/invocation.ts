@@ -162,7 +162,7 @@ async function suiteGrants(args: readonly string[], startDir: string): Promise<S
   const [{ splitCommand }, { parseArgs }, suite] = await Promise.all([
     import("../lib/cli/main.ts"),
     import("../lib/cli/args.ts"),
-    import("../lib/cli/suite.ts"),
+    import("../lib/cli/suite_flags.ts"),
   ]);
   const { name, rest } = splitCommand(args);
   if (name !== "suite") return null;
