@@ -88,6 +88,25 @@ export const flags = defineFlags({
   "max-turns": { type: "integer", value: "N", description: "budget: model calls" },
   "max-tokens": { type: "integer", value: "N", description: "budget: input + output tokens" },
   "max-usd": { type: "number", value: "X", description: "budget: dollars" },
+  "context-max-turns": {
+    type: "integer",
+    value: "N",
+    description: "with --context: model calls over all its turns, this one included",
+  },
+  "context-max-tokens": {
+    type: "integer",
+    value: "N",
+    description: "with --context: input + output tokens over all its turns",
+  },
+  "context-max-usd": {
+    type: "number",
+    value: "X",
+    description: "with --context: dollars over all its turns",
+  },
+  "no-gateway": {
+    type: "boolean",
+    description: "let a harness call its model directly, not through reins's model gateway",
+  },
   "idle-timeout": AGENT_FLAGS["idle-timeout"],
   attach: {
     type: "string",
@@ -185,6 +204,20 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const approval = f.approve ?? "auto";
   const timeoutSeconds = f.timeout ?? null;
   const budget = { maxTurns: f["max-turns"], maxTokens: f["max-tokens"], maxUsd: f["max-usd"] };
+  const contextBudget = {
+    maxTurns: f["context-max-turns"],
+    maxTokens: f["context-max-tokens"],
+    maxUsd: f["context-max-usd"],
+  };
+  const contextLimited = Object.values(contextBudget).some((value) => value !== undefined);
+  if (contextLimited && contextId === null) {
+    throw new UsageError(
+      "--context-max-turns, --context-max-tokens and --context-max-usd go with --context",
+      {
+        hint: "name the context whose turns they add up: --context ID",
+      },
+    );
+  }
   if (f["no-wait"] && contextId === null) {
     throw new UsageError("--no-wait goes with --context", {
       hint: "a turn without --context never waits for another",
@@ -233,6 +266,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       trigger: "cli",
       attachments,
       contextBusy: f["no-wait"] ? "fail" : "wait",
+      ...(contextLimited ? { contextBudget } : {}),
+      ...(f["no-gateway"] ? { gateway: false, noGatewayReason: "--no-gateway" } : {}),
     },
     signals,
     {

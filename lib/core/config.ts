@@ -5,7 +5,7 @@
 import type { ConfigFile, Settings } from "./config_schema.ts";
 import { type Issue, validateConfigFile, validateSettings } from "./config_checks.gen.ts";
 import { UsageError } from "./errors.ts";
-import { type Env, type HomeSource, resolveHome } from "./env.ts";
+import { type Env, HARNESS_UPSTREAM_VARS, type HomeSource, resolveHome } from "./env.ts";
 import { dirnameOf } from "./paths.ts";
 import { distrustOf, UntrustedFileError } from "./trust.ts";
 import { headerListSecrets, headerSecrets } from "./header_secrets.ts";
@@ -141,6 +141,10 @@ export function loadSettings(
     },
     prices: file.prices,
     snapshot: file.snapshot,
+    gateway: file.gateway,
+    harnessEnv: Object.fromEntries(
+      HARNESS_UPSTREAM_VARS.flatMap((name) => env[name] ? [[name, env[name]!]] : []),
+    ),
     otel: {
       env: Object.fromEntries(
         Object.entries(env).filter(([name, value]) => name.startsWith("OTEL_") && value !== ""),

@@ -48,8 +48,9 @@ const c1 = new Set(["inputPerMillion","cachedInputPerMillion","outputPerMillion"
 const c2 = new Set(["endpoint","tracesEndpoint","headers","serviceName","content","exportOnSettle"]);
 const c3 = new RegExp("^https?$", "");
 const c4 = new Set(["maxBytes","maxEntries"]);
-const c5 = new Set(["claude","codex","gemini","opencode"]);
-const c6 = new Set(["drivers","prices","otel","snapshot"]);
+const c5 = new Set(["enabled"]);
+const c6 = new Set(["claude","codex","gemini","opencode"]);
+const c7 = new Set(["drivers","prices","otel","snapshot","gateway"]);
 
 const driverSettings = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
@@ -253,92 +254,113 @@ if (v57 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), mes
 if (!(v57 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
 const v58 = Object.keys(v55).filter((k) => !c4.has(k));
 if (v58.length > 0) return { path: join(at, "snapshot"), message: (v58.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v58.map((k) => '"' + k + '"').join(", ") };
-let v59 = value["otel"];
-if (typeof v59 !== "object" || v59 === null || Array.isArray(v59)) return { path: join(at, "otel"), message: "Invalid input: expected object, received " + received(v59) };
-let v60 = v59["env"];
-if (typeof v60 !== "object" || v60 === null || Array.isArray(v60)) return { path: join(at, "otel.env"), message: "Invalid input: expected record, received " + received(v60) };
-for (const v61 of Object.keys(v60)) {
-const v62 = v60[v61];
-if (typeof v62 !== "string") return { path: join(at, "otel.env." + v61), message: "Invalid input: expected string, received " + received(v62) };
+let v59 = value["gateway"];
+if (typeof v59 !== "object" || v59 === null || Array.isArray(v59)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v59) };
+let v60 = v59["enabled"];
+if (v60 === undefined) { v60 = true; v59["enabled"] = v60; }
+if (typeof v60 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v60) };
+const v61 = Object.keys(v59).filter((k) => !c5.has(k));
+if (v61.length > 0) return { path: join(at, "gateway"), message: (v61.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v61.map((k) => '"' + k + '"').join(", ") };
+let v62 = value["harnessEnv"];
+if (typeof v62 !== "object" || v62 === null || Array.isArray(v62)) return { path: join(at, "harnessEnv"), message: "Invalid input: expected record, received " + received(v62) };
+for (const v63 of Object.keys(v62)) {
+const v64 = v62[v63];
+if (typeof v64 !== "string") return { path: join(at, "harnessEnv." + v63), message: "Invalid input: expected string, received " + received(v64) };
 }
-let v63 = v59["file"];
+let v65 = value["otel"];
+if (typeof v65 !== "object" || v65 === null || Array.isArray(v65)) return { path: join(at, "otel"), message: "Invalid input: expected object, received " + received(v65) };
+let v66 = v65["env"];
+if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: join(at, "otel.env"), message: "Invalid input: expected record, received " + received(v66) };
+for (const v67 of Object.keys(v66)) {
+const v68 = v66[v67];
+if (typeof v68 !== "string") return { path: join(at, "otel.env." + v67), message: "Invalid input: expected string, received " + received(v68) };
+}
+let v69 = v65["file"];
 {
-const v64 = otelSettings(v63, join(at, "otel.file"));
-if (v64 !== null) return v64;
+const v70 = otelSettings(v69, join(at, "otel.file"));
+if (v70 !== null) return v70;
 }
 return null;
 };
 export const validateConfigFile: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v65 = value["drivers"];
-if (v65 === undefined) { v65 = {}; value["drivers"] = v65; }
-if (typeof v65 !== "object" || v65 === null || Array.isArray(v65)) return { path: join(at, "drivers"), message: "Invalid input: expected object, received " + received(v65) };
-let v66 = v65["claude"];
-if (v66 !== undefined) {
-{
-const v67 = driverSettings(v66, join(at, "drivers.claude"));
-if (v67 !== null) return v67;
-}
-}
-let v68 = v65["codex"];
-if (v68 !== undefined) {
-{
-const v69 = driverSettings(v68, join(at, "drivers.codex"));
-if (v69 !== null) return v69;
-}
-}
-let v70 = v65["gemini"];
-if (v70 !== undefined) {
-{
-const v71 = driverSettings(v70, join(at, "drivers.gemini"));
-if (v71 !== null) return v71;
-}
-}
-let v72 = v65["opencode"];
+let v71 = value["drivers"];
+if (v71 === undefined) { v71 = {}; value["drivers"] = v71; }
+if (typeof v71 !== "object" || v71 === null || Array.isArray(v71)) return { path: join(at, "drivers"), message: "Invalid input: expected object, received " + received(v71) };
+let v72 = v71["claude"];
 if (v72 !== undefined) {
 {
-const v73 = driverSettings(v72, join(at, "drivers.opencode"));
+const v73 = driverSettings(v72, join(at, "drivers.claude"));
 if (v73 !== null) return v73;
 }
 }
-const v74 = Object.keys(v65).filter((k) => !c5.has(k));
-if (v74.length > 0) return { path: join(at, "drivers"), message: (v74.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v74.map((k) => '"' + k + '"').join(", ") };
-let v75 = value["prices"];
-if (v75 === undefined) { v75 = {}; value["prices"] = v75; }
-if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v75) };
-for (const v76 of Object.keys(v75)) {
-const v77 = v75[v76];
+let v74 = v71["codex"];
+if (v74 !== undefined) {
 {
-const v78 = modelPrice(v77, join(at, "prices." + v76));
-if (v78 !== null) return v78;
+const v75 = driverSettings(v74, join(at, "drivers.codex"));
+if (v75 !== null) return v75;
 }
 }
-let v79 = value["otel"];
-if (v79 === undefined) { v79 = {}; value["otel"] = v79; }
+let v76 = v71["gemini"];
+if (v76 !== undefined) {
 {
-const v80 = otelSettings(v79, join(at, "otel"));
-if (v80 !== null) return v80;
+const v77 = driverSettings(v76, join(at, "drivers.gemini"));
+if (v77 !== null) return v77;
 }
-let v81 = value["snapshot"];
-if (v81 === undefined) { v81 = {"maxBytes":67108864,"maxEntries":100000}; value["snapshot"] = v81; }
-if (typeof v81 !== "object" || v81 === null || Array.isArray(v81)) return { path: join(at, "snapshot"), message: "Invalid input: expected object, received " + received(v81) };
-let v82 = v81["maxBytes"];
-if (v82 === undefined) { v82 = 67108864; v81["maxBytes"] = v82; }
-if (typeof v82 !== "number" || !Number.isFinite(v82)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected number, received " + received(v82) };
-if (!Number.isInteger(v82)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected int, received " + received(v82) };
-if (v82 > 9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v82 < -9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v82 >= 0)) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected number to be >=0" };
-let v83 = v81["maxEntries"];
-if (v83 === undefined) { v83 = 100000; v81["maxEntries"] = v83; }
-if (typeof v83 !== "number" || !Number.isFinite(v83)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected number, received " + received(v83) };
-if (!Number.isInteger(v83)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected int, received " + received(v83) };
-if (v83 > 9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too big: expected int to be <=9007199254740991" };
-if (v83 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v83 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
-const v84 = Object.keys(v81).filter((k) => !c4.has(k));
-if (v84.length > 0) return { path: join(at, "snapshot"), message: (v84.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v84.map((k) => '"' + k + '"').join(", ") };
-const v85 = Object.keys(value).filter((k) => !c6.has(k));
-if (v85.length > 0) return { path: join(at, ""), message: (v85.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v85.map((k) => '"' + k + '"').join(", ") };
+}
+let v78 = v71["opencode"];
+if (v78 !== undefined) {
+{
+const v79 = driverSettings(v78, join(at, "drivers.opencode"));
+if (v79 !== null) return v79;
+}
+}
+const v80 = Object.keys(v71).filter((k) => !c6.has(k));
+if (v80.length > 0) return { path: join(at, "drivers"), message: (v80.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v80.map((k) => '"' + k + '"').join(", ") };
+let v81 = value["prices"];
+if (v81 === undefined) { v81 = {}; value["prices"] = v81; }
+if (typeof v81 !== "object" || v81 === null || Array.isArray(v81)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v81) };
+for (const v82 of Object.keys(v81)) {
+const v83 = v81[v82];
+{
+const v84 = modelPrice(v83, join(at, "prices." + v82));
+if (v84 !== null) return v84;
+}
+}
+let v85 = value["otel"];
+if (v85 === undefined) { v85 = {}; value["otel"] = v85; }
+{
+const v86 = otelSettings(v85, join(at, "otel"));
+if (v86 !== null) return v86;
+}
+let v87 = value["snapshot"];
+if (v87 === undefined) { v87 = {"maxBytes":67108864,"maxEntries":100000}; value["snapshot"] = v87; }
+if (typeof v87 !== "object" || v87 === null || Array.isArray(v87)) return { path: join(at, "snapshot"), message: "Invalid input: expected object, received " + received(v87) };
+let v88 = v87["maxBytes"];
+if (v88 === undefined) { v88 = 67108864; v87["maxBytes"] = v88; }
+if (typeof v88 !== "number" || !Number.isFinite(v88)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected number, received " + received(v88) };
+if (!Number.isInteger(v88)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected int, received " + received(v88) };
+if (v88 > 9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v88 < -9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v88 >= 0)) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected number to be >=0" };
+let v89 = v87["maxEntries"];
+if (v89 === undefined) { v89 = 100000; v87["maxEntries"] = v89; }
+if (typeof v89 !== "number" || !Number.isFinite(v89)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected number, received " + received(v89) };
+if (!Number.isInteger(v89)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected int, received " + received(v89) };
+if (v89 > 9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too big: expected int to be <=9007199254740991" };
+if (v89 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v89 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
+const v90 = Object.keys(v87).filter((k) => !c4.has(k));
+if (v90.length > 0) return { path: join(at, "snapshot"), message: (v90.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v90.map((k) => '"' + k + '"').join(", ") };
+let v91 = value["gateway"];
+if (v91 === undefined) { v91 = {"enabled":true}; value["gateway"] = v91; }
+if (typeof v91 !== "object" || v91 === null || Array.isArray(v91)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v91) };
+let v92 = v91["enabled"];
+if (v92 === undefined) { v92 = true; v91["enabled"] = v92; }
+if (typeof v92 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v92) };
+const v93 = Object.keys(v91).filter((k) => !c5.has(k));
+if (v93.length > 0) return { path: join(at, "gateway"), message: (v93.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v93.map((k) => '"' + k + '"').join(", ") };
+const v94 = Object.keys(value).filter((k) => !c7.has(k));
+if (v94.length > 0) return { path: join(at, ""), message: (v94.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v94.map((k) => '"' + k + '"').join(", ") };
 return null;
 };

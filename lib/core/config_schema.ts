@@ -42,6 +42,11 @@ export const OtelSettings = z.object({
   exportOnSettle: z.boolean().optional(),
 }).strict();
 
+/** The model gateway (docs/gateway.md): on for the harness drivers unless this says otherwise. */
+export const GatewaySettings = z.object({
+  enabled: z.boolean().default(true),
+}).strict();
+
 /** The config file, `$REINS_HOME/config.json` or `$REINS_CONFIG`. Every key is optional. */
 export const ConfigFile = z.object({
   drivers: z.object({
@@ -53,6 +58,7 @@ export const ConfigFile = z.object({
   prices: z.record(z.string(), ModelPrice).default({}),
   otel: OtelSettings.default({}),
   snapshot: SnapshotSettings.default({ maxBytes: 64 * 1024 * 1024, maxEntries: 100_000 }),
+  gateway: GatewaySettings.default({ enabled: true }),
 }).strict();
 export type ConfigFile = z.infer<typeof ConfigFile>;
 
@@ -93,6 +99,9 @@ export const Settings = z.object({
   }),
   prices: z.record(z.string(), ModelPrice),
   snapshot: SnapshotSettings,
+  gateway: GatewaySettings,
+  /** The harness CLIs' base-URL variables that are set (lib/core/env.ts, HARNESS_UPSTREAM_VARS). */
+  harnessEnv: z.record(z.string(), z.string()),
   otel: z.object({
     /** The OTEL_* variables that are set, as given: lib/otel/ reads them as the SDKs do. */
     env: z.record(z.string(), z.string()),

@@ -3,6 +3,23 @@
 // Free of dependencies: every command's start-up path imports it.
 import { joinPath, resolvePath } from "./paths.ts";
 
+/**
+ * The variables the harness CLIs take their model's base URL (and provider) from: what the
+ * drivers read to tell the gateway where a CLI's calls would have gone.
+ */
+export const HARNESS_UPSTREAM_VARS = [
+  "ANTHROPIC_BASE_URL",
+  "CLAUDE_CODE_USE_BEDROCK",
+  "CLAUDE_CODE_USE_VERTEX",
+  "GOOGLE_GEMINI_BASE_URL",
+  "CODE_ASSIST_ENDPOINT",
+  "GOOGLE_GENAI_USE_VERTEXAI",
+  "CODEX_HOME",
+  "XDG_CONFIG_HOME",
+  "OPENCODE_CONFIG",
+  "OPENCODE_CONFIG_CONTENT",
+] as const;
+
 export const ENV_VARS = [
   "REINS_HOME",
   "HOME",
@@ -38,6 +55,9 @@ export const ENV_VARS = [
   "LOG_STREAM",
   "OPENAI_BASE_URL",
   "OPENAI_API_KEY",
+  // Where each harness CLI would send its model calls, read so that the model gateway passes
+  // them on there (lib/gateway/, docs/gateway.md); never their keys.
+  ...HARNESS_UPSTREAM_VARS,
   // OpenTelemetry export (lib/otel/), read as the OTel SDK specification defines them.
   "OTEL_EXPORTER_OTLP_ENDPOINT",
   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",

@@ -11,6 +11,8 @@ export const EVENTS_FILE = "events.jsonl";
 export const OWNER_LOCK_FILE = "owner.lock";
 /** The agent processes a run started (see Layout.agents). */
 export const AGENTS_FILE = "agents.jsonl";
+/** The model calls' bodies (see Layout.wire). */
+export const WIRE_DIR = "wire";
 /**
  * `runs/.<id>.creating`: where a run was made before it was renamed into place, by reins before
  * runs/.staging/ (reins recover still removes such a directory left behind).
@@ -111,6 +113,22 @@ export class Layout {
 
   attachments(runId: string): string {
     return this.runFile(runId, "attachments");
+  }
+
+  /**
+   * `runs/<id>/wire/`: the bodies of the model calls the gateway passed on for the run (their
+   * requests and answers), each named by its SHA-256 (docs/gateway.md).
+   */
+  wire(runId: string): string {
+    return this.runFile(runId, WIRE_DIR);
+  }
+
+  /** `runs/<id>/wire/<sha256>`: one body; the name is checked to be a SHA-256 in hex. */
+  wireBody(runId: string, sha256: string): string {
+    if (!/^[0-9a-f]{64}$/.test(sha256)) {
+      throw new RangeError(`Cannot name a wire body ${JSON.stringify(sha256)}: not a SHA-256`);
+    }
+    return joinPath(this.wire(runId), sha256);
   }
 
   /**

@@ -145,6 +145,24 @@ export class Redactor {
     return this;
   }
 
+  /**
+   * `text` with every known secret replaced by `[redacted]`, and nothing else: no token shapes,
+   * so that text kept to be compared or sent again (a model call's body) is changed only where a
+   * secret was.
+   */
+  exact(text: string): string {
+    let out = text;
+    for (const form of this.#forms) {
+      if (out.includes(form)) out = out.replaceAll(form, REDACTED);
+    }
+    return out;
+  }
+
+  /** Whether `text` holds a known secret. */
+  holdsSecret(text: string): boolean {
+    return this.#forms.some((form) => text.includes(form));
+  }
+
   /** `text` with every known secret and every token shape replaced by `[redacted]`. */
   text(text: string): string {
     let out = text;

@@ -9,7 +9,7 @@
 // (claude_wire.ts) before anything is read from them: a line reins cannot read is kept as a
 // `problem`, never half-used.
 import { importLazily } from "../core/lazy_import.ts";
-import type { Driver, DriverInput } from "./driver.ts";
+import type { Driver, DriverInput, ModelRoutes } from "./driver.ts";
 import { driveHarness, driverSettings, harnessFacts } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import { CLAUDE_AUTO_PERMISSION_MODE, CLI } from "./claude_names.ts";
@@ -36,9 +36,14 @@ export function claudeArgs(input: DriverInput): string[] {
   if (input.approval === "auto") args.push("--permission-mode", CLAUDE_AUTO_PERMISSION_MODE);
   args.push("--permission-prompt-tool", "stdio");
   if (model !== null) args.push("--model", model);
-  // Claude Code holds itself to these (its result then says error_max_turns/…_budget_usd).
-  if (input.budget.maxTurns !== undefined) args.push("--max-turns", String(input.budget.maxTurns));
-  if (input.budget.maxUsd !== undefined) args.push("--max-budget-usd", String(input.budget.maxUsd));
+  // Claude Code holds itself to these (its result then says error_max_turns/…_budget_usd), unless
+  // the model gateway holds the turn to its whole budget.
+  if (!input.gateway && input.budget.maxTurns !== undefined) {
+    args.push("--max-turns", String(input.budget.maxTurns));
+  }
+  if (!input.gateway && input.budget.maxUsd !== undefined) {
+    args.push("--max-budget-usd", String(input.budget.maxUsd));
+  }
   return [...args, ...extraArgs];
 }
 
@@ -48,11 +53,33 @@ export function claudeArgs(input: DriverInput): string[] {
  */
 const CLAUDE_BUDGET: BudgetSupport = { native: ["turns", "usd"], live: ["tokens"], atEnd: [] };
 
+/** Anthropic's API, where Claude Code calls its model unless ANTHROPIC_BASE_URL says. */
+export const ANTHROPIC_API = "https://api.anthropic.com";
+
+/**
+ * Where Claude Code sends its model calls: ANTHROPIC_BASE_URL (the turn's variables first, then
+ * reins's), else Anthropic's API. On Bedrock or Vertex it calls their SDKs' endpoints instead,
+ * which the gateway does not pass.
+ */
+export function claudeRoutes(input: Pick<DriverInput, "env" | "settings">): ModelRoutes {
+  const env = { ...input.settings.harnessEnv, ...input.env };
+  for (const name of ["CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"] as const) {
+    if (env[name] && !/^(0|false|no|off)?$/i.test(env[name])) {
+      return {
+        unavailable: `${name} is set: Claude Code calls its model through that cloud's SDK, ` +
+          "which reins's gateway does not pass",
+      };
+    }
+  }
+  return { routes: { anthropic: { upstream: env.ANTHROPIC_BASE_URL || ANTHROPIC_API } } };
+}
+
 export function createClaudeDriver(): Driver {
   return {
     name: "claude",
     harness: "claude-code",
     budgetNotes: (input) => budgetNotes(input.budget, CLAUDE_BUDGET, CLI),
+    modelRoutes: claudeRoutes,
     // Anthropic's input_tokens leave cache reads and writes out.
     agentFacts: (input) =>
       harnessFacts(input, "claude", { provider: "anthropic", inputExcludesCache: true }),
@@ -64,6 +91,9 @@ export function createClaudeDriver(): Driver {
           args: claudeArgs(input),
           stdin: "piped",
           budget: { ...CLAUDE_BUDGET, usageEvents: "final" },
+          gatewayEnv: input.gateway
+            ? { ANTHROPIC_BASE_URL: `${input.gateway.baseUrl}/anthropic` }
+            : undefined,
         },
         // The line mapping (and the wire checks) load while Claude Code starts up.
         async (sink) => {

@@ -124,6 +124,8 @@ function takeEvent(
     case "message.delta":
     case "model.requested":
     case "model.completed":
+    case "model.call.started":
+    case "model.call.completed":
     case "tool.started":
     case "tool.completed":
     case "approval.resolved":

@@ -6,6 +6,7 @@ import type { DriverName, HarnessDriver, Settings } from "../core/config.ts";
 import { UsageError } from "../core/errors.ts";
 import type { AgentFacts, EventInput } from "../store/contracts.ts";
 import type { AgentProcess } from "../core/process_group.ts";
+import type { BudgetLedger } from "../core/budget.ts";
 
 /**
  * What to run, by kind of driver: each kind carries only the fields it uses. `loop`: the built-in
@@ -84,6 +85,30 @@ export interface Decisions {
   waitForAnswer(questionId: string, signal: AbortSignal): Promise<string>;
 }
 
+/** Where one route of a harness's model calls goes (the gateway's RouteTarget, structurally). */
+export interface ModelRoute {
+  /** The base URL the CLI would have called without reins (its own setting, or its default). */
+  upstream: string;
+  /** A request with this header goes to `upstream` instead (Codex signed in with ChatGPT). */
+  whenHeader?: { name: string; upstream: string };
+}
+
+/** How a harness's model calls can go through the gateway: its routes, by name. */
+export interface ModelRoutePlan {
+  routes: Record<string, ModelRoute>;
+  /** What the driver needs again to point its CLI at the routes (its own business). */
+  details?: Record<string, string>;
+}
+
+/** A plan, or why this harness's calls cannot go through the gateway this turn. */
+export type ModelRoutes = ModelRoutePlan | { unavailable: string };
+
+/** The gateway a harness turn is pointed at: each route is `${baseUrl}/${route}`. */
+export interface GatewayRoute {
+  baseUrl: string;
+  plan: ModelRoutePlan;
+}
+
 export interface DriverInput {
   prompt: string;
   /** Absolute working directory. */
@@ -115,6 +140,16 @@ export interface DriverInput {
    * reins die before it does (lib/core/process_group.ts).
    */
   onProcess?: (agent: AgentProcess) => void;
+  /**
+   * The model gateway this turn's harness is to call its model through (docs/gateway.md); null
+   * or absent: it calls its model directly.
+   */
+  gateway?: GatewayRoute | null;
+  /**
+   * The turn's budget ledger (lib/core/budget.ts), shared with the gateway: the built-in loop asks
+   * it before each model call. Absent: a driver makes its own from `budget`.
+   */
+  ledger?: BudgetLedger;
 }
 
 /** Receives a driver's events; each is validated and appended before emit returns. */
@@ -132,6 +167,8 @@ export interface DriverResult {
   exitCode: number | null;
   /** Files the agent declared as the run's products (absolute paths), copied in by the caller. */
   attachments?: string[];
+  /** A machine-readable code of the outcome, kept on the terminal event (`budget_exhausted`). */
+  code?: string;
 }
 
 export interface Driver {
@@ -150,5 +187,12 @@ export interface Driver {
    * Without it (the command driver) the run records none.
    */
   agentFacts?(input: Pick<DriverInput, "agent" | "settings">): AgentFacts;
+  /**
+   * Where this driver's agent sends its model calls, so that the turn engine can put the model
+   * gateway there (the four harness drivers); without it, a run has no gateway.
+   */
+  modelRoutes?(
+    input: Pick<DriverInput, "agent" | "settings" | "env" | "cwd">,
+  ): ModelRoutes | Promise<ModelRoutes>;
   start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult>;
 }

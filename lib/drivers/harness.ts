@@ -52,6 +52,11 @@ export interface HarnessCall {
   stdin: "null" | "piped";
   /** Extra variables for this CLI, under the caller's `input.env`. */
   env?: Record<string, string>;
+  /**
+   * The variables that point the CLI at the model gateway (input.gateway): over the caller's
+   * `input.env`, which may name the upstream itself (the gateway passes calls on there).
+   */
+  gatewayEnv?: Record<string, string>;
   /** For a CLI that cannot ask reins before a tool runs: what --approve ask does instead. */
   askFallback?: string;
   /**
@@ -108,7 +113,9 @@ export async function driveHarness(
   // come as it runs, and the last one is checked against every limit when the turn has ended.
   let child: HarnessProcess | null = null;
   let lastUsage: Usage | null = null;
-  const watch = new BudgetWatch(input.budget, call.budget, {
+  // Through the model gateway, the turn's budget is held there, call by call (lib/gateway/).
+  const gated = input.gateway ? {} : input.budget;
+  const watch = new BudgetWatch(gated, call.budget, {
     sink: context.sink,
     stop: () => child?.stop("signal"),
   });
@@ -130,7 +137,7 @@ export async function driveHarness(
     args: call.args,
     cwd: input.cwd,
     // PWD too: some CLIs (opencode) take their directory from it, not from getcwd().
-    env: { ...call.env, ...input.env, PWD: input.cwd },
+    env: { ...call.env, ...input.env, ...call.gatewayEnv, PWD: input.cwd },
     stdin: call.stdin,
     idleTimeoutSeconds: settings.idleTimeoutSeconds,
     signal,
@@ -185,10 +192,10 @@ export async function driveHarness(
   }
   // What the CLI does not enforce itself, checked against the usage it ended with (a live count
   // may fall short of the final one: Claude Code streams its output tokens late).
-  const unwatched = limitsSet(input.budget).filter((limit) => !call.budget.native.includes(limit));
+  const unwatched = limitsSet(gated).filter((limit) => !call.budget.native.includes(limit));
   const over: Exhaustion | null = lastUsage === null
     ? null
-    : checkFinalUse(input.budget, unwatched, budgetUse(lastUsage), sink);
+    : checkFinalUse(gated, unwatched, budgetUse(lastUsage), sink);
   if (over !== null && outcome.status === "completed") {
     return { ...outcome, reason: `went over its budget: ${describeUse(over)}` };
   }

@@ -23,6 +23,13 @@ export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = {
   "o4-mini": { inputPerMillion: 1.1, cachedInputPerMillion: 0.275, outputPerMillion: 4.4 },
   "gemini-2.5-pro": { inputPerMillion: 1.25, cachedInputPerMillion: 0.31, outputPerMillion: 10 },
   "gemini-2.5-flash": { inputPerMillion: 0.3, outputPerMillion: 2.5 },
+  // Anthropic's list prices of 2025 (cache reads at a tenth of input; cache writes, which cost
+  // 1.25× input, are priced as input).
+  "claude-sonnet-4-5": { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15 },
+  "claude-sonnet-4": { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15 },
+  "claude-haiku-4-5": { inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 5 },
+  "claude-opus-4-1": { inputPerMillion: 15, cachedInputPerMillion: 1.5, outputPerMillion: 75 },
+  "claude-opus-4-5": { inputPerMillion: 5, cachedInputPerMillion: 0.5, outputPerMillion: 25 },
 };
 
 /** The price of `model`: the config's entry first, then the table; null when neither has it. */
@@ -32,6 +39,17 @@ export function priceOf(
 ): ModelPrice | null {
   if (model === null) return null;
   return overrides[model] ?? DEFAULT_PRICES[model] ?? null;
+}
+
+/**
+ * The price of a model as an API names it in a call: the config's entry or the table's for the
+ * name as given, else for the name without a provider prefix (`models/`, `anthropic/`) or a date
+ * suffix (`claude-sonnet-4-5-20250929`, `gpt-5-2025-08-07`).
+ */
+export function priceOfModel(model: string, overrides: Settings["prices"]): ModelPrice | null {
+  const bare = model.replace(/^.*\//, "");
+  const undated = bare.replace(/-(\d{8}|\d{4}-\d{2}-\d{2})$/, "");
+  return priceOf(model, overrides) ?? priceOf(bare, overrides) ?? priceOf(undated, overrides);
 }
 
 export interface BilledTokens {

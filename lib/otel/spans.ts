@@ -97,6 +97,12 @@ class RunSpans {
   readonly #callUsage: Record<string, number> = {};
   readonly #runEndMs: number;
   #pendingChat: { atMs: number; purpose: string | null; sequence: number } | null = null;
+  /** The calls the model gateway recorded, by call id, until they complete. */
+  readonly #wireCalls = new Map<
+    string,
+    { atMs: number; started: EventOf<"model.call.started">["payload"] }
+  >();
+  #wireChats = 0;
   #usageTotals: Usage | null = null;
   #modelCalls = 0;
   #problems = 0;
@@ -138,6 +144,11 @@ class RunSpans {
         return this.#modelRequested(event, atMs);
       case "model.completed":
         return this.#modelCompleted(event, atMs);
+      case "model.call.started":
+        this.#wireCalls.set(event.payload.callId, { atMs, started: event.payload });
+        return;
+      case "model.call.completed":
+        return this.#wireCallCompleted(event, atMs);
       case "message.completed":
         return this.#reportedCall(event.payload.modelCall, atMs, null);
       case "tool.started":
@@ -216,6 +227,45 @@ class RunSpans {
     }
     this.#children.push(draft);
     this.#pendingChat = null;
+  }
+
+  /**
+   * A call the model gateway recorded at the wire (every harness's, through it): a chat span for
+   * each call that asks a model to generate, from its arrival to the end of its answer.
+   */
+  #wireCallCompleted(event: EventOf<"model.call.completed">, atMs: number): void {
+    const payload = event.payload;
+    const call = this.#wireCalls.get(payload.callId);
+    this.#wireCalls.delete(payload.callId);
+    if (call === undefined || !call.started.generates) return;
+    this.#wireChats++;
+    const requested = call.started.model ?? this.agent.requestModel;
+    const draft = this.#chatDraft(`wire:${payload.callId}`, requested, call.atMs, atMs);
+    const anthropic = call.started.wire.startsWith("anthropic.");
+    Object.assign(draft.attrs, {
+      "gen_ai.request.model": requested,
+      "gen_ai.response.model": payload.model,
+      "gen_ai.response.finish_reasons": payload.stopReason === null
+        ? null
+        : [finishReasonOf(payload.stopReason)],
+      ...usageAttrs(payload.usage, { ...this.agent, inputExcludesCache: anthropic }),
+      "http.response.status_code": payload.status,
+      "reins.model.call.id": payload.callId,
+      "reins.model.wire": call.started.wire,
+      "reins.model.first_byte_ms": payload.firstByteMs === null
+        ? null
+        : double(payload.firstByteMs),
+      "reins.cost_usd": num(payload.usage?.costUsd) === null
+        ? null
+        : double(payload.usage!.costUsd!),
+    });
+    if (payload.outcome !== "ok") {
+      draft.error = {
+        type: payload.outcome === "error" ? String(payload.status ?? "error") : payload.outcome,
+        message: payload.error ?? null,
+      };
+    }
+    this.#children.push(draft);
   }
 
   /** An event of a model call the harness reported: the call runs from before its first to its last. */
@@ -332,6 +382,24 @@ class RunSpans {
     this.#pendingChat = null;
   }
 
+  /** A call the run never saw answered (reins was stopped mid-call): a span that says so. */
+  #closeUnansweredWireCalls(): void {
+    for (const [callId, call] of this.#wireCalls) {
+      if (!call.started.generates) continue;
+      this.#wireChats++;
+      const draft = this.#chatDraft(
+        `wire:${callId}`,
+        call.started.model ?? this.agent.requestModel,
+        call.atMs,
+        this.#runEndMs,
+      );
+      draft.attrs["reins.model.call.id"] = callId;
+      draft.error = { type: "incomplete", message: "the model call never answered" };
+      this.#children.push(draft);
+    }
+    this.#wireCalls.clear();
+  }
+
   #toolDraft(callId: string, tool: string, sequence: number, atMs: number): ToolDraft {
     const draft: ToolDraft = {
       key: `tool:${callId}:${sequence}`,
@@ -363,9 +431,10 @@ class RunSpans {
   /** The spans, once every event is in. */
   finish(): Span[] {
     this.#closeUnansweredChat(this.#runEndMs);
+    this.#closeUnansweredWireCalls();
     // A harness that reports its calls only through what they produced (Claude Code) has no
-    // model events: its calls are the chat spans.
-    if (this.#modelCalls === 0) this.#addReportedChats();
+    // model events: its calls are the chat spans, unless the gateway recorded them at the wire.
+    if (this.#modelCalls === 0 && this.#wireChats === 0) this.#addReportedChats();
     this.#placeApprovals();
     this.#settleTools();
     this.#describeRoot();

@@ -63,6 +63,8 @@ function showsActivity(event: RunEvent): boolean {
     case "session.linked":
     case "model.requested":
     case "model.completed":
+    case "model.call.started":
+    case "model.call.completed":
     case "tool.started":
     case "tool.completed":
     case "usage.updated":
@@ -168,6 +170,8 @@ function transcriptOf(record: RunRecord, events: readonly RunEvent[]): Transcrip
       case "session.linked":
       case "model.requested":
       case "model.completed":
+      case "model.call.started":
+      case "model.call.completed":
       case "tool.completed":
       case "approval.requested":
       case "approval.resolved":

@@ -250,6 +250,8 @@ export class TaskView {
       case "session.linked":
       case "model.requested":
       case "model.completed":
+      case "model.call.started":
+      case "model.call.completed":
       case "compaction.started":
       case "compaction.completed":
       case "heartbeat":

@@ -245,6 +245,17 @@ export class EventFormatter {
           p.toolCalls.length > 0 ? plural(p.toolCalls.length, "tool call") : "answer"
         }${tokens}${took === null ? "" : `, ${formatDuration(took)}`}`;
       }
+      case "model.call.started": {
+        const p = event.payload;
+        const what = p.wire === "opaque" ? `${p.method} ${p.path}` : p.wire;
+        if (verbose) {
+          details.push(`${p.method} ${p.route}${p.path}`);
+          if (p.body !== null) details.push(`request body: ${formatBytes(p.body.bytes)}`);
+        }
+        return `→ ${p.callId} ${what}${p.model ? ` ${p.model}` : ""}${p.stream ? " (stream)" : ""}`;
+      }
+      case "model.call.completed":
+        return this.#callCompleted(event.payload, details);
       case "tool.started": {
         const p = event.payload;
         this.#tools.set(p.callId, p.tool);
@@ -301,11 +312,16 @@ export class EventFormatter {
       case "budget.warning": {
         const p = event.payload;
         const of = p.limit ? ` of ${p.limit}` : "";
+        const scope = extraString(p, "scope");
+        const whose = scope ? ` of the ${scope}'s` : "";
         return p.ratio >= 1
-          ? `≫ budget exhausted${
-            of ? ` (${p.limit})` : ""
-          }: asking for a final answer without tools`
-          : `≫ budget warning: ${Math.round(p.ratio * 100)}%${of} used`;
+          ? `≫ budget reached${
+            p.limit ? ` (${p.limit}${whose ? `,${whose.slice(3)}` : ""})` : ""
+          }: ` +
+            "no model call starts past it"
+          : `≫ budget warning: ${Math.round(p.ratio * 100)}%${of}${
+            whose ? ` (${scope})` : ""
+          } used`;
       }
       case "heartbeat":
         return `iteration ${event.payload.iteration}`;
@@ -345,6 +361,52 @@ export class EventFormatter {
       }
       default:
         return assertNever(event, "event type");
+    }
+  }
+
+  #callCompleted(
+    p: Extract<RunEvent, { type: "model.call.completed" }>["payload"],
+    details: string[],
+  ): string {
+    const limit = LIMITS[this.mode];
+    const usage = p.usage;
+    const tokens = usage && (usage.inputTokens !== undefined || usage.outputTokens !== undefined)
+      ? ` [${groupDigits(usage.inputTokens ?? 0)} in / ${groupDigits(usage.outputTokens ?? 0)} out]`
+      : "";
+    const timing = `${
+      p.firstByteMs === null ? "" : `, first byte ${formatDuration(p.firstByteMs)}`
+    }, ${formatDuration(p.durationMs)}`;
+    const said = p.error ? `: ${preview(p.error, limit.error)}` : "";
+    if (this.mode === "verbose") {
+      if (usage) {
+        const more = [
+          usage.cacheReadTokens ? `${groupDigits(usage.cacheReadTokens)} cache read` : "",
+          usage.cacheWriteTokens ? `${groupDigits(usage.cacheWriteTokens)} cache write` : "",
+          usage.reasoningTokens ? `${groupDigits(usage.reasoningTokens)} reasoning` : "",
+          usage.costUsd !== undefined ? `${formatCost(usage.costUsd)} (estimated)` : "",
+        ].filter(Boolean);
+        if (more.length > 0) details.push(`usage: ${more.join(", ")}`);
+      }
+      if (p.body !== null) {
+        details.push(
+          `answer body: ${formatBytes(p.body.bytes)} in ${plural(p.chunks.length, "chunk")}`,
+        );
+      }
+      if (p.model) details.push(`model: ${p.model}`);
+    }
+    switch (p.outcome) {
+      case "ok":
+        return `← ${p.callId} ${p.status ?? ""} ${p.stopReason ?? "answered"}${tokens}${timing}`;
+      case "error":
+        return `← ${p.callId} error ${p.status ?? ""}${said}${timing}`;
+      case "refused":
+        return `✗ ${p.callId} refused${said}`;
+      case "failed":
+        return `✗ ${p.callId} failed${said}${timing}`;
+      case "aborted":
+        return `✗ ${p.callId} abandoned by the harness${timing}`;
+      default:
+        return assertNever(p.outcome, "call outcome");
     }
   }
 

@@ -1,7 +1,8 @@
 // Stats of recorded runs: events, model and tool calls, iterations, tokens, cost and duration per
 // run, and their sums. Counted in one pass that can be fed events as they arrive (`show --follow`
 // keeps no list). Tokens and cost come from the run's last `usage.updated` (running totals); a
-// run that reported none falls back to the sum of its model calls' own usage.
+// run that reported none falls back to the sum of its model calls' own usage. A run recorded
+// through the model gateway counts the calls and tokens the gateway saw at the wire.
 import type { RunEvent, RunRecord } from "../store/contracts.ts";
 import { formatCost, formatDuration, groupDigits, plural } from "./text.ts";
 
@@ -65,6 +66,16 @@ export class RunTally {
     costUsd: null,
   };
   #requests: number | null = null;
+  /** The model calls the gateway recorded at the wire, and the sums of their usage. */
+  #wireCalls = 0;
+  #wire: Record<TokenCounter, number | null> = {
+    inputTokens: null,
+    outputTokens: null,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    costUsd: null,
+  };
   lastTimestamp: string | null = null;
 
   add(event: RunEvent): void {
@@ -101,6 +112,19 @@ export class RunTally {
         }
         break;
       }
+      case "model.call.started":
+        if (event.payload.generates) this.#wireCalls++;
+        break;
+      case "model.call.completed": {
+        const usage = event.payload.usage;
+        if (usage === null) break;
+        const wire = this.#wire;
+        for (const counter of TOKEN_COUNTERS) {
+          const value = usage[counter];
+          if (typeof value === "number") wire[counter] = (wire[counter] ?? 0) + value;
+        }
+        break;
+      }
       case "tool.started":
         this.toolCalls++;
         break;
@@ -122,11 +146,17 @@ export class RunTally {
   /** The run's stats; `record` gives its identity and times. */
   stats(record: RunRecord): RunStats {
     const tokens = {} as Record<TokenCounter, number | null>;
+    const wired = this.#wireCalls > 0;
     for (const counter of TOKEN_COUNTERS) {
       const reported = this.#reported?.[counter];
-      tokens[counter] = this.#reported !== null
+      const harness = this.#reported !== null
         ? (typeof reported === "number" ? reported : null)
         : this.#calls[counter];
+      // Through the gateway, the calls' own usage at the wire; a cost it could not price (no
+      // price for the model) is the harness's own figure.
+      tokens[counter] = wired && (counter !== "costUsd" || this.#wire.costUsd !== null)
+        ? this.#wire[counter]
+        : harness;
     }
     return {
       runId: record.id,
@@ -137,8 +167,13 @@ export class RunTally {
       startedAt: record.startedAt,
       endedAt: record.endedAt,
       events: this.events,
-      // Harnesses that record no model.completed may still count their requests.
-      modelCalls: this.modelCalls > 0 ? this.modelCalls : this.#requests ?? 0,
+      // Harnesses that record no model.completed: the calls the gateway saw, else the requests
+      // they reported.
+      modelCalls: this.modelCalls > 0
+        ? this.modelCalls
+        : this.#wireCalls > 0
+        ? this.#wireCalls
+        : this.#requests ?? 0,
       toolCalls: this.toolCalls,
       failedToolCalls: this.failedToolCalls,
       iterations: this.iterations,

@@ -43,9 +43,9 @@ function isUrl(v) {
   }
 }
 
-const c0 = { pattern: new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", ""), minute: "" };
-const c1 = new RegExp("^[0-9a-f]{64}$", "");
-const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
+const c0 = new RegExp("^[0-9a-f]{64}$", "");
+const c1 = { pattern: new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", ""), minute: "" };
+const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
 
 // run.started
 const validatePayload_0 = function (value, at = "") {
@@ -95,39 +95,49 @@ if (v11 !== undefined) {
 if (typeof v11 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v11) };
 }
 }
+let v12 = value["gateway"];
+if (v12 !== undefined) {
+if (typeof v12 !== "object" || v12 === null || Array.isArray(v12)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v12) };
+let v13 = v12["enabled"];
+if (typeof v13 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v13) };
+let v14 = v12["reason"];
+if (v14 !== undefined) {
+if (typeof v14 !== "string") return { path: join(at, "gateway.reason"), message: "Invalid input: expected string, received " + received(v14) };
+}
+}
 return null;
 };
 // session.linked
 const validatePayload_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v12 = value["nativeSessionId"];
-if (typeof v12 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v12) };
-if (v12.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
-let v13 = value["agent"];
-if (v13 !== undefined) {
-if (typeof v13 !== "object" || v13 === null || Array.isArray(v13)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v13) };
-let v14 = v13["provider"];
-if (v14 !== undefined) {
-if (typeof v14 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v14) };
-if (v14.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
-}
-let v15 = v13["model"];
-if (v15 !== undefined) {
-if (typeof v15 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v15) };
-if (v15.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v16 = v13["version"];
+let v15 = value["nativeSessionId"];
+if (typeof v15 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v15) };
+if (v15.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
+let v16 = value["agent"];
 if (v16 !== undefined) {
-if (typeof v16 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v16) };
-if (v16.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
-}
-let v17 = v13["inputExcludesCache"];
+if (typeof v16 !== "object" || v16 === null || Array.isArray(v16)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v16) };
+let v17 = v16["provider"];
 if (v17 !== undefined) {
-if (typeof v17 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v17) };
+if (typeof v17 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v17) };
+if (v17.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
 }
-let v18 = v13["inProcess"];
+let v18 = v16["model"];
 if (v18 !== undefined) {
-if (typeof v18 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v18) };
+if (typeof v18 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v18) };
+if (v18.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v19 = v16["version"];
+if (v19 !== undefined) {
+if (typeof v19 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v19) };
+if (v19.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
+}
+let v20 = v16["inputExcludesCache"];
+if (v20 !== undefined) {
+if (typeof v20 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v20) };
+}
+let v21 = v16["inProcess"];
+if (v21 !== undefined) {
+if (typeof v21 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v21) };
 }
 }
 return null;
@@ -135,83 +145,83 @@ return null;
 // message.delta
 const validatePayload_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v19 = value["role"];
-if (v19 !== "user" && v19 !== "assistant" && v19 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v20 = value["text"];
-if (typeof v20 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v20) };
+let v22 = value["role"];
+if (v22 !== "user" && v22 !== "assistant" && v22 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v23 = value["text"];
+if (typeof v23 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v23) };
 return null;
 };
 // message.completed
 const validatePayload_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v21 = value["role"];
-if (v21 !== "user" && v21 !== "assistant" && v21 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v22 = value["text"];
-if (typeof v22 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v22) };
-let v23 = value["modelCall"];
-if (v23 !== undefined) {
-if (typeof v23 !== "object" || v23 === null || Array.isArray(v23)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v23) };
-let v24 = v23["id"];
-if (typeof v24 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v24) };
-if (v24.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v25 = v23["model"];
-if (v25 !== undefined) {
-if (typeof v25 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v25) };
-if (v25.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v26 = v23["stopReason"];
+let v24 = value["role"];
+if (v24 !== "user" && v24 !== "assistant" && v24 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v25 = value["text"];
+if (typeof v25 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v25) };
+let v26 = value["modelCall"];
 if (v26 !== undefined) {
-if (v26 !== null) {
-if (typeof v26 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v26) };
-}
-}
-let v27 = v23["usage"];
-if (v27 !== undefined) {
-if (typeof v27 !== "object" || v27 === null || Array.isArray(v27)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v27) };
-let v28 = v27["inputTokens"];
+if (typeof v26 !== "object" || v26 === null || Array.isArray(v26)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v26) };
+let v27 = v26["id"];
+if (typeof v27 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v27) };
+if (v27.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v28 = v26["model"];
 if (v28 !== undefined) {
-if (typeof v28 !== "number" || !Number.isFinite(v28)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v28) };
-if (!Number.isInteger(v28)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v28) };
-if (v28 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v28 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v28 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v28 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v28) };
+if (v28.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
 }
-let v29 = v27["outputTokens"];
+let v29 = v26["stopReason"];
 if (v29 !== undefined) {
-if (typeof v29 !== "number" || !Number.isFinite(v29)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v29) };
-if (!Number.isInteger(v29)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v29) };
-if (v29 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v29 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v29 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+if (v29 !== null) {
+if (typeof v29 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v29) };
 }
-let v30 = v27["cacheReadTokens"];
+}
+let v30 = v26["usage"];
 if (v30 !== undefined) {
-if (typeof v30 !== "number" || !Number.isFinite(v30)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v30) };
-if (!Number.isInteger(v30)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v30) };
-if (v30 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v30 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v30 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v31 = v27["cacheWriteTokens"];
+if (typeof v30 !== "object" || v30 === null || Array.isArray(v30)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v30) };
+let v31 = v30["inputTokens"];
 if (v31 !== undefined) {
-if (typeof v31 !== "number" || !Number.isFinite(v31)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v31) };
-if (!Number.isInteger(v31)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v31) };
-if (v31 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v31 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v31 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v31 !== "number" || !Number.isFinite(v31)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v31) };
+if (!Number.isInteger(v31)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v31) };
+if (v31 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v31 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v31 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v32 = v27["reasoningTokens"];
+let v32 = v30["outputTokens"];
 if (v32 !== undefined) {
-if (typeof v32 !== "number" || !Number.isFinite(v32)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v32) };
-if (!Number.isInteger(v32)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v32) };
-if (v32 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v32 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v32 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v32 !== "number" || !Number.isFinite(v32)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v32) };
+if (!Number.isInteger(v32)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v32) };
+if (v32 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v32 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v32 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v33 = v27["costUsd"];
+let v33 = v30["cacheReadTokens"];
 if (v33 !== undefined) {
-if (typeof v33 !== "number" || !Number.isFinite(v33)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v33) };
-if (!(v33 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v33 !== "number" || !Number.isFinite(v33)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v33) };
+if (!Number.isInteger(v33)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v33) };
+if (v33 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v33 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v33 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v34 = v30["cacheWriteTokens"];
+if (v34 !== undefined) {
+if (typeof v34 !== "number" || !Number.isFinite(v34)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v34) };
+if (!Number.isInteger(v34)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v34) };
+if (v34 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v34 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v34 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v35 = v30["reasoningTokens"];
+if (v35 !== undefined) {
+if (typeof v35 !== "number" || !Number.isFinite(v35)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v35) };
+if (!Number.isInteger(v35)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v35) };
+if (v35 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v35 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v35 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v36 = v30["costUsd"];
+if (v36 !== undefined) {
+if (typeof v36 !== "number" || !Number.isFinite(v36)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v36) };
+if (!(v36 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -220,433 +230,595 @@ return null;
 // model.requested
 const validatePayload_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v34 = value["historyLength"];
-if (typeof v34 !== "number" || !Number.isFinite(v34)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v34) };
-if (!Number.isInteger(v34)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v34) };
-if (v34 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
-if (v34 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v34 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
-let v35 = value["toolCount"];
-if (typeof v35 !== "number" || !Number.isFinite(v35)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v35) };
-if (!Number.isInteger(v35)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v35) };
-if (v35 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
-if (v35 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v35 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
+let v37 = value["historyLength"];
+if (typeof v37 !== "number" || !Number.isFinite(v37)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v37) };
+if (!Number.isInteger(v37)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v37) };
+if (v37 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
+if (v37 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v37 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
+let v38 = value["toolCount"];
+if (typeof v38 !== "number" || !Number.isFinite(v38)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v38) };
+if (!Number.isInteger(v38)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v38) };
+if (v38 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
+if (v38 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v38 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // model.completed
 const validatePayload_5 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v36 = value["text"];
-if (v36 !== null) {
-if (typeof v36 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v36) };
+let v39 = value["text"];
+if (v39 !== null) {
+if (typeof v39 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v39) };
 }
-let v37 = value["toolCalls"];
-if (!Array.isArray(v37)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v37) };
-for (let v38 = 0; v38 < v37.length; v38++) {
-const v39 = v37[v38];
-if (typeof v39 !== "object" || v39 === null || Array.isArray(v39)) return { path: join(at, "toolCalls." + v38), message: "Invalid input: expected object, received " + received(v39) };
-let v40 = v39["id"];
-if (typeof v40 !== "string") return { path: join(at, "toolCalls." + v38 + ".id"), message: "Invalid input: expected string, received " + received(v40) };
-if (v40.length < 1) return { path: join(at, "toolCalls." + v38 + ".id"), message: "Too small: expected string to have >=1 characters" };
-let v41 = v39["name"];
-if (typeof v41 !== "string") return { path: join(at, "toolCalls." + v38 + ".name"), message: "Invalid input: expected string, received " + received(v41) };
-if (v41.length < 1) return { path: join(at, "toolCalls." + v38 + ".name"), message: "Too small: expected string to have >=1 characters" };
-let v42 = v39["args"];
-if (v42 === undefined && !("args" in v39)) return { path: join(at, "toolCalls." + v38 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v40 = value["toolCalls"];
+if (!Array.isArray(v40)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v40) };
+for (let v41 = 0; v41 < v40.length; v41++) {
+const v42 = v40[v41];
+if (typeof v42 !== "object" || v42 === null || Array.isArray(v42)) return { path: join(at, "toolCalls." + v41), message: "Invalid input: expected object, received " + received(v42) };
+let v43 = v42["id"];
+if (typeof v43 !== "string") return { path: join(at, "toolCalls." + v41 + ".id"), message: "Invalid input: expected string, received " + received(v43) };
+if (v43.length < 1) return { path: join(at, "toolCalls." + v41 + ".id"), message: "Too small: expected string to have >=1 characters" };
+let v44 = v42["name"];
+if (typeof v44 !== "string") return { path: join(at, "toolCalls." + v41 + ".name"), message: "Invalid input: expected string, received " + received(v44) };
+if (v44.length < 1) return { path: join(at, "toolCalls." + v41 + ".name"), message: "Too small: expected string to have >=1 characters" };
+let v45 = v42["args"];
+if (v45 === undefined && !("args" in v42)) return { path: join(at, "toolCalls." + v41 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
 }
-let v43 = value["stopReason"];
-if (v43 !== null) {
-if (typeof v43 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v43) };
+let v46 = value["stopReason"];
+if (v46 !== null) {
+if (typeof v46 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v46) };
 }
-let v44 = value["usage"];
-if (v44 !== null) {
-if (typeof v44 !== "object" || v44 === null || Array.isArray(v44)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v44) };
-let v45 = v44["inputTokens"];
-if (v45 !== undefined) {
-if (typeof v45 !== "number" || !Number.isFinite(v45)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v45) };
-if (!Number.isInteger(v45)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v45) };
-if (v45 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v45 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v45 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v46 = v44["outputTokens"];
-if (v46 !== undefined) {
-if (typeof v46 !== "number" || !Number.isFinite(v46)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v46) };
-if (!Number.isInteger(v46)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v46) };
-if (v46 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v46 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v46 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v47 = v44["cacheReadTokens"];
-if (v47 !== undefined) {
-if (typeof v47 !== "number" || !Number.isFinite(v47)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v47) };
-if (!Number.isInteger(v47)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v47) };
-if (v47 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v47 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v47 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v48 = v44["cacheWriteTokens"];
+let v47 = value["usage"];
+if (v47 !== null) {
+if (typeof v47 !== "object" || v47 === null || Array.isArray(v47)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v47) };
+let v48 = v47["inputTokens"];
 if (v48 !== undefined) {
-if (typeof v48 !== "number" || !Number.isFinite(v48)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v48) };
-if (!Number.isInteger(v48)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v48) };
-if (v48 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v48 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v48 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v48 !== "number" || !Number.isFinite(v48)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v48) };
+if (!Number.isInteger(v48)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v48) };
+if (v48 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v48 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v48 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v49 = v44["reasoningTokens"];
+let v49 = v47["outputTokens"];
 if (v49 !== undefined) {
-if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v49) };
-if (!Number.isInteger(v49)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v49) };
-if (v49 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v49 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v49 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v49) };
+if (!Number.isInteger(v49)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v49) };
+if (v49 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v49 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v49 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v50 = v44["costUsd"];
+let v50 = v47["cacheReadTokens"];
 if (v50 !== undefined) {
-if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v50) };
-if (!(v50 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v50) };
+if (!Number.isInteger(v50)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v50) };
+if (v50 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v50 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v50 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v51 = v47["cacheWriteTokens"];
+if (v51 !== undefined) {
+if (typeof v51 !== "number" || !Number.isFinite(v51)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v51) };
+if (!Number.isInteger(v51)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v51) };
+if (v51 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v51 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v51 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v52 = v47["reasoningTokens"];
+if (v52 !== undefined) {
+if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v52) };
+if (!Number.isInteger(v52)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v52) };
+if (v52 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v52 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v52 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v53 = v47["costUsd"];
+if (v53 !== undefined) {
+if (typeof v53 !== "number" || !Number.isFinite(v53)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v53) };
+if (!(v53 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
-let v51 = value["reasoning"];
-if (v51 !== null) {
-if (typeof v51 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v51) };
+let v54 = value["reasoning"];
+if (v54 !== null) {
+if (typeof v54 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v54) };
+}
+return null;
+};
+// model.call.started
+const validatePayload_6 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v55 = value["callId"];
+if (typeof v55 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v55) };
+if (v55.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v56 = value["wire"];
+if (v56 !== "anthropic.messages" && v56 !== "anthropic.count_tokens" && v56 !== "openai.responses" && v56 !== "openai.chat" && v56 !== "gemini.generate" && v56 !== "gemini.stream" && v56 !== "opaque") return { path: join(at, "wire"), message: "Invalid option: expected one of \"anthropic.messages\"|\"anthropic.count_tokens\"|\"openai.responses\"|\"openai.chat\"|\"gemini.generate\"|\"gemini.stream\"|\"opaque\"" };
+let v57 = value["generates"];
+if (typeof v57 !== "boolean") return { path: join(at, "generates"), message: "Invalid input: expected boolean, received " + received(v57) };
+let v58 = value["route"];
+if (typeof v58 !== "string") return { path: join(at, "route"), message: "Invalid input: expected string, received " + received(v58) };
+let v59 = value["method"];
+if (typeof v59 !== "string") return { path: join(at, "method"), message: "Invalid input: expected string, received " + received(v59) };
+let v60 = value["path"];
+if (typeof v60 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v60) };
+let v61 = value["model"];
+if (v61 !== null) {
+if (typeof v61 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v61) };
+}
+let v62 = value["stream"];
+if (v62 !== null) {
+if (typeof v62 !== "boolean") return { path: join(at, "stream"), message: "Invalid input: expected boolean, received " + received(v62) };
+}
+let v63 = value["headers"];
+if (typeof v63 !== "object" || v63 === null || Array.isArray(v63)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v63) };
+for (const v64 of Object.keys(v63)) {
+const v65 = v63[v64];
+if (typeof v65 !== "string") return { path: join(at, "headers." + v64), message: "Invalid input: expected string, received " + received(v65) };
+}
+let v66 = value["body"];
+if (v66 !== null) {
+if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v66) };
+let v67 = v66["sha256"];
+if (typeof v67 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v67) };
+if (!c0.test(v67)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v68 = v66["bytes"];
+if (typeof v68 !== "number" || !Number.isFinite(v68)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v68) };
+if (!Number.isInteger(v68)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v68) };
+if (v68 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v68 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v68 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
+}
+return null;
+};
+// model.call.completed
+const validatePayload_7 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v69 = value["callId"];
+if (typeof v69 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v69) };
+if (v69.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v70 = value["outcome"];
+if (v70 !== "ok" && v70 !== "error" && v70 !== "refused" && v70 !== "failed" && v70 !== "aborted") return { path: join(at, "outcome"), message: "Invalid option: expected one of \"ok\"|\"error\"|\"refused\"|\"failed\"|\"aborted\"" };
+let v71 = value["status"];
+if (v71 !== null) {
+if (typeof v71 !== "number" || !Number.isFinite(v71)) return { path: join(at, "status"), message: "Invalid input: expected number, received " + received(v71) };
+if (!Number.isInteger(v71)) return { path: join(at, "status"), message: "Invalid input: expected int, received " + received(v71) };
+if (v71 > 9007199254740991) return { path: join(at, "status"), message: "Too big: expected int to be <=9007199254740991" };
+if (v71 < -9007199254740991) return { path: join(at, "status"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+let v72 = value["headers"];
+if (typeof v72 !== "object" || v72 === null || Array.isArray(v72)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v72) };
+for (const v73 of Object.keys(v72)) {
+const v74 = v72[v73];
+if (typeof v74 !== "string") return { path: join(at, "headers." + v73), message: "Invalid input: expected string, received " + received(v74) };
+}
+let v75 = value["body"];
+if (v75 !== null) {
+if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v75) };
+let v76 = v75["sha256"];
+if (typeof v76 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v76) };
+if (!c0.test(v76)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v77 = v75["bytes"];
+if (typeof v77 !== "number" || !Number.isFinite(v77)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v77) };
+if (!Number.isInteger(v77)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v77) };
+if (v77 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v77 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v77 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
+}
+let v78 = value["chunks"];
+if (!Array.isArray(v78)) return { path: join(at, "chunks"), message: "Invalid input: expected array, received " + received(v78) };
+for (let v79 = 0; v79 < v78.length; v79++) {
+const v80 = v78[v79];
+if (!Array.isArray(v80)) return { path: join(at, "chunks." + v79), message: "Invalid input: expected array, received " + received(v80) };
+if (v80.length !== 2) return { path: join(at, "chunks." + v79), message: "Too big: expected array to have 2 items" };
+for (let v81 = 0; v81 < v80.length; v81++) {
+const v82 = v80[v81];
+if (typeof v82 !== "number" || !Number.isFinite(v82)) return { path: join(at, "chunks." + v79 + "." + v81), message: "Invalid input: expected number, received " + received(v82) };
+if (!(v82 >= 0)) return { path: join(at, "chunks." + v79 + "." + v81), message: "Too small: expected number to be >=0" };
+}
+}
+let v83 = value["model"];
+if (v83 !== null) {
+if (typeof v83 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v83) };
+}
+let v84 = value["stopReason"];
+if (v84 !== null) {
+if (typeof v84 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v84) };
+}
+let v85 = value["usage"];
+if (v85 !== null) {
+if (typeof v85 !== "object" || v85 === null || Array.isArray(v85)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v85) };
+let v86 = v85["inputTokens"];
+if (v86 !== undefined) {
+if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v86) };
+if (!Number.isInteger(v86)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v86) };
+if (v86 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v86 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v86 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v87 = v85["outputTokens"];
+if (v87 !== undefined) {
+if (typeof v87 !== "number" || !Number.isFinite(v87)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v87) };
+if (!Number.isInteger(v87)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v87) };
+if (v87 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v87 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v87 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v88 = v85["cacheReadTokens"];
+if (v88 !== undefined) {
+if (typeof v88 !== "number" || !Number.isFinite(v88)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v88) };
+if (!Number.isInteger(v88)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v88) };
+if (v88 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v88 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v88 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v89 = v85["cacheWriteTokens"];
+if (v89 !== undefined) {
+if (typeof v89 !== "number" || !Number.isFinite(v89)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v89) };
+if (!Number.isInteger(v89)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v89) };
+if (v89 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v89 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v89 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v90 = v85["reasoningTokens"];
+if (v90 !== undefined) {
+if (typeof v90 !== "number" || !Number.isFinite(v90)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v90) };
+if (!Number.isInteger(v90)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v90) };
+if (v90 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v90 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v90 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v91 = v85["costUsd"];
+if (v91 !== undefined) {
+if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v91) };
+if (!(v91 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+}
+}
+let v92 = value["firstByteMs"];
+if (v92 !== null) {
+if (typeof v92 !== "number" || !Number.isFinite(v92)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v92) };
+if (!(v92 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
+}
+let v93 = value["durationMs"];
+if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v93) };
+if (!(v93 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
+let v94 = value["error"];
+if (v94 !== undefined) {
+if (typeof v94 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v94) };
 }
 return null;
 };
 // tool.started
-const validatePayload_6 = function (value, at = "") {
+const validatePayload_8 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v52 = value["callId"];
-if (typeof v52 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v52) };
-if (v52.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v53 = value["tool"];
-if (typeof v53 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v53) };
-let v54 = value["args"];
-if (v54 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
-let v55 = value["modelCall"];
-if (v55 !== undefined) {
-if (typeof v55 !== "object" || v55 === null || Array.isArray(v55)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v55) };
-let v56 = v55["id"];
-if (typeof v56 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v56) };
-if (v56.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v57 = v55["model"];
-if (v57 !== undefined) {
-if (typeof v57 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v57) };
-if (v57.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
+let v95 = value["callId"];
+if (typeof v95 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v95) };
+if (v95.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v96 = value["tool"];
+if (typeof v96 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v96) };
+let v97 = value["args"];
+if (v97 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v98 = value["modelCall"];
+if (v98 !== undefined) {
+if (typeof v98 !== "object" || v98 === null || Array.isArray(v98)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v98) };
+let v99 = v98["id"];
+if (typeof v99 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v99) };
+if (v99.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v100 = v98["model"];
+if (v100 !== undefined) {
+if (typeof v100 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v100) };
+if (v100.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
 }
-let v58 = v55["stopReason"];
-if (v58 !== undefined) {
-if (v58 !== null) {
-if (typeof v58 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v58) };
+let v101 = v98["stopReason"];
+if (v101 !== undefined) {
+if (v101 !== null) {
+if (typeof v101 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v101) };
 }
 }
-let v59 = v55["usage"];
-if (v59 !== undefined) {
-if (typeof v59 !== "object" || v59 === null || Array.isArray(v59)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v59) };
-let v60 = v59["inputTokens"];
-if (v60 !== undefined) {
-if (typeof v60 !== "number" || !Number.isFinite(v60)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v60) };
-if (!Number.isInteger(v60)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v60) };
-if (v60 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v60 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v60 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+let v102 = v98["usage"];
+if (v102 !== undefined) {
+if (typeof v102 !== "object" || v102 === null || Array.isArray(v102)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v102) };
+let v103 = v102["inputTokens"];
+if (v103 !== undefined) {
+if (typeof v103 !== "number" || !Number.isFinite(v103)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v103) };
+if (!Number.isInteger(v103)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v103) };
+if (v103 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v103 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v103 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v61 = v59["outputTokens"];
-if (v61 !== undefined) {
-if (typeof v61 !== "number" || !Number.isFinite(v61)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v61) };
-if (!Number.isInteger(v61)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v61) };
-if (v61 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v61 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v61 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+let v104 = v102["outputTokens"];
+if (v104 !== undefined) {
+if (typeof v104 !== "number" || !Number.isFinite(v104)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v104) };
+if (!Number.isInteger(v104)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v104) };
+if (v104 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v104 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v104 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v62 = v59["cacheReadTokens"];
-if (v62 !== undefined) {
-if (typeof v62 !== "number" || !Number.isFinite(v62)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v62) };
-if (!Number.isInteger(v62)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v62) };
-if (v62 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v62 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v62 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+let v105 = v102["cacheReadTokens"];
+if (v105 !== undefined) {
+if (typeof v105 !== "number" || !Number.isFinite(v105)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v105) };
+if (!Number.isInteger(v105)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v105) };
+if (v105 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v105 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v105 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v63 = v59["cacheWriteTokens"];
-if (v63 !== undefined) {
-if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v63) };
-if (!Number.isInteger(v63)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v63) };
-if (v63 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v63 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v63 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+let v106 = v102["cacheWriteTokens"];
+if (v106 !== undefined) {
+if (typeof v106 !== "number" || !Number.isFinite(v106)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v106) };
+if (!Number.isInteger(v106)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v106) };
+if (v106 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v106 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v106 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v64 = v59["reasoningTokens"];
-if (v64 !== undefined) {
-if (typeof v64 !== "number" || !Number.isFinite(v64)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v64) };
-if (!Number.isInteger(v64)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v64) };
-if (v64 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v64 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v64 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+let v107 = v102["reasoningTokens"];
+if (v107 !== undefined) {
+if (typeof v107 !== "number" || !Number.isFinite(v107)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v107) };
+if (!Number.isInteger(v107)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v107) };
+if (v107 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v107 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v107 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v65 = v59["costUsd"];
-if (v65 !== undefined) {
-if (typeof v65 !== "number" || !Number.isFinite(v65)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v65) };
-if (!(v65 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+let v108 = v102["costUsd"];
+if (v108 !== undefined) {
+if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v108) };
+if (!(v108 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
 return null;
 };
 // tool.completed
-const validatePayload_7 = function (value, at = "") {
+const validatePayload_9 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v66 = value["callId"];
-if (typeof v66 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v66) };
-if (v66.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v67 = value["ok"];
-if (typeof v67 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v67) };
-let v68 = value["result"];
-if (v68 !== undefined) {
+let v109 = value["callId"];
+if (typeof v109 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v109) };
+if (v109.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v110 = value["ok"];
+if (typeof v110 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v110) };
+let v111 = value["result"];
+if (v111 !== undefined) {
 }
-let v69 = value["error"];
-if (v69 !== undefined) {
-if (typeof v69 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v69) };
+let v112 = value["error"];
+if (v112 !== undefined) {
+if (typeof v112 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v112) };
 }
-let v70 = value["startedAt"];
-if (v70 !== null) {
-if (typeof v70 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v70) };
-if (!isDatetime(c0, v70)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v113 = value["startedAt"];
+if (v113 !== null) {
+if (typeof v113 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v113) };
+if (!isDatetime(c1, v113)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 }
-let v71 = value["finishedAt"];
-if (v71 !== null) {
-if (typeof v71 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v71) };
-if (!isDatetime(c0, v71)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+let v114 = value["finishedAt"];
+if (v114 !== null) {
+if (typeof v114 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v114) };
+if (!isDatetime(c1, v114)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
 // approval.requested
-const validatePayload_8 = function (value, at = "") {
+const validatePayload_10 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v72 = value["approvalId"];
-if (typeof v72 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v72) };
-if (v72.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v73 = value["tool"];
-if (typeof v73 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v73) };
-let v74 = value["args"];
-if (v74 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v115 = value["approvalId"];
+if (typeof v115 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v115) };
+if (v115.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v116 = value["tool"];
+if (typeof v116 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v116) };
+let v117 = value["args"];
+if (v117 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // approval.resolved
-const validatePayload_9 = function (value, at = "") {
+const validatePayload_11 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v75 = value["approvalId"];
-if (typeof v75 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v75) };
-if (v75.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v76 = value["decision"];
-if (v76 !== "allow" && v76 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v77 = value["by"];
-if (typeof v77 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v77) };
-let v78 = value["reason"];
-if (v78 !== undefined) {
-if (v78 !== null) {
-if (typeof v78 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v78) };
+let v118 = value["approvalId"];
+if (typeof v118 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v118) };
+if (v118.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v119 = value["decision"];
+if (v119 !== "allow" && v119 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v120 = value["by"];
+if (typeof v120 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v120) };
+let v121 = value["reason"];
+if (v121 !== undefined) {
+if (v121 !== null) {
+if (typeof v121 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v121) };
 }
 }
 return null;
 };
 // question.requested
-const validatePayload_10 = function (value, at = "") {
+const validatePayload_12 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v79 = value["questionId"];
-if (typeof v79 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v79) };
-if (v79.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v80 = value["text"];
-if (typeof v80 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v80) };
+let v122 = value["questionId"];
+if (typeof v122 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v122) };
+if (v122.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v123 = value["text"];
+if (typeof v123 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v123) };
 return null;
 };
 // question.answered
-const validatePayload_11 = function (value, at = "") {
+const validatePayload_13 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v81 = value["questionId"];
-if (typeof v81 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v81) };
-if (v81.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v82 = value["answer"];
-if (typeof v82 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v82) };
+let v124 = value["questionId"];
+if (typeof v124 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v124) };
+if (v124.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v125 = value["answer"];
+if (typeof v125 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v125) };
 return null;
 };
 // usage.updated
-const validatePayload_12 = function (value, at = "") {
+const validatePayload_14 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v83 = value["inputTokens"];
-if (v83 !== null) {
-if (typeof v83 !== "number" || !Number.isFinite(v83)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v83) };
-if (!Number.isInteger(v83)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v83) };
-if (v83 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v83 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v83 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
+let v126 = value["inputTokens"];
+if (v126 !== null) {
+if (typeof v126 !== "number" || !Number.isFinite(v126)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v126) };
+if (!Number.isInteger(v126)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v126) };
+if (v126 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v126 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v126 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v84 = value["outputTokens"];
-if (v84 !== null) {
-if (typeof v84 !== "number" || !Number.isFinite(v84)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v84) };
-if (!Number.isInteger(v84)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v84) };
-if (v84 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v84 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v84 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
+let v127 = value["outputTokens"];
+if (v127 !== null) {
+if (typeof v127 !== "number" || !Number.isFinite(v127)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v127) };
+if (!Number.isInteger(v127)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v127) };
+if (v127 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v127 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v127 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v85 = value["cacheReadTokens"];
-if (v85 !== null) {
-if (typeof v85 !== "number" || !Number.isFinite(v85)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v85) };
-if (!Number.isInteger(v85)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v85) };
-if (v85 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v85 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v85 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
+let v128 = value["cacheReadTokens"];
+if (v128 !== null) {
+if (typeof v128 !== "number" || !Number.isFinite(v128)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v128) };
+if (!Number.isInteger(v128)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v128) };
+if (v128 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v128 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v128 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v86 = value["cacheWriteTokens"];
-if (v86 !== null) {
-if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v86) };
-if (!Number.isInteger(v86)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v86) };
-if (v86 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v86 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v86 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+let v129 = value["cacheWriteTokens"];
+if (v129 !== null) {
+if (typeof v129 !== "number" || !Number.isFinite(v129)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v129) };
+if (!Number.isInteger(v129)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v129) };
+if (v129 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v129 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v129 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v87 = value["reasoningTokens"];
-if (v87 !== null) {
-if (typeof v87 !== "number" || !Number.isFinite(v87)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v87) };
-if (!Number.isInteger(v87)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v87) };
-if (v87 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v87 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v87 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+let v130 = value["reasoningTokens"];
+if (v130 !== null) {
+if (typeof v130 !== "number" || !Number.isFinite(v130)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v130) };
+if (!Number.isInteger(v130)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v130) };
+if (v130 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v130 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v130 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v88 = value["costUsd"];
-if (v88 !== null) {
-if (typeof v88 !== "number" || !Number.isFinite(v88)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v88) };
-if (!(v88 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+let v131 = value["costUsd"];
+if (v131 !== null) {
+if (typeof v131 !== "number" || !Number.isFinite(v131)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v131) };
+if (!(v131 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
 }
-let v89 = value["requests"];
-if (v89 !== null) {
-if (typeof v89 !== "number" || !Number.isFinite(v89)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v89) };
-if (!Number.isInteger(v89)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v89) };
-if (v89 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
-if (v89 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v89 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+let v132 = value["requests"];
+if (v132 !== null) {
+if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v132) };
+if (!Number.isInteger(v132)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v132) };
+if (v132 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v132 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v132 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
 }
-let v90 = value["costEstimated"];
-if (v90 !== undefined) {
-if (typeof v90 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v90) };
+let v133 = value["costEstimated"];
+if (v133 !== undefined) {
+if (typeof v133 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v133) };
 }
 return null;
 };
 // compaction.started
-const validatePayload_13 = function (value, at = "") {
+const validatePayload_15 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v91 = value["stage"];
-if (typeof v91 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v91) };
+let v134 = value["stage"];
+if (typeof v134 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v134) };
 return null;
 };
 // compaction.completed
-const validatePayload_14 = function (value, at = "") {
+const validatePayload_16 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v92 = value["stage"];
-if (typeof v92 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v92) };
-let v93 = value["before"];
-if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v93) };
-if (!Number.isInteger(v93)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v93) };
-if (v93 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
-if (v93 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v93 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
-let v94 = value["after"];
-if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v94) };
-if (!Number.isInteger(v94)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v94) };
-if (v94 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
-if (v94 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v94 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+let v135 = value["stage"];
+if (typeof v135 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v135) };
+let v136 = value["before"];
+if (typeof v136 !== "number" || !Number.isFinite(v136)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v136) };
+if (!Number.isInteger(v136)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v136) };
+if (v136 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v136 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v136 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v137 = value["after"];
+if (typeof v137 !== "number" || !Number.isFinite(v137)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v137) };
+if (!Number.isInteger(v137)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v137) };
+if (v137 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v137 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v137 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // budget.warning
-const validatePayload_15 = function (value, at = "") {
+const validatePayload_17 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v95 = value["ratio"];
-if (typeof v95 !== "number" || !Number.isFinite(v95)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v95) };
-if (!(v95 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
-let v96 = value["limit"];
-if (v96 !== undefined) {
-if (typeof v96 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v96) };
+let v138 = value["ratio"];
+if (typeof v138 !== "number" || !Number.isFinite(v138)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v138) };
+if (!(v138 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v139 = value["limit"];
+if (v139 !== undefined) {
+if (typeof v139 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v139) };
 }
 return null;
 };
 // heartbeat
-const validatePayload_16 = function (value, at = "") {
+const validatePayload_18 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v97 = value["iteration"];
-if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v97) };
-if (!Number.isInteger(v97)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v97) };
-if (v97 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
-if (v97 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v97 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+let v140 = value["iteration"];
+if (typeof v140 !== "number" || !Number.isFinite(v140)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v140) };
+if (!Number.isInteger(v140)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v140) };
+if (v140 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v140 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v140 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // attachment.added
-const validatePayload_17 = function (value, at = "") {
+const validatePayload_19 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v98 = value["name"];
-if (typeof v98 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v98) };
-if (v98.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
-let v99 = value["path"];
-if (typeof v99 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v99) };
-if (v99.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
-let v100 = value["contentType"];
-if (typeof v100 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v100) };
-let v101 = value["bytes"];
-if (typeof v101 !== "number" || !Number.isFinite(v101)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v101) };
-if (!Number.isInteger(v101)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v101) };
-if (v101 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v101 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v101 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
-let v102 = value["sha256"];
-if (typeof v102 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v102) };
-if (!c1.test(v102)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v141 = value["name"];
+if (typeof v141 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v141) };
+if (v141.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v142 = value["path"];
+if (typeof v142 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v142) };
+if (v142.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v143 = value["contentType"];
+if (typeof v143 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v143) };
+let v144 = value["bytes"];
+if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v144) };
+if (!Number.isInteger(v144)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v144) };
+if (v144 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v144 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v144 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v145 = value["sha256"];
+if (typeof v145 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v145) };
+if (!c0.test(v145)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 return null;
 };
 // status.changed
-const validatePayload_18 = function (value, at = "") {
+const validatePayload_20 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v103 = value["status"];
-if (v103 !== "queued" && v103 !== "running" && v103 !== "waiting" && v103 !== "completed" && v103 !== "failed" && v103 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v104 = value["reason"];
-if (v104 !== null) {
-if (typeof v104 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v104) };
+let v146 = value["status"];
+if (v146 !== "queued" && v146 !== "running" && v146 !== "waiting" && v146 !== "completed" && v146 !== "failed" && v146 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v147 = value["reason"];
+if (v147 !== null) {
+if (typeof v147 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v147) };
 }
 return null;
 };
 // problem
-const validatePayload_19 = function (value, at = "") {
+const validatePayload_21 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v105 = value["source"];
-if (typeof v105 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v105) };
-let v106 = value["reason"];
-if (typeof v106 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v106) };
-let v107 = value["text"];
-if (v107 !== undefined) {
-if (typeof v107 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v107) };
+let v148 = value["source"];
+if (typeof v148 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v148) };
+let v149 = value["reason"];
+if (typeof v149 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v149) };
+let v150 = value["text"];
+if (v150 !== undefined) {
+if (typeof v150 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v150) };
 }
 return null;
 };
 // completed
-const validatePayload_20 = function (value, at = "") {
+const validatePayload_22 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v108 = value["reason"];
-if (v108 !== null) {
-if (typeof v108 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v108) };
+let v151 = value["reason"];
+if (v151 !== null) {
+if (typeof v151 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v151) };
 }
-let v109 = value["result"];
-if (v109 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v152 = value["result"];
+if (v152 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // failed
-const validatePayload_21 = function (value, at = "") {
+const validatePayload_23 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v110 = value["reason"];
-if (v110 !== null) {
-if (typeof v110 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v110) };
+let v153 = value["reason"];
+if (v153 !== null) {
+if (typeof v153 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v153) };
 }
-let v111 = value["result"];
-if (v111 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v154 = value["result"];
+if (v154 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 
@@ -657,292 +829,316 @@ export const validatePayload: Record<string, Validator> = {
   "message.completed": validatePayload_3,
   "model.requested": validatePayload_4,
   "model.completed": validatePayload_5,
-  "tool.started": validatePayload_6,
-  "tool.completed": validatePayload_7,
-  "approval.requested": validatePayload_8,
-  "approval.resolved": validatePayload_9,
-  "question.requested": validatePayload_10,
-  "question.answered": validatePayload_11,
-  "usage.updated": validatePayload_12,
-  "compaction.started": validatePayload_13,
-  "compaction.completed": validatePayload_14,
-  "budget.warning": validatePayload_15,
-  "heartbeat": validatePayload_16,
-  "attachment.added": validatePayload_17,
-  "status.changed": validatePayload_18,
-  "problem": validatePayload_19,
-  "completed": validatePayload_20,
-  "failed": validatePayload_21,
+  "model.call.started": validatePayload_6,
+  "model.call.completed": validatePayload_7,
+  "tool.started": validatePayload_8,
+  "tool.completed": validatePayload_9,
+  "approval.requested": validatePayload_10,
+  "approval.resolved": validatePayload_11,
+  "question.requested": validatePayload_12,
+  "question.answered": validatePayload_13,
+  "usage.updated": validatePayload_14,
+  "compaction.started": validatePayload_15,
+  "compaction.completed": validatePayload_16,
+  "budget.warning": validatePayload_17,
+  "heartbeat": validatePayload_18,
+  "attachment.added": validatePayload_19,
+  "status.changed": validatePayload_20,
+  "problem": validatePayload_21,
+  "completed": validatePayload_22,
+  "failed": validatePayload_23,
 };
 export const validateRunEvent: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-const v178 = value["type"];
-if (!c2.has(v178)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
-let v179 = value["id"];
-if (typeof v179 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v179) };
-if (v179.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v180 = value["runId"];
-if (typeof v180 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v180) };
-if (v180.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
-let v181 = value["sessionId"];
-if (typeof v181 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v181) };
-if (v181.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v182 = value["sequence"];
-if (typeof v182 !== "number" || !Number.isFinite(v182)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v182) };
-if (!Number.isInteger(v182)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v182) };
-if (v182 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
-if (v182 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v182 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
-let v183 = value["timestamp"];
-if (typeof v183 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v183) };
-if (!isDatetime(c0, v183)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
-let v184 = value["native"];
-if (v184 !== undefined) {
+const v227 = value["type"];
+if (!c2.has(v227)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v228 = value["id"];
+if (typeof v228 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v228) };
+if (v228.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v229 = value["runId"];
+if (typeof v229 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v229) };
+if (v229.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v230 = value["sessionId"];
+if (typeof v230 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v230) };
+if (v230.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v231 = value["sequence"];
+if (typeof v231 !== "number" || !Number.isFinite(v231)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v231) };
+if (!Number.isInteger(v231)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v231) };
+if (v231 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v231 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v231 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v232 = value["timestamp"];
+if (typeof v232 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v232) };
+if (!isDatetime(c1, v232)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v233 = value["native"];
+if (v233 !== undefined) {
 }
-let v185 = value["ignored"];
-if (v185 !== undefined) {
-if (typeof v185 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v185) };
+let v234 = value["ignored"];
+if (v234 !== undefined) {
+if (typeof v234 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v234) };
 }
-switch (v178) {
+switch (v227) {
 case "run.started":
 {
-let v112 = value["type"];
-if (v112 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
-let v113 = value["payload"];
+let v155 = value["type"];
+if (v155 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v156 = value["payload"];
 {
-const v114 = validatePayload_0(v113, join(at, "payload"));
-if (v114 !== null) return v114;
+const v157 = validatePayload_0(v156, join(at, "payload"));
+if (v157 !== null) return v157;
 }
 break;
 }
 case "session.linked":
 {
-let v115 = value["type"];
-if (v115 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
-let v116 = value["payload"];
+let v158 = value["type"];
+if (v158 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v159 = value["payload"];
 {
-const v117 = validatePayload_1(v116, join(at, "payload"));
-if (v117 !== null) return v117;
+const v160 = validatePayload_1(v159, join(at, "payload"));
+if (v160 !== null) return v160;
 }
 break;
 }
 case "message.delta":
 {
-let v118 = value["type"];
-if (v118 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
-let v119 = value["payload"];
+let v161 = value["type"];
+if (v161 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v162 = value["payload"];
 {
-const v120 = validatePayload_2(v119, join(at, "payload"));
-if (v120 !== null) return v120;
+const v163 = validatePayload_2(v162, join(at, "payload"));
+if (v163 !== null) return v163;
 }
 break;
 }
 case "message.completed":
 {
-let v121 = value["type"];
-if (v121 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
-let v122 = value["payload"];
+let v164 = value["type"];
+if (v164 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v165 = value["payload"];
 {
-const v123 = validatePayload_3(v122, join(at, "payload"));
-if (v123 !== null) return v123;
+const v166 = validatePayload_3(v165, join(at, "payload"));
+if (v166 !== null) return v166;
 }
 break;
 }
 case "model.requested":
 {
-let v124 = value["type"];
-if (v124 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
-let v125 = value["payload"];
+let v167 = value["type"];
+if (v167 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v168 = value["payload"];
 {
-const v126 = validatePayload_4(v125, join(at, "payload"));
-if (v126 !== null) return v126;
+const v169 = validatePayload_4(v168, join(at, "payload"));
+if (v169 !== null) return v169;
 }
 break;
 }
 case "model.completed":
 {
-let v127 = value["type"];
-if (v127 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
-let v128 = value["payload"];
+let v170 = value["type"];
+if (v170 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v171 = value["payload"];
 {
-const v129 = validatePayload_5(v128, join(at, "payload"));
-if (v129 !== null) return v129;
+const v172 = validatePayload_5(v171, join(at, "payload"));
+if (v172 !== null) return v172;
+}
+break;
+}
+case "model.call.started":
+{
+let v173 = value["type"];
+if (v173 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
+let v174 = value["payload"];
+{
+const v175 = validatePayload_6(v174, join(at, "payload"));
+if (v175 !== null) return v175;
+}
+break;
+}
+case "model.call.completed":
+{
+let v176 = value["type"];
+if (v176 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
+let v177 = value["payload"];
+{
+const v178 = validatePayload_7(v177, join(at, "payload"));
+if (v178 !== null) return v178;
 }
 break;
 }
 case "tool.started":
 {
-let v130 = value["type"];
-if (v130 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
-let v131 = value["payload"];
+let v179 = value["type"];
+if (v179 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v180 = value["payload"];
 {
-const v132 = validatePayload_6(v131, join(at, "payload"));
-if (v132 !== null) return v132;
+const v181 = validatePayload_8(v180, join(at, "payload"));
+if (v181 !== null) return v181;
 }
 break;
 }
 case "tool.completed":
 {
-let v133 = value["type"];
-if (v133 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
-let v134 = value["payload"];
+let v182 = value["type"];
+if (v182 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v183 = value["payload"];
 {
-const v135 = validatePayload_7(v134, join(at, "payload"));
-if (v135 !== null) return v135;
+const v184 = validatePayload_9(v183, join(at, "payload"));
+if (v184 !== null) return v184;
 }
 break;
 }
 case "approval.requested":
 {
-let v136 = value["type"];
-if (v136 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
-let v137 = value["payload"];
+let v185 = value["type"];
+if (v185 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v186 = value["payload"];
 {
-const v138 = validatePayload_8(v137, join(at, "payload"));
-if (v138 !== null) return v138;
+const v187 = validatePayload_10(v186, join(at, "payload"));
+if (v187 !== null) return v187;
 }
 break;
 }
 case "approval.resolved":
 {
-let v139 = value["type"];
-if (v139 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
-let v140 = value["payload"];
+let v188 = value["type"];
+if (v188 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v189 = value["payload"];
 {
-const v141 = validatePayload_9(v140, join(at, "payload"));
-if (v141 !== null) return v141;
+const v190 = validatePayload_11(v189, join(at, "payload"));
+if (v190 !== null) return v190;
 }
 break;
 }
 case "question.requested":
 {
-let v142 = value["type"];
-if (v142 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
-let v143 = value["payload"];
+let v191 = value["type"];
+if (v191 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v192 = value["payload"];
 {
-const v144 = validatePayload_10(v143, join(at, "payload"));
-if (v144 !== null) return v144;
+const v193 = validatePayload_12(v192, join(at, "payload"));
+if (v193 !== null) return v193;
 }
 break;
 }
 case "question.answered":
 {
-let v145 = value["type"];
-if (v145 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
-let v146 = value["payload"];
+let v194 = value["type"];
+if (v194 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v195 = value["payload"];
 {
-const v147 = validatePayload_11(v146, join(at, "payload"));
-if (v147 !== null) return v147;
+const v196 = validatePayload_13(v195, join(at, "payload"));
+if (v196 !== null) return v196;
 }
 break;
 }
 case "usage.updated":
 {
-let v148 = value["type"];
-if (v148 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
-let v149 = value["payload"];
+let v197 = value["type"];
+if (v197 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v198 = value["payload"];
 {
-const v150 = validatePayload_12(v149, join(at, "payload"));
-if (v150 !== null) return v150;
+const v199 = validatePayload_14(v198, join(at, "payload"));
+if (v199 !== null) return v199;
 }
 break;
 }
 case "compaction.started":
 {
-let v151 = value["type"];
-if (v151 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
-let v152 = value["payload"];
+let v200 = value["type"];
+if (v200 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v201 = value["payload"];
 {
-const v153 = validatePayload_13(v152, join(at, "payload"));
-if (v153 !== null) return v153;
+const v202 = validatePayload_15(v201, join(at, "payload"));
+if (v202 !== null) return v202;
 }
 break;
 }
 case "compaction.completed":
 {
-let v154 = value["type"];
-if (v154 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
-let v155 = value["payload"];
+let v203 = value["type"];
+if (v203 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v204 = value["payload"];
 {
-const v156 = validatePayload_14(v155, join(at, "payload"));
-if (v156 !== null) return v156;
+const v205 = validatePayload_16(v204, join(at, "payload"));
+if (v205 !== null) return v205;
 }
 break;
 }
 case "budget.warning":
 {
-let v157 = value["type"];
-if (v157 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
-let v158 = value["payload"];
+let v206 = value["type"];
+if (v206 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v207 = value["payload"];
 {
-const v159 = validatePayload_15(v158, join(at, "payload"));
-if (v159 !== null) return v159;
+const v208 = validatePayload_17(v207, join(at, "payload"));
+if (v208 !== null) return v208;
 }
 break;
 }
 case "heartbeat":
 {
-let v160 = value["type"];
-if (v160 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
-let v161 = value["payload"];
+let v209 = value["type"];
+if (v209 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v210 = value["payload"];
 {
-const v162 = validatePayload_16(v161, join(at, "payload"));
-if (v162 !== null) return v162;
+const v211 = validatePayload_18(v210, join(at, "payload"));
+if (v211 !== null) return v211;
 }
 break;
 }
 case "attachment.added":
 {
-let v163 = value["type"];
-if (v163 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
-let v164 = value["payload"];
+let v212 = value["type"];
+if (v212 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v213 = value["payload"];
 {
-const v165 = validatePayload_17(v164, join(at, "payload"));
-if (v165 !== null) return v165;
+const v214 = validatePayload_19(v213, join(at, "payload"));
+if (v214 !== null) return v214;
 }
 break;
 }
 case "status.changed":
 {
-let v166 = value["type"];
-if (v166 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
-let v167 = value["payload"];
+let v215 = value["type"];
+if (v215 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v216 = value["payload"];
 {
-const v168 = validatePayload_18(v167, join(at, "payload"));
-if (v168 !== null) return v168;
+const v217 = validatePayload_20(v216, join(at, "payload"));
+if (v217 !== null) return v217;
 }
 break;
 }
 case "problem":
 {
-let v169 = value["type"];
-if (v169 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
-let v170 = value["payload"];
+let v218 = value["type"];
+if (v218 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v219 = value["payload"];
 {
-const v171 = validatePayload_19(v170, join(at, "payload"));
-if (v171 !== null) return v171;
+const v220 = validatePayload_21(v219, join(at, "payload"));
+if (v220 !== null) return v220;
 }
 break;
 }
 case "completed":
 {
-let v172 = value["type"];
-if (v172 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
-let v173 = value["payload"];
+let v221 = value["type"];
+if (v221 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v222 = value["payload"];
 {
-const v174 = validatePayload_20(v173, join(at, "payload"));
-if (v174 !== null) return v174;
+const v223 = validatePayload_22(v222, join(at, "payload"));
+if (v223 !== null) return v223;
 }
 break;
 }
 case "failed":
 {
-let v175 = value["type"];
-if (v175 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
-let v176 = value["payload"];
+let v224 = value["type"];
+if (v224 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v225 = value["payload"];
 {
-const v177 = validatePayload_21(v176, join(at, "payload"));
-if (v177 !== null) return v177;
+const v226 = validatePayload_23(v225, join(at, "payload"));
+if (v226 !== null) return v226;
 }
 break;
 }
@@ -951,134 +1147,134 @@ return null;
 };
 export const validateRunRecord: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v186 = value["id"];
-if (typeof v186 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v186) };
-if (v186.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v187 = value["sessionId"];
-if (typeof v187 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v187) };
-if (v187.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v188 = value["contextId"];
-if (v188 !== null) {
-if (typeof v188 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v188) };
+let v235 = value["id"];
+if (typeof v235 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v235) };
+if (v235.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v236 = value["sessionId"];
+if (typeof v236 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v236) };
+if (v236.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v237 = value["contextId"];
+if (v237 !== null) {
+if (typeof v237 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v237) };
 }
-let v189 = value["nativeSessionId"];
-if (v189 !== null) {
-if (typeof v189 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v189) };
+let v238 = value["nativeSessionId"];
+if (v238 !== null) {
+if (typeof v238 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v238) };
 }
-let v190 = value["parentRunId"];
-if (v190 !== null) {
-if (typeof v190 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v190) };
+let v239 = value["parentRunId"];
+if (v239 !== null) {
+if (typeof v239 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v239) };
 }
-let v191 = value["resumedFromRunId"];
-if (v191 !== null) {
-if (typeof v191 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v191) };
+let v240 = value["resumedFromRunId"];
+if (v240 !== null) {
+if (typeof v240 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v240) };
 }
-let v192 = value["relation"];
-if (v192 !== null) {
-if (typeof v192 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v192) };
+let v241 = value["relation"];
+if (v241 !== null) {
+if (typeof v241 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v241) };
 }
-let v193 = value["harness"];
-if (typeof v193 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v193) };
-if (v193.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v194 = value["driver"];
-if (typeof v194 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v194) };
-if (v194.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v195 = value["trigger"];
-if (v195 !== "cli" && v195 !== "api" && v195 !== "a2a" && v195 !== "suite" && v195 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v196 = value["cwd"];
-if (typeof v196 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v196) };
-let v197 = value["goal"];
-if (v197 !== null) {
-if (typeof v197 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v197) };
+let v242 = value["harness"];
+if (typeof v242 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v242) };
+if (v242.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v243 = value["driver"];
+if (typeof v243 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v243) };
+if (v243.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v244 = value["trigger"];
+if (v244 !== "cli" && v244 !== "api" && v244 !== "a2a" && v244 !== "suite" && v244 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v245 = value["cwd"];
+if (typeof v245 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v245) };
+let v246 = value["goal"];
+if (v246 !== null) {
+if (typeof v246 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v246) };
 }
-let v198 = value["startedAt"];
-if (typeof v198 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v198) };
-if (!isDatetime(c0, v198)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
-let v199 = value["endedAt"];
-if (v199 !== null) {
-if (typeof v199 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v199) };
-if (!isDatetime(c0, v199)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+let v247 = value["startedAt"];
+if (typeof v247 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v247) };
+if (!isDatetime(c1, v247)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v248 = value["endedAt"];
+if (v248 !== null) {
+if (typeof v248 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v248) };
+if (!isDatetime(c1, v248)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
 }
-let v200 = value["status"];
-if (v200 !== "queued" && v200 !== "running" && v200 !== "waiting" && v200 !== "completed" && v200 !== "failed" && v200 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v201 = value["exitCode"];
-if (v201 !== null) {
-if (typeof v201 !== "number" || !Number.isFinite(v201)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v201) };
-if (!Number.isInteger(v201)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v201) };
-if (v201 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
-if (v201 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+let v249 = value["status"];
+if (v249 !== "queued" && v249 !== "running" && v249 !== "waiting" && v249 !== "completed" && v249 !== "failed" && v249 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v250 = value["exitCode"];
+if (v250 !== null) {
+if (typeof v250 !== "number" || !Number.isFinite(v250)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v250) };
+if (!Number.isInteger(v250)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v250) };
+if (v250 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v250 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v202 = value["terminalReason"];
-if (v202 !== null) {
-if (typeof v202 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v202) };
+let v251 = value["terminalReason"];
+if (v251 !== null) {
+if (typeof v251 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v251) };
 }
 return null;
 };
 export const validateHarnessSession: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v203 = value["type"];
-if (v203 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
-let v204 = value["session_id"];
-if (typeof v204 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v204) };
-if (v204.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
-let v205 = value["native_session_id"];
-if (v205 !== null) {
-if (typeof v205 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v205) };
-if (v205.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v252 = value["type"];
+if (v252 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v253 = value["session_id"];
+if (typeof v253 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v253) };
+if (v253.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v254 = value["native_session_id"];
+if (v254 !== null) {
+if (typeof v254 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v254) };
+if (v254.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v206 = value["harness"];
-if (typeof v206 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v206) };
-if (v206.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v207 = value["driver"];
-if (typeof v207 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v207) };
-if (v207.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v208 = value["created_ms"];
-if (typeof v208 !== "number" || !Number.isFinite(v208)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v208) };
-if (!Number.isInteger(v208)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v208) };
-if (v208 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v208 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v208 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
-let v209 = value["updated_ms"];
-if (typeof v209 !== "number" || !Number.isFinite(v209)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v209) };
-if (!Number.isInteger(v209)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v209) };
-if (v209 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v209 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v209 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
-let v210 = value["sessions"];
-if (v210 !== undefined) {
-if (!Array.isArray(v210)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v210) };
-for (let v211 = 0; v211 < v210.length; v211++) {
-const v212 = v210[v211];
-if (typeof v212 !== "object" || v212 === null || Array.isArray(v212)) return { path: join(at, "sessions." + v211), message: "Invalid input: expected object, received " + received(v212) };
-let v213 = v212["driver"];
-if (typeof v213 !== "string") return { path: join(at, "sessions." + v211 + ".driver"), message: "Invalid input: expected string, received " + received(v213) };
-if (v213.length < 1) return { path: join(at, "sessions." + v211 + ".driver"), message: "Too small: expected string to have >=1 characters" };
-let v214 = v212["harness"];
-if (typeof v214 !== "string") return { path: join(at, "sessions." + v211 + ".harness"), message: "Invalid input: expected string, received " + received(v214) };
-if (v214.length < 1) return { path: join(at, "sessions." + v211 + ".harness"), message: "Too small: expected string to have >=1 characters" };
-let v215 = v212["session_id"];
-if (typeof v215 !== "string") return { path: join(at, "sessions." + v211 + ".session_id"), message: "Invalid input: expected string, received " + received(v215) };
-if (v215.length < 1) return { path: join(at, "sessions." + v211 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
-let v216 = v212["native_session_id"];
-if (v216 !== null) {
-if (typeof v216 !== "string") return { path: join(at, "sessions." + v211 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v216) };
-if (v216.length < 1) return { path: join(at, "sessions." + v211 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v255 = value["harness"];
+if (typeof v255 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v255) };
+if (v255.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v256 = value["driver"];
+if (typeof v256 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v256) };
+if (v256.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v257 = value["created_ms"];
+if (typeof v257 !== "number" || !Number.isFinite(v257)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v257) };
+if (!Number.isInteger(v257)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v257) };
+if (v257 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v257 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v257 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v258 = value["updated_ms"];
+if (typeof v258 !== "number" || !Number.isFinite(v258)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v258) };
+if (!Number.isInteger(v258)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v258) };
+if (v258 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v258 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v258 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v259 = value["sessions"];
+if (v259 !== undefined) {
+if (!Array.isArray(v259)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v259) };
+for (let v260 = 0; v260 < v259.length; v260++) {
+const v261 = v259[v260];
+if (typeof v261 !== "object" || v261 === null || Array.isArray(v261)) return { path: join(at, "sessions." + v260), message: "Invalid input: expected object, received " + received(v261) };
+let v262 = v261["driver"];
+if (typeof v262 !== "string") return { path: join(at, "sessions." + v260 + ".driver"), message: "Invalid input: expected string, received " + received(v262) };
+if (v262.length < 1) return { path: join(at, "sessions." + v260 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v263 = v261["harness"];
+if (typeof v263 !== "string") return { path: join(at, "sessions." + v260 + ".harness"), message: "Invalid input: expected string, received " + received(v263) };
+if (v263.length < 1) return { path: join(at, "sessions." + v260 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v264 = v261["session_id"];
+if (typeof v264 !== "string") return { path: join(at, "sessions." + v260 + ".session_id"), message: "Invalid input: expected string, received " + received(v264) };
+if (v264.length < 1) return { path: join(at, "sessions." + v260 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v265 = v261["native_session_id"];
+if (v265 !== null) {
+if (typeof v265 !== "string") return { path: join(at, "sessions." + v260 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v265) };
+if (v265.length < 1) return { path: join(at, "sessions." + v260 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v217 = v212["created_ms"];
-if (typeof v217 !== "number" || !Number.isFinite(v217)) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Invalid input: expected number, received " + received(v217) };
-if (!Number.isInteger(v217)) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Invalid input: expected int, received " + received(v217) };
-if (v217 > 9007199254740991) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v217 < -9007199254740991) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v217 >= 0)) return { path: join(at, "sessions." + v211 + ".created_ms"), message: "Too small: expected number to be >=0" };
-let v218 = v212["updated_ms"];
-if (typeof v218 !== "number" || !Number.isFinite(v218)) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v218) };
-if (!Number.isInteger(v218)) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v218) };
-if (v218 > 9007199254740991) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v218 < -9007199254740991) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v218 >= 0)) return { path: join(at, "sessions." + v211 + ".updated_ms"), message: "Too small: expected number to be >=0" };
+let v266 = v261["created_ms"];
+if (typeof v266 !== "number" || !Number.isFinite(v266)) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Invalid input: expected number, received " + received(v266) };
+if (!Number.isInteger(v266)) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Invalid input: expected int, received " + received(v266) };
+if (v266 > 9007199254740991) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v266 < -9007199254740991) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v266 >= 0)) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v267 = v261["updated_ms"];
+if (typeof v267 !== "number" || !Number.isFinite(v267)) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v267) };
+if (!Number.isInteger(v267)) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v267) };
+if (v267 > 9007199254740991) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v267 < -9007199254740991) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v267 >= 0)) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;
 };
-export const EVENT_TYPE_NAMES = ["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"] as const;
+export const EVENT_TYPE_NAMES = ["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"] as const;
 export const RECORD_FIELDS = ["id","sessionId","contextId","nativeSessionId","parentRunId","resumedFromRunId","relation","harness","driver","trigger","cwd","goal","startedAt","endedAt","status","exitCode","terminalReason"] as const;

@@ -120,6 +120,34 @@ export const ModelCallRef = z.looseObject({
 });
 export type ModelCallRef = z.infer<typeof ModelCallRef>;
 
+/**
+ * Whether a run's model calls went through reins's model gateway (docs/gateway.md), and why not
+ * when they did not (`--no-gateway`, the config, a harness whose upstream reins cannot tell).
+ */
+export const GatewayUse = z.looseObject({
+  enabled: z.boolean(),
+  reason: z.string().optional(),
+});
+export type GatewayUse = z.infer<typeof GatewayUse>;
+
+/** A body kept out of line, under the run's `wire/` directory, named by its SHA-256. */
+export const WireBody = z.looseObject({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  bytes: Count,
+});
+export type WireBody = z.infer<typeof WireBody>;
+
+/** The model APIs the gateway reads (lib/gateway/wires.ts); `opaque` for any other call. */
+export const WireName = z.enum([
+  "anthropic.messages",
+  "anthropic.count_tokens",
+  "openai.responses",
+  "openai.chat",
+  "gemini.generate",
+  "gemini.stream",
+  "opaque",
+]);
+
 export const PAYLOADS = {
   "run.started": z.looseObject({
     harness: z.string(),
@@ -129,6 +157,7 @@ export const PAYLOADS = {
     contextId: z.string().nullable(),
     resumeOf: z.string().nullable(),
     agent: AgentFacts.optional(),
+    gateway: GatewayUse.optional(),
   }),
   "session.linked": z.looseObject({
     nativeSessionId: z.string().min(1),
@@ -147,6 +176,42 @@ export const PAYLOADS = {
     stopReason: z.string().nullable(),
     usage: CallUsage.nullable(),
     reasoning: z.string().nullable(),
+  }),
+  /** A call the model gateway passed on (or refused), as the harness made it. */
+  "model.call.started": z.looseObject({
+    callId: z.string().min(1),
+    wire: WireName,
+    /** Whether it asks a model to generate: what a budget counts as a model call. */
+    generates: z.boolean(),
+    route: z.string(),
+    method: z.string(),
+    /** Below the route, with any credential left out of its query. */
+    path: z.string(),
+    model: z.string().nullable(),
+    stream: z.boolean().nullable(),
+    /** The request's headers, credentials left out. */
+    headers: z.record(z.string(), z.string()),
+    body: WireBody.nullable(),
+  }),
+  /** How it ended: the answer as the harness received it, or why none came. */
+  "model.call.completed": z.looseObject({
+    callId: z.string().min(1),
+    /**
+     * `ok` a 2xx answer received whole; `error` a non-2xx answer; `refused` by the budget;
+     * `failed` the upstream could not be reached or broke off; `aborted` the harness went away.
+     */
+    outcome: z.enum(["ok", "error", "refused", "failed", "aborted"]),
+    status: z.number().int().nullable(),
+    headers: z.record(z.string(), z.string()),
+    body: WireBody.nullable(),
+    /** The body's pieces as they came: [bytes, ms since the request arrived]. */
+    chunks: z.array(z.array(z.number().nonnegative()).length(2)),
+    model: z.string().nullable(),
+    stopReason: z.string().nullable(),
+    usage: CallUsage.nullable(),
+    firstByteMs: z.number().nonnegative().nullable(),
+    durationMs: z.number().nonnegative(),
+    error: z.string().optional(),
   }),
   "tool.started": z.looseObject({
     callId: z.string().min(1),

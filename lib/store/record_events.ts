@@ -46,6 +46,8 @@ export function applyEvent(record: RunRecord, event: RunEvent): RunRecord | null
     case "message.delta":
     case "model.requested":
     case "model.completed":
+    case "model.call.started":
+    case "model.call.completed":
     case "tool.started":
     case "tool.completed":
     case "approval.requested":

@@ -12,6 +12,7 @@ import { redact, redactValue } from "../core/redact.ts";
 import type {
   AgentFacts,
   EventInput,
+  GatewayUse,
   RunEvent,
   RunRecord,
   SettledStatus,
@@ -44,6 +45,8 @@ export interface RunInit {
   resumeOf?: string | null;
   /** run.started's `agent`: what the driver knows of its agent before it starts. */
   agent?: AgentFacts;
+  /** run.started's `gateway`: whether the model gateway records the run's calls, why not. */
+  gateway?: GatewayUse;
 }
 
 export interface RunOptions {
@@ -244,6 +247,7 @@ export class RunWriter extends RunAppender {
     owner: Deno.FsFile,
     resumeOf: string | null,
     agent?: AgentFacts,
+    gateway?: GatewayUse,
   ) {
     super(root, log, record);
     this.#owner = owner;
@@ -257,6 +261,7 @@ export class RunWriter extends RunAppender {
         contextId: record.contextId,
         resumeOf,
         ...(agent === undefined ? {} : { agent }),
+        ...(gateway === undefined ? {} : { gateway }),
         // Beyond the contract's fields, so that run.json can be rebuilt from the log alone.
         trigger: record.trigger,
         resumedFromRunId: record.resumedFromRunId,
@@ -373,6 +378,7 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       staged.owner,
       init.resumeOf ?? record.resumedFromRunId,
       init.agent,
+      init.gateway,
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
     // its directory with it (afterFirstSync above), and until then a power cut loses its events

@@ -21,6 +21,15 @@ import { logDecisions } from "./decisions.ts";
 import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
 import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
 import { snapshotAtRunStart } from "../snapshot/run_start.ts";
+import type { BudgetLedger } from "../core/budget.ts";
+import {
+  bindGateway,
+  BUDGET_STOP_GRACE_MS,
+  decideGateway,
+  type GatewayDecision,
+  type TurnGateway,
+  turnLedger,
+} from "./gateway_use.ts";
 
 /** How long a timed-out agent is given to stop before it is killed. */
 const KILL_GRACE_MS = 5_000;
@@ -45,15 +54,23 @@ export async function runTurn(
   const prepared = request.driver
     ? { driver: request.driver, agent: request.agent }
     : await prepareAgent(store, settings, request.agent);
-  // What of the budget the agent cannot be held to is said before anything runs, never ignored.
-  for (
-    const note of prepared.driver.budgetNotes?.({
-      budget: request.budget,
-      agent: prepared.agent,
-      settings,
-    }) ?? []
-  ) {
-    hooks.warn?.(note);
+  // Through the model gateway, a harness is held to its whole budget; otherwise what of the
+  // budget the agent cannot be held to is said before anything runs, never ignored.
+  const gateway = await decideGateway(
+    settings,
+    { ...request, agent: prepared.agent },
+    prepared.driver,
+  );
+  if (gateway?.use.enabled !== true) {
+    for (
+      const note of prepared.driver.budgetNotes?.({
+        budget: request.budget,
+        agent: prepared.agent,
+        settings,
+      }) ?? []
+    ) {
+      hooks.warn?.(note);
+    }
   }
   const lock = request.contextId === null ? null : await ContextLock.acquire(
     store,
@@ -67,6 +84,7 @@ export async function runTurn(
       lock,
       signals,
       hooks,
+      gateway,
     });
   } finally {
     lock?.release();
@@ -117,6 +135,7 @@ interface TurnParts {
   lock: ContextLock | null;
   signals: TurnSignals;
   hooks: TurnHooks;
+  gateway: GatewayDecision;
 }
 
 async function recordTurn(
@@ -172,7 +191,13 @@ async function recordTurn(
     goal: request.prompt,
     resumeOf: resume ? sessionId : resumedFromRunId,
     agent: driver.agentFacts?.({ agent: request.agent, settings }),
+    gateway: parts.gateway?.use,
   });
+  const ledger = turnLedger(
+    store,
+    request,
+    context?.sessions.map((session) => session.session_id) ?? [],
+  );
   try {
     lock?.holdFor(writer.runId);
     return await driveAndSettle(store, settings, request, parts, {
@@ -180,6 +205,7 @@ async function recordTurn(
       sessionId,
       resume,
       history,
+      ledger,
     });
   } finally {
     writer.close();
@@ -191,14 +217,15 @@ interface RunParts {
   sessionId: string;
   resume: DriverInput["resume"];
   history: readonly EventInput[];
+  ledger: BudgetLedger;
 }
 
 async function driveAndSettle(
   store: Store,
   settings: Settings,
   request: TurnRequest,
-  { driver, signals, hooks }: TurnParts,
-  { writer, sessionId, resume, history }: RunParts,
+  { driver, signals, hooks, gateway }: TurnParts,
+  { writer, sessionId, resume, history, ledger }: RunParts,
 ): Promise<TurnOutcome> {
   const { runId } = writer;
   const { contextId } = request;
@@ -236,10 +263,15 @@ async function driveAndSettle(
     timeoutStop.abort();
     graceTimer = setTimeout(() => timeoutKill.abort(), KILL_GRACE_MS);
   }, request.timeoutSeconds * 1000);
-  const stop = AbortSignal.any([signals.stop, timeoutStop.signal]);
+  // A harness whose model call the budget refused is given a while to stop by itself (its CLI
+  // reads the refusal as the provider's error), then stopped.
+  const budgetStop = new AbortController();
+  let budgetTimer: ReturnType<typeof setTimeout> | undefined;
+  const stop = AbortSignal.any([signals.stop, timeoutStop.signal, budgetStop.signal]);
   const kill = AbortSignal.any([signals.kill, timeoutKill.signal]);
 
   let ended: { result: DriverResult } | { error: unknown };
+  let turnGateway: TurnGateway | null = null;
   let snapshotWritten: Promise<void> = Promise.resolve();
   try {
     await hooks.onCreated?.(runId);
@@ -257,6 +289,21 @@ async function driveAndSettle(
       (message) => hooks.warn?.(message),
     );
     snapshotWritten = snapshot.written;
+    if (gateway?.plan) {
+      turnGateway = await bindGateway(store, settings, gateway.plan, {
+        runId,
+        ledger,
+        emit: record,
+        onExhausted: () => {
+          budgetTimer ??= setTimeout(
+            () => budgetStop.abort("budget exhausted"),
+            BUDGET_STOP_GRACE_MS,
+          );
+        },
+        onTrouble: () => {},
+        warn: (message) => hooks.warn?.(message),
+      });
+    }
     const result = await driver.start(
       {
         prompt: request.prompt,
@@ -274,6 +321,8 @@ async function driveAndSettle(
         decisions: logDecisions(store, runId, record),
         kill,
         onProcess: (agent) => keepAgentProcess(writer, agent, hooks),
+        gateway: turnGateway?.route ?? null,
+        ledger,
       },
       sink,
       stop,
@@ -285,6 +334,18 @@ async function driveAndSettle(
     // Only for timers there are: clearTimeout(undefined) loads Deno's Node timers (clock.ts).
     if (timer !== undefined) clearTimeout(timer);
     if (graceTimer !== undefined) clearTimeout(graceTimer);
+    if (budgetTimer !== undefined) clearTimeout(budgetTimer);
+  }
+  // The harness has exited: its calls are over, their streamed text recorded and their bodies on
+  // disk before the run settles.
+  if (turnGateway !== null) {
+    try {
+      await turnGateway.binding.close();
+    } catch (error) {
+      hooks.warn?.(
+        `the bodies of run ${runId}'s model calls were not all kept: ${describeError(error)}`,
+      );
+    }
   }
   // A settled run has its snapshot on disk, or a warning that says why not (never rejects), and
   // its context's session (never rejects either: a failure is reported).
@@ -294,6 +355,7 @@ async function driveAndSettle(
     ended,
     timedOutAfterSeconds: timeoutStop.signal.aborted ? request.timeoutSeconds : null,
     stopReason: signals.stop.aborted ? stopReasonOf(signals.stop) : null,
+    exhausted: ledger.exhausted,
   });
   await keepDeclaredAttachments(store, runId, driver.name, request.cwd, settlement, record);
   // The record takes the exit code from the terminal event: one write settles the run, once the

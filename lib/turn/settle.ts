@@ -6,6 +6,7 @@ import { describeError } from "../core/errors.ts";
 import type { DriverResult } from "../drivers/driver.ts";
 import type { EventInput, SettledStatus, Usage } from "../store/contracts.ts";
 import type { RunSummary } from "./types.ts";
+import { BUDGET_EXHAUSTED, type Exhaustion, exhaustionReason } from "../core/budget.ts";
 
 export interface SettleFacts {
   /** What the driver returned, or what it threw. */
@@ -14,6 +15,8 @@ export interface SettleFacts {
   timedOutAfterSeconds: number | null;
   /** Why the caller stopped the turn (its stop signal's reason), or null when it did not. */
   stopReason: string | null;
+  /** The limit a model call was refused for, when the turn's budget ended it. */
+  exhausted?: Exhaustion | null;
 }
 
 export interface Settlement {
@@ -46,7 +49,13 @@ export function settle(facts: SettleFacts): Settlement {
     result = facts.ended.result;
   }
   let { status, reason } = result;
-  if (facts.timedOutAfterSeconds !== null) {
+  // A budget that ended the turn is its outcome, however the agent took the refusal (or its stop):
+  // one status, reason and code for every driver.
+  if (facts.exhausted) {
+    result = { ...result, code: BUDGET_EXHAUSTED };
+    status = "failed";
+    reason = exhaustionReason(facts.exhausted);
+  } else if (facts.timedOutAfterSeconds !== null) {
     status = "failed";
     reason = `timed out after ${facts.timedOutAfterSeconds} s${reason ? `: ${reason}` : ""}`;
   } else if (facts.stopReason !== null && status !== "failed") {
@@ -59,7 +68,7 @@ export function settle(facts: SettleFacts): Settlement {
     result: result.result,
     exitCode: result.exitCode,
     attachments: result.attachments ?? [],
-    terminal: terminalEvent(status, reason, result.result, result.exitCode),
+    terminal: terminalEvent(status, reason, result.result, result.exitCode, result.code),
     error,
   };
 }
@@ -70,8 +79,12 @@ function terminalEvent(
   reason: string | null,
   result: string | null,
   exitCode: number | null,
+  outcomeCode?: string,
 ): EventInput {
-  const code = exitCode === null ? {} : { exitCode };
+  const code = {
+    ...(exitCode === null ? {} : { exitCode }),
+    ...(outcomeCode === undefined ? {} : { code: outcomeCode }),
+  };
   switch (status) {
     case "completed":
       return { type: "completed", payload: { reason, result, ...code } };

@@ -3,6 +3,7 @@
 // (TurnOutcome). Types only, so that front ends can import them without loading the engine.
 import type { AgentSpec, ApprovalPolicy, Budget, Driver } from "../drivers/driver.ts";
 import type { EventInput, RunEvent, SettledStatus, Trigger, Usage } from "../store/contracts.ts";
+import type { BudgetScope, Limits } from "../core/budget.ts";
 
 export type { AgentSpec };
 
@@ -38,6 +39,16 @@ export interface TurnRequest {
   contextBusy?: "wait" | "fail";
   /** A ready driver (replay brings one with its recorded model); else made from `agent`. */
   driver?: Driver;
+  /**
+   * false: the harness calls its model directly, not through the model gateway (--no-gateway);
+   * the reason recorded is `noGatewayReason` (default "--no-gateway"). Default: the config's.
+   */
+  gateway?: boolean;
+  noGatewayReason?: string;
+  /** Limits on the sum over the context's turns, this one included (--context-max-*). */
+  contextBudget?: Limits;
+  /** More scopes the turn is held to (a suite scenario's, with what its earlier turns spent). */
+  budgetScopes?: BudgetScope[];
 }
 
 /**

@@ -175,6 +175,8 @@ Deno.test("compileValidator() agrees with zod on settings (URLs, records, nested
     drivers: { claude: driver, codex: driver, gemini: driver, opencode: driver },
     prices: {},
     snapshot: { maxBytes: 1024, maxEntries: 10 },
+    gateway: { enabled: true },
+    harnessEnv: { ANTHROPIC_BASE_URL: "https://api.anthropic.com" },
     otel: { env: { OTEL_SERVICE_NAME: "x" }, file: {} },
   };
   assert.equal(validate(structuredClone(settings)), null);

@@ -29,6 +29,10 @@ const agent = fc.record({
   inputExcludesCache: fc.boolean(),
   inProcess: fc.boolean(),
 }, { requiredKeys: [] });
+const wireBody = fc.record({
+  sha256: fc.stringMatching(/^[0-9a-f]{64}$/),
+  bytes: count,
+});
 const modelCall = fc.record({
   id,
   model: id,
@@ -58,6 +62,39 @@ const payloads: { [T in EventType]: fc.Arbitrary<Extract<EventInput, { type: T }
     stopReason: nullable(text),
     usage: nullable(fc.record({ inputTokens: count, outputTokens: count }, { requiredKeys: [] })),
     reasoning: nullable(text),
+  }),
+  "model.call.started": fc.record({
+    callId: id,
+    wire: fc.constantFrom("anthropic.messages" as const, "openai.chat" as const, "opaque" as const),
+    generates: fc.boolean(),
+    route: text,
+    method: fc.constantFrom("POST", "GET"),
+    path: text,
+    model: nullable(text),
+    stream: nullable(fc.boolean()),
+    headers: fc.dictionary(id, text, { maxKeys: 3 }),
+    body: nullable(wireBody),
+  }),
+  "model.call.completed": fc.record({
+    callId: id,
+    outcome: fc.constantFrom(
+      "ok" as const,
+      "error" as const,
+      "refused" as const,
+      "failed" as const,
+      "aborted" as const,
+    ),
+    status: nullable(fc.integer({ min: 100, max: 599 })),
+    headers: fc.dictionary(id, text, { maxKeys: 3 }),
+    body: nullable(wireBody),
+    chunks: fc.array(fc.tuple(count, fc.nat({ max: 100_000 })).map(([a, b]) => [a, b]), {
+      maxLength: 4,
+    }),
+    model: nullable(text),
+    stopReason: nullable(text),
+    usage: nullable(fc.record({ inputTokens: count, outputTokens: count }, { requiredKeys: [] })),
+    firstByteMs: nullable(fc.nat({ max: 100_000 })),
+    durationMs: fc.nat({ max: 100_000 }),
   }),
   "tool.started": fc.record({ callId: id, tool: text, args: json, modelCall }, {
     requiredKeys: ["callId", "tool", "args"],

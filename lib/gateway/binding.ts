@@ -1,0 +1,249 @@
+// One turn's place in the gateway: the secret its harness's requests carry in their path, the
+// routes (upstream base URLs) they may go to, and what a call of the turn records into and counts
+// against — the run's events, its bodies, its budget ledger. The turn engine binds a turn before
+// its harness starts and closes the binding once it has exited; nothing of one binding is seen
+// by another.
+import type { BudgetLedger, BudgetWarning, Exhaustion } from "../core/budget.ts";
+import type { ProxySettings } from "../net/route.ts";
+import type { DataRoot } from "../store/data_root.ts";
+import type { CallUsage, EventInput } from "../store/contracts.ts";
+import { RunBodies } from "./bodies.ts";
+import { inputExcludesCache, type Wire } from "./wires.ts";
+
+/** A model's price per million tokens (as the config file's `prices` give it). */
+export interface Price {
+  inputPerMillion: number;
+  cachedInputPerMillion?: number;
+  outputPerMillion: number;
+}
+
+/** Where a route's calls go: its upstream, or another one for requests carrying a header. */
+export interface RouteTarget {
+  upstream: string;
+  /** A request with this header goes to `upstream` instead (Codex's ChatGPT sign-in, say). */
+  whenHeader?: { name: string; upstream: string };
+}
+
+/** Upstream trouble a turn may want to act on: a 5xx or 429, or no answer at all. */
+export interface UpstreamTrouble {
+  status: number;
+  message: string;
+  /** Failed generation calls in a row, this one included. */
+  inARow: number;
+}
+
+export interface BindOptions {
+  root: DataRoot;
+  runId: string;
+  routes: Readonly<Record<string, RouteTarget>>;
+  /** The run's recorder: every event of the turn's calls goes here. */
+  emit(event: EventInput): void;
+  ledger: BudgetLedger;
+  priceOf(model: string): Price | null;
+  proxy: ProxySettings;
+  /** A call was refused for the budget (once per refusal). */
+  onExhausted?(exhaustion: Exhaustion): void;
+  onTrouble?(trouble: UpstreamTrouble): void;
+  warn?(message: string): void;
+}
+
+/** What one call needs of its turn (lib/gateway/call.ts). */
+export interface CallContext {
+  readonly bodies: RunBodies;
+  readonly ledger: BudgetLedger;
+  readonly proxy: ProxySettings;
+  nextCallId(): string;
+  emit(event: EventInput): void;
+  exhausted(exhaustion: Exhaustion): void;
+  budgetWarnings(warnings: readonly BudgetWarning[]): void;
+  /** A piece of streamed text of a call, gathered into `message.delta` events. */
+  delta(callId: string, piece: string): void;
+  flushDelta(callId: string): void;
+  /** The usage with its cost, when the model has a price (null usage stays null). */
+  price(model: string | null, usage: CallUsage | null, wire: Wire): CallUsage | null;
+  upstreamTrouble(status: number, message: string): void;
+  upstreamFine(): void;
+  warn(message: string): void;
+}
+
+const DELTA_EVERY_MS = 100;
+
+export class GatewayBinding implements CallContext {
+  readonly secret: string;
+  readonly bodies: RunBodies;
+  readonly ledger: BudgetLedger;
+  readonly proxy: ProxySettings;
+  readonly routes: Readonly<Record<string, RouteTarget>>;
+  readonly #options: BindOptions;
+  #calls = 0;
+  #failedInARow = 0;
+  #closed = false;
+  readonly #deltas = new Map<string, { text: string; timer: number | undefined }>();
+  readonly #unpricedSaid = new Set<string>();
+  /** The base URL a harness is pointed at: `http://127.0.0.1:PORT/SECRET`; routes go below. */
+  readonly baseUrl: string;
+  readonly #unbind: () => Promise<void>;
+  #unbound: Promise<void> = Promise.resolve();
+
+  constructor(
+    options: BindOptions,
+    secret: string,
+    origin: string,
+    unbind: () => Promise<void>,
+  ) {
+    this.#options = options;
+    this.secret = secret;
+    this.routes = options.routes;
+    this.bodies = new RunBodies(options.root, options.runId);
+    this.ledger = options.ledger;
+    this.proxy = options.proxy;
+    this.baseUrl = `${origin}/${secret}`;
+    this.#unbind = unbind;
+  }
+
+  /** The URL a harness is given for `route`. */
+  routeUrl(route: string): string {
+    return `${this.baseUrl}/${route}`;
+  }
+
+  /** The calls recorded so far. */
+  get calls(): number {
+    return this.#calls;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The upstream of a request on `route` (null: no such route). */
+  upstreamOf(route: string, headers: Headers): string | null {
+    const target = this.routes[route];
+    if (target === undefined) return null;
+    if (target.whenHeader && headers.has(target.whenHeader.name)) return target.whenHeader.upstream;
+    return target.upstream;
+  }
+
+  nextCallId(): string {
+    return `call-${++this.#calls}`;
+  }
+
+  emit(event: EventInput): void {
+    this.#options.emit(event);
+  }
+
+  exhausted(exhaustion: Exhaustion): void {
+    this.#options.onExhausted?.(exhaustion);
+  }
+
+  budgetWarnings(warnings: readonly BudgetWarning[]): void {
+    for (const { ratio, limit, scope } of warnings) {
+      this.emit({
+        type: "budget.warning",
+        payload: { ratio, limit, ...(scope === "turn" ? {} : { scope }) },
+      });
+    }
+  }
+
+  delta(callId: string, piece: string): void {
+    if (piece === "") return;
+    const pending = this.#deltas.get(callId);
+    if (pending !== undefined) {
+      pending.text += piece;
+      return;
+    }
+    const entry = {
+      text: piece,
+      timer: setTimeout(() => this.flushDelta(callId), DELTA_EVERY_MS) as unknown as number,
+    };
+    this.#deltas.set(callId, entry);
+  }
+
+  flushDelta(callId: string): void {
+    const pending = this.#deltas.get(callId);
+    if (pending === undefined) return;
+    clearTimeout(pending.timer);
+    this.#deltas.delete(callId);
+    if (this.#closed) return;
+    this.emit({
+      type: "message.delta",
+      payload: { role: "assistant", text: pending.text, callId },
+    });
+  }
+
+  price(model: string | null, usage: CallUsage | null, wire: Wire): CallUsage | null {
+    if (usage === null) return null;
+    const price = model === null ? null : this.#options.priceOf(model);
+    if (price === null) {
+      const name = model ?? "(unnamed)";
+      if (
+        this.ledger.scopes.some((scope) => scope.limits.maxUsd !== undefined) &&
+        !this.#unpricedSaid.has(name)
+      ) {
+        this.#unpricedSaid.add(name);
+        this.emit({
+          type: "problem",
+          payload: {
+            source: "gateway",
+            reason: `the cost of ${name} is unknown (no price for it in the config file's ` +
+              `prices, nor in reins's table): --max-usd cannot count its calls`,
+          },
+        });
+      }
+      return usage;
+    }
+    return { ...usage, costUsd: costOf(price, usage, wire), costEstimated: true };
+  }
+
+  upstreamTrouble(status: number, message: string): void {
+    this.#failedInARow++;
+    this.emit({
+      type: "problem",
+      payload: {
+        source: "gateway",
+        reason: `the model server answered ${status}${message ? `: ${message}` : ""}`,
+      },
+    });
+    this.#options.onTrouble?.({ status, message, inARow: this.#failedInARow });
+  }
+
+  upstreamFine(): void {
+    this.#failedInARow = 0;
+  }
+
+  warn(message: string): void {
+    this.#options.warn?.(message);
+  }
+
+  /**
+   * Stops taking calls (the secret no longer works), records the streamed text still gathered, and
+   * resolves once every body is on disk.
+   */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      for (const callId of [...this.#deltas.keys()]) this.flushDelta(callId);
+      this.#closed = true;
+      this.#unbound = this.#unbind();
+    }
+    await this.bodies.flushed();
+    await this.#unbound;
+  }
+}
+
+/**
+ * The cost of one call's usage at `price`. Anthropic counts input without the cache: its cache
+ * reads are priced as cached input and its cache writes as input; elsewhere input includes the
+ * cached tokens, the part read from the cache priced as cached input.
+ */
+export function costOf(price: Price, usage: CallUsage, wire: Wire): number {
+  const cachedPrice = price.cachedInputPerMillion ?? price.inputPerMillion;
+  const input = usage.inputTokens ?? 0;
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  const output = usage.outputTokens ?? 0;
+  const cost = inputExcludesCache(wire)
+    ? (input + write) * price.inputPerMillion + read * cachedPrice +
+      output * price.outputPerMillion
+    : (Math.max(0, input - read)) * price.inputPerMillion + Math.min(read, input) * cachedPrice +
+      output * price.outputPerMillion;
+  return Math.round(cost / 1e6 * 1e8) / 1e8;
+}

@@ -1,0 +1,296 @@
+// One model call through the gateway: the harness's request passed on to its upstream with its
+// own credentials, the answer streamed back chunk by chunk as it arrives (status, headers and
+// Retry-After as the upstream sent them), and the call recorded at the wire — `model.call.started`
+// when it arrives, its bodies out of line, the streamed text as `message.delta`, and
+// `model.call.completed` with the answer's status, timing, model, stop reason and usage. A call
+// the budget refuses is answered here, in the provider's error shape; an upstream that cannot be
+// reached is a 502 in that shape, and one that breaks off mid-answer breaks off the harness's too.
+import { describeError } from "../core/errors.ts";
+import { exhaustionReason } from "../core/budget.ts";
+import { rememberSecrets } from "../core/redact.ts";
+import { outboundFetch } from "../net/outbound.ts";
+import type { EventInput, PayloadOf, WireBody } from "../store/contracts.ts";
+import type { AnswerBody } from "./bodies.ts";
+import {
+  credentialValues,
+  downstreamHeaders,
+  queryCredentials,
+  recordedQuery,
+  recordedRequestHeaders,
+  recordedResponseHeaders,
+  upstreamHeaders,
+} from "./headers.ts";
+import { errorResponse, REFUSED_STATUS, UNREACHABLE_STATUS } from "./refusal.ts";
+import { SseReader } from "./sse.ts";
+import { generates, requestFacts, ResponseReader, wireOf } from "./wires.ts";
+import type { CallContext } from "./binding.ts";
+
+/** An answer that is not a stream is read for its usage up to this size. */
+const JSON_ANSWER_LIMIT = 16 * 1024 * 1024;
+
+const decoder = new TextDecoder();
+
+type Completed = PayloadOf<"model.call.completed">;
+/** What a call's end records besides its id and duration. */
+interface CompletedFields {
+  outcome: Completed["outcome"];
+  status: number | null;
+  headers: Record<string, string>;
+  body: WireBody | null;
+  chunks: number[][];
+  model: string | null;
+  stopReason: string | null;
+  usage: Completed["usage"];
+  firstByteMs: number | null;
+  error?: string;
+}
+
+/** Where a call goes: the upstream base URL and the path and query below it. */
+export interface CallTarget {
+  route: string;
+  upstream: string;
+  /** Below the route, starting with "/" (or ""). */
+  path: string;
+  search: string;
+}
+
+/** Joins an upstream base URL (which may have a path, `…/v1`) and a path below it. */
+export function upstreamUrl(upstream: string, path: string, search: string): URL {
+  const base = upstream.replace(/\/+$/, "");
+  return new URL(`${base}${path}${search}`);
+}
+
+function parseJson(bytes: Uint8Array): unknown {
+  if (bytes.length === 0) return null;
+  try {
+    return JSON.parse(decoder.decode(bytes));
+  } catch {
+    return null;
+  }
+}
+
+/** Handles one request of a bound turn; resolves with what the harness is answered. */
+export async function handleCall(
+  context: CallContext,
+  request: Request,
+  gone: AbortSignal,
+  target: CallTarget,
+): Promise<Response> {
+  // A Codex WebSocket upgrade is declined with 426, on which Codex goes over to HTTPS at once.
+  if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
+    return new Response("reins's model gateway passes HTTP calls only", { status: 426 });
+  }
+  const arrivedMs = performance.now();
+  const callId = context.nextCallId();
+  const wire = wireOf(request.method, target.path);
+  const isGeneration = generates(wire);
+  // The harness's own credentials pass on; their values become secrets every sink redacts.
+  rememberSecrets(...credentialValues(request.headers), ...queryCredentials(target.search));
+  const bytes = request.body === null
+    ? new Uint8Array(0)
+    : new Uint8Array(await request.arrayBuffer());
+  const facts = requestFacts(wire, target.path, wire === "opaque" ? null : parseJson(bytes));
+  const started: PayloadOf<"model.call.started"> = {
+    callId,
+    wire,
+    generates: isGeneration,
+    route: target.route,
+    method: request.method,
+    path: `${target.path}${recordedQuery(target.search)}`,
+    model: facts.model,
+    stream: facts.stream,
+    headers: recordedRequestHeaders(request.headers),
+    body: bytes.length > 0 ? context.bodies.request(bytes) : null,
+  };
+  const completed = (fields: CompletedFields): EventInput => ({
+    type: "model.call.completed",
+    payload: { callId, ...fields, durationMs: elapsed(arrivedMs) },
+  });
+
+  if (isGeneration) {
+    const refusal = context.ledger.refusal();
+    if (refusal !== null) {
+      const reason = exhaustionReason(refusal);
+      context.emit({ type: "model.call.started", payload: started });
+      context.emit(completed({
+        outcome: "refused",
+        status: REFUSED_STATUS,
+        headers: {},
+        body: null,
+        chunks: [],
+        model: facts.model,
+        stopReason: null,
+        usage: null,
+        firstByteMs: null,
+        error: reason,
+      }));
+      context.exhausted(refusal);
+      return errorResponse(
+        wire,
+        REFUSED_STATUS,
+        `reins: ${reason}: no more model calls in this turn`,
+      );
+    }
+  }
+  context.emit({ type: "model.call.started", payload: started });
+  if (isGeneration) context.budgetWarnings(context.ledger.startCall());
+
+  const url = upstreamUrl(target.upstream, target.path, target.search);
+  let upstream: Response;
+  try {
+    upstream = await outboundFetch(url, {
+      method: request.method,
+      headers: upstreamHeaders(request.headers),
+      body: bytes.length > 0 || !["GET", "HEAD"].includes(request.method)
+        ? bytes as Uint8Array<ArrayBuffer>
+        : undefined,
+      signal: gone,
+      redirect: "manual",
+    }, { proxy: context.proxy });
+  } catch (error) {
+    const away = gone.aborted;
+    const message = away
+      ? "the harness went away before the model server answered"
+      : `reins's model gateway cannot reach ${url.host}: ${describeError(error)}`;
+    context.emit(completed({
+      outcome: away ? "aborted" : "failed",
+      status: away ? null : UNREACHABLE_STATUS,
+      headers: {},
+      body: null,
+      chunks: [],
+      model: facts.model,
+      stopReason: null,
+      usage: null,
+      firstByteMs: null,
+      error: message,
+    }));
+    if (!away && isGeneration) context.upstreamTrouble(UNREACHABLE_STATUS, message);
+    if (isGeneration) context.budgetWarnings(context.ledger.endCall(0, 0));
+    return errorResponse(wire, UNREACHABLE_STATUS, message);
+  }
+  const headMs = elapsed(arrivedMs);
+  // fetch decodes a compressed body itself (the gateway asks for none; a server may still send it).
+  const decoded = upstream.headers.has("content-encoding") &&
+    !/^identity$/i.test(upstream.headers.get("content-encoding") ?? "");
+  const recordedHeaders = recordedResponseHeaders(upstream.headers);
+  if (decoded) delete recordedHeaders["content-encoding"];
+  const reader = new ResponseReader(wire, (piece) => context.delta(callId, piece));
+  const contentType = upstream.headers.get("content-type") ?? "";
+  const sse = /text\/event-stream/i.test(contentType)
+    ? new SseReader((name, data) => reader.event(name, data))
+    : null;
+  const jsonParts: Uint8Array[] | null = sse === null && /json/i.test(contentType) ? [] : null;
+  let jsonBytes = 0;
+  const answer: AnswerBody = context.bodies.answer(callId);
+  const chunks: number[][] = [];
+  let firstByteMs: number | null = null;
+  let settled = false;
+
+  const settle = async (outcome: "ok" | "error" | "failed" | "aborted", error?: string) => {
+    if (settled) return;
+    settled = true;
+    if (sse !== null) sse.end();
+    if (jsonParts !== null && jsonParts.length > 0) {
+      const all = new Uint8Array(jsonBytes);
+      let at = 0;
+      for (const part of jsonParts) {
+        all.set(part, at);
+        at += part.length;
+      }
+      reader.json(parseJson(all));
+    }
+    context.flushDelta(callId);
+    let body: WireBody | null = null;
+    try {
+      body = await answer.finish();
+    } catch (thrown) {
+      context.warn(`the answer to ${callId} could not be kept: ${describeError(thrown)}`);
+    }
+    const { model, stopReason, usage } = reader.facts;
+    const priced = context.price(model ?? facts.model, usage, wire);
+    const failure = error ?? reader.facts.error ?? undefined;
+    context.emit(completed({
+      outcome,
+      status: upstream.status,
+      headers: recordedHeaders,
+      body,
+      chunks,
+      model: model ?? facts.model,
+      stopReason,
+      usage: priced,
+      firstByteMs: firstByteMs ?? headMs,
+      ...(failure === undefined ? {} : { error: failure }),
+    }));
+    if (isGeneration) {
+      context.budgetWarnings(context.ledger.endCall(
+        (priced?.inputTokens ?? 0) + (priced?.outputTokens ?? 0),
+        usage === null ? 0 : priced?.costUsd ?? null,
+      ));
+      if (upstream.status >= 500 || upstream.status === 429) {
+        context.upstreamTrouble(upstream.status, failure ?? upstream.statusText);
+      } else if (upstream.ok && outcome === "ok") context.upstreamFine();
+    }
+  };
+
+  if (upstream.body === null) {
+    await settle(upstream.ok ? "ok" : "error");
+    return new Response(null, {
+      status: upstream.status,
+      statusText: upstream.statusText,
+      headers: downstreamHeaders(upstream.headers, decoded),
+    });
+  }
+  const source = upstream.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await source.read();
+      } catch (error) {
+        const away = gone.aborted;
+        controller.error(error);
+        await settle(
+          away ? "aborted" : "failed",
+          away
+            ? "the harness went away mid-answer"
+            : `the answer broke off: ${describeError(error)}`,
+        );
+        return;
+      }
+      if (next.done) {
+        controller.close();
+        await settle(upstream.ok ? "ok" : "error");
+        return;
+      }
+      const piece = next.value;
+      // Passed on first: the harness reads it while it is recorded.
+      controller.enqueue(piece);
+      const atMs = elapsed(arrivedMs);
+      firstByteMs ??= atMs;
+      chunks.push([piece.length, atMs]);
+      if (sse !== null) sse.push(piece);
+      else if (jsonParts !== null && jsonBytes + piece.length <= JSON_ANSWER_LIMIT) {
+        jsonParts.push(piece);
+        jsonBytes += piece.length;
+      }
+      try {
+        await answer.write(piece);
+      } catch (error) {
+        context.warn(`the answer to ${callId} could not be kept: ${describeError(error)}`);
+      }
+    },
+    async cancel(reason) {
+      await source.cancel(reason).catch(() => {});
+      await settle("aborted", "the harness went away mid-answer");
+    },
+  });
+  return new Response(body, {
+    status: upstream.status,
+    statusText: upstream.statusText,
+    headers: downstreamHeaders(upstream.headers, decoded),
+  });
+}
+
+function elapsed(fromMs: number): number {
+  return Math.round((performance.now() - fromMs) * 10) / 10;
+}

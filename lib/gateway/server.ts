@@ -1,0 +1,110 @@
+// The gateway's loopback HTTP server: one per process while any turn is bound to it (started by
+// the first binding, shut down after the last one closes). A request's first path segment is the
+// secret of the turn it belongs to and the second the route: `/SECRET/ROUTE/rest…` goes to that
+// route's upstream + `/rest…`. An unknown secret or route is a 404 and nothing is recorded, so
+// another local user can neither spend through it nor add to a recording.
+import { type BindOptions, GatewayBinding } from "./binding.ts";
+import { loadBodyHashing } from "./bodies.ts";
+import { handleCall } from "./call.ts";
+
+/** A secret of 32 random bytes, base64url: what binds a request to its turn. */
+function newSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  let text = "";
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return btoa(text).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+function notFound(): Response {
+  return new Response("not found\n", { status: 404, headers: { "content-type": "text/plain" } });
+}
+
+export class GatewayServer {
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #bindings = new Map<string, GatewayBinding>();
+  readonly origin: string;
+
+  private constructor() {
+    this.#server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      (request, info) => this.#handle(request, info),
+    );
+    this.origin = `http://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  static start(): GatewayServer {
+    return new GatewayServer();
+  }
+
+  get bound(): number {
+    return this.#bindings.size;
+  }
+
+  bind(options: BindOptions, onUnbound: () => Promise<void>): GatewayBinding {
+    const secret = newSecret();
+    const binding = new GatewayBinding(options, secret, this.origin, () => {
+      this.#bindings.delete(secret);
+      return onUnbound();
+    });
+    this.#bindings.set(secret, binding);
+    return binding;
+  }
+
+  #handle(request: Request, info: Deno.ServeHandlerInfo): Promise<Response> | Response {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    const secretEnd = path.indexOf("/", 1);
+    if (secretEnd < 0) return notFound();
+    const binding = this.#bindings.get(path.slice(1, secretEnd));
+    if (binding === undefined || binding.closed) return notFound();
+    const routeEnd = path.indexOf("/", secretEnd + 1);
+    const route = path.slice(secretEnd + 1, routeEnd < 0 ? undefined : routeEnd);
+    const upstream = binding.upstreamOf(route, request.headers);
+    if (upstream === null) return notFound();
+    // The harness going away before its answer is whole: the connection closed first. (Not
+    // request.signal, which Deno also aborts once an answer was delivered.)
+    const gone = new AbortController();
+    info.completed.catch(() => gone.abort(new DOMException("the harness went away", "AbortError")));
+    return handleCall(binding, request, gone.signal, {
+      route,
+      upstream,
+      path: routeEnd < 0 ? "" : path.slice(routeEnd),
+      search: url.search,
+    });
+  }
+
+  /** Stops listening; calls still being answered are given `graceMs` to finish. */
+  async shutdown(graceMs = 2_000): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<void>((resolve) => timer = setTimeout(resolve, graceMs));
+    try {
+      await Promise.race([this.#server.shutdown(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+let shared: GatewayServer | null = null;
+let users = 0;
+let stopping: Promise<void> = Promise.resolve();
+
+/**
+ * Binds a turn to the process's gateway (started on first use): its harness's requests are
+ * recorded into, and counted against, what `options` gives. Close the binding when the turn ends.
+ */
+export async function bindTurn(options: BindOptions): Promise<GatewayBinding> {
+  await loadBodyHashing();
+  // A server shutting down is let go before a new one starts.
+  if (shared === null) await stopping;
+  shared ??= GatewayServer.start();
+  const server = shared;
+  users++;
+  return server.bind(options, () => {
+    users--;
+    if (users > 0 || shared !== server) return Promise.resolve();
+    shared = null;
+    stopping = server.shutdown();
+    return stopping;
+  });
+}
