@@ -142,8 +142,11 @@ export function loadSettings(
     prices: file.prices,
     snapshot: file.snapshot,
     gateway: file.gateway,
+    // HOME too: where a CLI finds its own config (~/.codex, ~/.config/opencode).
     harnessEnv: Object.fromEntries(
-      HARNESS_UPSTREAM_VARS.flatMap((name) => env[name] ? [[name, env[name]!]] : []),
+      [...HARNESS_UPSTREAM_VARS, "HOME" as const].flatMap((name) =>
+        env[name] ? [[name, env[name]!]] : []
+      ),
     ),
     otel: {
       env: Object.fromEntries(

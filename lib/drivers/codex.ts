@@ -32,6 +32,7 @@ import type {
   CodexUsage,
 } from "./codex_wire.ts";
 import { validateCodexLine } from "./wire_checks.gen.ts";
+import { codexGatewayArgs, codexRoutes } from "./codex_routes.ts";
 
 const CLI = "Codex";
 
@@ -55,7 +56,8 @@ export function codexArgs(input: DriverInput): string[] {
     `approval_policy="never"`,
   );
   if (model !== null) args.push("-m", model);
-  args.push(...extraArgs);
+  // The gateway's base URL after the configured args, so that it is the one Codex uses.
+  args.push(...extraArgs, ...codexGatewayArgs(input));
   if (thread !== null) args.push(thread);
   args.push("-");
   return args;
@@ -306,6 +308,7 @@ export function createCodexDriver(): Driver {
     name: "codex",
     harness: "codex",
     budgetNotes: (input) => budgetNotes(input.budget, CODEX_BUDGET, CLI),
+    modelRoutes: codexRoutes,
     agentFacts: (input) =>
       harnessFacts(input, "codex", { provider: "openai", inputExcludesCache: false }),
     start(input, sink, signal) {

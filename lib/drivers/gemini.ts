@@ -4,7 +4,7 @@
 // ask us before a tool runs: --approve picks its approval mode (docs/harnesses.md). Its lines
 // are checked against their wire schemas (gemini_wire.ts) before anything is read from them.
 import { nowIso } from "../core/clock.ts";
-import type { Driver, DriverInput, DriverResult, EventSink } from "./driver.ts";
+import type { Driver, DriverInput, DriverResult, EventSink, ModelRoutes } from "./driver.ts";
 import {
   driveHarness,
   driverSettings,
@@ -31,6 +31,32 @@ import type {
 import { validateGeminiLine } from "./wire_checks.gen.ts";
 
 const CLI = "Gemini CLI";
+
+/** Google AI's Gemini API and Code Assist (a Google sign-in), Gemini CLI's defaults. */
+export const GEMINI_API = "https://generativelanguage.googleapis.com";
+export const CODE_ASSIST_API = "https://cloudcode-pa.googleapis.com";
+
+/**
+ * Where Gemini CLI sends its model calls: GOOGLE_GEMINI_BASE_URL (an API key) or
+ * CODE_ASSIST_ENDPOINT (a Google sign-in), else their defaults; both are routed, since which one
+ * it uses is its settings' business. On Vertex AI it calls a regional endpoint the gateway does
+ * not pass.
+ */
+export function geminiRoutes(input: Pick<DriverInput, "env" | "settings">): ModelRoutes {
+  const env = { ...input.settings.harnessEnv, ...input.env };
+  if (/^true$/i.test(env.GOOGLE_GENAI_USE_VERTEXAI ?? "")) {
+    return {
+      unavailable: "GOOGLE_GENAI_USE_VERTEXAI is set: Gemini CLI calls Vertex AI's regional " +
+        "endpoint, which reins's gateway does not pass",
+    };
+  }
+  return {
+    routes: {
+      gemini: { upstream: env.GOOGLE_GEMINI_BASE_URL || GEMINI_API },
+      "code-assist": { upstream: env.CODE_ASSIST_ENDPOINT || CODE_ASSIST_API },
+    },
+  };
+}
 
 /** --approve → Gemini CLI's approval mode. In headless mode "default" leaves out every tool that
  * would need a confirmation, so deny (and ask, which it cannot forward) maps there. */
@@ -118,7 +144,10 @@ class GeminiTurn implements TurnMapping {
         if (value.delta === true) {
           this.#text += text;
           this.#textNative = native;
-          this.sink.emit({ type: "message.delta", payload: { role: "assistant", text }, native });
+          // Through the gateway the text streams as it comes off the wire: not twice.
+          if (!this.input.gateway) {
+            this.sink.emit({ type: "message.delta", payload: { role: "assistant", text }, native });
+          }
         } else {
           this.#flush();
           this.#text = text;
@@ -238,6 +267,7 @@ export function createGeminiDriver(): Driver {
     name: "gemini",
     harness: "gemini-cli",
     budgetNotes: (input) => budgetNotes(input.budget, GEMINI_BUDGET, CLI),
+    modelRoutes: geminiRoutes,
     agentFacts: (input) =>
       harnessFacts(input, "gemini", { provider: "gcp.gemini", inputExcludesCache: false }),
     start(input, sink, signal) {
@@ -249,6 +279,12 @@ export function createGeminiDriver(): Driver {
           stdin: "null",
           askFallback: "leaves out the tools that need a confirmation, as --approve deny does",
           budget: { ...GEMINI_BUDGET, usageEvents: "final" },
+          gatewayEnv: input.gateway
+            ? {
+              GOOGLE_GEMINI_BASE_URL: `${input.gateway.baseUrl}/gemini`,
+              CODE_ASSIST_ENDPOINT: `${input.gateway.baseUrl}/code-assist`,
+            }
+            : undefined,
         },
         (sink) => new GeminiTurn(input, sink),
         { input, sink, signal },

@@ -25,6 +25,7 @@ import type {
   OpencodeToolUse,
 } from "./opencode_wire.ts";
 import { validateOpencodeLine } from "./wire_checks.gen.ts";
+import { opencodeGatewayEnv, opencodeRoutes } from "./opencode_routes.ts";
 
 const CLI = "opencode";
 
@@ -189,6 +190,7 @@ export function createOpencodeDriver(): Driver {
     harness: "opencode",
     budgetNotes: (input) => budgetNotes(input.budget, OPENCODE_BUDGET, CLI),
     agentFacts: opencodeFacts,
+    modelRoutes: opencodeRoutes,
     start(input, sink, signal) {
       return driveHarness(
         {
@@ -199,6 +201,7 @@ export function createOpencodeDriver(): Driver {
           env: opencodeEnv(input),
           askFallback: "denies edits, shell commands and web fetches, as --approve deny does",
           budget: { ...OPENCODE_BUDGET, usageEvents: "live" },
+          gatewayEnv: opencodeGatewayEnv(input),
         },
         (sink) => new OpencodeTurn(sink),
         { input, sink, signal },
