@@ -94,7 +94,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       cwd,
       contextId: null,
       approval: plan.approval,
-      budget: {},
+      // The recording's own budget: a run that ended for it ends there again.
+      budget: plan.budget,
       timeoutSeconds: timeoutSeconds ?? null,
       parentRunId: null,
       trigger: "replay",

@@ -278,6 +278,10 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
         // Without the progress line (piped, --json, --events), one line on stderr says what the
         // run waits for and the command that answers it.
         for (const asked of waiting?.update(event) ?? []) io.note(`reins: ${waiting!.line(asked)}`);
+        // What the model gateway saw go wrong (a 5xx, a 429) is said at once, not at the end.
+        if (
+          waiting !== null && event.type === "problem" && event.payload.source === "gateway"
+        ) io.note(`reins: ${event.payload.reason}`);
       },
       onContextBusy: (holder) => {
         io.note(

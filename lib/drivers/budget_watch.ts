@@ -6,6 +6,7 @@
 // recorded; and whatever cannot be enforced is said before the turn starts, never ignored.
 import type { Usage } from "../store/contracts.ts";
 import type { Budget, EventSink } from "./driver.ts";
+import { exhaustionReason } from "../core/budget.ts";
 
 export type BudgetLimit = "turns" | "tokens" | "usd";
 
@@ -125,9 +126,9 @@ export class BudgetWatch {
     }
   }
 
-  /** The reason of a run stopped for its budget. */
-  static reason(exhaustion: Exhaustion, cli: string): string {
-    return `budget exhausted: ${describeUse(exhaustion)}; reins stopped ${cli}`;
+  /** The reason of a run stopped for its budget, in every driver's one wording. */
+  static reason(exhaustion: Exhaustion): string {
+    return exhaustionReason({ scope: "turn", ...exhaustion });
   }
 }
 

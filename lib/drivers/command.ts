@@ -17,6 +17,7 @@ import {
 } from "./driver.ts";
 import { splitCommandLine } from "./command_line.ts";
 import { CommandReplies } from "./command_replies.ts";
+import { BUDGET_EXHAUSTED } from "../core/budget.ts";
 // budgetUse from here, not harness.ts: the command driver loads none of the harness drivers' code.
 import { type BudgetSupport, budgetUse, BudgetWatch, limitsSet } from "./budget_watch.ts";
 import { describeExit, HarnessProcess, HarnessStartError, stderrSummary } from "./process.ts";
@@ -255,7 +256,8 @@ export function createCommandDriver(): Driver {
       if (watch.exhausted !== null) {
         return {
           status: "failed",
-          reason: BudgetWatch.reason(watch.exhausted, program),
+          reason: BudgetWatch.reason(watch.exhausted),
+          code: BUDGET_EXHAUSTED,
           result,
           exitCode,
           attachments,

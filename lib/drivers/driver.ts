@@ -194,5 +194,11 @@ export interface Driver {
   modelRoutes?(
     input: Pick<DriverInput, "agent" | "settings" | "env" | "cwd">,
   ): ModelRoutes | Promise<ModelRoutes>;
+  /**
+   * For a CLI that retries a failing model server without end (opencode): how many failed model
+   * calls in a row the gateway lets pass before reins ends the turn. Without it, the CLI's own
+   * retries decide.
+   */
+  readonly upstreamFailuresTolerated?: number;
   start(input: DriverInput, sink: EventSink, signal: AbortSignal): Promise<DriverResult>;
 }

@@ -13,6 +13,7 @@ import {
   type Exhaustion,
   limitsSet,
 } from "./budget_watch.ts";
+import { BUDGET_EXHAUSTED } from "../core/budget.ts";
 import { agentOf, type DriverInput, type DriverResult, type EventSink } from "./driver.ts";
 import {
   describeExit,
@@ -185,7 +186,8 @@ export async function driveHarness(
   if (watch.exhausted !== null) {
     return {
       status: "failed",
-      reason: BudgetWatch.reason(watch.exhausted, call.cli),
+      reason: BudgetWatch.reason(watch.exhausted),
+      code: BUDGET_EXHAUSTED,
       result: mapping.answer(),
       exitCode: outcome.exitCode,
     };

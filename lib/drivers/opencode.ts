@@ -191,6 +191,8 @@ export function createOpencodeDriver(): Driver {
     budgetNotes: (input) => budgetNotes(input.budget, OPENCODE_BUDGET, CLI),
     agentFacts: opencodeFacts,
     modelRoutes: opencodeRoutes,
+    // opencode retries a 5xx forever, saying nothing: the fourth failure in a row ends the turn.
+    upstreamFailuresTolerated: 4,
     start(input, sink, signal) {
       return driveHarness(
         {

@@ -67,6 +67,8 @@ export interface ReplayPlan {
   decisions: Map<string, { decision: "allow" | "deny"; by: string; reason: string | null }>;
   /** Each recorded answer to a question the run asked (ask_user), by questionId. */
   answers: Map<string, string>;
+  /** The budget the recorded turn ran under: a replay is held to it too. */
+  budget: { maxTurns?: number; maxTokens?: number; maxUsd?: number };
 }
 
 export function replayPlan(record: RunRecord, events: readonly RunEvent[]): ReplayPlan {
@@ -83,8 +85,15 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
   const answers: ReplayPlan["answers"] = new Map();
   let asked = false;
   let deniedByPolicy = false;
+  let budget: ReplayPlan["budget"] = {};
   for (const event of events) {
     if (event.ignored !== undefined) continue;
+    if (event.type === "run.started" && event.payload.budget) {
+      const { maxTurns, maxTokens, maxUsd } = event.payload.budget;
+      budget = Object.fromEntries(
+        Object.entries({ maxTurns, maxTokens, maxUsd }).filter(([, limit]) => limit !== undefined),
+      );
+    }
     if (prompt === null && event.type === "message.completed" && event.payload.role === "user") {
       prompt = event.payload.text;
     }
@@ -112,6 +121,7 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
     approval: asked ? "ask" : deniedByPolicy ? "deny" : "auto",
     decisions,
     answers,
+    budget,
   };
 }
 

@@ -105,39 +105,64 @@ if (v14 !== undefined) {
 if (typeof v14 !== "string") return { path: join(at, "gateway.reason"), message: "Invalid input: expected string, received " + received(v14) };
 }
 }
+let v15 = value["budget"];
+if (v15 !== undefined) {
+if (typeof v15 !== "object" || v15 === null || Array.isArray(v15)) return { path: join(at, "budget"), message: "Invalid input: expected object, received " + received(v15) };
+let v16 = v15["maxTurns"];
+if (v16 !== undefined) {
+if (typeof v16 !== "number" || !Number.isFinite(v16)) return { path: join(at, "budget.maxTurns"), message: "Invalid input: expected number, received " + received(v16) };
+if (!Number.isInteger(v16)) return { path: join(at, "budget.maxTurns"), message: "Invalid input: expected int, received " + received(v16) };
+if (v16 > 9007199254740991) return { path: join(at, "budget.maxTurns"), message: "Too big: expected int to be <=9007199254740991" };
+if (v16 < -9007199254740991) return { path: join(at, "budget.maxTurns"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v16 >= 0)) return { path: join(at, "budget.maxTurns"), message: "Too small: expected number to be >=0" };
+}
+let v17 = v15["maxTokens"];
+if (v17 !== undefined) {
+if (typeof v17 !== "number" || !Number.isFinite(v17)) return { path: join(at, "budget.maxTokens"), message: "Invalid input: expected number, received " + received(v17) };
+if (!Number.isInteger(v17)) return { path: join(at, "budget.maxTokens"), message: "Invalid input: expected int, received " + received(v17) };
+if (v17 > 9007199254740991) return { path: join(at, "budget.maxTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v17 < -9007199254740991) return { path: join(at, "budget.maxTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v17 >= 0)) return { path: join(at, "budget.maxTokens"), message: "Too small: expected number to be >=0" };
+}
+let v18 = v15["maxUsd"];
+if (v18 !== undefined) {
+if (typeof v18 !== "number" || !Number.isFinite(v18)) return { path: join(at, "budget.maxUsd"), message: "Invalid input: expected number, received " + received(v18) };
+if (!(v18 >= 0)) return { path: join(at, "budget.maxUsd"), message: "Too small: expected number to be >=0" };
+}
+}
 return null;
 };
 // session.linked
 const validatePayload_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v15 = value["nativeSessionId"];
-if (typeof v15 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v15) };
-if (v15.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
-let v16 = value["agent"];
-if (v16 !== undefined) {
-if (typeof v16 !== "object" || v16 === null || Array.isArray(v16)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v16) };
-let v17 = v16["provider"];
-if (v17 !== undefined) {
-if (typeof v17 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v17) };
-if (v17.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
-}
-let v18 = v16["model"];
-if (v18 !== undefined) {
-if (typeof v18 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v18) };
-if (v18.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v19 = v16["version"];
-if (v19 !== undefined) {
-if (typeof v19 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v19) };
-if (v19.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
-}
-let v20 = v16["inputExcludesCache"];
+let v19 = value["nativeSessionId"];
+if (typeof v19 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v19) };
+if (v19.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
+let v20 = value["agent"];
 if (v20 !== undefined) {
-if (typeof v20 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v20) };
-}
-let v21 = v16["inProcess"];
+if (typeof v20 !== "object" || v20 === null || Array.isArray(v20)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v20) };
+let v21 = v20["provider"];
 if (v21 !== undefined) {
-if (typeof v21 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v21) };
+if (typeof v21 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v21) };
+if (v21.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
+}
+let v22 = v20["model"];
+if (v22 !== undefined) {
+if (typeof v22 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v22) };
+if (v22.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v23 = v20["version"];
+if (v23 !== undefined) {
+if (typeof v23 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v23) };
+if (v23.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
+}
+let v24 = v20["inputExcludesCache"];
+if (v24 !== undefined) {
+if (typeof v24 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v24) };
+}
+let v25 = v20["inProcess"];
+if (v25 !== undefined) {
+if (typeof v25 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v25) };
 }
 }
 return null;
@@ -145,83 +170,83 @@ return null;
 // message.delta
 const validatePayload_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v22 = value["role"];
-if (v22 !== "user" && v22 !== "assistant" && v22 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v23 = value["text"];
-if (typeof v23 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v23) };
+let v26 = value["role"];
+if (v26 !== "user" && v26 !== "assistant" && v26 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v27 = value["text"];
+if (typeof v27 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v27) };
 return null;
 };
 // message.completed
 const validatePayload_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v24 = value["role"];
-if (v24 !== "user" && v24 !== "assistant" && v24 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v25 = value["text"];
-if (typeof v25 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v25) };
-let v26 = value["modelCall"];
-if (v26 !== undefined) {
-if (typeof v26 !== "object" || v26 === null || Array.isArray(v26)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v26) };
-let v27 = v26["id"];
-if (typeof v27 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v27) };
-if (v27.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v28 = v26["model"];
-if (v28 !== undefined) {
-if (typeof v28 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v28) };
-if (v28.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v29 = v26["stopReason"];
-if (v29 !== undefined) {
-if (v29 !== null) {
-if (typeof v29 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v29) };
-}
-}
-let v30 = v26["usage"];
+let v28 = value["role"];
+if (v28 !== "user" && v28 !== "assistant" && v28 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v29 = value["text"];
+if (typeof v29 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v29) };
+let v30 = value["modelCall"];
 if (v30 !== undefined) {
-if (typeof v30 !== "object" || v30 === null || Array.isArray(v30)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v30) };
-let v31 = v30["inputTokens"];
-if (v31 !== undefined) {
-if (typeof v31 !== "number" || !Number.isFinite(v31)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v31) };
-if (!Number.isInteger(v31)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v31) };
-if (v31 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v31 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v31 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v32 = v30["outputTokens"];
+if (typeof v30 !== "object" || v30 === null || Array.isArray(v30)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v30) };
+let v31 = v30["id"];
+if (typeof v31 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v31) };
+if (v31.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v32 = v30["model"];
 if (v32 !== undefined) {
-if (typeof v32 !== "number" || !Number.isFinite(v32)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v32) };
-if (!Number.isInteger(v32)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v32) };
-if (v32 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v32 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v32 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v32 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v32) };
+if (v32.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
 }
-let v33 = v30["cacheReadTokens"];
+let v33 = v30["stopReason"];
 if (v33 !== undefined) {
-if (typeof v33 !== "number" || !Number.isFinite(v33)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v33) };
-if (!Number.isInteger(v33)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v33) };
-if (v33 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v33 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v33 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+if (v33 !== null) {
+if (typeof v33 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v33) };
 }
-let v34 = v30["cacheWriteTokens"];
+}
+let v34 = v30["usage"];
 if (v34 !== undefined) {
-if (typeof v34 !== "number" || !Number.isFinite(v34)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v34) };
-if (!Number.isInteger(v34)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v34) };
-if (v34 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v34 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v34 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v35 = v30["reasoningTokens"];
+if (typeof v34 !== "object" || v34 === null || Array.isArray(v34)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v34) };
+let v35 = v34["inputTokens"];
 if (v35 !== undefined) {
-if (typeof v35 !== "number" || !Number.isFinite(v35)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v35) };
-if (!Number.isInteger(v35)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v35) };
-if (v35 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v35 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v35 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v35 !== "number" || !Number.isFinite(v35)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v35) };
+if (!Number.isInteger(v35)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v35) };
+if (v35 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v35 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v35 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v36 = v30["costUsd"];
+let v36 = v34["outputTokens"];
 if (v36 !== undefined) {
-if (typeof v36 !== "number" || !Number.isFinite(v36)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v36) };
-if (!(v36 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v36 !== "number" || !Number.isFinite(v36)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v36) };
+if (!Number.isInteger(v36)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v36) };
+if (v36 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v36 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v36 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v37 = v34["cacheReadTokens"];
+if (v37 !== undefined) {
+if (typeof v37 !== "number" || !Number.isFinite(v37)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v37) };
+if (!Number.isInteger(v37)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v37) };
+if (v37 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v37 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v37 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v38 = v34["cacheWriteTokens"];
+if (v38 !== undefined) {
+if (typeof v38 !== "number" || !Number.isFinite(v38)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v38) };
+if (!Number.isInteger(v38)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v38) };
+if (v38 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v38 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v38 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v39 = v34["reasoningTokens"];
+if (v39 !== undefined) {
+if (typeof v39 !== "number" || !Number.isFinite(v39)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v39) };
+if (!Number.isInteger(v39)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v39) };
+if (v39 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v39 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v39 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v40 = v34["costUsd"];
+if (v40 !== undefined) {
+if (typeof v40 !== "number" || !Number.isFinite(v40)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v40) };
+if (!(v40 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -230,336 +255,336 @@ return null;
 // model.requested
 const validatePayload_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v37 = value["historyLength"];
-if (typeof v37 !== "number" || !Number.isFinite(v37)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v37) };
-if (!Number.isInteger(v37)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v37) };
-if (v37 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
-if (v37 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v37 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
-let v38 = value["toolCount"];
-if (typeof v38 !== "number" || !Number.isFinite(v38)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v38) };
-if (!Number.isInteger(v38)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v38) };
-if (v38 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
-if (v38 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v38 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
+let v41 = value["historyLength"];
+if (typeof v41 !== "number" || !Number.isFinite(v41)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v41) };
+if (!Number.isInteger(v41)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v41) };
+if (v41 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
+if (v41 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v41 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
+let v42 = value["toolCount"];
+if (typeof v42 !== "number" || !Number.isFinite(v42)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v42) };
+if (!Number.isInteger(v42)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v42) };
+if (v42 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
+if (v42 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v42 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // model.completed
 const validatePayload_5 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v39 = value["text"];
-if (v39 !== null) {
-if (typeof v39 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v39) };
+let v43 = value["text"];
+if (v43 !== null) {
+if (typeof v43 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v43) };
 }
-let v40 = value["toolCalls"];
-if (!Array.isArray(v40)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v40) };
-for (let v41 = 0; v41 < v40.length; v41++) {
-const v42 = v40[v41];
-if (typeof v42 !== "object" || v42 === null || Array.isArray(v42)) return { path: join(at, "toolCalls." + v41), message: "Invalid input: expected object, received " + received(v42) };
-let v43 = v42["id"];
-if (typeof v43 !== "string") return { path: join(at, "toolCalls." + v41 + ".id"), message: "Invalid input: expected string, received " + received(v43) };
-if (v43.length < 1) return { path: join(at, "toolCalls." + v41 + ".id"), message: "Too small: expected string to have >=1 characters" };
-let v44 = v42["name"];
-if (typeof v44 !== "string") return { path: join(at, "toolCalls." + v41 + ".name"), message: "Invalid input: expected string, received " + received(v44) };
-if (v44.length < 1) return { path: join(at, "toolCalls." + v41 + ".name"), message: "Too small: expected string to have >=1 characters" };
-let v45 = v42["args"];
-if (v45 === undefined && !("args" in v42)) return { path: join(at, "toolCalls." + v41 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v44 = value["toolCalls"];
+if (!Array.isArray(v44)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v44) };
+for (let v45 = 0; v45 < v44.length; v45++) {
+const v46 = v44[v45];
+if (typeof v46 !== "object" || v46 === null || Array.isArray(v46)) return { path: join(at, "toolCalls." + v45), message: "Invalid input: expected object, received " + received(v46) };
+let v47 = v46["id"];
+if (typeof v47 !== "string") return { path: join(at, "toolCalls." + v45 + ".id"), message: "Invalid input: expected string, received " + received(v47) };
+if (v47.length < 1) return { path: join(at, "toolCalls." + v45 + ".id"), message: "Too small: expected string to have >=1 characters" };
+let v48 = v46["name"];
+if (typeof v48 !== "string") return { path: join(at, "toolCalls." + v45 + ".name"), message: "Invalid input: expected string, received " + received(v48) };
+if (v48.length < 1) return { path: join(at, "toolCalls." + v45 + ".name"), message: "Too small: expected string to have >=1 characters" };
+let v49 = v46["args"];
+if (v49 === undefined && !("args" in v46)) return { path: join(at, "toolCalls." + v45 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
 }
-let v46 = value["stopReason"];
-if (v46 !== null) {
-if (typeof v46 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v46) };
+let v50 = value["stopReason"];
+if (v50 !== null) {
+if (typeof v50 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v50) };
 }
-let v47 = value["usage"];
-if (v47 !== null) {
-if (typeof v47 !== "object" || v47 === null || Array.isArray(v47)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v47) };
-let v48 = v47["inputTokens"];
-if (v48 !== undefined) {
-if (typeof v48 !== "number" || !Number.isFinite(v48)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v48) };
-if (!Number.isInteger(v48)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v48) };
-if (v48 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v48 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v48 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v49 = v47["outputTokens"];
-if (v49 !== undefined) {
-if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v49) };
-if (!Number.isInteger(v49)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v49) };
-if (v49 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v49 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v49 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v50 = v47["cacheReadTokens"];
-if (v50 !== undefined) {
-if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v50) };
-if (!Number.isInteger(v50)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v50) };
-if (v50 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v50 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v50 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v51 = v47["cacheWriteTokens"];
-if (v51 !== undefined) {
-if (typeof v51 !== "number" || !Number.isFinite(v51)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v51) };
-if (!Number.isInteger(v51)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v51) };
-if (v51 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v51 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v51 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v52 = v47["reasoningTokens"];
+let v51 = value["usage"];
+if (v51 !== null) {
+if (typeof v51 !== "object" || v51 === null || Array.isArray(v51)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v51) };
+let v52 = v51["inputTokens"];
 if (v52 !== undefined) {
-if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v52) };
-if (!Number.isInteger(v52)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v52) };
-if (v52 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v52 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v52 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v52) };
+if (!Number.isInteger(v52)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v52) };
+if (v52 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v52 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v52 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v53 = v47["costUsd"];
+let v53 = v51["outputTokens"];
 if (v53 !== undefined) {
-if (typeof v53 !== "number" || !Number.isFinite(v53)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v53) };
-if (!(v53 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v53 !== "number" || !Number.isFinite(v53)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v53) };
+if (!Number.isInteger(v53)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v53) };
+if (v53 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v53 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v53 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v54 = v51["cacheReadTokens"];
+if (v54 !== undefined) {
+if (typeof v54 !== "number" || !Number.isFinite(v54)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v54) };
+if (!Number.isInteger(v54)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v54) };
+if (v54 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v54 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v54 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v55 = v51["cacheWriteTokens"];
+if (v55 !== undefined) {
+if (typeof v55 !== "number" || !Number.isFinite(v55)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v55) };
+if (!Number.isInteger(v55)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v55) };
+if (v55 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v55 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v55 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v56 = v51["reasoningTokens"];
+if (v56 !== undefined) {
+if (typeof v56 !== "number" || !Number.isFinite(v56)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v56) };
+if (!Number.isInteger(v56)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v56) };
+if (v56 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v56 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v56 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v57 = v51["costUsd"];
+if (v57 !== undefined) {
+if (typeof v57 !== "number" || !Number.isFinite(v57)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v57) };
+if (!(v57 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
-let v54 = value["reasoning"];
-if (v54 !== null) {
-if (typeof v54 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v54) };
+let v58 = value["reasoning"];
+if (v58 !== null) {
+if (typeof v58 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v58) };
 }
 return null;
 };
 // model.call.started
 const validatePayload_6 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v55 = value["callId"];
-if (typeof v55 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v55) };
-if (v55.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v56 = value["wire"];
-if (v56 !== "anthropic.messages" && v56 !== "anthropic.count_tokens" && v56 !== "openai.responses" && v56 !== "openai.chat" && v56 !== "gemini.generate" && v56 !== "gemini.stream" && v56 !== "opaque") return { path: join(at, "wire"), message: "Invalid option: expected one of \"anthropic.messages\"|\"anthropic.count_tokens\"|\"openai.responses\"|\"openai.chat\"|\"gemini.generate\"|\"gemini.stream\"|\"opaque\"" };
-let v57 = value["generates"];
-if (typeof v57 !== "boolean") return { path: join(at, "generates"), message: "Invalid input: expected boolean, received " + received(v57) };
-let v58 = value["route"];
-if (typeof v58 !== "string") return { path: join(at, "route"), message: "Invalid input: expected string, received " + received(v58) };
-let v59 = value["method"];
-if (typeof v59 !== "string") return { path: join(at, "method"), message: "Invalid input: expected string, received " + received(v59) };
-let v60 = value["path"];
-if (typeof v60 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v60) };
-let v61 = value["model"];
-if (v61 !== null) {
-if (typeof v61 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v61) };
+let v59 = value["callId"];
+if (typeof v59 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v59) };
+if (v59.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v60 = value["wire"];
+if (v60 !== "anthropic.messages" && v60 !== "anthropic.count_tokens" && v60 !== "openai.responses" && v60 !== "openai.chat" && v60 !== "gemini.generate" && v60 !== "gemini.stream" && v60 !== "opaque") return { path: join(at, "wire"), message: "Invalid option: expected one of \"anthropic.messages\"|\"anthropic.count_tokens\"|\"openai.responses\"|\"openai.chat\"|\"gemini.generate\"|\"gemini.stream\"|\"opaque\"" };
+let v61 = value["generates"];
+if (typeof v61 !== "boolean") return { path: join(at, "generates"), message: "Invalid input: expected boolean, received " + received(v61) };
+let v62 = value["route"];
+if (typeof v62 !== "string") return { path: join(at, "route"), message: "Invalid input: expected string, received " + received(v62) };
+let v63 = value["method"];
+if (typeof v63 !== "string") return { path: join(at, "method"), message: "Invalid input: expected string, received " + received(v63) };
+let v64 = value["path"];
+if (typeof v64 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v64) };
+let v65 = value["model"];
+if (v65 !== null) {
+if (typeof v65 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v65) };
 }
-let v62 = value["stream"];
-if (v62 !== null) {
-if (typeof v62 !== "boolean") return { path: join(at, "stream"), message: "Invalid input: expected boolean, received " + received(v62) };
-}
-let v63 = value["headers"];
-if (typeof v63 !== "object" || v63 === null || Array.isArray(v63)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v63) };
-for (const v64 of Object.keys(v63)) {
-const v65 = v63[v64];
-if (typeof v65 !== "string") return { path: join(at, "headers." + v64), message: "Invalid input: expected string, received " + received(v65) };
-}
-let v66 = value["body"];
+let v66 = value["stream"];
 if (v66 !== null) {
-if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v66) };
-let v67 = v66["sha256"];
-if (typeof v67 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v67) };
-if (!c0.test(v67)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
-let v68 = v66["bytes"];
-if (typeof v68 !== "number" || !Number.isFinite(v68)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v68) };
-if (!Number.isInteger(v68)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v68) };
-if (v68 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v68 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v68 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
+if (typeof v66 !== "boolean") return { path: join(at, "stream"), message: "Invalid input: expected boolean, received " + received(v66) };
+}
+let v67 = value["headers"];
+if (typeof v67 !== "object" || v67 === null || Array.isArray(v67)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v67) };
+for (const v68 of Object.keys(v67)) {
+const v69 = v67[v68];
+if (typeof v69 !== "string") return { path: join(at, "headers." + v68), message: "Invalid input: expected string, received " + received(v69) };
+}
+let v70 = value["body"];
+if (v70 !== null) {
+if (typeof v70 !== "object" || v70 === null || Array.isArray(v70)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v70) };
+let v71 = v70["sha256"];
+if (typeof v71 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v71) };
+if (!c0.test(v71)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v72 = v70["bytes"];
+if (typeof v72 !== "number" || !Number.isFinite(v72)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v72) };
+if (!Number.isInteger(v72)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v72) };
+if (v72 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v72 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v72 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
 }
 return null;
 };
 // model.call.completed
 const validatePayload_7 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v69 = value["callId"];
-if (typeof v69 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v69) };
-if (v69.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v70 = value["outcome"];
-if (v70 !== "ok" && v70 !== "error" && v70 !== "refused" && v70 !== "failed" && v70 !== "aborted") return { path: join(at, "outcome"), message: "Invalid option: expected one of \"ok\"|\"error\"|\"refused\"|\"failed\"|\"aborted\"" };
-let v71 = value["status"];
-if (v71 !== null) {
-if (typeof v71 !== "number" || !Number.isFinite(v71)) return { path: join(at, "status"), message: "Invalid input: expected number, received " + received(v71) };
-if (!Number.isInteger(v71)) return { path: join(at, "status"), message: "Invalid input: expected int, received " + received(v71) };
-if (v71 > 9007199254740991) return { path: join(at, "status"), message: "Too big: expected int to be <=9007199254740991" };
-if (v71 < -9007199254740991) return { path: join(at, "status"), message: "Too small: expected int to be >=-9007199254740991" };
-}
-let v72 = value["headers"];
-if (typeof v72 !== "object" || v72 === null || Array.isArray(v72)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v72) };
-for (const v73 of Object.keys(v72)) {
-const v74 = v72[v73];
-if (typeof v74 !== "string") return { path: join(at, "headers." + v73), message: "Invalid input: expected string, received " + received(v74) };
-}
-let v75 = value["body"];
+let v73 = value["callId"];
+if (typeof v73 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v73) };
+if (v73.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v74 = value["outcome"];
+if (v74 !== "ok" && v74 !== "error" && v74 !== "refused" && v74 !== "failed" && v74 !== "aborted") return { path: join(at, "outcome"), message: "Invalid option: expected one of \"ok\"|\"error\"|\"refused\"|\"failed\"|\"aborted\"" };
+let v75 = value["status"];
 if (v75 !== null) {
-if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v75) };
-let v76 = v75["sha256"];
-if (typeof v76 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v76) };
-if (!c0.test(v76)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
-let v77 = v75["bytes"];
-if (typeof v77 !== "number" || !Number.isFinite(v77)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v77) };
-if (!Number.isInteger(v77)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v77) };
-if (v77 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v77 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v77 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
+if (typeof v75 !== "number" || !Number.isFinite(v75)) return { path: join(at, "status"), message: "Invalid input: expected number, received " + received(v75) };
+if (!Number.isInteger(v75)) return { path: join(at, "status"), message: "Invalid input: expected int, received " + received(v75) };
+if (v75 > 9007199254740991) return { path: join(at, "status"), message: "Too big: expected int to be <=9007199254740991" };
+if (v75 < -9007199254740991) return { path: join(at, "status"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v78 = value["chunks"];
-if (!Array.isArray(v78)) return { path: join(at, "chunks"), message: "Invalid input: expected array, received " + received(v78) };
-for (let v79 = 0; v79 < v78.length; v79++) {
-const v80 = v78[v79];
-if (!Array.isArray(v80)) return { path: join(at, "chunks." + v79), message: "Invalid input: expected array, received " + received(v80) };
-if (v80.length !== 2) return { path: join(at, "chunks." + v79), message: "Too big: expected array to have 2 items" };
-for (let v81 = 0; v81 < v80.length; v81++) {
-const v82 = v80[v81];
-if (typeof v82 !== "number" || !Number.isFinite(v82)) return { path: join(at, "chunks." + v79 + "." + v81), message: "Invalid input: expected number, received " + received(v82) };
-if (!(v82 >= 0)) return { path: join(at, "chunks." + v79 + "." + v81), message: "Too small: expected number to be >=0" };
+let v76 = value["headers"];
+if (typeof v76 !== "object" || v76 === null || Array.isArray(v76)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v76) };
+for (const v77 of Object.keys(v76)) {
+const v78 = v76[v77];
+if (typeof v78 !== "string") return { path: join(at, "headers." + v77), message: "Invalid input: expected string, received " + received(v78) };
+}
+let v79 = value["body"];
+if (v79 !== null) {
+if (typeof v79 !== "object" || v79 === null || Array.isArray(v79)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v79) };
+let v80 = v79["sha256"];
+if (typeof v80 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v80) };
+if (!c0.test(v80)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v81 = v79["bytes"];
+if (typeof v81 !== "number" || !Number.isFinite(v81)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v81) };
+if (!Number.isInteger(v81)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v81) };
+if (v81 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v81 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v81 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
+}
+let v82 = value["chunks"];
+if (!Array.isArray(v82)) return { path: join(at, "chunks"), message: "Invalid input: expected array, received " + received(v82) };
+for (let v83 = 0; v83 < v82.length; v83++) {
+const v84 = v82[v83];
+if (!Array.isArray(v84)) return { path: join(at, "chunks." + v83), message: "Invalid input: expected array, received " + received(v84) };
+if (v84.length !== 2) return { path: join(at, "chunks." + v83), message: "Too big: expected array to have 2 items" };
+for (let v85 = 0; v85 < v84.length; v85++) {
+const v86 = v84[v85];
+if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: join(at, "chunks." + v83 + "." + v85), message: "Invalid input: expected number, received " + received(v86) };
+if (!(v86 >= 0)) return { path: join(at, "chunks." + v83 + "." + v85), message: "Too small: expected number to be >=0" };
 }
 }
-let v83 = value["model"];
-if (v83 !== null) {
-if (typeof v83 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v83) };
+let v87 = value["model"];
+if (v87 !== null) {
+if (typeof v87 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v87) };
 }
-let v84 = value["stopReason"];
-if (v84 !== null) {
-if (typeof v84 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v84) };
+let v88 = value["stopReason"];
+if (v88 !== null) {
+if (typeof v88 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v88) };
 }
-let v85 = value["usage"];
-if (v85 !== null) {
-if (typeof v85 !== "object" || v85 === null || Array.isArray(v85)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v85) };
-let v86 = v85["inputTokens"];
-if (v86 !== undefined) {
-if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v86) };
-if (!Number.isInteger(v86)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v86) };
-if (v86 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v86 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v86 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v87 = v85["outputTokens"];
-if (v87 !== undefined) {
-if (typeof v87 !== "number" || !Number.isFinite(v87)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v87) };
-if (!Number.isInteger(v87)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v87) };
-if (v87 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v87 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v87 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v88 = v85["cacheReadTokens"];
-if (v88 !== undefined) {
-if (typeof v88 !== "number" || !Number.isFinite(v88)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v88) };
-if (!Number.isInteger(v88)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v88) };
-if (v88 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v88 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v88 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v89 = v85["cacheWriteTokens"];
-if (v89 !== undefined) {
-if (typeof v89 !== "number" || !Number.isFinite(v89)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v89) };
-if (!Number.isInteger(v89)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v89) };
-if (v89 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v89 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v89 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v90 = v85["reasoningTokens"];
+let v89 = value["usage"];
+if (v89 !== null) {
+if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v89) };
+let v90 = v89["inputTokens"];
 if (v90 !== undefined) {
-if (typeof v90 !== "number" || !Number.isFinite(v90)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v90) };
-if (!Number.isInteger(v90)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v90) };
-if (v90 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v90 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v90 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v90 !== "number" || !Number.isFinite(v90)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v90) };
+if (!Number.isInteger(v90)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v90) };
+if (v90 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v90 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v90 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v91 = v85["costUsd"];
+let v91 = v89["outputTokens"];
 if (v91 !== undefined) {
-if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v91) };
-if (!(v91 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v91) };
+if (!Number.isInteger(v91)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v91) };
+if (v91 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v91 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v91 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
+let v92 = v89["cacheReadTokens"];
+if (v92 !== undefined) {
+if (typeof v92 !== "number" || !Number.isFinite(v92)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v92) };
+if (!Number.isInteger(v92)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v92) };
+if (v92 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v92 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v92 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v92 = value["firstByteMs"];
-if (v92 !== null) {
-if (typeof v92 !== "number" || !Number.isFinite(v92)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v92) };
-if (!(v92 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
+let v93 = v89["cacheWriteTokens"];
+if (v93 !== undefined) {
+if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v93) };
+if (!Number.isInteger(v93)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v93) };
+if (v93 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v93 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v93 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v93 = value["durationMs"];
-if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v93) };
-if (!(v93 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
-let v94 = value["error"];
+let v94 = v89["reasoningTokens"];
 if (v94 !== undefined) {
-if (typeof v94 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v94) };
+if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v94) };
+if (!Number.isInteger(v94)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v94) };
+if (v94 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v94 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v94 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v95 = v89["costUsd"];
+if (v95 !== undefined) {
+if (typeof v95 !== "number" || !Number.isFinite(v95)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v95) };
+if (!(v95 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+}
+}
+let v96 = value["firstByteMs"];
+if (v96 !== null) {
+if (typeof v96 !== "number" || !Number.isFinite(v96)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v96) };
+if (!(v96 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
+}
+let v97 = value["durationMs"];
+if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v97) };
+if (!(v97 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
+let v98 = value["error"];
+if (v98 !== undefined) {
+if (typeof v98 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v98) };
 }
 return null;
 };
 // tool.started
 const validatePayload_8 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v95 = value["callId"];
-if (typeof v95 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v95) };
-if (v95.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v96 = value["tool"];
-if (typeof v96 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v96) };
-let v97 = value["args"];
-if (v97 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
-let v98 = value["modelCall"];
-if (v98 !== undefined) {
-if (typeof v98 !== "object" || v98 === null || Array.isArray(v98)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v98) };
-let v99 = v98["id"];
-if (typeof v99 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v99) };
-if (v99.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v100 = v98["model"];
-if (v100 !== undefined) {
-if (typeof v100 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v100) };
-if (v100.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v101 = v98["stopReason"];
-if (v101 !== undefined) {
-if (v101 !== null) {
-if (typeof v101 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v101) };
-}
-}
-let v102 = v98["usage"];
+let v99 = value["callId"];
+if (typeof v99 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v99) };
+if (v99.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v100 = value["tool"];
+if (typeof v100 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v100) };
+let v101 = value["args"];
+if (v101 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v102 = value["modelCall"];
 if (v102 !== undefined) {
-if (typeof v102 !== "object" || v102 === null || Array.isArray(v102)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v102) };
-let v103 = v102["inputTokens"];
-if (v103 !== undefined) {
-if (typeof v103 !== "number" || !Number.isFinite(v103)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v103) };
-if (!Number.isInteger(v103)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v103) };
-if (v103 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v103 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v103 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v104 = v102["outputTokens"];
+if (typeof v102 !== "object" || v102 === null || Array.isArray(v102)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v102) };
+let v103 = v102["id"];
+if (typeof v103 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v103) };
+if (v103.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v104 = v102["model"];
 if (v104 !== undefined) {
-if (typeof v104 !== "number" || !Number.isFinite(v104)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v104) };
-if (!Number.isInteger(v104)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v104) };
-if (v104 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v104 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v104 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v104 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v104) };
+if (v104.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
 }
-let v105 = v102["cacheReadTokens"];
+let v105 = v102["stopReason"];
 if (v105 !== undefined) {
-if (typeof v105 !== "number" || !Number.isFinite(v105)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v105) };
-if (!Number.isInteger(v105)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v105) };
-if (v105 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v105 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v105 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+if (v105 !== null) {
+if (typeof v105 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v105) };
 }
-let v106 = v102["cacheWriteTokens"];
+}
+let v106 = v102["usage"];
 if (v106 !== undefined) {
-if (typeof v106 !== "number" || !Number.isFinite(v106)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v106) };
-if (!Number.isInteger(v106)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v106) };
-if (v106 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v106 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v106 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v107 = v102["reasoningTokens"];
+if (typeof v106 !== "object" || v106 === null || Array.isArray(v106)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v106) };
+let v107 = v106["inputTokens"];
 if (v107 !== undefined) {
-if (typeof v107 !== "number" || !Number.isFinite(v107)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v107) };
-if (!Number.isInteger(v107)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v107) };
-if (v107 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v107 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v107 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v107 !== "number" || !Number.isFinite(v107)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v107) };
+if (!Number.isInteger(v107)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v107) };
+if (v107 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v107 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v107 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v108 = v102["costUsd"];
+let v108 = v106["outputTokens"];
 if (v108 !== undefined) {
-if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v108) };
-if (!(v108 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v108) };
+if (!Number.isInteger(v108)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v108) };
+if (v108 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v108 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v108 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v109 = v106["cacheReadTokens"];
+if (v109 !== undefined) {
+if (typeof v109 !== "number" || !Number.isFinite(v109)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v109) };
+if (!Number.isInteger(v109)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v109) };
+if (v109 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v109 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v109 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v110 = v106["cacheWriteTokens"];
+if (v110 !== undefined) {
+if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v110) };
+if (!Number.isInteger(v110)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v110) };
+if (v110 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v110 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v110 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v111 = v106["reasoningTokens"];
+if (v111 !== undefined) {
+if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v111) };
+if (!Number.isInteger(v111)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v111) };
+if (v111 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v111 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v111 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v112 = v106["costUsd"];
+if (v112 !== undefined) {
+if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v112) };
+if (!(v112 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -568,56 +593,56 @@ return null;
 // tool.completed
 const validatePayload_9 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v109 = value["callId"];
-if (typeof v109 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v109) };
-if (v109.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v110 = value["ok"];
-if (typeof v110 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v110) };
-let v111 = value["result"];
-if (v111 !== undefined) {
+let v113 = value["callId"];
+if (typeof v113 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v113) };
+if (v113.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v114 = value["ok"];
+if (typeof v114 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v114) };
+let v115 = value["result"];
+if (v115 !== undefined) {
 }
-let v112 = value["error"];
-if (v112 !== undefined) {
-if (typeof v112 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v112) };
+let v116 = value["error"];
+if (v116 !== undefined) {
+if (typeof v116 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v116) };
 }
-let v113 = value["startedAt"];
-if (v113 !== null) {
-if (typeof v113 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v113) };
-if (!isDatetime(c1, v113)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v117 = value["startedAt"];
+if (v117 !== null) {
+if (typeof v117 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v117) };
+if (!isDatetime(c1, v117)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 }
-let v114 = value["finishedAt"];
-if (v114 !== null) {
-if (typeof v114 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v114) };
-if (!isDatetime(c1, v114)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+let v118 = value["finishedAt"];
+if (v118 !== null) {
+if (typeof v118 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v118) };
+if (!isDatetime(c1, v118)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
 // approval.requested
 const validatePayload_10 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v115 = value["approvalId"];
-if (typeof v115 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v115) };
-if (v115.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v116 = value["tool"];
-if (typeof v116 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v116) };
-let v117 = value["args"];
-if (v117 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v119 = value["approvalId"];
+if (typeof v119 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v119) };
+if (v119.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v120 = value["tool"];
+if (typeof v120 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v120) };
+let v121 = value["args"];
+if (v121 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // approval.resolved
 const validatePayload_11 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v118 = value["approvalId"];
-if (typeof v118 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v118) };
-if (v118.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v119 = value["decision"];
-if (v119 !== "allow" && v119 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v120 = value["by"];
-if (typeof v120 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v120) };
-let v121 = value["reason"];
-if (v121 !== undefined) {
-if (v121 !== null) {
-if (typeof v121 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v121) };
+let v122 = value["approvalId"];
+if (typeof v122 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v122) };
+if (v122.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v123 = value["decision"];
+if (v123 !== "allow" && v123 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v124 = value["by"];
+if (typeof v124 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v124) };
+let v125 = value["reason"];
+if (v125 !== undefined) {
+if (v125 !== null) {
+if (typeof v125 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v125) };
 }
 }
 return null;
@@ -625,200 +650,200 @@ return null;
 // question.requested
 const validatePayload_12 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v122 = value["questionId"];
-if (typeof v122 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v122) };
-if (v122.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v123 = value["text"];
-if (typeof v123 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v123) };
+let v126 = value["questionId"];
+if (typeof v126 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v126) };
+if (v126.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v127 = value["text"];
+if (typeof v127 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v127) };
 return null;
 };
 // question.answered
 const validatePayload_13 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v124 = value["questionId"];
-if (typeof v124 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v124) };
-if (v124.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v125 = value["answer"];
-if (typeof v125 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v125) };
+let v128 = value["questionId"];
+if (typeof v128 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v128) };
+if (v128.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v129 = value["answer"];
+if (typeof v129 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v129) };
 return null;
 };
 // usage.updated
 const validatePayload_14 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v126 = value["inputTokens"];
-if (v126 !== null) {
-if (typeof v126 !== "number" || !Number.isFinite(v126)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v126) };
-if (!Number.isInteger(v126)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v126) };
-if (v126 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v126 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v126 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v127 = value["outputTokens"];
-if (v127 !== null) {
-if (typeof v127 !== "number" || !Number.isFinite(v127)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v127) };
-if (!Number.isInteger(v127)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v127) };
-if (v127 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v127 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v127 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v128 = value["cacheReadTokens"];
-if (v128 !== null) {
-if (typeof v128 !== "number" || !Number.isFinite(v128)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v128) };
-if (!Number.isInteger(v128)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v128) };
-if (v128 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v128 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v128 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v129 = value["cacheWriteTokens"];
-if (v129 !== null) {
-if (typeof v129 !== "number" || !Number.isFinite(v129)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v129) };
-if (!Number.isInteger(v129)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v129) };
-if (v129 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v129 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v129 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v130 = value["reasoningTokens"];
+let v130 = value["inputTokens"];
 if (v130 !== null) {
-if (typeof v130 !== "number" || !Number.isFinite(v130)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v130) };
-if (!Number.isInteger(v130)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v130) };
-if (v130 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v130 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v130 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v130 !== "number" || !Number.isFinite(v130)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v130) };
+if (!Number.isInteger(v130)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v130) };
+if (v130 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v130 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v130 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v131 = value["costUsd"];
+let v131 = value["outputTokens"];
 if (v131 !== null) {
-if (typeof v131 !== "number" || !Number.isFinite(v131)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v131) };
-if (!(v131 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v131 !== "number" || !Number.isFinite(v131)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v131) };
+if (!Number.isInteger(v131)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v131) };
+if (v131 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v131 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v131 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v132 = value["requests"];
+let v132 = value["cacheReadTokens"];
 if (v132 !== null) {
-if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v132) };
-if (!Number.isInteger(v132)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v132) };
-if (v132 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
-if (v132 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v132 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v132) };
+if (!Number.isInteger(v132)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v132) };
+if (v132 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v132 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v132 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v133 = value["costEstimated"];
-if (v133 !== undefined) {
-if (typeof v133 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v133) };
+let v133 = value["cacheWriteTokens"];
+if (v133 !== null) {
+if (typeof v133 !== "number" || !Number.isFinite(v133)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v133) };
+if (!Number.isInteger(v133)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v133) };
+if (v133 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v133 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v133 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v134 = value["reasoningTokens"];
+if (v134 !== null) {
+if (typeof v134 !== "number" || !Number.isFinite(v134)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v134) };
+if (!Number.isInteger(v134)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v134) };
+if (v134 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v134 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v134 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v135 = value["costUsd"];
+if (v135 !== null) {
+if (typeof v135 !== "number" || !Number.isFinite(v135)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v135) };
+if (!(v135 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+}
+let v136 = value["requests"];
+if (v136 !== null) {
+if (typeof v136 !== "number" || !Number.isFinite(v136)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v136) };
+if (!Number.isInteger(v136)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v136) };
+if (v136 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v136 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v136 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+}
+let v137 = value["costEstimated"];
+if (v137 !== undefined) {
+if (typeof v137 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v137) };
 }
 return null;
 };
 // compaction.started
 const validatePayload_15 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v134 = value["stage"];
-if (typeof v134 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v134) };
+let v138 = value["stage"];
+if (typeof v138 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v138) };
 return null;
 };
 // compaction.completed
 const validatePayload_16 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v135 = value["stage"];
-if (typeof v135 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v135) };
-let v136 = value["before"];
-if (typeof v136 !== "number" || !Number.isFinite(v136)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v136) };
-if (!Number.isInteger(v136)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v136) };
-if (v136 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
-if (v136 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v136 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
-let v137 = value["after"];
-if (typeof v137 !== "number" || !Number.isFinite(v137)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v137) };
-if (!Number.isInteger(v137)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v137) };
-if (v137 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
-if (v137 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v137 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+let v139 = value["stage"];
+if (typeof v139 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v139) };
+let v140 = value["before"];
+if (typeof v140 !== "number" || !Number.isFinite(v140)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v140) };
+if (!Number.isInteger(v140)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v140) };
+if (v140 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v140 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v140 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v141 = value["after"];
+if (typeof v141 !== "number" || !Number.isFinite(v141)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v141) };
+if (!Number.isInteger(v141)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v141) };
+if (v141 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v141 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v141 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // budget.warning
 const validatePayload_17 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v138 = value["ratio"];
-if (typeof v138 !== "number" || !Number.isFinite(v138)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v138) };
-if (!(v138 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
-let v139 = value["limit"];
-if (v139 !== undefined) {
-if (typeof v139 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v139) };
+let v142 = value["ratio"];
+if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v142) };
+if (!(v142 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v143 = value["limit"];
+if (v143 !== undefined) {
+if (typeof v143 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v143) };
 }
 return null;
 };
 // heartbeat
 const validatePayload_18 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v140 = value["iteration"];
-if (typeof v140 !== "number" || !Number.isFinite(v140)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v140) };
-if (!Number.isInteger(v140)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v140) };
-if (v140 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
-if (v140 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v140 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+let v144 = value["iteration"];
+if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v144) };
+if (!Number.isInteger(v144)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v144) };
+if (v144 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v144 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v144 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // attachment.added
 const validatePayload_19 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v141 = value["name"];
-if (typeof v141 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v141) };
-if (v141.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
-let v142 = value["path"];
-if (typeof v142 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v142) };
-if (v142.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
-let v143 = value["contentType"];
-if (typeof v143 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v143) };
-let v144 = value["bytes"];
-if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v144) };
-if (!Number.isInteger(v144)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v144) };
-if (v144 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v144 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v144 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
-let v145 = value["sha256"];
-if (typeof v145 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v145) };
-if (!c0.test(v145)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v145 = value["name"];
+if (typeof v145 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v145) };
+if (v145.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v146 = value["path"];
+if (typeof v146 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v146) };
+if (v146.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v147 = value["contentType"];
+if (typeof v147 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v147) };
+let v148 = value["bytes"];
+if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v148) };
+if (!Number.isInteger(v148)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v148) };
+if (v148 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v148 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v148 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v149 = value["sha256"];
+if (typeof v149 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v149) };
+if (!c0.test(v149)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 return null;
 };
 // status.changed
 const validatePayload_20 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v146 = value["status"];
-if (v146 !== "queued" && v146 !== "running" && v146 !== "waiting" && v146 !== "completed" && v146 !== "failed" && v146 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v147 = value["reason"];
-if (v147 !== null) {
-if (typeof v147 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v147) };
+let v150 = value["status"];
+if (v150 !== "queued" && v150 !== "running" && v150 !== "waiting" && v150 !== "completed" && v150 !== "failed" && v150 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v151 = value["reason"];
+if (v151 !== null) {
+if (typeof v151 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v151) };
 }
 return null;
 };
 // problem
 const validatePayload_21 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v148 = value["source"];
-if (typeof v148 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v148) };
-let v149 = value["reason"];
-if (typeof v149 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v149) };
-let v150 = value["text"];
-if (v150 !== undefined) {
-if (typeof v150 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v150) };
+let v152 = value["source"];
+if (typeof v152 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v152) };
+let v153 = value["reason"];
+if (typeof v153 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v153) };
+let v154 = value["text"];
+if (v154 !== undefined) {
+if (typeof v154 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v154) };
 }
 return null;
 };
 // completed
 const validatePayload_22 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v151 = value["reason"];
-if (v151 !== null) {
-if (typeof v151 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v151) };
+let v155 = value["reason"];
+if (v155 !== null) {
+if (typeof v155 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v155) };
 }
-let v152 = value["result"];
-if (v152 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v156 = value["result"];
+if (v156 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // failed
 const validatePayload_23 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v153 = value["reason"];
-if (v153 !== null) {
-if (typeof v153 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v153) };
+let v157 = value["reason"];
+if (v157 !== null) {
+if (typeof v157 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v157) };
 }
-let v154 = value["result"];
-if (v154 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v158 = value["result"];
+if (v158 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 
@@ -850,295 +875,295 @@ export const validatePayload: Record<string, Validator> = {
 };
 export const validateRunEvent: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-const v227 = value["type"];
-if (!c2.has(v227)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
-let v228 = value["id"];
-if (typeof v228 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v228) };
-if (v228.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v229 = value["runId"];
-if (typeof v229 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v229) };
-if (v229.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
-let v230 = value["sessionId"];
-if (typeof v230 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v230) };
-if (v230.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v231 = value["sequence"];
-if (typeof v231 !== "number" || !Number.isFinite(v231)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v231) };
-if (!Number.isInteger(v231)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v231) };
-if (v231 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
-if (v231 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v231 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
-let v232 = value["timestamp"];
-if (typeof v232 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v232) };
-if (!isDatetime(c1, v232)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
-let v233 = value["native"];
-if (v233 !== undefined) {
+const v231 = value["type"];
+if (!c2.has(v231)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v232 = value["id"];
+if (typeof v232 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v232) };
+if (v232.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v233 = value["runId"];
+if (typeof v233 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v233) };
+if (v233.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v234 = value["sessionId"];
+if (typeof v234 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v234) };
+if (v234.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v235 = value["sequence"];
+if (typeof v235 !== "number" || !Number.isFinite(v235)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v235) };
+if (!Number.isInteger(v235)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v235) };
+if (v235 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v235 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v235 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v236 = value["timestamp"];
+if (typeof v236 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v236) };
+if (!isDatetime(c1, v236)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v237 = value["native"];
+if (v237 !== undefined) {
 }
-let v234 = value["ignored"];
-if (v234 !== undefined) {
-if (typeof v234 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v234) };
+let v238 = value["ignored"];
+if (v238 !== undefined) {
+if (typeof v238 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v238) };
 }
-switch (v227) {
+switch (v231) {
 case "run.started":
 {
-let v155 = value["type"];
-if (v155 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
-let v156 = value["payload"];
+let v159 = value["type"];
+if (v159 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v160 = value["payload"];
 {
-const v157 = validatePayload_0(v156, join(at, "payload"));
-if (v157 !== null) return v157;
+const v161 = validatePayload_0(v160, join(at, "payload"));
+if (v161 !== null) return v161;
 }
 break;
 }
 case "session.linked":
 {
-let v158 = value["type"];
-if (v158 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
-let v159 = value["payload"];
+let v162 = value["type"];
+if (v162 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v163 = value["payload"];
 {
-const v160 = validatePayload_1(v159, join(at, "payload"));
-if (v160 !== null) return v160;
+const v164 = validatePayload_1(v163, join(at, "payload"));
+if (v164 !== null) return v164;
 }
 break;
 }
 case "message.delta":
 {
-let v161 = value["type"];
-if (v161 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
-let v162 = value["payload"];
+let v165 = value["type"];
+if (v165 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v166 = value["payload"];
 {
-const v163 = validatePayload_2(v162, join(at, "payload"));
-if (v163 !== null) return v163;
+const v167 = validatePayload_2(v166, join(at, "payload"));
+if (v167 !== null) return v167;
 }
 break;
 }
 case "message.completed":
 {
-let v164 = value["type"];
-if (v164 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
-let v165 = value["payload"];
+let v168 = value["type"];
+if (v168 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v169 = value["payload"];
 {
-const v166 = validatePayload_3(v165, join(at, "payload"));
-if (v166 !== null) return v166;
+const v170 = validatePayload_3(v169, join(at, "payload"));
+if (v170 !== null) return v170;
 }
 break;
 }
 case "model.requested":
 {
-let v167 = value["type"];
-if (v167 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
-let v168 = value["payload"];
+let v171 = value["type"];
+if (v171 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v172 = value["payload"];
 {
-const v169 = validatePayload_4(v168, join(at, "payload"));
-if (v169 !== null) return v169;
+const v173 = validatePayload_4(v172, join(at, "payload"));
+if (v173 !== null) return v173;
 }
 break;
 }
 case "model.completed":
 {
-let v170 = value["type"];
-if (v170 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
-let v171 = value["payload"];
+let v174 = value["type"];
+if (v174 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v175 = value["payload"];
 {
-const v172 = validatePayload_5(v171, join(at, "payload"));
-if (v172 !== null) return v172;
+const v176 = validatePayload_5(v175, join(at, "payload"));
+if (v176 !== null) return v176;
 }
 break;
 }
 case "model.call.started":
 {
-let v173 = value["type"];
-if (v173 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
-let v174 = value["payload"];
+let v177 = value["type"];
+if (v177 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
+let v178 = value["payload"];
 {
-const v175 = validatePayload_6(v174, join(at, "payload"));
-if (v175 !== null) return v175;
+const v179 = validatePayload_6(v178, join(at, "payload"));
+if (v179 !== null) return v179;
 }
 break;
 }
 case "model.call.completed":
 {
-let v176 = value["type"];
-if (v176 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
-let v177 = value["payload"];
+let v180 = value["type"];
+if (v180 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
+let v181 = value["payload"];
 {
-const v178 = validatePayload_7(v177, join(at, "payload"));
-if (v178 !== null) return v178;
+const v182 = validatePayload_7(v181, join(at, "payload"));
+if (v182 !== null) return v182;
 }
 break;
 }
 case "tool.started":
 {
-let v179 = value["type"];
-if (v179 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
-let v180 = value["payload"];
+let v183 = value["type"];
+if (v183 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v184 = value["payload"];
 {
-const v181 = validatePayload_8(v180, join(at, "payload"));
-if (v181 !== null) return v181;
+const v185 = validatePayload_8(v184, join(at, "payload"));
+if (v185 !== null) return v185;
 }
 break;
 }
 case "tool.completed":
 {
-let v182 = value["type"];
-if (v182 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
-let v183 = value["payload"];
+let v186 = value["type"];
+if (v186 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v187 = value["payload"];
 {
-const v184 = validatePayload_9(v183, join(at, "payload"));
-if (v184 !== null) return v184;
+const v188 = validatePayload_9(v187, join(at, "payload"));
+if (v188 !== null) return v188;
 }
 break;
 }
 case "approval.requested":
 {
-let v185 = value["type"];
-if (v185 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
-let v186 = value["payload"];
+let v189 = value["type"];
+if (v189 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v190 = value["payload"];
 {
-const v187 = validatePayload_10(v186, join(at, "payload"));
-if (v187 !== null) return v187;
+const v191 = validatePayload_10(v190, join(at, "payload"));
+if (v191 !== null) return v191;
 }
 break;
 }
 case "approval.resolved":
 {
-let v188 = value["type"];
-if (v188 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
-let v189 = value["payload"];
+let v192 = value["type"];
+if (v192 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v193 = value["payload"];
 {
-const v190 = validatePayload_11(v189, join(at, "payload"));
-if (v190 !== null) return v190;
+const v194 = validatePayload_11(v193, join(at, "payload"));
+if (v194 !== null) return v194;
 }
 break;
 }
 case "question.requested":
 {
-let v191 = value["type"];
-if (v191 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
-let v192 = value["payload"];
+let v195 = value["type"];
+if (v195 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v196 = value["payload"];
 {
-const v193 = validatePayload_12(v192, join(at, "payload"));
-if (v193 !== null) return v193;
+const v197 = validatePayload_12(v196, join(at, "payload"));
+if (v197 !== null) return v197;
 }
 break;
 }
 case "question.answered":
 {
-let v194 = value["type"];
-if (v194 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
-let v195 = value["payload"];
+let v198 = value["type"];
+if (v198 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v199 = value["payload"];
 {
-const v196 = validatePayload_13(v195, join(at, "payload"));
-if (v196 !== null) return v196;
+const v200 = validatePayload_13(v199, join(at, "payload"));
+if (v200 !== null) return v200;
 }
 break;
 }
 case "usage.updated":
 {
-let v197 = value["type"];
-if (v197 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
-let v198 = value["payload"];
+let v201 = value["type"];
+if (v201 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v202 = value["payload"];
 {
-const v199 = validatePayload_14(v198, join(at, "payload"));
-if (v199 !== null) return v199;
+const v203 = validatePayload_14(v202, join(at, "payload"));
+if (v203 !== null) return v203;
 }
 break;
 }
 case "compaction.started":
 {
-let v200 = value["type"];
-if (v200 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
-let v201 = value["payload"];
+let v204 = value["type"];
+if (v204 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v205 = value["payload"];
 {
-const v202 = validatePayload_15(v201, join(at, "payload"));
-if (v202 !== null) return v202;
+const v206 = validatePayload_15(v205, join(at, "payload"));
+if (v206 !== null) return v206;
 }
 break;
 }
 case "compaction.completed":
 {
-let v203 = value["type"];
-if (v203 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
-let v204 = value["payload"];
+let v207 = value["type"];
+if (v207 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v208 = value["payload"];
 {
-const v205 = validatePayload_16(v204, join(at, "payload"));
-if (v205 !== null) return v205;
+const v209 = validatePayload_16(v208, join(at, "payload"));
+if (v209 !== null) return v209;
 }
 break;
 }
 case "budget.warning":
 {
-let v206 = value["type"];
-if (v206 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
-let v207 = value["payload"];
+let v210 = value["type"];
+if (v210 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v211 = value["payload"];
 {
-const v208 = validatePayload_17(v207, join(at, "payload"));
-if (v208 !== null) return v208;
+const v212 = validatePayload_17(v211, join(at, "payload"));
+if (v212 !== null) return v212;
 }
 break;
 }
 case "heartbeat":
 {
-let v209 = value["type"];
-if (v209 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
-let v210 = value["payload"];
+let v213 = value["type"];
+if (v213 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v214 = value["payload"];
 {
-const v211 = validatePayload_18(v210, join(at, "payload"));
-if (v211 !== null) return v211;
+const v215 = validatePayload_18(v214, join(at, "payload"));
+if (v215 !== null) return v215;
 }
 break;
 }
 case "attachment.added":
 {
-let v212 = value["type"];
-if (v212 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
-let v213 = value["payload"];
+let v216 = value["type"];
+if (v216 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v217 = value["payload"];
 {
-const v214 = validatePayload_19(v213, join(at, "payload"));
-if (v214 !== null) return v214;
+const v218 = validatePayload_19(v217, join(at, "payload"));
+if (v218 !== null) return v218;
 }
 break;
 }
 case "status.changed":
 {
-let v215 = value["type"];
-if (v215 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
-let v216 = value["payload"];
+let v219 = value["type"];
+if (v219 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v220 = value["payload"];
 {
-const v217 = validatePayload_20(v216, join(at, "payload"));
-if (v217 !== null) return v217;
+const v221 = validatePayload_20(v220, join(at, "payload"));
+if (v221 !== null) return v221;
 }
 break;
 }
 case "problem":
 {
-let v218 = value["type"];
-if (v218 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
-let v219 = value["payload"];
+let v222 = value["type"];
+if (v222 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v223 = value["payload"];
 {
-const v220 = validatePayload_21(v219, join(at, "payload"));
-if (v220 !== null) return v220;
+const v224 = validatePayload_21(v223, join(at, "payload"));
+if (v224 !== null) return v224;
 }
 break;
 }
 case "completed":
 {
-let v221 = value["type"];
-if (v221 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
-let v222 = value["payload"];
+let v225 = value["type"];
+if (v225 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v226 = value["payload"];
 {
-const v223 = validatePayload_22(v222, join(at, "payload"));
-if (v223 !== null) return v223;
+const v227 = validatePayload_22(v226, join(at, "payload"));
+if (v227 !== null) return v227;
 }
 break;
 }
 case "failed":
 {
-let v224 = value["type"];
-if (v224 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
-let v225 = value["payload"];
+let v228 = value["type"];
+if (v228 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v229 = value["payload"];
 {
-const v226 = validatePayload_23(v225, join(at, "payload"));
-if (v226 !== null) return v226;
+const v230 = validatePayload_23(v229, join(at, "payload"));
+if (v230 !== null) return v230;
 }
 break;
 }
@@ -1147,131 +1172,131 @@ return null;
 };
 export const validateRunRecord: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v235 = value["id"];
-if (typeof v235 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v235) };
-if (v235.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v236 = value["sessionId"];
-if (typeof v236 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v236) };
-if (v236.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v237 = value["contextId"];
-if (v237 !== null) {
-if (typeof v237 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v237) };
-}
-let v238 = value["nativeSessionId"];
-if (v238 !== null) {
-if (typeof v238 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v238) };
-}
-let v239 = value["parentRunId"];
-if (v239 !== null) {
-if (typeof v239 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v239) };
-}
-let v240 = value["resumedFromRunId"];
-if (v240 !== null) {
-if (typeof v240 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v240) };
-}
-let v241 = value["relation"];
+let v239 = value["id"];
+if (typeof v239 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v239) };
+if (v239.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v240 = value["sessionId"];
+if (typeof v240 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v240) };
+if (v240.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v241 = value["contextId"];
 if (v241 !== null) {
-if (typeof v241 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v241) };
+if (typeof v241 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v241) };
 }
-let v242 = value["harness"];
-if (typeof v242 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v242) };
-if (v242.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v243 = value["driver"];
-if (typeof v243 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v243) };
-if (v243.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v244 = value["trigger"];
-if (v244 !== "cli" && v244 !== "api" && v244 !== "a2a" && v244 !== "suite" && v244 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v245 = value["cwd"];
-if (typeof v245 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v245) };
-let v246 = value["goal"];
-if (v246 !== null) {
-if (typeof v246 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v246) };
+let v242 = value["nativeSessionId"];
+if (v242 !== null) {
+if (typeof v242 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v242) };
 }
-let v247 = value["startedAt"];
-if (typeof v247 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v247) };
-if (!isDatetime(c1, v247)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
-let v248 = value["endedAt"];
-if (v248 !== null) {
-if (typeof v248 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v248) };
-if (!isDatetime(c1, v248)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+let v243 = value["parentRunId"];
+if (v243 !== null) {
+if (typeof v243 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v243) };
 }
-let v249 = value["status"];
-if (v249 !== "queued" && v249 !== "running" && v249 !== "waiting" && v249 !== "completed" && v249 !== "failed" && v249 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v250 = value["exitCode"];
+let v244 = value["resumedFromRunId"];
+if (v244 !== null) {
+if (typeof v244 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v244) };
+}
+let v245 = value["relation"];
+if (v245 !== null) {
+if (typeof v245 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v245) };
+}
+let v246 = value["harness"];
+if (typeof v246 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v246) };
+if (v246.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v247 = value["driver"];
+if (typeof v247 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v247) };
+if (v247.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v248 = value["trigger"];
+if (v248 !== "cli" && v248 !== "api" && v248 !== "a2a" && v248 !== "suite" && v248 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v249 = value["cwd"];
+if (typeof v249 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v249) };
+let v250 = value["goal"];
 if (v250 !== null) {
-if (typeof v250 !== "number" || !Number.isFinite(v250)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v250) };
-if (!Number.isInteger(v250)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v250) };
-if (v250 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
-if (v250 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+if (typeof v250 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v250) };
 }
-let v251 = value["terminalReason"];
-if (v251 !== null) {
-if (typeof v251 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v251) };
+let v251 = value["startedAt"];
+if (typeof v251 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v251) };
+if (!isDatetime(c1, v251)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v252 = value["endedAt"];
+if (v252 !== null) {
+if (typeof v252 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v252) };
+if (!isDatetime(c1, v252)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+}
+let v253 = value["status"];
+if (v253 !== "queued" && v253 !== "running" && v253 !== "waiting" && v253 !== "completed" && v253 !== "failed" && v253 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v254 = value["exitCode"];
+if (v254 !== null) {
+if (typeof v254 !== "number" || !Number.isFinite(v254)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v254) };
+if (!Number.isInteger(v254)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v254) };
+if (v254 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v254 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+let v255 = value["terminalReason"];
+if (v255 !== null) {
+if (typeof v255 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v255) };
 }
 return null;
 };
 export const validateHarnessSession: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v252 = value["type"];
-if (v252 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
-let v253 = value["session_id"];
-if (typeof v253 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v253) };
-if (v253.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
-let v254 = value["native_session_id"];
-if (v254 !== null) {
-if (typeof v254 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v254) };
-if (v254.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v256 = value["type"];
+if (v256 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v257 = value["session_id"];
+if (typeof v257 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v257) };
+if (v257.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v258 = value["native_session_id"];
+if (v258 !== null) {
+if (typeof v258 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v258) };
+if (v258.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v255 = value["harness"];
-if (typeof v255 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v255) };
-if (v255.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v256 = value["driver"];
-if (typeof v256 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v256) };
-if (v256.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v257 = value["created_ms"];
-if (typeof v257 !== "number" || !Number.isFinite(v257)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v257) };
-if (!Number.isInteger(v257)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v257) };
-if (v257 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v257 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v257 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
-let v258 = value["updated_ms"];
-if (typeof v258 !== "number" || !Number.isFinite(v258)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v258) };
-if (!Number.isInteger(v258)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v258) };
-if (v258 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v258 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v258 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
-let v259 = value["sessions"];
-if (v259 !== undefined) {
-if (!Array.isArray(v259)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v259) };
-for (let v260 = 0; v260 < v259.length; v260++) {
-const v261 = v259[v260];
-if (typeof v261 !== "object" || v261 === null || Array.isArray(v261)) return { path: join(at, "sessions." + v260), message: "Invalid input: expected object, received " + received(v261) };
-let v262 = v261["driver"];
-if (typeof v262 !== "string") return { path: join(at, "sessions." + v260 + ".driver"), message: "Invalid input: expected string, received " + received(v262) };
-if (v262.length < 1) return { path: join(at, "sessions." + v260 + ".driver"), message: "Too small: expected string to have >=1 characters" };
-let v263 = v261["harness"];
-if (typeof v263 !== "string") return { path: join(at, "sessions." + v260 + ".harness"), message: "Invalid input: expected string, received " + received(v263) };
-if (v263.length < 1) return { path: join(at, "sessions." + v260 + ".harness"), message: "Too small: expected string to have >=1 characters" };
-let v264 = v261["session_id"];
-if (typeof v264 !== "string") return { path: join(at, "sessions." + v260 + ".session_id"), message: "Invalid input: expected string, received " + received(v264) };
-if (v264.length < 1) return { path: join(at, "sessions." + v260 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
-let v265 = v261["native_session_id"];
-if (v265 !== null) {
-if (typeof v265 !== "string") return { path: join(at, "sessions." + v260 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v265) };
-if (v265.length < 1) return { path: join(at, "sessions." + v260 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v259 = value["harness"];
+if (typeof v259 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v259) };
+if (v259.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v260 = value["driver"];
+if (typeof v260 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v260) };
+if (v260.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v261 = value["created_ms"];
+if (typeof v261 !== "number" || !Number.isFinite(v261)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v261) };
+if (!Number.isInteger(v261)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v261) };
+if (v261 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v261 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v261 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v262 = value["updated_ms"];
+if (typeof v262 !== "number" || !Number.isFinite(v262)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v262) };
+if (!Number.isInteger(v262)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v262) };
+if (v262 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v262 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v262 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v263 = value["sessions"];
+if (v263 !== undefined) {
+if (!Array.isArray(v263)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v263) };
+for (let v264 = 0; v264 < v263.length; v264++) {
+const v265 = v263[v264];
+if (typeof v265 !== "object" || v265 === null || Array.isArray(v265)) return { path: join(at, "sessions." + v264), message: "Invalid input: expected object, received " + received(v265) };
+let v266 = v265["driver"];
+if (typeof v266 !== "string") return { path: join(at, "sessions." + v264 + ".driver"), message: "Invalid input: expected string, received " + received(v266) };
+if (v266.length < 1) return { path: join(at, "sessions." + v264 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v267 = v265["harness"];
+if (typeof v267 !== "string") return { path: join(at, "sessions." + v264 + ".harness"), message: "Invalid input: expected string, received " + received(v267) };
+if (v267.length < 1) return { path: join(at, "sessions." + v264 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v268 = v265["session_id"];
+if (typeof v268 !== "string") return { path: join(at, "sessions." + v264 + ".session_id"), message: "Invalid input: expected string, received " + received(v268) };
+if (v268.length < 1) return { path: join(at, "sessions." + v264 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v269 = v265["native_session_id"];
+if (v269 !== null) {
+if (typeof v269 !== "string") return { path: join(at, "sessions." + v264 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v269) };
+if (v269.length < 1) return { path: join(at, "sessions." + v264 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v266 = v261["created_ms"];
-if (typeof v266 !== "number" || !Number.isFinite(v266)) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Invalid input: expected number, received " + received(v266) };
-if (!Number.isInteger(v266)) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Invalid input: expected int, received " + received(v266) };
-if (v266 > 9007199254740991) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v266 < -9007199254740991) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v266 >= 0)) return { path: join(at, "sessions." + v260 + ".created_ms"), message: "Too small: expected number to be >=0" };
-let v267 = v261["updated_ms"];
-if (typeof v267 !== "number" || !Number.isFinite(v267)) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v267) };
-if (!Number.isInteger(v267)) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v267) };
-if (v267 > 9007199254740991) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v267 < -9007199254740991) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v267 >= 0)) return { path: join(at, "sessions." + v260 + ".updated_ms"), message: "Too small: expected number to be >=0" };
+let v270 = v265["created_ms"];
+if (typeof v270 !== "number" || !Number.isFinite(v270)) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Invalid input: expected number, received " + received(v270) };
+if (!Number.isInteger(v270)) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Invalid input: expected int, received " + received(v270) };
+if (v270 > 9007199254740991) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v270 < -9007199254740991) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v270 >= 0)) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v271 = v265["updated_ms"];
+if (typeof v271 !== "number" || !Number.isFinite(v271)) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v271) };
+if (!Number.isInteger(v271)) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v271) };
+if (v271 > 9007199254740991) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v271 < -9007199254740991) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v271 >= 0)) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;

@@ -158,6 +158,12 @@ export const PAYLOADS = {
     resumeOf: z.string().nullable(),
     agent: AgentFacts.optional(),
     gateway: GatewayUse.optional(),
+    /** The turn's limits (--max-turns, --max-tokens, --max-usd), when it had any. */
+    budget: z.looseObject({
+      maxTurns: Count.optional(),
+      maxTokens: Count.optional(),
+      maxUsd: z.number().nonnegative().optional(),
+    }).optional(),
   }),
   "session.linked": z.looseObject({
     nativeSessionId: z.string().min(1),

@@ -47,6 +47,8 @@ export interface RunInit {
   agent?: AgentFacts;
   /** run.started's `gateway`: whether the model gateway records the run's calls, why not. */
   gateway?: GatewayUse;
+  /** run.started's `budget`: the turn's limits, when it has any (a replay applies them too). */
+  budget?: { maxTurns?: number; maxTokens?: number; maxUsd?: number };
 }
 
 export interface RunOptions {
@@ -247,7 +249,7 @@ export class RunWriter extends RunAppender {
     owner: Deno.FsFile,
     resumeOf: string | null,
     agent?: AgentFacts,
-    gateway?: GatewayUse,
+    extra: Pick<RunInit, "gateway" | "budget"> = {},
   ) {
     super(root, log, record);
     this.#owner = owner;
@@ -261,7 +263,8 @@ export class RunWriter extends RunAppender {
         contextId: record.contextId,
         resumeOf,
         ...(agent === undefined ? {} : { agent }),
-        ...(gateway === undefined ? {} : { gateway }),
+        ...(extra.gateway === undefined ? {} : { gateway: extra.gateway }),
+        ...(extra.budget === undefined ? {} : { budget: extra.budget }),
         // Beyond the contract's fields, so that run.json can be rebuilt from the log alone.
         trigger: record.trigger,
         resumedFromRunId: record.resumedFromRunId,
@@ -378,7 +381,7 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       staged.owner,
       init.resumeOf ?? record.resumedFromRunId,
       init.agent,
-      init.gateway,
+      { gateway: init.gateway, budget: init.budget },
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
     // its directory with it (afterFirstSync above), and until then a power cut loses its events

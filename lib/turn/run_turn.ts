@@ -192,6 +192,13 @@ async function recordTurn(
     resumeOf: resume ? sessionId : resumedFromRunId,
     agent: driver.agentFacts?.({ agent: request.agent, settings }),
     gateway: parts.gateway?.use,
+    ...(Object.values(request.budget).some((limit) => limit !== undefined)
+      ? {
+        budget: Object.fromEntries(
+          Object.entries(request.budget).filter(([, limit]) => limit !== undefined),
+        ),
+      }
+      : {}),
   });
   const ledger = turnLedger(
     store,
@@ -267,6 +274,8 @@ async function driveAndSettle(
   // reads the refusal as the provider's error), then stopped.
   const budgetStop = new AbortController();
   let budgetTimer: ReturnType<typeof setTimeout> | undefined;
+  // Set when reins ended a CLI that kept retrying a failing model server.
+  let upstreamGaveUp: string | null = null;
   const stop = AbortSignal.any([signals.stop, timeoutStop.signal, budgetStop.signal]);
   const kill = AbortSignal.any([signals.kill, timeoutKill.signal]);
 
@@ -300,7 +309,16 @@ async function driveAndSettle(
             BUDGET_STOP_GRACE_MS,
           );
         },
-        onTrouble: () => {},
+        onTrouble: (trouble) => {
+          const tolerated = driver.upstreamFailuresTolerated;
+          if (tolerated === undefined || trouble.inARow < tolerated || upstreamGaveUp !== null) {
+            return;
+          }
+          upstreamGaveUp = `the model server failed ${trouble.inARow} calls in a row (the last: ` +
+            `${trouble.status}${trouble.message ? ` ${trouble.message}` : ""}), and ` +
+            `${driver.harness} retries without end: reins stopped it`;
+          budgetStop.abort(upstreamGaveUp);
+        },
         warn: (message) => hooks.warn?.(message),
       });
     }
@@ -327,7 +345,9 @@ async function driveAndSettle(
       sink,
       stop,
     );
-    ended = { result };
+    ended = upstreamGaveUp === null
+      ? { result }
+      : { result: { ...result, status: "failed", reason: upstreamGaveUp } };
   } catch (thrown) {
     ended = { error: thrown };
   } finally {

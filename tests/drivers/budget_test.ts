@@ -50,7 +50,7 @@ Deno.test("opencode driver start() stops opencode once the cost it reports cross
   assert.equal(result.status, "failed");
   assert.equal(
     result.reason,
-    "budget exhausted: --max-usd 0.025: $0.03 used; reins stopped opencode",
+    "budget exhausted: --max-usd 0.025 ($0.03 of $0.025)",
   );
   assert.deepEqual(sink.ofType("budget.warning").map((e) => e.payload), [
     { ratio: 0.8, limit: "usd" },
@@ -135,7 +135,7 @@ Deno.test("claude driver start() counts tokens as Claude Code streams its messag
   assert.equal(result.status, "failed");
   assert.equal(
     result.reason,
-    "budget exhausted: --max-tokens 250: 303 tokens used; reins stopped Claude Code",
+    "budget exhausted: --max-tokens 250 (303 of 250 tokens)",
   );
   assert.deepEqual(sink.ofType("budget.warning").map((e) => e.payload.limit), ["tokens", "tokens"]);
 });

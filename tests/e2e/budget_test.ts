@@ -52,7 +52,7 @@ Deno.test("reins run --driver command --max-turns stops the program once its rep
   assert.equal(summary.status, "failed");
   assert.equal(
     summary.reason,
-    "budget exhausted: --max-turns 3: 3 model calls used; reins stopped sh",
+    "budget exhausted: --max-turns 3 (3 of 3 model calls)",
   );
   assert.equal(summary.usage.requests, 3);
 });

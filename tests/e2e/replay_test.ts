@@ -241,3 +241,32 @@ Deno.test("reins replay of a resumed turn gives the model the turns before it, a
   };
   assert.deepEqual(await lengths(verdict.runId), await lengths(second));
 });
+
+// regression: a loop run its budget ended was replayed without the budget, so the replay asked
+// the model past the limit and diverged there ("the script ran out").
+Deno.test("reins replay of a run its --max-turns ended applies the same budget and reproduces it", async () => {
+  await using home = await tempDir();
+  await using work = await tempDir("reins-replay-cwd-");
+  const cwd = await Deno.realPath(work.path);
+  Deno.writeTextFileSync(`${cwd}/input.txt`, "alpha\nbeta\n");
+  Deno.writeTextFileSync(`${home.path}/script.json`, JSON.stringify(SCRIPT));
+  const recorded = await reins(
+    ["run", "--model", `mock:${home.path}/script.json`, "--max-turns", "2", "--json", "count"],
+    { home: home.path, cwd, allowRun: ["sh"] },
+  );
+  assert.equal(recorded.code, 1, recorded.stderr);
+  const summary = JSON.parse(recorded.stdout);
+  assert.equal(summary.reason, "budget exhausted: --max-turns 2 (2 of 2 model calls)");
+  const replayed = await reins(["replay", summary.runId, "--json"], {
+    home: home.path,
+    cwd,
+    allowRun: ["sh"],
+  });
+  assert.equal(replayed.code, 0, replayed.stdout + replayed.stderr);
+  const verdict = JSON.parse(replayed.stdout);
+  assert.deepEqual(
+    [verdict.status, verdict.reason, verdict.diverged, verdict.modelOutputs],
+    ["failed", summary.reason, false, { recorded: 2, served: 2 }],
+  );
+  await removeCopy(verdict.cwd);
+});

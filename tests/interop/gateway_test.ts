@@ -225,3 +225,29 @@ for (const spec of SPECS) {
     },
   );
 }
+
+interopTest(
+  installed.opencode,
+  "regression: gateway ends an opencode turn that retries an upstream 500 without end, at once rather than at the idle timeout (real opencode)",
+  async (program) => {
+    await withDeadline(120, async (signal) => {
+      await using server = opencodeSpec.serve(inOrder(apiError(500, "the fake is down")));
+      await using scratch = await makeScratch("opencode", server.url);
+      const started = performance.now();
+      const { outcome, events } = await gatewayTurn(opencodeSpec, program, scratch, {
+        prompt: "say hello",
+        signal,
+      });
+      assert.equal(outcome.summary.status, "failed");
+      assert.match(
+        outcome.summary.reason ?? "",
+        /^the model server failed 4 calls in a row \(the last: 500 the fake is down\), and opencode retries without end: reins stopped it/,
+      );
+      // Each failure was said as it happened, not only at the end.
+      const said = events.filter((e) => e.type === "problem" && e.payload.source === "gateway");
+      assert.ok(said.length >= 4, JSON.stringify(said));
+      // Well before the 90 s idle timeout the turn had without the gateway.
+      assert.ok(performance.now() - started < 60_000);
+    });
+  },
+);

@@ -1,6 +1,5 @@
-// Usage totals of one run and the budget they are held to (--max-turns, --max-tokens,
-// --max-usd). The budget only measures; the loop decides what happens at 80 % and at 100 %.
-import type { Budget } from "../driver.ts";
+// Usage totals of one loop run, the `usage.updated` payload: tokens, cost (the model's own or
+// estimated from a price), model calls. The budget they are held to is lib/core/budget.ts's.
 import type { CallUsage, Usage } from "../../store/contracts.ts";
 import type { Settings } from "../../core/config.ts";
 
@@ -56,34 +55,4 @@ export class UsageTotals {
     if (this.costEstimated) payload.costEstimated = true;
     return payload;
   }
-}
-
-export type BudgetLimit = "turns" | "tokens" | "usd";
-
-export interface BudgetReading {
-  /** The largest share of any limit used so far (0 when there is no budget). */
-  ratio: number;
-  /** The limit that share is of, or null without a budget. */
-  limit: BudgetLimit | null;
-}
-
-/** How much of the budget is used after `turns` model turns and the usage so far. */
-export function readBudget(budget: Budget, turns: number, usage: UsageTotals): BudgetReading {
-  const shares: [BudgetLimit, number][] = [];
-  if (budget.maxTurns !== undefined) shares.push(["turns", share(turns, budget.maxTurns)]);
-  if (budget.maxTokens !== undefined) {
-    shares.push(["tokens", share(usage.totalTokens, budget.maxTokens)]);
-  }
-  if (budget.maxUsd !== undefined) shares.push(["usd", share(usage.costUsd ?? 0, budget.maxUsd)]);
-  let reading: BudgetReading = { ratio: 0, limit: null };
-  for (const [limit, ratio] of shares) {
-    if (reading.limit === null || ratio > reading.ratio) reading = { ratio, limit };
-  }
-  return reading;
-}
-
-function share(used: number, limit: number): number {
-  // A zero limit is spent before anything is used.
-  if (limit <= 0) return 1;
-  return used / limit;
 }

@@ -13,7 +13,14 @@ import {
   type DriverResult,
   type EventSink,
 } from "../driver.ts";
-import { readBudget, UsageTotals } from "./budget.ts";
+import { UsageTotals } from "./budget.ts";
+import {
+  BUDGET_EXHAUSTED,
+  BudgetLedger,
+  type BudgetWarning,
+  type Exhaustion,
+  exhaustionReason,
+} from "../../core/budget.ts";
 import { compactHistory, type CompactionOptions, DEFAULT_COMPACTION } from "./compaction.ts";
 import { historyFromEvents, toolResultText } from "./history.ts";
 import { combineHooks, type LoopHooks, type ModelCall, recordingHooks } from "./hooks.ts";
@@ -115,12 +122,19 @@ async function runLoop(
       ...options.tools,
     });
     const loop = new Loop(input, sink, signal, model, toolbox, options);
-    const { answer, exhausted } = await loop.run();
+    const answer = await loop.run();
     if (answer !== null) {
       sink.emit({ type: "message.completed", payload: { role: "assistant", text: answer } });
     }
-    return ended("completed", exhausted ? "budget exhausted" : null, answer);
+    return ended("completed", null, answer);
   } catch (error) {
+    // No model call starts once the budget is reached: the turn ends there, as every driver's.
+    if (error instanceof BudgetExhausted) {
+      return {
+        ...ended("failed", exhaustionReason(error.exhaustion), error.lastText),
+        code: BUDGET_EXHAUSTED,
+      };
+    }
     if (signal.aborted) return ended("interrupted", abortReason(signal), null);
     // A refusal by the sandbox ends reins with exit 4, not as a failed turn (the run records it).
     if (error instanceof SandboxRefusal) throw error;
@@ -150,15 +164,23 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** A model call the budget refused: the loop ends, failed, with what the model said last. */
+class BudgetExhausted extends Error {
+  constructor(readonly exhaustion: Exhaustion, readonly lastText: string | null) {
+    super(exhaustionReason(exhaustion));
+    this.name = "BudgetExhausted";
+  }
+}
+
 class Loop {
   readonly #hooks: Required<LoopHooks>;
   readonly #usage = new UsageTotals();
   readonly #compaction: CompactionOptions | null;
   #history: Message[];
   #iteration = 0;
-  #turns = 0;
-  #warned = false;
   #approvals = 0;
+  readonly #ledger: BudgetLedger;
+  #lastText: string | null = null;
   #questions = 0;
   readonly #tools: ModelCall["tools"];
 
@@ -175,6 +197,7 @@ class Loop {
       ...(options.hooks ?? []),
     ]);
     this.#tools = [...toolbox.specs, ASK_USER_SPEC];
+    this.#ledger = input.ledger ?? BudgetLedger.of(input.budget);
     this.#compaction = options.compaction === false
       ? null
       : { ...DEFAULT_COMPACTION, ...options.compaction };
@@ -185,20 +208,14 @@ class Loop {
     ];
   }
 
-  async run(): Promise<{ answer: string | null; exhausted: boolean }> {
+  async run(): Promise<string | null> {
     for (;;) {
       this.signal.throwIfAborted();
       this.sink.emit({ type: "heartbeat", payload: { iteration: this.#iteration } });
-      if (this.#checkBudget()) {
-        await this.#compact();
-        const output = await this.#callModel("final", this.#history, []);
-        return { answer: output.text, exhausted: true };
-      }
       await this.#compact();
       const output = await this.#callModel("turn", this.#history, this.#tools);
-      this.#turns += 1;
       this.#history.push({ role: "assistant", text: output.text, toolCalls: output.toolCalls });
-      if (output.toolCalls.length === 0) return { answer: output.text, exhausted: false };
+      if (output.toolCalls.length === 0) return output.text;
       for (const call of output.toolCalls) {
         const outcome = await this.#runTool(call);
         this.#history.push({
@@ -218,20 +235,13 @@ class Loop {
     }
   }
 
-  /** Warns once at 80 %; at 100 % warns again and says the budget is exhausted. */
-  #checkBudget(): boolean {
-    const { ratio, limit } = readBudget(this.input.budget, this.#turns, this.#usage);
-    if (limit === null) return false;
-    const rounded = Math.round(ratio * 1000) / 1000;
-    if (ratio >= 1) {
-      this.sink.emit({ type: "budget.warning", payload: { ratio: rounded, limit } });
-      return true;
+  #warn(warnings: readonly BudgetWarning[]): void {
+    for (const { ratio, limit, scope } of warnings) {
+      this.sink.emit({
+        type: "budget.warning",
+        payload: { ratio, limit, ...(scope === "turn" ? {} : { scope }) },
+      });
     }
-    if (ratio >= 0.8 && !this.#warned) {
-      this.#warned = true;
-      this.sink.emit({ type: "budget.warning", payload: { ratio: rounded, limit } });
-    }
-    return false;
   }
 
   async #compact(): Promise<void> {
@@ -247,6 +257,10 @@ class Loop {
     history: readonly Message[],
     tools: ModelCall["tools"],
   ): Promise<ModelOutput> {
+    // A ceiling: once a limit is reached, no call starts (a summary's neither).
+    const refusal = this.#ledger.refusal();
+    if (refusal !== null) throw new BudgetExhausted(refusal, this.#lastText);
+    this.#warn(this.#ledger.startCall());
     const call: ModelCall = { iteration: this.#iteration, purpose, history: [...history], tools };
     await this.#hooks.beforeModel(call);
     const output = await untilAborted(
@@ -254,8 +268,13 @@ class Loop {
       this.signal,
     );
     await this.#hooks.afterModel(call, output);
+    const costBefore = this.#usage.costUsd;
     this.#usage.add(output.usage, priceOf(this.input.settings.prices, this.model.name));
     this.sink.emit({ type: "usage.updated", payload: this.#usage.toPayload() });
+    const tokens = (output.usage?.inputTokens ?? 0) + (output.usage?.outputTokens ?? 0);
+    const cost = this.#usage.costUsd === null ? null : this.#usage.costUsd - (costBefore ?? 0);
+    this.#warn(this.#ledger.endCall(tokens, output.usage === null ? 0 : cost));
+    if (output.text !== null && output.text !== "") this.#lastText = output.text;
     return output;
   }
 

@@ -253,7 +253,9 @@ function toolLoopScript(n: number, usage?: Record<string, number>): unknown[] {
   ];
 }
 
-Deno.test("createLoopDriver() warns at 80 % of --max-turns and ends with a tool-less call at 100 %", async () => {
+// regression: --max-turns 3 made four model calls, --max-tokens and --max-usd one past the limit:
+// the loop asked for a tool-less "final answer" once the budget was reached. A budget is a ceiling.
+Deno.test("createLoopDriver() warns at 80 % of --max-turns and starts no call past it", async () => {
   await withTempDir(async (dir) => {
     const script = await writeScript(dir, toolLoopScript(5));
     const sink = new MemorySink();
@@ -263,33 +265,61 @@ Deno.test("createLoopDriver() warns at 80 % of --max-turns and ends with a tool-
       neverAborted(),
     );
     assert.deepEqual(result, {
-      status: "completed",
-      reason: "budget exhausted",
-      result: "summing up what I have",
+      status: "failed",
+      reason: "budget exhausted: --max-turns 5 (5 of 5 model calls)",
+      result: null,
       exitCode: null,
+      code: "budget_exhausted",
     });
     assert.deepEqual(sink.ofType("budget.warning").map((e) => e.payload), [
       { ratio: 0.8, limit: "turns" },
       { ratio: 1, limit: "turns" },
     ]);
     const requested = sink.ofType("model.requested").map((e) => e.payload);
-    assert.equal(requested.length, 6);
-    assert.deepEqual(requested.map((p) => p.toolCount), [5, 5, 5, 5, 5, 0]);
-    assert.equal(requested[5].purpose, "final");
-    // the warning comes before the fifth turn, the exhaustion before the final call
+    assert.equal(requested.length, 5);
+    assert.ok(requested.every((p) => p.purpose === "turn"));
+    // the warning comes as the fourth call starts, the last as the fifth does
     const types = sink.types();
     const warnings = types.flatMap((type, i) => type === "budget.warning" ? [i] : []);
     const requests = types.flatMap((type, i) => type === "model.requested" ? [i] : []);
-    assert.ok(requests[3] < warnings[0] && warnings[0] < requests[4]);
-    assert.ok(requests[4] < warnings[1] && warnings[1] < requests[5]);
-    assert.deepEqual(sink.ofType("message.completed").at(-1)!.payload, {
-      role: "assistant",
-      text: "summing up what I have",
-    });
+    assert.ok(requests[2] < warnings[0] && warnings[0] < requests[3]);
+    assert.ok(requests[3] < warnings[1] && warnings[1] < requests[4]);
   });
 });
 
-Deno.test("createLoopDriver() holds --max-tokens against the running token totals", async () => {
+Deno.test("createLoopDriver() with --max-turns 3 makes three model calls", async () => {
+  await withTempDir(async (dir) => {
+    const script = await writeScript(dir, toolLoopScript(5));
+    const sink = new MemorySink();
+    const result = await createLoopDriver().start(
+      driverInput(dir, { model: `mock:${script}`, budget: { maxTurns: 3 } }),
+      sink,
+      neverAborted(),
+    );
+    assert.equal(result.reason, "budget exhausted: --max-turns 3 (3 of 3 model calls)");
+    assert.equal(sink.ofType("model.requested").length, 3);
+    assert.equal(sink.ofType("usage.updated").at(-1)!.payload.requests, 3);
+  });
+});
+
+Deno.test("createLoopDriver() completes a turn whose last allowed call answers", async () => {
+  await withTempDir(async (dir) => {
+    const script = await writeScript(dir, toolLoopScript(2));
+    const sink = new MemorySink();
+    const result = await createLoopDriver().start(
+      driverInput(dir, { model: `mock:${script}`, budget: { maxTurns: 3 } }),
+      sink,
+      neverAborted(),
+    );
+    assert.deepEqual([result.status, result.reason, result.result], [
+      "completed",
+      null,
+      "summing up what I have",
+    ]);
+  });
+});
+
+Deno.test("createLoopDriver() holds --max-tokens: no call starts once the totals reach it", async () => {
   await withTempDir(async (dir) => {
     const script = await writeScript(dir, toolLoopScript(4, { inputTokens: 25, outputTokens: 5 }));
     const sink = new MemorySink();
@@ -298,33 +328,32 @@ Deno.test("createLoopDriver() holds --max-tokens against the running token total
       sink,
       neverAborted(),
     );
-    assert.equal(result.reason, "budget exhausted");
-    assert.equal(result.result, "summing up what I have");
-    // 30, 60, 90 (warning), 120 (exhausted): four turns and the final call
+    // 30, 60, 90 (warning), 120 (reached): four calls, the fifth refused
+    assert.equal(result.reason, "budget exhausted: --max-tokens 100 (120 of 100 tokens)");
     assert.deepEqual(sink.ofType("budget.warning").map((e) => e.payload), [
       { ratio: 0.9, limit: "tokens" },
       { ratio: 1.2, limit: "tokens" },
     ]);
-    assert.equal(sink.ofType("model.requested").length, 5);
+    assert.equal(sink.ofType("model.requested").length, 4);
   });
 });
 
-Deno.test("createLoopDriver() holds --max-usd against the running cost", async () => {
+Deno.test("createLoopDriver() holds --max-usd, warning at 80 % of it", async () => {
   await withTempDir(async (dir) => {
-    const script = await writeScript(dir, toolLoopScript(2, { costUsd: 0.006 }));
+    const script = await writeScript(dir, toolLoopScript(5, { costUsd: 0.005 }));
     const sink = new MemorySink();
     const result = await createLoopDriver().start(
-      driverInput(dir, { model: `mock:${script}`, budget: { maxUsd: 0.01 } }),
+      driverInput(dir, { model: `mock:${script}`, budget: { maxUsd: 0.025 } }),
       sink,
       neverAborted(),
     );
-    assert.equal(result.reason, "budget exhausted");
-    assert.equal(result.result, "summing up what I have");
-    // 0.006 then 0.012: straight past 80 %, so only the exhaustion is reported
+    // 0.005 a call: 0.02 is 80 %, 0.025 reached; the sixth call never starts
+    assert.equal(result.reason, "budget exhausted: --max-usd 0.025 ($0.025 of $0.025)");
     assert.deepEqual(sink.ofType("budget.warning").map((e) => e.payload), [
-      { ratio: 1.2, limit: "usd" },
+      { ratio: 0.8, limit: "usd" },
+      { ratio: 1, limit: "usd" },
     ]);
-    assert.equal(sink.ofType("model.requested").length, 3);
+    assert.equal(sink.ofType("model.requested").length, 5);
   });
 });
 
@@ -343,7 +372,10 @@ Deno.test("createLoopDriver() completes normally when the model answers within t
       result: "quick",
       exitCode: null,
     });
-    assert.equal(sink.ofType("budget.warning").length, 0);
+    // Its one call reached the limit (said once), and it needed no other.
+    assert.deepEqual(sink.ofType("budget.warning").map((e) => e.payload), [
+      { ratio: 1, limit: "turns" },
+    ]);
   });
 });
 
