@@ -18,9 +18,25 @@ export interface Sandbox {
   programs: string[];
   /** More paths to read and write: what a launcher was given on the command line (--cwd, …). */
   extraPaths?: readonly string[];
+  /** Paths to read only: the harness CLIs' own config, where the model gateway learns upstreams. */
+  readPaths?: readonly string[];
 }
 
 export const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
+/**
+ * Where the harness CLIs call their models by default: the model gateway (lib/gateway/) passes
+ * their calls on from reins's own process, so reins must reach them (Anthropic; OpenAI and
+ * ChatGPT's Codex backend; Google AI and Code Assist; opencode's own). Another provider's host is
+ * added with REINS_ALLOW_NET.
+ */
+export const HARNESS_MODEL_HOSTS = [
+  "api.anthropic.com",
+  "api.openai.com",
+  "chatgpt.com",
+  "generativelanguage.googleapis.com",
+  "cloudcode-pa.googleapis.com",
+  "opencode.ai",
+];
 export const HARNESS_PROGRAMS = ["claude", "codex", "gemini", "opencode"];
 /**
  * What reins runs itself: `kill` signals an agent's whole process group (Deno.kill of a group
@@ -45,6 +61,19 @@ function hostOf(url: string | undefined): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * The harness CLIs' config the gateway reads (read only) to tell where their model calls go:
+ * Codex's $CODEX_HOME (~/.codex), opencode's config directory and OPENCODE_CONFIG.
+ */
+export function harnessConfigPaths(env: Record<string, string | undefined>): string[] {
+  const home = env.HOME ?? "";
+  return [
+    env.CODEX_HOME || `${home}/.codex`,
+    `${env.XDG_CONFIG_HOME || `${home}/.config`}/opencode`,
+    ...(env.OPENCODE_CONFIG ? [env.OPENCODE_CONFIG] : []),
+  ].filter((path) => path.startsWith("/"));
 }
 
 /**
@@ -74,9 +103,15 @@ export function sandboxFromEnv(
       ...hostOf(env.OPENAI_BASE_URL || "https://api.openai.com/v1"),
       // The OpenTelemetry collector traces go to (lib/otel/target.ts reads the same variables).
       ...hostOf(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT),
+      // The harnesses' model hosts, and any their base-URL variables name (the gateway's upstreams).
+      ...HARNESS_MODEL_HOSTS,
+      ...hostOf(env.ANTHROPIC_BASE_URL),
+      ...hostOf(env.GOOGLE_GEMINI_BASE_URL),
+      ...hostOf(env.CODE_ASSIST_ENDPOINT),
       ...split(env.REINS_ALLOW_NET),
     ],
     programs,
+    readPaths: harnessConfigPaths(env),
   };
 }
 
@@ -84,9 +119,10 @@ export function sandboxFromEnv(
 export function permissionFlags(sandbox: Sandbox): string[] {
   const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
   const paths = unique([sandbox.home, sandbox.cwd, ...(sandbox.extraPaths ?? [])]).join(",");
+  const readOnly = unique([...(sandbox.readPaths ?? [])]);
   const programs = unique(sandbox.programs);
   return [
-    `--allow-read=${paths}`,
+    `--allow-read=${[paths, ...readOnly].join(",")}`,
     `--allow-write=${paths}`,
     `--allow-net=${unique([...LOOPBACK_HOSTS, ...sandbox.netHosts]).join(",")}`,
     // Deno refuses an empty --allow-run=; no programs means no flag, so running is denied.
@@ -150,6 +186,9 @@ export function describeSandbox(sandbox: Sandbox): string[] {
       ? "working dir  the directory reins is started in, and below it (--cwd elsewhere is refused)"
       : `working dir  ${sandbox.cwd}, and below it`,
     `net          ${unique([...LOOPBACK_HOSTS, ...sandbox.netHosts]).join(", ")}`,
+    ...(sandbox.readPaths?.length
+      ? [`read only    ${unique([...sandbox.readPaths]).join(", ")} (the harnesses' own config)`]
+      : []),
     `run          ${programs.join(", ")}${
       programs.includes(LOOP_SHELL)
         ? " (with sh, the loop's run_command tool is on, and anything can run)"

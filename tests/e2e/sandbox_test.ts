@@ -131,7 +131,11 @@ Deno.test("reins doctor shows the sandbox it runs under", async () => {
 
 Deno.test("the sandbox no longer grants the temp dir: reins keeps its temp files in the data root", () => {
   const flags = permissionFlags(sandboxFromEnv({ HOME: "/home/u", TMPDIR: "/var/tmp" }, "/w"));
-  assert.ok(flags.includes("--allow-read=/home/u/.reins,/w"), flags.join(" "));
+  // Read: the two, and the harnesses' own config (read only), never the temp dir.
+  assert.ok(
+    flags.includes("--allow-read=/home/u/.reins,/w,/home/u/.codex,/home/u/.config/opencode"),
+    flags.join(" "),
+  );
   assert.ok(flags.includes("--allow-write=/home/u/.reins,/w"), flags.join(" "));
 });
 

@@ -72,13 +72,19 @@ Deno.test({
     );
     assert.equal(
       lines[3],
-      "  net          127.0.0.1, localhost, [::1], api.openai.com, models.example:8443",
+      "  net          127.0.0.1, localhost, [::1], api.openai.com, api.anthropic.com, chatgpt.com, " +
+        "generativelanguage.googleapis.com, cloudcode-pa.googleapis.com, opencode.ai, " +
+        "models.example:8443",
     );
     assert.match(
       lines[4],
+      /^ {2}read only {4}.*\/\.codex, .*\/opencode \(the harnesses' own config\)$/,
+    );
+    assert.match(
+      lines[5],
       /^ {2}run {10}claude, codex, gemini, opencode, kill, ps, sh, \/opt\/agent \(with sh/,
     );
-    assert.match(lines[5], /Deno cannot confine a program it starts/);
+    assert.match(lines[6], /Deno cannot confine a program it starts/);
     assert.equal(
       lines.at(-1),
       `deno task compile: cannot download Deno's runtime (denort ${Deno.version.deno}) from ` +

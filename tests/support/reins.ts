@@ -3,6 +3,7 @@
 import {
   BINARY_V8_FLAGS,
   HARNESS_PROGRAMS,
+  harnessConfigPaths,
   permissionFlags,
   PROCESS_TOOLS,
 } from "../../scripts/permissions.ts";
@@ -51,6 +52,8 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
     cwd,
     netHosts: options.allowNet ?? [],
     programs: [...HARNESS_PROGRAMS, ...PROCESS_TOOLS, ...(options.allowRun ?? [])],
+    // As the launcher grants them: where the gateway reads the harnesses' own config.
+    readPaths: harnessConfigPaths(options.env ?? {}),
   });
   const extra = options.allowPaths ?? [];
   const bundle = options.bundle ?? BUNDLE;
