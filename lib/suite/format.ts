@@ -16,6 +16,10 @@ export const Budget = z.object({
   maxUsd: z.number().nonnegative().optional(),
   maxTurns: z.number().int().positive().optional(),
   maxTokens: z.number().int().positive().optional(),
+  /** The same limits over all of a scenario's turns (their sum), as each turn's are per turn. */
+  scenarioMaxUsd: z.number().nonnegative().optional(),
+  scenarioMaxTurns: z.number().int().positive().optional(),
+  scenarioMaxTokens: z.number().int().positive().optional(),
 }).strict();
 export type Budget = z.infer<typeof Budget>;
 

@@ -9,6 +9,8 @@ import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
 import type { AgentSpec } from "../drivers/driver.ts";
 import type { Store } from "../store/store.ts";
 import { runTurn } from "../turn/run_turn.ts";
+import { spentIn } from "../turn/gateway_use.ts";
+import type { BudgetScope } from "../core/budget.ts";
 import { type RecordingSource, runReportOf } from "../platform/run_outcome.ts";
 import type { TranscriptItem } from "../platform/payloads.ts";
 import type { ScenarioSpec } from "./load.ts";
@@ -125,6 +127,29 @@ export function recordedScenario(
   };
 }
 
+/**
+ * The scenario's own limits (scenarioMax*): over its turns so far — the family of its first
+ * run — and this one.
+ */
+function scenarioScopes(
+  store: Store,
+  budget: ScenarioSpec["budget"],
+  firstRunId: string | null,
+): BudgetScope[] {
+  const limits = {
+    maxTurns: budget.scenarioMaxTurns,
+    maxTokens: budget.scenarioMaxTokens,
+    maxUsd: budget.scenarioMaxUsd,
+  };
+  if (Object.values(limits).every((limit) => limit === undefined)) return [];
+  const earlier = firstRunId === null
+    ? []
+    : store.runFamily(firstRunId).runs.flatMap((member) =>
+      store.readEvents(member.record.id).events
+    );
+  return [{ scope: "scenario", limits, spentBefore: spentIn(earlier) }];
+}
+
 /** Turns through the engine, one at a time per scenario, many scenarios at once. */
 export function engineTurns(
   store: Store,
@@ -151,6 +176,7 @@ export function engineTurns(
         parentRunId: turn.parentRunId,
         trigger: "suite",
         env: scenario.env,
+        budgetScopes: scenarioScopes(store, scenario.budget, turn.parentRunId),
       },
       { stop: turn.stop, kill: turn.kill },
       { warn, onCreated: (runId) => turn.onCreated(runId) },
