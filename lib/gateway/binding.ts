@@ -67,6 +67,8 @@ export interface CallContext {
 }
 
 const DELTA_EVERY_MS = 100;
+/** Streamed text gathered past this is recorded at once: an event's size stays bounded. */
+const DELTA_MAX_CHARS = 16 * 1024;
 
 export class GatewayBinding implements CallContext {
   readonly secret: string;
@@ -149,6 +151,7 @@ export class GatewayBinding implements CallContext {
     const pending = this.#deltas.get(callId);
     if (pending !== undefined) {
       pending.text += piece;
+      if (pending.text.length >= DELTA_MAX_CHARS) this.flushDelta(callId);
       return;
     }
     const entry = {

@@ -96,6 +96,7 @@ export class AnswerBody {
   #file: Deno.FsFile | null = null;
   #writing: Promise<void> = Promise.resolve();
   #bytes = 0;
+  #pending = 0;
   #done: Promise<WireBody | null> | null = null;
   readonly #finished: { resolve: (body: WireBody | null) => void } = { resolve: () => {} };
 
@@ -118,6 +119,11 @@ export class AnswerBody {
     return this.#bytes;
   }
 
+  /** Bytes handed to write() and not yet on their way to the disk. */
+  get pendingBytes(): number {
+    return this.#pending;
+  }
+
   /** Adds a piece (written after the ones before it); returns once it is handed to the disk. */
   write(piece: Uint8Array): Promise<void> {
     const kept = redactedBytes(piece);
@@ -125,9 +131,11 @@ export class AnswerBody {
     this.#bytes += kept.length;
     this.#file ??= this.#root.createFile(this.#partial);
     const file = this.#file;
+    this.#pending += kept.length;
     this.#writing = this.#writing.then(async () => {
       let written = 0;
       while (written < kept.length) written += await file.write(kept.subarray(written));
+      this.#pending -= kept.length;
     });
     return this.#writing;
   }

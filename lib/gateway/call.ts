@@ -29,6 +29,8 @@ import type { CallContext } from "./binding.ts";
 const JSON_ANSWER_LIMIT = 16 * 1024 * 1024;
 
 const decoder = new TextDecoder();
+/** How far the recording of an answer may fall behind passing it on before the stream waits. */
+const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
 
 type Completed = PayloadOf<"model.call.completed">;
 /** What a call's end records besides its id and duration. */
@@ -177,7 +179,7 @@ export async function handleCall(
   const reader = new ResponseReader(wire, (piece) => context.delta(callId, piece));
   const contentType = upstream.headers.get("content-type") ?? "";
   const sse = /text\/event-stream/i.test(contentType)
-    ? new SseReader((name, data) => reader.event(name, data))
+    ? new SseReader((name, data) => reader.eventText(name, data))
     : null;
   const jsonParts: Uint8Array[] | null = sse === null && /json/i.test(contentType) ? [] : null;
   let jsonBytes = 0;
@@ -273,11 +275,11 @@ export async function handleCall(
         jsonParts.push(piece);
         jsonBytes += piece.length;
       }
-      try {
-        await answer.write(piece);
-      } catch (error) {
+      // The disk is waited for only when it falls behind: the stream is not held for each write.
+      const written = answer.write(piece).catch((error) => {
         context.warn(`the answer to ${callId} could not be kept: ${describeError(error)}`);
-      }
+      });
+      if (answer.pendingBytes > WRITE_AHEAD_BYTES) await written;
     },
     async cancel(reason) {
       await source.cancel(reason).catch(() => {});

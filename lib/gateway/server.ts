@@ -65,12 +65,14 @@ export class GatewayServer {
     // request.signal, which Deno also aborts once an answer was delivered.)
     const gone = new AbortController();
     info.completed.catch(() => gone.abort(new DOMException("the harness went away", "AbortError")));
-    return handleCall(binding, request, gone.signal, {
-      route,
-      upstream,
-      path: routeEnd < 0 ? "" : path.slice(routeEnd),
-      search: url.search,
-    });
+    return hashingLoaded().then(() =>
+      handleCall(binding, request, gone.signal, {
+        route,
+        upstream,
+        path: routeEnd < 0 ? "" : path.slice(routeEnd),
+        search: url.search,
+      })
+    );
   }
 
   /** Stops listening; calls still being answered are given `graceMs` to finish. */
@@ -86,6 +88,12 @@ export class GatewayServer {
 }
 
 let shared: GatewayServer | null = null;
+let hashing: Promise<void> | null = null;
+
+/** Resolves once the bodies can be hashed (see bindTurn). */
+export function hashingLoaded(): Promise<void> {
+  return hashing ??= loadBodyHashing();
+}
 let users = 0;
 let stopping: Promise<void> = Promise.resolve();
 
@@ -94,7 +102,8 @@ let stopping: Promise<void> = Promise.resolve();
  * recorded into, and counted against, what `options` gives. Close the binding when the turn ends.
  */
 export async function bindTurn(options: BindOptions): Promise<GatewayBinding> {
-  await loadBodyHashing();
+  // node:crypto (~19 ms of CPU) loads while the harness starts up; a call waits for it.
+  hashing ??= loadBodyHashing();
   // A server shutting down is let go before a new one starts.
   if (shared === null) await stopping;
   shared ??= GatewayServer.start();

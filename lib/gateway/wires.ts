@@ -93,6 +93,39 @@ export class ResponseReader {
     this.#text = text;
   }
 
+  /**
+   * One SSE event: its `event:` name (or null) and its `data:` as text. The events that only
+   * carry streamed text (nearly all of a long answer) are read for their text alone; the rest
+   * are parsed whole.
+   */
+  eventText(name: string | null, raw: string): void {
+    if (this.wire === "anthropic.count_tokens" || this.wire === "opaque") return;
+    const type = name ?? typeAt(raw);
+    if (this.wire === "anthropic.messages" && type === "content_block_delta") {
+      if (raw.includes('"type":"text_delta"')) {
+        const text = stringAfter(raw, '"text":');
+        if (text !== null) return this.#text(text);
+      } else if (!raw.includes('"text_delta"')) return; // a tool's arguments, thinking
+    } else if (this.wire === "openai.responses") {
+      if (type === "response.output_text.delta") {
+        const text = stringAfter(raw, '"delta":');
+        if (text !== null) return this.#text(text);
+      } else if (type !== null && DELTA_ONLY.test(type)) return;
+    } else if (
+      this.wire === "openai.chat" && !raw.includes('"usage"') && !raw.includes('"finish_reason":"')
+    ) {
+      const text = stringAfter(raw, '"content":');
+      if (text !== null) return this.#text(text);
+    }
+    let data: unknown;
+    try {
+      data = JSON.parse(raw);
+    } catch {
+      return; // not JSON ([DONE], a keep-alive): nothing to read in it
+    }
+    this.event(name, data);
+  }
+
   /** One SSE event: its `event:` name (or null) and its `data:` parsed. */
   event(name: string | null, data: unknown): void {
     const value = record(data);
@@ -252,6 +285,47 @@ export class ResponseReader {
         }
       }
     }
+  }
+}
+
+/** Responses API events that carry only a piece of something (never usage, model or text). */
+const DELTA_ONLY =
+  /^response\.(function_call_arguments|reasoning_summary_text|reasoning_text|output_text\.annotation|audio|refusal)\./;
+
+/** The value of `"type"` when it opens the event's JSON object, else null. */
+function typeAt(raw: string): string | null {
+  if (!raw.startsWith('{"type":"')) return null;
+  const end = raw.indexOf('"', 9);
+  return end < 0 ? null : raw.slice(9, end);
+}
+
+/**
+ * The JSON string that follows `key` (`"text":`) in `raw`, decoded; null when there is none
+ * (then the event is parsed whole). Its end is the first quote not escaped.
+ */
+function stringAfter(raw: string, key: string): string | null {
+  const at = raw.indexOf(key);
+  if (at < 0) return null;
+  let start = at + key.length;
+  while (raw.charCodeAt(start) === 32) start++;
+  if (raw.charCodeAt(start) !== 34) return null;
+  // Most text has no escapes: the string ends at the next quote.
+  const close = raw.indexOf('"', start + 1);
+  if (close < 0) return null;
+  const literal = raw.slice(start + 1, close);
+  if (!literal.includes("\\")) return literal;
+  // Escapes: the string ends at the first quote that is not escaped.
+  let end = start + 1;
+  for (; end < raw.length; end++) {
+    const code = raw.charCodeAt(end);
+    if (code === 92) end++;
+    else if (code === 34) break;
+  }
+  if (end >= raw.length) return null;
+  try {
+    return JSON.parse(raw.slice(start, end + 1));
+  } catch {
+    return null;
   }
 }
 

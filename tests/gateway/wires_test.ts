@@ -102,7 +102,7 @@ function sse(events: [string | null, unknown][]): string {
 function read(wire: Wire, text: string, cuts: number[] = []) {
   const pieces: string[] = [];
   const reader = new ResponseReader(wire, (piece) => pieces.push(piece));
-  const sseReader = new SseReader((name, data) => reader.event(name, data));
+  const sseReader = new SseReader((name, data) => reader.eventText(name, data));
   const bytes = new TextEncoder().encode(text);
   let from = 0;
   for (const at of [...cuts.filter((cut) => cut > 0 && cut < bytes.length)].sort((a, b) => a - b)) {

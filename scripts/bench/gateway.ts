@@ -1,0 +1,273 @@
+// The model gateway's costs (issue 23), each against the same thing without it, measured in the
+// same run: a whole Claude Code turn through `reins run` (the gateway on) against a Deno script
+// that does only the same turn; the time to the first byte of a streamed answer through the
+// gateway against the same stream read directly (median of 50); a 10 MB SSE stream's throughput
+// through it against directly; and the gateway's memory as a 100 MB stream passes.
+import { against, compare, figure } from "./_lib.ts";
+import { BINARY_V8_FLAGS, bundleRunFlags, type Sandbox } from "../permissions.ts";
+import { buildBundle } from "../bundle.ts";
+import { BudgetLedger } from "../../lib/core/budget.ts";
+import { newId } from "../../lib/core/ids.ts";
+import { NO_PROXY_SETTINGS } from "../../lib/net/route.ts";
+import { bindTurn, type GatewayBinding } from "../../lib/gateway/mod.ts";
+import { DataRoot } from "../../lib/store/data_root.ts";
+import { text } from "../../tests/fixtures/fake_model_server.ts";
+import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
+import { ensureCli } from "../../tests/interop/_install.ts";
+import { makeScratch } from "../../tests/interop/_scratch.ts";
+
+const CLAUDE_TURN = new URL("./_claude_turn.ts", import.meta.url).pathname;
+const SSE_SERVER = new URL("./_sse_server.ts", import.meta.url).pathname;
+const CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1];
+
+async function ok(command: Deno.Command): Promise<void> {
+  const output = await command.output();
+  if (!output.success) {
+    throw new Error(`exit ${output.code}: ${new TextDecoder().decode(output.stderr).slice(-400)}`);
+  }
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+/** `reins run --driver claude` (the bundle, the gateway on) against the floor of Deno around it. */
+async function claudeTurn(dir: string): Promise<void> {
+  const installed = await ensureCli("claude");
+  if (installed.program === null) {
+    figure("Claude Code through the gateway", `skipped: ${installed.skip}`);
+    return;
+  }
+  const program = installed.program;
+  const outdir = `${dir}/bundle`;
+  const entry = await buildBundle({ outdir });
+  await using server = startFakeAnthropic(() => text("The answer."));
+  await using scratch = await makeScratch("claude", server.url);
+  const home = `${dir}/claude-home`;
+  Deno.mkdirSync(home, { recursive: true });
+  const sandbox: Sandbox = { home, cwd: scratch.cwd, netHosts: [], programs: [program] };
+  const path = Deno.env.get("PATH") ?? "/usr/bin:/bin";
+  const cache = { DENO_DIR: `${dir}/deno-cache-binary-flags` };
+  const reins = (extra: string[]) => () =>
+    ok(
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--quiet",
+          "--config",
+          CONFIG,
+          ...bundleRunFlags(sandbox, outdir),
+          entry,
+          "run",
+          "--driver",
+          "claude",
+          ...extra,
+          "hello",
+        ],
+        cwd: scratch.cwd,
+        clearEnv: true,
+        env: { ...scratch.env, REINS_HOME: home, REINS_CLAUDE_BIN: program, PATH: path, ...cache },
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }),
+    );
+  const through = reins([]);
+  const around = reins(["--no-gateway"]);
+  const floor = () =>
+    ok(
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--quiet",
+          BINARY_V8_FLAGS,
+          `--allow-run=${program}`,
+          "--allow-env",
+          CLAUDE_TURN,
+          program,
+          scratch.cwd,
+        ],
+        cwd: scratch.cwd,
+        clearEnv: true,
+        env: { ...scratch.env, PATH: path, ...cache },
+        stdin: "null",
+        stdout: "null",
+        stderr: "piped",
+      }),
+    );
+  await through();
+  await around();
+  await floor();
+  const times = { through: [] as number[], around: [] as number[], floor: [] as number[] };
+  for (let i = 0; i < 21; i++) {
+    times.floor.push(await timed(floor));
+    times.through.push(await timed(through));
+    times.around.push(await timed(around));
+  }
+  const calls = server.modelCalls().length;
+  compare({
+    name: "reins run --driver claude through the gateway (the bundle, whole process)",
+    ours: median(times.through),
+    baseline: median(times.floor),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 1.05",
+    baselineName: "a Deno script that does only the same turn",
+  });
+  figure(
+    "the same with --no-gateway",
+    `${median(times.around).toFixed(0)} ms = ${
+      (median(times.around) / median(times.floor)).toFixed(2)
+    }× the floor (${calls} model calls in all)`,
+  );
+}
+
+interface Stream extends AsyncDisposable {
+  url: string;
+}
+
+async function sseServer(): Promise<Stream> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", "--allow-net=127.0.0.1", SSE_SERVER],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let line = "";
+  while (!line.includes("\n")) line += (await reader.read()).value ?? "";
+  reader.releaseLock();
+  return {
+    url: `http://127.0.0.1:${line.trim()}`,
+    async [Symbol.asyncDispose]() {
+      child.kill("SIGTERM");
+      await child.stdout.cancel().catch(() => {});
+      await child.status;
+    },
+  };
+}
+
+interface Bound extends AsyncDisposable {
+  binding: GatewayBinding;
+}
+
+async function bound(dir: string, upstream: string): Promise<Bound> {
+  const root = new DataRoot(`${dir}/gateway-home-${newId()}`);
+  const runId = newId();
+  root.ensureDir(root.layout.run(runId));
+  let events = 0;
+  const binding = await bindTurn({
+    root,
+    runId,
+    routes: { anthropic: { upstream } },
+    emit: () => void events++,
+    ledger: new BudgetLedger([]),
+    priceOf: () => null,
+    proxy: NO_PROXY_SETTINGS,
+  });
+  return {
+    binding,
+    async [Symbol.asyncDispose]() {
+      await binding.close();
+      root.close();
+    },
+  };
+}
+
+const REQUEST = JSON.stringify({ model: "claude-bench", stream: true, messages: [] });
+
+/** Time to the first byte of the body, and the whole read, of one streamed answer. */
+async function readStream(
+  url: string,
+): Promise<{ firstMs: number; totalMs: number; bytes: number }> {
+  const start = performance.now();
+  const response = await fetch(url, { method: "POST", body: REQUEST });
+  const reader = response.body!.getReader();
+  let first = -1;
+  let bytes = 0;
+  for (;;) {
+    const next = await reader.read();
+    if (next.done) break;
+    if (first < 0) first = performance.now() - start;
+    bytes += next.value.length;
+  }
+  return { firstMs: first, totalMs: performance.now() - start, bytes };
+}
+
+async function streams(dir: string): Promise<void> {
+  await using server = await sseServer();
+  await using gateway = await bound(dir, server.url);
+  const direct = `${server.url}/v1/messages`;
+  const through = `${gateway.binding.routeUrl("anthropic")}/v1/messages`;
+  for (let i = 0; i < 5; i++) {
+    await readStream(direct);
+    await readStream(through);
+  }
+  const first = { direct: [] as number[], through: [] as number[] };
+  for (let i = 0; i < 50; i++) {
+    first.direct.push((await readStream(direct)).firstMs);
+    first.through.push((await readStream(through)).firstMs);
+  }
+  const directFirst = median(first.direct);
+  const throughFirst = median(first.through);
+  against({
+    name: "time to the first byte of a streamed answer through the gateway, over direct",
+    value: throughFirst - directFirst,
+    unit: "ms",
+    goal: "<= 2",
+    context: `median of 50: ${throughFirst.toFixed(2)} ms through, ${
+      directFirst.toFixed(2)
+    } ms direct`,
+  });
+
+  const rate = { direct: [] as number[], through: [] as number[] };
+  for (let i = 0; i < 7; i++) {
+    const a = await readStream(`${direct}?mb=10`);
+    rate.direct.push(a.bytes / a.totalMs);
+    const b = await readStream(`${through}?mb=10`);
+    rate.through.push(b.bytes / b.totalMs);
+  }
+  compare({
+    name: "a 10 MB SSE stream through the gateway (recorded), throughput",
+    ours: median(rate.through) / 1000,
+    baseline: median(rate.direct) / 1000,
+    unit: "MB/s",
+    better: "higher",
+    goal: ">= 0.9",
+    baselineName: "the same stream read directly",
+  });
+
+  // Memory: the gateway's process (this one) as 100 MB pass through it.
+  const before = Deno.memoryUsage().rss;
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, Deno.memoryUsage().rss);
+  }, 5);
+  const big = await readStream(`${through}?mb=100`);
+  clearInterval(sampler);
+  peak = Math.max(peak, Deno.memoryUsage().rss);
+  const growth = (peak - before) / (1024 * 1024);
+  against({
+    name: "the gateway's memory growth as a 100 MB stream passes",
+    value: growth,
+    unit: "MiB",
+    goal: "<= 16",
+    context: `${
+      (big.bytes / 1024 / 1024).toFixed(0)
+    } MiB streamed and recorded, RSS sampled every 5 ms`,
+  });
+}
+
+export default async function (): Promise<void> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-bench-gateway-" }));
+  try {
+    await streams(dir);
+    await claudeTurn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
