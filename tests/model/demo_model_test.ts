@@ -93,21 +93,21 @@ Deno.test("demoModel() tells what it could not do when a tool is denied", async 
   });
 });
 
-Deno.test("demoModel() answers without tools when the budget is exhausted", async () => {
+Deno.test("demoModel() under a budget it reaches ends failed, with no call past the budget", async () => {
   await withTempDir(async (dir) => {
     await copyDemo(dir);
+    const sink = new MemorySink();
     const result = await createLoopDriver().start(
       driverInput(dir, { prompt: "tidy", budget: { maxTurns: 1 } }),
-      new MemorySink(),
+      sink,
       signal,
     );
-    assert.deepEqual(result, {
-      status: "completed",
-      reason: "budget exhausted",
-      result: "You asked: “tidy”. I listed the working directory (3 entries). " +
-        "The budget ran out, so I stopped there.",
-      exitCode: null,
-    });
+    assert.deepEqual([result.status, result.reason, result.code], [
+      "failed",
+      "budget exhausted: --max-turns 1 (1 of 1 model calls)",
+      "budget_exhausted",
+    ]);
+    assert.equal(sink.ofType("model.requested").length, 1);
   });
 });
 
