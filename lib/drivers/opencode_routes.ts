@@ -62,6 +62,8 @@ async function readConfig(path: string): Promise<Table | null> {
     if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
       return null;
     }
+    // A project's config above the working directory, which the sandbox does not let reins read.
+    if (error instanceof Deno.errors.NotCapable) return null;
     throw error;
   }
   const value = parseJsonc(source);

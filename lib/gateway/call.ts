@@ -41,6 +41,7 @@ interface CompletedFields {
   body: WireBody | null;
   chunks: number[][];
   model: string | null;
+  responseId?: string;
   stopReason: string | null;
   usage: Completed["usage"];
   firstByteMs: number | null;
@@ -153,7 +154,7 @@ export async function handleCall(
     const away = gone.aborted;
     const message = away
       ? "the harness went away before the model server answered"
-      : `reins's model gateway cannot reach ${url.host}: ${describeError(error)}`;
+      : `reins's model gateway cannot reach ${url.host}: ${whyUnreachable(error)}`;
     context.emit(completed({
       outcome: away ? "aborted" : "failed",
       status: away ? null : UNREACHABLE_STATUS,
@@ -208,7 +209,7 @@ export async function handleCall(
     } catch (thrown) {
       context.warn(`the answer to ${callId} could not be kept: ${describeError(thrown)}`);
     }
-    const { model, stopReason, usage } = reader.facts;
+    const { id, model, stopReason, usage } = reader.facts;
     const priced = context.price(model ?? facts.model, usage, wire);
     const failure = error ?? reader.facts.error ?? undefined;
     context.emit(completed({
@@ -218,6 +219,7 @@ export async function handleCall(
       body,
       chunks,
       model: model ?? facts.model,
+      ...(id === null ? {} : { responseId: id }),
       stopReason,
       usage: priced,
       firstByteMs: firstByteMs ?? headMs,
@@ -291,6 +293,13 @@ export async function handleCall(
     statusText: upstream.statusText,
     headers: downstreamHeaders(upstream.headers, decoded),
   });
+}
+
+/** What went wrong reaching an upstream: fetch says "fetch failed" and puts the why in its cause. */
+function whyUnreachable(error: unknown): string {
+  const cause = error instanceof Error ? error.cause : undefined;
+  const said = describeError(error);
+  return cause instanceof Error && /^fetch failed$/i.test(said) ? describeError(cause) : said;
 }
 
 function elapsed(fromMs: number): number {

@@ -72,6 +72,8 @@ export function requestFacts(wire: Wire, path: string, body: unknown): RequestFa
 
 /** What a response said, gathered as it streamed. */
 export interface ResponseFacts {
+  /** The answer's own id (Anthropic's message id, a response's, a completion's). */
+  id: string | null;
   model: string | null;
   stopReason: string | null;
   usage: CallUsage | null;
@@ -85,7 +87,13 @@ export interface ResponseFacts {
  */
 export class ResponseReader {
   readonly wire: Wire;
-  readonly facts: ResponseFacts = { model: null, stopReason: null, usage: null, error: null };
+  readonly facts: ResponseFacts = {
+    id: null,
+    model: null,
+    stopReason: null,
+    usage: null,
+    error: null,
+  };
   readonly #text: (piece: string) => void;
 
   constructor(wire: Wire, text: (piece: string) => void) {
@@ -153,6 +161,7 @@ export class ResponseReader {
     switch (this.wire) {
       case "anthropic.messages": {
         if (value.type === "error") return this.#errorOf(value);
+        this.facts.id = string(value.id);
         this.facts.model = string(value.model);
         this.facts.stopReason = string(value.stop_reason);
         this.facts.usage = anthropicUsage(record(value.usage));
@@ -193,6 +202,7 @@ export class ResponseReader {
     switch (type) {
       case "message_start": {
         const message = record(value.message);
+        this.facts.id = string(message?.id) ?? this.facts.id;
         this.facts.model = string(message?.model) ?? this.facts.model;
         this.facts.usage = anthropicUsage(record(message?.usage));
         return;
@@ -240,6 +250,7 @@ export class ResponseReader {
   }
 
   #responseObject(response: Record<string, unknown>, type?: string): void {
+    this.facts.id = string(response.id) ?? this.facts.id;
     this.facts.model = string(response.model) ?? this.facts.model;
     const usage = responsesUsage(record(response.usage));
     if (usage !== null) this.facts.usage = usage;
@@ -254,6 +265,7 @@ export class ResponseReader {
   }
 
   #chat(value: Record<string, unknown>, streamed: boolean): void {
+    this.facts.id = string(value.id) ?? this.facts.id;
     this.facts.model = string(value.model) ?? this.facts.model;
     const usage = chatUsage(record(value.usage));
     if (usage !== null) this.facts.usage = usage;
@@ -269,6 +281,7 @@ export class ResponseReader {
   #gemini(value: Record<string, unknown>, _streamed: boolean): void {
     // Code Assist wraps the Google AI answer in `response`.
     const answer = record(value.response) ?? value;
+    this.facts.id = string(answer.responseId) ?? this.facts.id;
     this.facts.model = string(answer.modelVersion) ?? this.facts.model;
     const usage = geminiUsage(record(answer.usageMetadata));
     if (usage !== null) this.facts.usage = usage;

@@ -244,6 +244,7 @@ class RunSpans {
     const anthropic = call.started.wire.startsWith("anthropic.");
     Object.assign(draft.attrs, {
       "gen_ai.request.model": requested,
+      "gen_ai.response.id": payload.responseId ?? null,
       "gen_ai.response.model": payload.model,
       "gen_ai.response.finish_reasons": payload.stopReason === null
         ? null

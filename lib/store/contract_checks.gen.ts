@@ -444,147 +444,151 @@ let v87 = value["model"];
 if (v87 !== null) {
 if (typeof v87 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v87) };
 }
-let v88 = value["stopReason"];
-if (v88 !== null) {
-if (typeof v88 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v88) };
+let v88 = value["responseId"];
+if (v88 !== undefined) {
+if (typeof v88 !== "string") return { path: join(at, "responseId"), message: "Invalid input: expected string, received " + received(v88) };
 }
-let v89 = value["usage"];
+let v89 = value["stopReason"];
 if (v89 !== null) {
-if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v89) };
-let v90 = v89["inputTokens"];
-if (v90 !== undefined) {
-if (typeof v90 !== "number" || !Number.isFinite(v90)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v90) };
-if (!Number.isInteger(v90)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v90) };
-if (v90 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v90 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v90 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v89 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v89) };
 }
-let v91 = v89["outputTokens"];
+let v90 = value["usage"];
+if (v90 !== null) {
+if (typeof v90 !== "object" || v90 === null || Array.isArray(v90)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v90) };
+let v91 = v90["inputTokens"];
 if (v91 !== undefined) {
-if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v91) };
-if (!Number.isInteger(v91)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v91) };
-if (v91 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v91 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v91 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v91) };
+if (!Number.isInteger(v91)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v91) };
+if (v91 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v91 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v91 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v92 = v89["cacheReadTokens"];
+let v92 = v90["outputTokens"];
 if (v92 !== undefined) {
-if (typeof v92 !== "number" || !Number.isFinite(v92)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v92) };
-if (!Number.isInteger(v92)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v92) };
-if (v92 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v92 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v92 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v92 !== "number" || !Number.isFinite(v92)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v92) };
+if (!Number.isInteger(v92)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v92) };
+if (v92 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v92 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v92 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v93 = v89["cacheWriteTokens"];
+let v93 = v90["cacheReadTokens"];
 if (v93 !== undefined) {
-if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v93) };
-if (!Number.isInteger(v93)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v93) };
-if (v93 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v93 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v93 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v93) };
+if (!Number.isInteger(v93)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v93) };
+if (v93 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v93 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v93 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v94 = v89["reasoningTokens"];
+let v94 = v90["cacheWriteTokens"];
 if (v94 !== undefined) {
-if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v94) };
-if (!Number.isInteger(v94)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v94) };
-if (v94 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v94 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v94 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v94) };
+if (!Number.isInteger(v94)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v94) };
+if (v94 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v94 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v94 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v95 = v89["costUsd"];
+let v95 = v90["reasoningTokens"];
 if (v95 !== undefined) {
-if (typeof v95 !== "number" || !Number.isFinite(v95)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v95) };
-if (!(v95 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v95 !== "number" || !Number.isFinite(v95)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v95) };
+if (!Number.isInteger(v95)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v95) };
+if (v95 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v95 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v95 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v96 = v90["costUsd"];
+if (v96 !== undefined) {
+if (typeof v96 !== "number" || !Number.isFinite(v96)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v96) };
+if (!(v96 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
-let v96 = value["firstByteMs"];
-if (v96 !== null) {
-if (typeof v96 !== "number" || !Number.isFinite(v96)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v96) };
-if (!(v96 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
+let v97 = value["firstByteMs"];
+if (v97 !== null) {
+if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v97) };
+if (!(v97 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
 }
-let v97 = value["durationMs"];
-if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v97) };
-if (!(v97 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
-let v98 = value["error"];
-if (v98 !== undefined) {
-if (typeof v98 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v98) };
+let v98 = value["durationMs"];
+if (typeof v98 !== "number" || !Number.isFinite(v98)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v98) };
+if (!(v98 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
+let v99 = value["error"];
+if (v99 !== undefined) {
+if (typeof v99 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v99) };
 }
 return null;
 };
 // tool.started
 const validatePayload_8 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v99 = value["callId"];
-if (typeof v99 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v99) };
-if (v99.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v100 = value["tool"];
-if (typeof v100 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v100) };
-let v101 = value["args"];
-if (v101 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
-let v102 = value["modelCall"];
-if (v102 !== undefined) {
-if (typeof v102 !== "object" || v102 === null || Array.isArray(v102)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v102) };
-let v103 = v102["id"];
-if (typeof v103 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v103) };
-if (v103.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v104 = v102["model"];
-if (v104 !== undefined) {
-if (typeof v104 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v104) };
-if (v104.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v105 = v102["stopReason"];
+let v100 = value["callId"];
+if (typeof v100 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v100) };
+if (v100.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v101 = value["tool"];
+if (typeof v101 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v101) };
+let v102 = value["args"];
+if (v102 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v103 = value["modelCall"];
+if (v103 !== undefined) {
+if (typeof v103 !== "object" || v103 === null || Array.isArray(v103)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v103) };
+let v104 = v103["id"];
+if (typeof v104 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v104) };
+if (v104.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v105 = v103["model"];
 if (v105 !== undefined) {
-if (v105 !== null) {
-if (typeof v105 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v105) };
+if (typeof v105 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v105) };
+if (v105.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
 }
-}
-let v106 = v102["usage"];
+let v106 = v103["stopReason"];
 if (v106 !== undefined) {
-if (typeof v106 !== "object" || v106 === null || Array.isArray(v106)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v106) };
-let v107 = v106["inputTokens"];
+if (v106 !== null) {
+if (typeof v106 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v106) };
+}
+}
+let v107 = v103["usage"];
 if (v107 !== undefined) {
-if (typeof v107 !== "number" || !Number.isFinite(v107)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v107) };
-if (!Number.isInteger(v107)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v107) };
-if (v107 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v107 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v107 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v108 = v106["outputTokens"];
+if (typeof v107 !== "object" || v107 === null || Array.isArray(v107)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v107) };
+let v108 = v107["inputTokens"];
 if (v108 !== undefined) {
-if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v108) };
-if (!Number.isInteger(v108)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v108) };
-if (v108 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v108 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v108 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v108) };
+if (!Number.isInteger(v108)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v108) };
+if (v108 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v108 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v108 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v109 = v106["cacheReadTokens"];
+let v109 = v107["outputTokens"];
 if (v109 !== undefined) {
-if (typeof v109 !== "number" || !Number.isFinite(v109)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v109) };
-if (!Number.isInteger(v109)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v109) };
-if (v109 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v109 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v109 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v109 !== "number" || !Number.isFinite(v109)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v109) };
+if (!Number.isInteger(v109)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v109) };
+if (v109 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v109 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v109 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v110 = v106["cacheWriteTokens"];
+let v110 = v107["cacheReadTokens"];
 if (v110 !== undefined) {
-if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v110) };
-if (!Number.isInteger(v110)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v110) };
-if (v110 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v110 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v110 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v110) };
+if (!Number.isInteger(v110)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v110) };
+if (v110 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v110 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v110 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v111 = v106["reasoningTokens"];
+let v111 = v107["cacheWriteTokens"];
 if (v111 !== undefined) {
-if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v111) };
-if (!Number.isInteger(v111)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v111) };
-if (v111 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v111 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v111 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v111) };
+if (!Number.isInteger(v111)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v111) };
+if (v111 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v111 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v111 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v112 = v106["costUsd"];
+let v112 = v107["reasoningTokens"];
 if (v112 !== undefined) {
-if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v112) };
-if (!(v112 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v112) };
+if (!Number.isInteger(v112)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v112) };
+if (v112 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v112 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v112 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v113 = v107["costUsd"];
+if (v113 !== undefined) {
+if (typeof v113 !== "number" || !Number.isFinite(v113)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v113) };
+if (!(v113 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -593,56 +597,56 @@ return null;
 // tool.completed
 const validatePayload_9 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v113 = value["callId"];
-if (typeof v113 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v113) };
-if (v113.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v114 = value["ok"];
-if (typeof v114 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v114) };
-let v115 = value["result"];
-if (v115 !== undefined) {
-}
-let v116 = value["error"];
+let v114 = value["callId"];
+if (typeof v114 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v114) };
+if (v114.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v115 = value["ok"];
+if (typeof v115 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v115) };
+let v116 = value["result"];
 if (v116 !== undefined) {
-if (typeof v116 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v116) };
 }
-let v117 = value["startedAt"];
-if (v117 !== null) {
-if (typeof v117 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v117) };
-if (!isDatetime(c1, v117)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v117 = value["error"];
+if (v117 !== undefined) {
+if (typeof v117 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v117) };
 }
-let v118 = value["finishedAt"];
+let v118 = value["startedAt"];
 if (v118 !== null) {
-if (typeof v118 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v118) };
-if (!isDatetime(c1, v118)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+if (typeof v118 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v118) };
+if (!isDatetime(c1, v118)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+}
+let v119 = value["finishedAt"];
+if (v119 !== null) {
+if (typeof v119 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v119) };
+if (!isDatetime(c1, v119)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
 // approval.requested
 const validatePayload_10 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v119 = value["approvalId"];
-if (typeof v119 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v119) };
-if (v119.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v120 = value["tool"];
-if (typeof v120 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v120) };
-let v121 = value["args"];
-if (v121 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v120 = value["approvalId"];
+if (typeof v120 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v120) };
+if (v120.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v121 = value["tool"];
+if (typeof v121 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v121) };
+let v122 = value["args"];
+if (v122 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // approval.resolved
 const validatePayload_11 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v122 = value["approvalId"];
-if (typeof v122 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v122) };
-if (v122.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v123 = value["decision"];
-if (v123 !== "allow" && v123 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v124 = value["by"];
-if (typeof v124 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v124) };
-let v125 = value["reason"];
-if (v125 !== undefined) {
-if (v125 !== null) {
-if (typeof v125 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v125) };
+let v123 = value["approvalId"];
+if (typeof v123 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v123) };
+if (v123.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v124 = value["decision"];
+if (v124 !== "allow" && v124 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v125 = value["by"];
+if (typeof v125 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v125) };
+let v126 = value["reason"];
+if (v126 !== undefined) {
+if (v126 !== null) {
+if (typeof v126 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v126) };
 }
 }
 return null;
@@ -650,200 +654,200 @@ return null;
 // question.requested
 const validatePayload_12 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v126 = value["questionId"];
-if (typeof v126 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v126) };
-if (v126.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v127 = value["text"];
-if (typeof v127 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v127) };
+let v127 = value["questionId"];
+if (typeof v127 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v127) };
+if (v127.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v128 = value["text"];
+if (typeof v128 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v128) };
 return null;
 };
 // question.answered
 const validatePayload_13 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v128 = value["questionId"];
-if (typeof v128 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v128) };
-if (v128.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v129 = value["answer"];
-if (typeof v129 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v129) };
+let v129 = value["questionId"];
+if (typeof v129 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v129) };
+if (v129.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v130 = value["answer"];
+if (typeof v130 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v130) };
 return null;
 };
 // usage.updated
 const validatePayload_14 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v130 = value["inputTokens"];
-if (v130 !== null) {
-if (typeof v130 !== "number" || !Number.isFinite(v130)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v130) };
-if (!Number.isInteger(v130)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v130) };
-if (v130 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v130 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v130 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v131 = value["outputTokens"];
+let v131 = value["inputTokens"];
 if (v131 !== null) {
-if (typeof v131 !== "number" || !Number.isFinite(v131)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v131) };
-if (!Number.isInteger(v131)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v131) };
-if (v131 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v131 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v131 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v131 !== "number" || !Number.isFinite(v131)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v131) };
+if (!Number.isInteger(v131)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v131) };
+if (v131 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v131 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v131 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v132 = value["cacheReadTokens"];
+let v132 = value["outputTokens"];
 if (v132 !== null) {
-if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v132) };
-if (!Number.isInteger(v132)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v132) };
-if (v132 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v132 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v132 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v132) };
+if (!Number.isInteger(v132)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v132) };
+if (v132 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v132 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v132 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v133 = value["cacheWriteTokens"];
+let v133 = value["cacheReadTokens"];
 if (v133 !== null) {
-if (typeof v133 !== "number" || !Number.isFinite(v133)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v133) };
-if (!Number.isInteger(v133)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v133) };
-if (v133 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v133 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v133 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v133 !== "number" || !Number.isFinite(v133)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v133) };
+if (!Number.isInteger(v133)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v133) };
+if (v133 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v133 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v133 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v134 = value["reasoningTokens"];
+let v134 = value["cacheWriteTokens"];
 if (v134 !== null) {
-if (typeof v134 !== "number" || !Number.isFinite(v134)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v134) };
-if (!Number.isInteger(v134)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v134) };
-if (v134 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v134 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v134 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v134 !== "number" || !Number.isFinite(v134)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v134) };
+if (!Number.isInteger(v134)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v134) };
+if (v134 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v134 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v134 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v135 = value["costUsd"];
+let v135 = value["reasoningTokens"];
 if (v135 !== null) {
-if (typeof v135 !== "number" || !Number.isFinite(v135)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v135) };
-if (!(v135 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v135 !== "number" || !Number.isFinite(v135)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v135) };
+if (!Number.isInteger(v135)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v135) };
+if (v135 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v135 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v135 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v136 = value["requests"];
+let v136 = value["costUsd"];
 if (v136 !== null) {
-if (typeof v136 !== "number" || !Number.isFinite(v136)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v136) };
-if (!Number.isInteger(v136)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v136) };
-if (v136 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
-if (v136 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v136 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+if (typeof v136 !== "number" || !Number.isFinite(v136)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v136) };
+if (!(v136 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
 }
-let v137 = value["costEstimated"];
-if (v137 !== undefined) {
-if (typeof v137 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v137) };
+let v137 = value["requests"];
+if (v137 !== null) {
+if (typeof v137 !== "number" || !Number.isFinite(v137)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v137) };
+if (!Number.isInteger(v137)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v137) };
+if (v137 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v137 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v137 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+}
+let v138 = value["costEstimated"];
+if (v138 !== undefined) {
+if (typeof v138 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v138) };
 }
 return null;
 };
 // compaction.started
 const validatePayload_15 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v138 = value["stage"];
-if (typeof v138 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v138) };
+let v139 = value["stage"];
+if (typeof v139 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v139) };
 return null;
 };
 // compaction.completed
 const validatePayload_16 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v139 = value["stage"];
-if (typeof v139 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v139) };
-let v140 = value["before"];
-if (typeof v140 !== "number" || !Number.isFinite(v140)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v140) };
-if (!Number.isInteger(v140)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v140) };
-if (v140 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
-if (v140 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v140 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
-let v141 = value["after"];
-if (typeof v141 !== "number" || !Number.isFinite(v141)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v141) };
-if (!Number.isInteger(v141)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v141) };
-if (v141 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
-if (v141 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v141 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+let v140 = value["stage"];
+if (typeof v140 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v140) };
+let v141 = value["before"];
+if (typeof v141 !== "number" || !Number.isFinite(v141)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v141) };
+if (!Number.isInteger(v141)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v141) };
+if (v141 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v141 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v141 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v142 = value["after"];
+if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v142) };
+if (!Number.isInteger(v142)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v142) };
+if (v142 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v142 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v142 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // budget.warning
 const validatePayload_17 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v142 = value["ratio"];
-if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v142) };
-if (!(v142 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
-let v143 = value["limit"];
-if (v143 !== undefined) {
-if (typeof v143 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v143) };
+let v143 = value["ratio"];
+if (typeof v143 !== "number" || !Number.isFinite(v143)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v143) };
+if (!(v143 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v144 = value["limit"];
+if (v144 !== undefined) {
+if (typeof v144 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v144) };
 }
 return null;
 };
 // heartbeat
 const validatePayload_18 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v144 = value["iteration"];
-if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v144) };
-if (!Number.isInteger(v144)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v144) };
-if (v144 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
-if (v144 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v144 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+let v145 = value["iteration"];
+if (typeof v145 !== "number" || !Number.isFinite(v145)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v145) };
+if (!Number.isInteger(v145)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v145) };
+if (v145 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v145 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v145 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // attachment.added
 const validatePayload_19 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v145 = value["name"];
-if (typeof v145 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v145) };
-if (v145.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
-let v146 = value["path"];
-if (typeof v146 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v146) };
-if (v146.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
-let v147 = value["contentType"];
-if (typeof v147 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v147) };
-let v148 = value["bytes"];
-if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v148) };
-if (!Number.isInteger(v148)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v148) };
-if (v148 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v148 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v148 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
-let v149 = value["sha256"];
-if (typeof v149 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v149) };
-if (!c0.test(v149)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v146 = value["name"];
+if (typeof v146 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v146) };
+if (v146.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v147 = value["path"];
+if (typeof v147 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v147) };
+if (v147.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v148 = value["contentType"];
+if (typeof v148 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v148) };
+let v149 = value["bytes"];
+if (typeof v149 !== "number" || !Number.isFinite(v149)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v149) };
+if (!Number.isInteger(v149)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v149) };
+if (v149 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v149 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v149 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v150 = value["sha256"];
+if (typeof v150 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v150) };
+if (!c0.test(v150)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 return null;
 };
 // status.changed
 const validatePayload_20 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v150 = value["status"];
-if (v150 !== "queued" && v150 !== "running" && v150 !== "waiting" && v150 !== "completed" && v150 !== "failed" && v150 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v151 = value["reason"];
-if (v151 !== null) {
-if (typeof v151 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v151) };
+let v151 = value["status"];
+if (v151 !== "queued" && v151 !== "running" && v151 !== "waiting" && v151 !== "completed" && v151 !== "failed" && v151 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v152 = value["reason"];
+if (v152 !== null) {
+if (typeof v152 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v152) };
 }
 return null;
 };
 // problem
 const validatePayload_21 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v152 = value["source"];
-if (typeof v152 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v152) };
-let v153 = value["reason"];
-if (typeof v153 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v153) };
-let v154 = value["text"];
-if (v154 !== undefined) {
-if (typeof v154 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v154) };
+let v153 = value["source"];
+if (typeof v153 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v153) };
+let v154 = value["reason"];
+if (typeof v154 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v154) };
+let v155 = value["text"];
+if (v155 !== undefined) {
+if (typeof v155 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v155) };
 }
 return null;
 };
 // completed
 const validatePayload_22 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v155 = value["reason"];
-if (v155 !== null) {
-if (typeof v155 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v155) };
+let v156 = value["reason"];
+if (v156 !== null) {
+if (typeof v156 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v156) };
 }
-let v156 = value["result"];
-if (v156 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v157 = value["result"];
+if (v157 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // failed
 const validatePayload_23 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v157 = value["reason"];
-if (v157 !== null) {
-if (typeof v157 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v157) };
+let v158 = value["reason"];
+if (v158 !== null) {
+if (typeof v158 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v158) };
 }
-let v158 = value["result"];
-if (v158 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v159 = value["result"];
+if (v159 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 
@@ -875,295 +879,295 @@ export const validatePayload: Record<string, Validator> = {
 };
 export const validateRunEvent: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-const v231 = value["type"];
-if (!c2.has(v231)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
-let v232 = value["id"];
-if (typeof v232 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v232) };
-if (v232.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v233 = value["runId"];
-if (typeof v233 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v233) };
-if (v233.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
-let v234 = value["sessionId"];
-if (typeof v234 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v234) };
-if (v234.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v235 = value["sequence"];
-if (typeof v235 !== "number" || !Number.isFinite(v235)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v235) };
-if (!Number.isInteger(v235)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v235) };
-if (v235 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
-if (v235 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v235 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
-let v236 = value["timestamp"];
-if (typeof v236 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v236) };
-if (!isDatetime(c1, v236)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
-let v237 = value["native"];
-if (v237 !== undefined) {
-}
-let v238 = value["ignored"];
+const v232 = value["type"];
+if (!c2.has(v232)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v233 = value["id"];
+if (typeof v233 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v233) };
+if (v233.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v234 = value["runId"];
+if (typeof v234 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v234) };
+if (v234.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v235 = value["sessionId"];
+if (typeof v235 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v235) };
+if (v235.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v236 = value["sequence"];
+if (typeof v236 !== "number" || !Number.isFinite(v236)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v236) };
+if (!Number.isInteger(v236)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v236) };
+if (v236 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v236 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v236 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v237 = value["timestamp"];
+if (typeof v237 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v237) };
+if (!isDatetime(c1, v237)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v238 = value["native"];
 if (v238 !== undefined) {
-if (typeof v238 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v238) };
 }
-switch (v231) {
+let v239 = value["ignored"];
+if (v239 !== undefined) {
+if (typeof v239 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v239) };
+}
+switch (v232) {
 case "run.started":
 {
-let v159 = value["type"];
-if (v159 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
-let v160 = value["payload"];
+let v160 = value["type"];
+if (v160 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v161 = value["payload"];
 {
-const v161 = validatePayload_0(v160, join(at, "payload"));
-if (v161 !== null) return v161;
+const v162 = validatePayload_0(v161, join(at, "payload"));
+if (v162 !== null) return v162;
 }
 break;
 }
 case "session.linked":
 {
-let v162 = value["type"];
-if (v162 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
-let v163 = value["payload"];
+let v163 = value["type"];
+if (v163 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v164 = value["payload"];
 {
-const v164 = validatePayload_1(v163, join(at, "payload"));
-if (v164 !== null) return v164;
+const v165 = validatePayload_1(v164, join(at, "payload"));
+if (v165 !== null) return v165;
 }
 break;
 }
 case "message.delta":
 {
-let v165 = value["type"];
-if (v165 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
-let v166 = value["payload"];
+let v166 = value["type"];
+if (v166 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v167 = value["payload"];
 {
-const v167 = validatePayload_2(v166, join(at, "payload"));
-if (v167 !== null) return v167;
+const v168 = validatePayload_2(v167, join(at, "payload"));
+if (v168 !== null) return v168;
 }
 break;
 }
 case "message.completed":
 {
-let v168 = value["type"];
-if (v168 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
-let v169 = value["payload"];
+let v169 = value["type"];
+if (v169 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v170 = value["payload"];
 {
-const v170 = validatePayload_3(v169, join(at, "payload"));
-if (v170 !== null) return v170;
+const v171 = validatePayload_3(v170, join(at, "payload"));
+if (v171 !== null) return v171;
 }
 break;
 }
 case "model.requested":
 {
-let v171 = value["type"];
-if (v171 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
-let v172 = value["payload"];
+let v172 = value["type"];
+if (v172 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v173 = value["payload"];
 {
-const v173 = validatePayload_4(v172, join(at, "payload"));
-if (v173 !== null) return v173;
+const v174 = validatePayload_4(v173, join(at, "payload"));
+if (v174 !== null) return v174;
 }
 break;
 }
 case "model.completed":
 {
-let v174 = value["type"];
-if (v174 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
-let v175 = value["payload"];
+let v175 = value["type"];
+if (v175 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v176 = value["payload"];
 {
-const v176 = validatePayload_5(v175, join(at, "payload"));
-if (v176 !== null) return v176;
+const v177 = validatePayload_5(v176, join(at, "payload"));
+if (v177 !== null) return v177;
 }
 break;
 }
 case "model.call.started":
 {
-let v177 = value["type"];
-if (v177 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
-let v178 = value["payload"];
+let v178 = value["type"];
+if (v178 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
+let v179 = value["payload"];
 {
-const v179 = validatePayload_6(v178, join(at, "payload"));
-if (v179 !== null) return v179;
+const v180 = validatePayload_6(v179, join(at, "payload"));
+if (v180 !== null) return v180;
 }
 break;
 }
 case "model.call.completed":
 {
-let v180 = value["type"];
-if (v180 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
-let v181 = value["payload"];
+let v181 = value["type"];
+if (v181 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
+let v182 = value["payload"];
 {
-const v182 = validatePayload_7(v181, join(at, "payload"));
-if (v182 !== null) return v182;
+const v183 = validatePayload_7(v182, join(at, "payload"));
+if (v183 !== null) return v183;
 }
 break;
 }
 case "tool.started":
 {
-let v183 = value["type"];
-if (v183 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
-let v184 = value["payload"];
+let v184 = value["type"];
+if (v184 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v185 = value["payload"];
 {
-const v185 = validatePayload_8(v184, join(at, "payload"));
-if (v185 !== null) return v185;
+const v186 = validatePayload_8(v185, join(at, "payload"));
+if (v186 !== null) return v186;
 }
 break;
 }
 case "tool.completed":
 {
-let v186 = value["type"];
-if (v186 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
-let v187 = value["payload"];
+let v187 = value["type"];
+if (v187 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v188 = value["payload"];
 {
-const v188 = validatePayload_9(v187, join(at, "payload"));
-if (v188 !== null) return v188;
+const v189 = validatePayload_9(v188, join(at, "payload"));
+if (v189 !== null) return v189;
 }
 break;
 }
 case "approval.requested":
 {
-let v189 = value["type"];
-if (v189 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
-let v190 = value["payload"];
+let v190 = value["type"];
+if (v190 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v191 = value["payload"];
 {
-const v191 = validatePayload_10(v190, join(at, "payload"));
-if (v191 !== null) return v191;
+const v192 = validatePayload_10(v191, join(at, "payload"));
+if (v192 !== null) return v192;
 }
 break;
 }
 case "approval.resolved":
 {
-let v192 = value["type"];
-if (v192 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
-let v193 = value["payload"];
+let v193 = value["type"];
+if (v193 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v194 = value["payload"];
 {
-const v194 = validatePayload_11(v193, join(at, "payload"));
-if (v194 !== null) return v194;
+const v195 = validatePayload_11(v194, join(at, "payload"));
+if (v195 !== null) return v195;
 }
 break;
 }
 case "question.requested":
 {
-let v195 = value["type"];
-if (v195 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
-let v196 = value["payload"];
+let v196 = value["type"];
+if (v196 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v197 = value["payload"];
 {
-const v197 = validatePayload_12(v196, join(at, "payload"));
-if (v197 !== null) return v197;
+const v198 = validatePayload_12(v197, join(at, "payload"));
+if (v198 !== null) return v198;
 }
 break;
 }
 case "question.answered":
 {
-let v198 = value["type"];
-if (v198 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
-let v199 = value["payload"];
+let v199 = value["type"];
+if (v199 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v200 = value["payload"];
 {
-const v200 = validatePayload_13(v199, join(at, "payload"));
-if (v200 !== null) return v200;
+const v201 = validatePayload_13(v200, join(at, "payload"));
+if (v201 !== null) return v201;
 }
 break;
 }
 case "usage.updated":
 {
-let v201 = value["type"];
-if (v201 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
-let v202 = value["payload"];
+let v202 = value["type"];
+if (v202 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v203 = value["payload"];
 {
-const v203 = validatePayload_14(v202, join(at, "payload"));
-if (v203 !== null) return v203;
+const v204 = validatePayload_14(v203, join(at, "payload"));
+if (v204 !== null) return v204;
 }
 break;
 }
 case "compaction.started":
 {
-let v204 = value["type"];
-if (v204 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
-let v205 = value["payload"];
+let v205 = value["type"];
+if (v205 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v206 = value["payload"];
 {
-const v206 = validatePayload_15(v205, join(at, "payload"));
-if (v206 !== null) return v206;
+const v207 = validatePayload_15(v206, join(at, "payload"));
+if (v207 !== null) return v207;
 }
 break;
 }
 case "compaction.completed":
 {
-let v207 = value["type"];
-if (v207 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
-let v208 = value["payload"];
+let v208 = value["type"];
+if (v208 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v209 = value["payload"];
 {
-const v209 = validatePayload_16(v208, join(at, "payload"));
-if (v209 !== null) return v209;
+const v210 = validatePayload_16(v209, join(at, "payload"));
+if (v210 !== null) return v210;
 }
 break;
 }
 case "budget.warning":
 {
-let v210 = value["type"];
-if (v210 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
-let v211 = value["payload"];
+let v211 = value["type"];
+if (v211 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v212 = value["payload"];
 {
-const v212 = validatePayload_17(v211, join(at, "payload"));
-if (v212 !== null) return v212;
+const v213 = validatePayload_17(v212, join(at, "payload"));
+if (v213 !== null) return v213;
 }
 break;
 }
 case "heartbeat":
 {
-let v213 = value["type"];
-if (v213 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
-let v214 = value["payload"];
+let v214 = value["type"];
+if (v214 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v215 = value["payload"];
 {
-const v215 = validatePayload_18(v214, join(at, "payload"));
-if (v215 !== null) return v215;
+const v216 = validatePayload_18(v215, join(at, "payload"));
+if (v216 !== null) return v216;
 }
 break;
 }
 case "attachment.added":
 {
-let v216 = value["type"];
-if (v216 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
-let v217 = value["payload"];
+let v217 = value["type"];
+if (v217 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v218 = value["payload"];
 {
-const v218 = validatePayload_19(v217, join(at, "payload"));
-if (v218 !== null) return v218;
+const v219 = validatePayload_19(v218, join(at, "payload"));
+if (v219 !== null) return v219;
 }
 break;
 }
 case "status.changed":
 {
-let v219 = value["type"];
-if (v219 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
-let v220 = value["payload"];
+let v220 = value["type"];
+if (v220 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v221 = value["payload"];
 {
-const v221 = validatePayload_20(v220, join(at, "payload"));
-if (v221 !== null) return v221;
+const v222 = validatePayload_20(v221, join(at, "payload"));
+if (v222 !== null) return v222;
 }
 break;
 }
 case "problem":
 {
-let v222 = value["type"];
-if (v222 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
-let v223 = value["payload"];
+let v223 = value["type"];
+if (v223 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v224 = value["payload"];
 {
-const v224 = validatePayload_21(v223, join(at, "payload"));
-if (v224 !== null) return v224;
+const v225 = validatePayload_21(v224, join(at, "payload"));
+if (v225 !== null) return v225;
 }
 break;
 }
 case "completed":
 {
-let v225 = value["type"];
-if (v225 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
-let v226 = value["payload"];
+let v226 = value["type"];
+if (v226 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v227 = value["payload"];
 {
-const v227 = validatePayload_22(v226, join(at, "payload"));
-if (v227 !== null) return v227;
+const v228 = validatePayload_22(v227, join(at, "payload"));
+if (v228 !== null) return v228;
 }
 break;
 }
 case "failed":
 {
-let v228 = value["type"];
-if (v228 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
-let v229 = value["payload"];
+let v229 = value["type"];
+if (v229 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v230 = value["payload"];
 {
-const v230 = validatePayload_23(v229, join(at, "payload"));
-if (v230 !== null) return v230;
+const v231 = validatePayload_23(v230, join(at, "payload"));
+if (v231 !== null) return v231;
 }
 break;
 }
@@ -1172,131 +1176,131 @@ return null;
 };
 export const validateRunRecord: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v239 = value["id"];
-if (typeof v239 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v239) };
-if (v239.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v240 = value["sessionId"];
-if (typeof v240 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v240) };
-if (v240.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v241 = value["contextId"];
-if (v241 !== null) {
-if (typeof v241 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v241) };
-}
-let v242 = value["nativeSessionId"];
+let v240 = value["id"];
+if (typeof v240 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v240) };
+if (v240.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v241 = value["sessionId"];
+if (typeof v241 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v241) };
+if (v241.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v242 = value["contextId"];
 if (v242 !== null) {
-if (typeof v242 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v242) };
+if (typeof v242 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v242) };
 }
-let v243 = value["parentRunId"];
+let v243 = value["nativeSessionId"];
 if (v243 !== null) {
-if (typeof v243 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v243) };
+if (typeof v243 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v243) };
 }
-let v244 = value["resumedFromRunId"];
+let v244 = value["parentRunId"];
 if (v244 !== null) {
-if (typeof v244 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v244) };
+if (typeof v244 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v244) };
 }
-let v245 = value["relation"];
+let v245 = value["resumedFromRunId"];
 if (v245 !== null) {
-if (typeof v245 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v245) };
+if (typeof v245 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v245) };
 }
-let v246 = value["harness"];
-if (typeof v246 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v246) };
-if (v246.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v247 = value["driver"];
-if (typeof v247 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v247) };
-if (v247.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v248 = value["trigger"];
-if (v248 !== "cli" && v248 !== "api" && v248 !== "a2a" && v248 !== "suite" && v248 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v249 = value["cwd"];
-if (typeof v249 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v249) };
-let v250 = value["goal"];
-if (v250 !== null) {
-if (typeof v250 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v250) };
+let v246 = value["relation"];
+if (v246 !== null) {
+if (typeof v246 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v246) };
 }
-let v251 = value["startedAt"];
-if (typeof v251 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v251) };
-if (!isDatetime(c1, v251)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
-let v252 = value["endedAt"];
-if (v252 !== null) {
-if (typeof v252 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v252) };
-if (!isDatetime(c1, v252)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+let v247 = value["harness"];
+if (typeof v247 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v247) };
+if (v247.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v248 = value["driver"];
+if (typeof v248 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v248) };
+if (v248.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v249 = value["trigger"];
+if (v249 !== "cli" && v249 !== "api" && v249 !== "a2a" && v249 !== "suite" && v249 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v250 = value["cwd"];
+if (typeof v250 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v250) };
+let v251 = value["goal"];
+if (v251 !== null) {
+if (typeof v251 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v251) };
 }
-let v253 = value["status"];
-if (v253 !== "queued" && v253 !== "running" && v253 !== "waiting" && v253 !== "completed" && v253 !== "failed" && v253 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v254 = value["exitCode"];
-if (v254 !== null) {
-if (typeof v254 !== "number" || !Number.isFinite(v254)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v254) };
-if (!Number.isInteger(v254)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v254) };
-if (v254 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
-if (v254 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+let v252 = value["startedAt"];
+if (typeof v252 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v252) };
+if (!isDatetime(c1, v252)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v253 = value["endedAt"];
+if (v253 !== null) {
+if (typeof v253 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v253) };
+if (!isDatetime(c1, v253)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
 }
-let v255 = value["terminalReason"];
+let v254 = value["status"];
+if (v254 !== "queued" && v254 !== "running" && v254 !== "waiting" && v254 !== "completed" && v254 !== "failed" && v254 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v255 = value["exitCode"];
 if (v255 !== null) {
-if (typeof v255 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v255) };
+if (typeof v255 !== "number" || !Number.isFinite(v255)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v255) };
+if (!Number.isInteger(v255)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v255) };
+if (v255 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v255 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+let v256 = value["terminalReason"];
+if (v256 !== null) {
+if (typeof v256 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v256) };
 }
 return null;
 };
 export const validateHarnessSession: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v256 = value["type"];
-if (v256 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
-let v257 = value["session_id"];
-if (typeof v257 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v257) };
-if (v257.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
-let v258 = value["native_session_id"];
-if (v258 !== null) {
-if (typeof v258 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v258) };
-if (v258.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v257 = value["type"];
+if (v257 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v258 = value["session_id"];
+if (typeof v258 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v258) };
+if (v258.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v259 = value["native_session_id"];
+if (v259 !== null) {
+if (typeof v259 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v259) };
+if (v259.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v259 = value["harness"];
-if (typeof v259 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v259) };
-if (v259.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v260 = value["driver"];
-if (typeof v260 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v260) };
-if (v260.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v261 = value["created_ms"];
-if (typeof v261 !== "number" || !Number.isFinite(v261)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v261) };
-if (!Number.isInteger(v261)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v261) };
-if (v261 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v261 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v261 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
-let v262 = value["updated_ms"];
-if (typeof v262 !== "number" || !Number.isFinite(v262)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v262) };
-if (!Number.isInteger(v262)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v262) };
-if (v262 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v262 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v262 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
-let v263 = value["sessions"];
-if (v263 !== undefined) {
-if (!Array.isArray(v263)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v263) };
-for (let v264 = 0; v264 < v263.length; v264++) {
-const v265 = v263[v264];
-if (typeof v265 !== "object" || v265 === null || Array.isArray(v265)) return { path: join(at, "sessions." + v264), message: "Invalid input: expected object, received " + received(v265) };
-let v266 = v265["driver"];
-if (typeof v266 !== "string") return { path: join(at, "sessions." + v264 + ".driver"), message: "Invalid input: expected string, received " + received(v266) };
-if (v266.length < 1) return { path: join(at, "sessions." + v264 + ".driver"), message: "Too small: expected string to have >=1 characters" };
-let v267 = v265["harness"];
-if (typeof v267 !== "string") return { path: join(at, "sessions." + v264 + ".harness"), message: "Invalid input: expected string, received " + received(v267) };
-if (v267.length < 1) return { path: join(at, "sessions." + v264 + ".harness"), message: "Too small: expected string to have >=1 characters" };
-let v268 = v265["session_id"];
-if (typeof v268 !== "string") return { path: join(at, "sessions." + v264 + ".session_id"), message: "Invalid input: expected string, received " + received(v268) };
-if (v268.length < 1) return { path: join(at, "sessions." + v264 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
-let v269 = v265["native_session_id"];
-if (v269 !== null) {
-if (typeof v269 !== "string") return { path: join(at, "sessions." + v264 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v269) };
-if (v269.length < 1) return { path: join(at, "sessions." + v264 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v260 = value["harness"];
+if (typeof v260 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v260) };
+if (v260.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v261 = value["driver"];
+if (typeof v261 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v261) };
+if (v261.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v262 = value["created_ms"];
+if (typeof v262 !== "number" || !Number.isFinite(v262)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v262) };
+if (!Number.isInteger(v262)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v262) };
+if (v262 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v262 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v262 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v263 = value["updated_ms"];
+if (typeof v263 !== "number" || !Number.isFinite(v263)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v263) };
+if (!Number.isInteger(v263)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v263) };
+if (v263 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v263 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v263 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v264 = value["sessions"];
+if (v264 !== undefined) {
+if (!Array.isArray(v264)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v264) };
+for (let v265 = 0; v265 < v264.length; v265++) {
+const v266 = v264[v265];
+if (typeof v266 !== "object" || v266 === null || Array.isArray(v266)) return { path: join(at, "sessions." + v265), message: "Invalid input: expected object, received " + received(v266) };
+let v267 = v266["driver"];
+if (typeof v267 !== "string") return { path: join(at, "sessions." + v265 + ".driver"), message: "Invalid input: expected string, received " + received(v267) };
+if (v267.length < 1) return { path: join(at, "sessions." + v265 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v268 = v266["harness"];
+if (typeof v268 !== "string") return { path: join(at, "sessions." + v265 + ".harness"), message: "Invalid input: expected string, received " + received(v268) };
+if (v268.length < 1) return { path: join(at, "sessions." + v265 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v269 = v266["session_id"];
+if (typeof v269 !== "string") return { path: join(at, "sessions." + v265 + ".session_id"), message: "Invalid input: expected string, received " + received(v269) };
+if (v269.length < 1) return { path: join(at, "sessions." + v265 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v270 = v266["native_session_id"];
+if (v270 !== null) {
+if (typeof v270 !== "string") return { path: join(at, "sessions." + v265 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v270) };
+if (v270.length < 1) return { path: join(at, "sessions." + v265 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v270 = v265["created_ms"];
-if (typeof v270 !== "number" || !Number.isFinite(v270)) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Invalid input: expected number, received " + received(v270) };
-if (!Number.isInteger(v270)) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Invalid input: expected int, received " + received(v270) };
-if (v270 > 9007199254740991) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v270 < -9007199254740991) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v270 >= 0)) return { path: join(at, "sessions." + v264 + ".created_ms"), message: "Too small: expected number to be >=0" };
-let v271 = v265["updated_ms"];
-if (typeof v271 !== "number" || !Number.isFinite(v271)) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v271) };
-if (!Number.isInteger(v271)) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v271) };
-if (v271 > 9007199254740991) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v271 < -9007199254740991) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v271 >= 0)) return { path: join(at, "sessions." + v264 + ".updated_ms"), message: "Too small: expected number to be >=0" };
+let v271 = v266["created_ms"];
+if (typeof v271 !== "number" || !Number.isFinite(v271)) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Invalid input: expected number, received " + received(v271) };
+if (!Number.isInteger(v271)) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Invalid input: expected int, received " + received(v271) };
+if (v271 > 9007199254740991) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v271 < -9007199254740991) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v271 >= 0)) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v272 = v266["updated_ms"];
+if (typeof v272 !== "number" || !Number.isFinite(v272)) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v272) };
+if (!Number.isInteger(v272)) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v272) };
+if (v272 > 9007199254740991) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v272 < -9007199254740991) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v272 >= 0)) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;

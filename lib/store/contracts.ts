@@ -213,6 +213,8 @@ export const PAYLOADS = {
     /** The body's pieces as they came: [bytes, ms since the request arrived]. */
     chunks: z.array(z.array(z.number().nonnegative()).length(2)),
     model: z.string().nullable(),
+    /** The answer's own id (an Anthropic message's, a response's), when it gave one. */
+    responseId: z.string().optional(),
     stopReason: z.string().nullable(),
     usage: CallUsage.nullable(),
     firstByteMs: z.number().nonnegative().nullable(),

@@ -117,7 +117,7 @@ function read(wire: Wire, text: string, cuts: number[] = []) {
 const ANTHROPIC_STREAM = sse([
   ["message_start", {
     type: "message_start",
-    message: { model: "claude-x", usage: { input_tokens: 12, output_tokens: 1 } },
+    message: { id: "msg_1", model: "claude-x", usage: { input_tokens: 12, output_tokens: 1 } },
   }],
   ["content_block_delta", {
     type: "content_block_delta",
@@ -142,6 +142,7 @@ const ANTHROPIC_STREAM = sse([
 Deno.test("ResponseReader reads an Anthropic stream: model, usage as message_delta leaves it, text", () => {
   assert.deepEqual(read("anthropic.messages", ANTHROPIC_STREAM), {
     facts: {
+      id: "msg_1",
       model: "claude-x",
       stopReason: "end_turn",
       usage: { inputTokens: 12, outputTokens: 7 },
@@ -178,6 +179,7 @@ Deno.test("ResponseReader reads a Responses API stream and its completed usage",
   ]);
   assert.deepEqual(read("openai.responses", text), {
     facts: {
+      id: null,
       model: "gpt-x",
       stopReason: "tool_calls",
       usage: { inputTokens: 9, outputTokens: 3 },
@@ -196,6 +198,7 @@ Deno.test("ResponseReader reads a Chat Completions stream to its [DONE]", () => 
   ]);
   assert.deepEqual(read("openai.chat", text), {
     facts: {
+      id: null,
       model: "m",
       stopReason: "stop",
       usage: { inputTokens: 40, outputTokens: 6 },
@@ -216,6 +219,7 @@ Deno.test("ResponseReader reads Gemini's stream, and Code Assist's wrapped in re
   };
   const expected = {
     facts: {
+      id: null,
       model: "gemini-x",
       stopReason: "STOP",
       usage: { inputTokens: 30, outputTokens: 5 },
@@ -236,6 +240,7 @@ Deno.test("ResponseReader reads whole JSON answers and error bodies", () => {
     usage: { input_tokens: 1, output_tokens: 2 },
   });
   assert.deepEqual(reader.facts, {
+    id: null,
     model: "claude-x",
     stopReason: "tool_use",
     usage: { inputTokens: 1, outputTokens: 2 },
@@ -247,4 +252,19 @@ Deno.test("ResponseReader reads whole JSON answers and error bodies", () => {
   const counted = new ResponseReader("anthropic.count_tokens", () => {});
   counted.json({ input_tokens: 321 });
   assert.deepEqual(counted.facts.usage, { inputTokens: 321 });
+});
+
+Deno.test("ResponseReader reads streamed text with escapes, quotes and newlines whole", () => {
+  const piece = 'say "hi"\n\tthen \\ go ✓';
+  const text = sse([
+    ["content_block_delta", {
+      type: "content_block_delta",
+      delta: { type: "text_delta", text: piece },
+    }],
+    [null, { type: "response.output_text.delta", delta: piece }],
+  ]);
+  assert.equal(read("anthropic.messages", text).text, piece);
+  assert.equal(read("openai.responses", text).text, piece);
+  const chat = sse([[null, { choices: [{ delta: { content: piece } }] }]]);
+  assert.equal(read("openai.chat", chat).text, piece);
 });

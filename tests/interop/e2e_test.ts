@@ -194,14 +194,39 @@ interopTest(
       await using scratch = await makeScratch("codex", `http://127.0.0.1:${port}`);
       const options = await reinsFor("codex", program, scratch);
       const started = performance.now();
+      // Without the gateway, which answers for a dead upstream at once (below).
       const result = await reins(
-        ["run", "--driver", "codex", "--timeout", "3", "--json", "hello?"],
+        ["run", "--driver", "codex", "--no-gateway", "--timeout", "3", "--json", "hello?"],
         options,
       );
       assert.equal(result.code, 1, result.stderr);
       const summary = JSON.parse(result.stdout);
       assert.equal(summary.status, "failed");
       assert.match(summary.reason, /timed out after 3 s/);
+      assert.ok(performance.now() - started < 30_000);
+    });
+  },
+);
+
+// regression: Codex waited for ever on a dead model server (only the idle timeout or --timeout
+// ended it); through the gateway the dead upstream is a 502 it gives up on at once.
+interopTest(
+  installed.codex,
+  "reins run --driver codex fails at once, naming it, when the model server is dead (real Codex)",
+  async (program) => {
+    await withDeadline(120, async () => {
+      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const port = (listener.addr as Deno.NetAddr).port;
+      listener.close();
+      await using scratch = await makeScratch("codex", `http://127.0.0.1:${port}`);
+      const options = await reinsFor("codex", program, scratch);
+      const started = performance.now();
+      const result = await reins(["run", "--driver", "codex", "--json", "hello?"], options);
+      assert.equal(result.code, 1, result.stderr);
+      const summary = JSON.parse(result.stdout);
+      assert.equal(summary.status, "failed");
+      assert.match(summary.reason, new RegExp(`cannot reach 127\\.0\\.0\\.1:${port}`));
+      assert.match(result.stderr, /reins: the model server answered 502/);
       assert.ok(performance.now() - started < 30_000);
     });
   },

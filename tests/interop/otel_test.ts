@@ -145,7 +145,7 @@ const PROVIDERS: Record<string, string> = {
 for (const spec of [codexSpec, geminiSpec, opencodeSpec]) {
   interopTest(
     installed[spec.driver],
-    `reins export otel of a run of ${spec.cli}: the root span with the provider and usage, the tool call (real ${spec.cli})`,
+    `reins export otel of a run of ${spec.cli}: the root span with the provider and usage, a chat span per model call the gateway saw, the tool call (real ${spec.cli})`,
     async (program) => {
       await withDeadline(240, async () => {
         const { runId, spans } = await runAndExport(spec, program);
@@ -161,6 +161,13 @@ for (const spec of [codexSpec, geminiSpec, opencodeSpec]) {
         assert.ok(input === undefined || "intValue" in input, JSON.stringify(input));
         const tools = spans.filter((span) => span.name.startsWith("execute_tool "));
         assert.ok(tools.length >= 1, spans.map((s) => s.name).join(", "));
+        // Through the gateway, every harness's calls are chat spans (the tool call, the answer).
+        const chats = spans.filter((span) => span.name.startsWith("chat"));
+        assert.ok(chats.length >= 2, spans.map((s) => s.name).join(", "));
+        for (const chat of chats) {
+          assert.equal(chat.kind, 3, "CLIENT");
+          assert.ok(attributeOf(chat.attributes, "reins.model.call.id"), chat.name);
+        }
       });
     },
   );
