@@ -31,6 +31,13 @@ export const SANDBOX_ENV = [
   "OPENAI_BASE_URL",
   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
   "OTEL_EXPORTER_OTLP_ENDPOINT",
+  // Where the harnesses' model calls go, and their own config (the model gateway's upstreams).
+  "ANTHROPIC_BASE_URL",
+  "GOOGLE_GEMINI_BASE_URL",
+  "CODE_ASSIST_ENDPOINT",
+  "CODEX_HOME",
+  "XDG_CONFIG_HOME",
+  "OPENCODE_CONFIG",
 ] as const;
 
 export type SandboxEnv = Partial<Record<typeof SANDBOX_ENV[number], string>>;
