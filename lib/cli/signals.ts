@@ -12,6 +12,17 @@ export interface CliSignals extends TurnSignals, Disposable {
   runStarted(runId: string): void;
 }
 
+/**
+ * How to send the signal that kills, named after the one that stops: a person at a terminal
+ * presses Ctrl-C (SIGINT); a process manager or `kill` that sent SIGTERM sends it again. SIGKILL
+ * of reins itself would leave its agent running until a later command reconciles the run.
+ */
+export function againToKill(signal: typeof STOP_SIGNALS[number]): string {
+  return signal === "SIGINT"
+    ? "press Ctrl-C again"
+    : `send ${signal} again (kill -TERM ${Deno.pid})`;
+}
+
 /** Installs the handlers; `warn` prints the line that says the run is being stopped. */
 export function turnSignals(
   warn: (message: string) => void,
@@ -28,9 +39,9 @@ export function turnSignals(
         return;
       }
       warn(
-        `stopping ${
-          runId === null ? "the turn" : `run ${runId}`
-        } (${signal}); press Ctrl-C again to kill it now`,
+        `stopping ${runId === null ? "the turn" : `run ${runId}`} (${signal}); ${
+          againToKill(signal)
+        } to kill it now`,
       );
       stop.abort(`stopped by ${signal}`);
       graceTimer = setTimeout(

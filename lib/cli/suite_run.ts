@@ -30,6 +30,7 @@ import { startSuiteProgress } from "./suite_progress.ts";
 import { writeJunitFile } from "../suite/junit.ts";
 import { suiteRunJson } from "../suite/json.ts";
 import { loadOrExplain, printResults } from "./suite_output.ts";
+import { againToKill } from "./signals.ts";
 
 const KILL_GRACE_MS = 5_000;
 
@@ -277,13 +278,15 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const stop = new AbortController();
   const kill = new AbortController();
   let graceTimer: ReturnType<typeof setTimeout> | undefined;
-  const onSignal = (signal: string) => () => {
+  const onSignal = (signal: "SIGINT" | "SIGTERM") => () => {
     if (stop.signal.aborted) {
       kill.abort();
       return;
     }
     io.warn(
-      `stopping suite run ${handle.id} (${signal}); the scenarios in flight stay unfinished for --resume; press Ctrl-C again to kill their agents now`,
+      `stopping suite run ${handle.id} (${signal}); the scenarios in flight stay unfinished for --resume; ${
+        againToKill(signal)
+      } to kill their agents now`,
     );
     stop.abort();
     graceTimer = setTimeout(() => kill.abort(), KILL_GRACE_MS);
