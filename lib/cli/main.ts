@@ -66,7 +66,7 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
       return ExitCode.ok;
     }
     if (rest.includes("--help") || rest.includes("-h")) {
-      io.print(generalHelp());
+      printGeneralHelp(io);
       return ExitCode.ok;
     }
     if (rest.length > 0) parseArgs(rest, {}, "");
@@ -76,11 +76,11 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
   if (name === "help") {
     const topic = rest.find((arg) => !arg.startsWith("-"));
     if (topic === undefined) {
-      io.print(generalHelp());
+      printGeneralHelp(io);
       return ExitCode.ok;
     }
     const entry = lookup(topic);
-    io.print(commandHelp(entry.name, await entry.load()));
+    printCommandHelp(io, entry.name, await entry.load());
     return ExitCode.ok;
   }
   // Before a command runs under the launcher's cached flags, whether others could have written
@@ -96,7 +96,7 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
   if (entry.name !== "run") await loadSqlite();
   const { flags, positionals } = parseArgs(rest, module.flags, entry.name);
   if (flags.help) {
-    io.print(commandHelp(entry.name, module));
+    printCommandHelp(io, entry.name, module);
     return ExitCode.ok;
   }
   // The data root, resolved once for the whole process: the settings are given it, not the flag.
@@ -139,13 +139,56 @@ function lookup(name: string) {
   });
 }
 
+/** The general help: text, or with --json the commands as data. */
+function printGeneralHelp(io: Output): void {
+  if (!io.jsonMode) return io.print(generalHelp());
+  io.json({
+    usage: GENERAL_USAGE,
+    version: VERSION,
+    commands: COMMANDS.map((c) => ({ name: c.name, summary: c.summary })),
+    globalFlags: flagsAsData(GLOBAL_FLAGS),
+  });
+}
+
+/** A command's help: text, or with --json its usage, description and flags as data. */
+function printCommandHelp(io: Output, name: string, module: CommandModule): void {
+  if (!io.jsonMode) return io.print(commandHelp(name, module));
+  io.json(commandHelpData(name, module));
+}
+
+/** What `reins help COMMAND --json` prints: the command's usage as data. */
+export function commandHelpData(name: string, module: CommandModule) {
+  return {
+    command: name,
+    usage: usageLine(name, module),
+    description: module.description,
+    flags: [...flagsAsData(module.flags), ...flagsAsData(GLOBAL_FLAGS, true)],
+  };
+}
+
+/** Each flag as data: its name, short alias, type, value placeholder or choices, description. */
+function flagsAsData(specs: FlagSpecs, global = false) {
+  return Object.entries(specs).map(([flag, spec]) => ({
+    name: `--${flag}`,
+    short: spec.short ? `-${spec.short}` : null,
+    type: spec.type,
+    value: valueHint(spec),
+    ...(spec.type === "choice" ? { choices: [...spec.choices] } : {}),
+    ...(spec.type === "string" && spec.multiple ? { repeatable: true } : {}),
+    description: spec.description ?? null,
+    global,
+  }));
+}
+
+const GENERAL_USAGE = "reins COMMAND [ARGS] [--home DIR] [--json] [--quiet]";
+
 function generalHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
   return [
     `reins ${VERSION} — runs, records, resumes and reports agent sessions`,
     "",
-    "Usage: reins COMMAND [ARGS] [--home DIR] [--json] [--quiet]",
+    `Usage: ${GENERAL_USAGE}`,
     "",
     "Commands:",
     ...lines,
@@ -164,13 +207,18 @@ export function commandHelp(name: string, module: CommandModule): string {
     return `  ${left.padEnd(28)} ${spec.description ?? ""}`.trimEnd();
   });
   return [
-    `Usage: ${module.usage}`,
+    `Usage: ${usageLine(name, module)}`,
     "",
     wrap(module.description, 96),
     "",
     "Flags:",
     ...flagLines,
-  ].join("\n").replace(/^Usage: (?!reins)/, `Usage: reins ${name} `);
+  ].join("\n");
+}
+
+/** The command's synopsis, starting with `reins NAME` (a module's usage may leave it out). */
+function usageLine(name: string, module: CommandModule): string {
+  return module.usage.startsWith("reins") ? module.usage : `reins ${name} ${module.usage}`;
 }
 
 /** Breaks a paragraph into lines of at most `width` characters, at spaces. */

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { reins, tempDir } from "../support/reins.ts";
 import { VERSION } from "../../lib/core/version.ts";
 import { COMMANDS } from "../../lib/cli/commands.ts";
+import { DRIVER_NAMES } from "../../lib/core/config.ts";
 
 Deno.test("reins --version prints the version of deno.json", async () => {
   await using home = await tempDir();
@@ -48,6 +49,48 @@ Deno.test("reins help doctor and reins doctor --help print the command's help", 
   assert.equal(a.stdout, b.stdout);
   assert.match(a.stdout, /^Usage: reins doctor \[--repair\]\n/);
   assert.match(a.stdout, /--json +machine-readable output on stdout/);
+});
+
+Deno.test("regression: reins help run --json and reins run --help --json print the command's usage as JSON", async () => {
+  await using home = await tempDir();
+  const a = await reins(["help", "run", "--json"], { home: home.path });
+  const b = await reins(["run", "--help", "--json"], { home: home.path });
+  const text = await reins(["help", "run"], { home: home.path });
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(b.code, 0, b.stderr);
+  assert.equal(a.stdout, b.stdout);
+  const help = JSON.parse(a.stdout);
+  assert.equal(help.command, "run");
+  assert.match(help.usage, /^reins run /);
+  assert.equal(text.stdout.split("\n")[0], `Usage: ${help.usage.split("\n")[0]}`);
+  const driver = help.flags.find((flag: { name: string }) => flag.name === "--driver");
+  assert.deepEqual(driver.choices, [...DRIVER_NAMES]);
+  assert.equal(driver.global, false);
+  const json = help.flags.find((flag: { name: string }) => flag.name === "--json");
+  assert.deepEqual(json, {
+    name: "--json",
+    short: null,
+    type: "boolean",
+    value: null,
+    description: "machine-readable output on stdout",
+    global: true,
+  });
+  // Every flag the text lists is in the data, and no other.
+  const listed = [...text.stdout.matchAll(/^ {2}(?:-\w, | {4})(--[\w-]+)/gm)].map((m) => m[1]);
+  assert.deepEqual(help.flags.map((flag: { name: string }) => flag.name), listed);
+});
+
+Deno.test("reins --help --json lists the commands as JSON", async () => {
+  await using home = await tempDir();
+  const result = await reins(["--help", "--json"], { home: home.path });
+  assert.equal(result.code, 0);
+  const help = JSON.parse(result.stdout);
+  assert.equal(help.version, VERSION);
+  assert.deepEqual(
+    help.commands.map((c: { name: string }) => c.name),
+    COMMANDS.map((c) => c.name),
+  );
+  assert.deepEqual(JSON.parse((await reins(["help", "--json"], { home: home.path })).stdout), help);
 });
 
 Deno.test("reins dcotor exits 2 and suggests the nearest command", async () => {
