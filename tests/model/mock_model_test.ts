@@ -5,6 +5,7 @@ import { ModelError, type ModelOutput, type ModelRequest } from "../../lib/model
 import { resolveModel } from "../../lib/model/resolve_model.ts";
 import { loadSettings } from "../../lib/core/config.ts";
 import { withTempDir, writeScript } from "../drivers/loop/_helpers.ts";
+import { reins, tempDir } from "../support/reins.ts";
 
 const request: ModelRequest = {
   history: [{ role: "user", text: "hi" }],
@@ -169,4 +170,35 @@ Deno.test("resolveModel() picks the model from its spec and refuses unknown ones
     );
     assert.equal(badUrl.message, 'Cannot use the base URL "ftp://example.com": it is not http(s)');
   });
+});
+
+/** The first ```json block of docs/loop.md's mock:FILE section. */
+function documentedScript(): string {
+  const text = Deno.readTextFileSync(new URL("../../docs/loop.md", import.meta.url));
+  const section = text.slice(text.indexOf("### mock:FILE"));
+  const match = /```json\n([\s\S]*?)```/.exec(section);
+  assert.ok(match, "docs/loop.md shows a mock:FILE script");
+  return match[1];
+}
+
+// regression: the mock:FILE format was documented only in the hints of its errors.
+Deno.test("docs/loop.md's mock:FILE example is a script reins run plays to the end", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.writeTextFile(`${dir.path}/script.json`, documentedScript());
+  await Deno.writeTextFile(`${dir.path}/README.md`, "hello\n");
+  const result = await reins(["run", "--model", "mock:script.json", "--json", "take notes"], {
+    home,
+    cwd: dir.path,
+  });
+  assert.equal(result.code, 0, result.stderr);
+  const summary = JSON.parse(result.stdout);
+  assert.equal(summary.status, "completed");
+  assert.equal(summary.result, "I wrote NOTES.md.");
+  assert.equal(await Deno.readTextFile(`${dir.path}/NOTES.md`), "# Notes\n");
+  const shown = await reins(["show", "last", "--json"], { home, cwd: dir.path });
+  const events = JSON.parse(shown.stdout).events as { type: string; payload: { ok?: boolean } }[];
+  const tools = events.filter((event) => event.type === "tool.completed");
+  assert.deepEqual(tools.map((event) => event.payload.ok), [true, true]);
+  assert.equal(events.filter((event) => event.type === "model.completed").length, 3);
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLoopDriver } from "../../../lib/drivers/loop/loop_driver.ts";
-import { trimToolResults } from "../../../lib/drivers/loop/compaction.ts";
+import { COMPACTION_STAGES, trimToolResults } from "../../../lib/drivers/loop/compaction.ts";
 import { SUMMARY_PREFIX } from "../../../lib/model/model.ts";
 import type { ModelCall } from "../../../lib/drivers/loop/hooks.ts";
 import type { Message } from "../../../lib/model/model.ts";
@@ -119,4 +119,18 @@ Deno.test("trimToolResults() keeps the latest call's results and returns null wh
   );
   assert.equal((trimmed[4] as { content: string }).content, long);
   assert.equal(trimToolResults(trimmed, options), null);
+});
+
+// regression: docs/events.md named the first stage "tool-results"; the loop records
+// "trim_tool_results".
+Deno.test("the docs name the compaction stages as the loop records them", () => {
+  const events = Deno.readTextFileSync(new URL("../../../docs/events.md", import.meta.url));
+  const stages = [...events.matchAll(/"type":"compaction\.\w+","payload":\{"stage":"([^"]+)"/g)]
+    .map((match) => match[1]);
+  assert.ok(stages.length >= 2, "docs/events.md shows compaction events");
+  for (const stage of stages) {
+    assert.ok((COMPACTION_STAGES as readonly string[]).includes(stage), stage);
+  }
+  const loop = Deno.readTextFileSync(new URL("../../../docs/loop.md", import.meta.url));
+  for (const stage of COMPACTION_STAGES) assert.match(loop, new RegExp(`\`${stage}\``));
 });
