@@ -140,8 +140,13 @@ export function groupDigits(n: number): string {
   return `${n < 0 ? "-" : ""}${grouped}${point < 0 ? "" : text.slice(point)}`;
 }
 
-/** Dollars: four decimals below one dollar (model calls cost fractions of a cent), else two. */
+/**
+ * Dollars: four decimals below one dollar (model calls cost fractions of a cent), else two; below
+ * a hundredth of a cent, two significant digits ($0.000012), which four decimals would show as
+ * $0.0000 — a cheap model's call, not a free one.
+ */
 export function formatCost(usd: number): string {
+  if (usd > 0 && usd < 0.0001) return `$${significant(usd)}`;
   if (usd < 1) return `$${fixed(usd, 4) ?? usd.toFixed(4)}`;
   const cents = fixed(usd, 2);
   if (cents !== null) {
@@ -150,6 +155,12 @@ export function formatCost(usd: number): string {
   }
   const [whole, fraction] = usd.toFixed(2).split(".");
   return `$${groupDigits(Number(whole))}.${fraction}`;
+}
+
+/** A small positive amount to two significant digits, trailing zeros dropped (0.00005). */
+function significant(value: number): string {
+  const digits = Math.min(20, Math.ceil(-Math.log10(value)) + 1);
+  return value.toFixed(digits).replace(/0+$/, "");
 }
 
 /**

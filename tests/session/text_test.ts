@@ -107,6 +107,7 @@ Deno.test("formatCost() rounds as toFixed does, near halves too", () => {
   for (let i = 0; i < 200_000; i++) {
     for (const usd of [i / 10_000, (i + 0.5) / 10_000, i * 0.0012, i / 100 + 0.005, i * 1.005]) {
       const [whole, cents] = usd.toFixed(2).split(".");
+      if (usd > 0 && usd < 0.0001) continue; // significant digits: see below
       const expected = usd < 1 ? `$${usd.toFixed(4)}` : `$${groupDigits(Number(whole))}.${cents}`;
       assert.equal(formatCost(usd), expected, String(usd));
     }
@@ -118,6 +119,21 @@ Deno.test("formatCost() shows fractions of a cent below a dollar and cents above
   assert.equal(formatCost(0.0031), "$0.0031");
   assert.equal(formatCost(4), "$4.00");
   assert.equal(formatCost(1234.567), "$1,234.57");
+});
+
+// regression: a call of a cheap model (gpt-5-nano: 40 in / 12 out tokens is $0.0000068) showed as
+// $0.0000, as if it were free.
+Deno.test("formatCost() shows two significant digits below a hundredth of a cent", () => {
+  assert.equal(formatCost(0.0000068), "$0.0000068");
+  assert.equal(formatCost(0.0000123), "$0.000012");
+  assert.equal(formatCost(0.00005), "$0.00005");
+  assert.equal(formatCost(0.00001), "$0.00001");
+  assert.equal(formatCost(1e-8), "$0.00000001");
+  assert.equal(formatCost(0.0001), "$0.0001");
+  for (let usd = 1e-9; usd < 0.0001; usd *= 1.37) {
+    const shown = Number(formatCost(usd).slice(1));
+    assert.ok(shown > 0 && Math.abs(shown - usd) / usd < 0.1, `${usd}: ${formatCost(usd)}`);
+  }
 });
 
 Deno.test("formatDuration() and formatOffset() pick a unit people read at a glance", () => {
