@@ -16,6 +16,7 @@ import {
   type StatsRow,
   type StatsTotal,
   sumStats,
+  unpricedNote,
 } from "../session/stats.ts";
 
 export const usage = "reins stats [RUN ...] [--family]";
@@ -24,7 +25,9 @@ export const description =
   "cost and duration, per run and in total. RUN is an id, a unique prefix of one, or `last`; " +
   "without RUN, every run (newest first, at most 10000). --family takes each run's whole family " +
   "(its root parent and every run below it) and sums each family (without RUN: every family). --json prints {runs, total} " +
-  "(and families with --family). Tokens and cost are null where no run reported them.";
+  "(and families with --family). Tokens, cost and model calls are null where no run reported " +
+  "them (Codex and Gemini CLI report no count of model calls: modelCallsSource says where a " +
+  "count comes from, events or reported); a model nothing prices is named once.";
 export const flags = defineFlags({
   family: { type: "boolean", description: "each run's parent and children too, summed per family" },
 });
@@ -129,6 +132,7 @@ async function printStats(ctx: CommandContext<Flags>): Promise<number> {
       rows.push({ label: `total (${total.runs} runs)`, status: "", stats: total, rule: true });
     }
     io.print(formatStatsTable(rows));
+    noteUnpriced(ctx, all);
     return 0;
   }
 
@@ -157,7 +161,23 @@ async function printStats(ctx: CommandContext<Flags>): Promise<number> {
     rows.push({ label: `total (${runs.length} runs)`, status: "", stats: total, rule: true });
   }
   io.print(formatStatsTable(rows));
+  noteUnpriced(ctx, runs);
   return 0;
+}
+
+/** Says once per model why the cost of its runs is "-" (nothing priced it). */
+function noteUnpriced(ctx: CommandContext<Flags>, runs: readonly RunStats[]): void {
+  const byModel = new Map<string, number>();
+  for (const run of runs) {
+    if (run.unpricedModel !== null) {
+      byModel.set(run.unpricedModel, (byModel.get(run.unpricedModel) ?? 0) + 1);
+    }
+  }
+  for (const [model, count] of byModel) {
+    ctx.io.note(
+      `reins: the cost of ${count} run${count === 1 ? "" : "s"} is unknown: ${unpricedNote(model)}`,
+    );
+  }
 }
 
 function unique(records: RunRecord[]): RunRecord[] {

@@ -9,7 +9,8 @@ import { formatCost, formatDuration, groupDigits, plural } from "./text.ts";
 /** The counters stats sums; null means no run reported that counter. */
 export interface StatsCounters {
   events: number;
-  modelCalls: number;
+  /** Null when nothing the run recorded tells (Codex and Gemini CLI report no count). */
+  modelCalls: number | null;
   toolCalls: number;
   failedToolCalls: number;
   iterations: number;
@@ -23,8 +24,23 @@ export interface StatsCounters {
   durationMs: number;
 }
 
+/**
+ * Where a run's model-call count comes from: `events`, the model calls it recorded
+ * (`model.completed`, the built-in loop's); `gateway`, the calls the model gateway saw at the wire
+ * (`model.call.started` that generate); `reported`, the request count its harness reported
+ * (`usage.updated`'s `requests`); null when none says (the count is then null too).
+ */
+export type ModelCallsSource = "events" | "gateway" | "reported" | null;
+
 export interface RunStats extends StatsCounters {
   runId: string;
+  modelCallsSource: ModelCallsSource;
+  /**
+   * The model whose tokens the run counted but that nothing priced (no cost reported, none in
+   * reins's table or the config file's `prices`): its cost is null for that reason. Null
+   * otherwise, and for models that answer inside reins (demo, mock, replay).
+   */
+  unpricedModel: string | null;
   parentRunId: string | null;
   status: RunRecord["status"];
   harness: string;
@@ -54,6 +70,11 @@ export class RunTally {
   toolCalls = 0;
   failedToolCalls = 0;
   iterations = 0;
+  /** Whether the run records its model calls as events (it asked a model: model.requested). */
+  #recordsCalls = false;
+  /** What run.started and session.linked said of the agent's model (the later one wins). */
+  #model: string | null = null;
+  #inProcess = false;
   /** The last `usage.updated` (running totals), if any. */
   #reported: Record<string, unknown> | null = null;
   /** Sums of the model calls' own usage, for runs that report no running totals. */
@@ -84,6 +105,16 @@ export class RunTally {
     // What arrived after the run settled is evidence, not part of the run.
     if (event.ignored !== undefined) return;
     switch (event.type) {
+      case "run.started":
+      case "session.linked": {
+        const agent = event.payload.agent;
+        if (agent?.model !== undefined) this.#model = agent.model;
+        if (agent?.inProcess !== undefined) this.#inProcess = agent.inProcess;
+        break;
+      }
+      case "model.requested":
+        this.#recordsCalls = true;
+        break;
       case "model.completed": {
         this.modelCalls++;
         const usage = event.payload.usage;
@@ -145,6 +176,7 @@ export class RunTally {
 
   /** The run's stats; `record` gives its identity and times. */
   stats(record: RunRecord): RunStats {
+    const { modelCalls, modelCallsSource } = this.#modelCalls(record);
     const tokens = {} as Record<TokenCounter, number | null>;
     const wired = this.#wireCalls > 0;
     for (const counter of TOKEN_COUNTERS) {
@@ -160,6 +192,11 @@ export class RunTally {
     }
     return {
       runId: record.id,
+      modelCallsSource,
+      unpricedModel: tokens.costUsd === null && !this.#inProcess && this.#model !== null &&
+          (tokens.inputTokens !== null || tokens.outputTokens !== null)
+        ? this.#model
+        : null,
       parentRunId: record.parentRunId,
       status: record.status,
       harness: record.harness,
@@ -167,19 +204,30 @@ export class RunTally {
       startedAt: record.startedAt,
       endedAt: record.endedAt,
       events: this.events,
-      // Harnesses that record no model.completed: the calls the gateway saw, else the requests
-      // they reported.
-      modelCalls: this.modelCalls > 0
-        ? this.modelCalls
-        : this.#wireCalls > 0
-        ? this.#wireCalls
-        : this.#requests ?? 0,
+      modelCalls,
       toolCalls: this.toolCalls,
       failedToolCalls: this.failedToolCalls,
       iterations: this.iterations,
       ...tokens,
       durationMs: durationOf(record, this.lastTimestamp),
     };
+  }
+
+  /** The run's model-call count and where it comes from (see ModelCallsSource). */
+  #modelCalls(
+    record: RunRecord,
+  ): { modelCalls: number | null; modelCallsSource: ModelCallsSource } {
+    // The loop records every call it makes, none too: its count is known even when it is 0.
+    if (this.modelCalls > 0 || this.#recordsCalls || record.driver === "loop") {
+      return { modelCalls: this.modelCalls, modelCallsSource: "events" };
+    }
+    // Harnesses that record no model.completed: the calls the gateway saw at the wire, else the
+    // requests they reported.
+    if (this.#wireCalls > 0) return { modelCalls: this.#wireCalls, modelCallsSource: "gateway" };
+    if (this.#requests !== null) {
+      return { modelCalls: this.#requests, modelCallsSource: "reported" };
+    }
+    return { modelCalls: null, modelCallsSource: null };
   }
 }
 
@@ -201,7 +249,7 @@ export function sumStats(runs: readonly StatsCounters[]): StatsTotal {
   const total: StatsTotal = {
     runs: runs.length,
     events: 0,
-    modelCalls: 0,
+    modelCalls: null,
     toolCalls: 0,
     failedToolCalls: 0,
     iterations: 0,
@@ -215,7 +263,7 @@ export function sumStats(runs: readonly StatsCounters[]): StatsTotal {
   };
   for (const run of runs) {
     total.events += run.events;
-    total.modelCalls += run.modelCalls;
+    if (run.modelCalls !== null) total.modelCalls = (total.modelCalls ?? 0) + run.modelCalls;
     total.toolCalls += run.toolCalls;
     total.failedToolCalls += run.failedToolCalls;
     total.iterations += run.iterations;
@@ -231,9 +279,9 @@ export function sumStats(runs: readonly StatsCounters[]): StatsTotal {
 }
 
 /** One line for the end of a transcript: `4 model calls · 3 tool calls · 538 in / 138 out …`. */
-export function statsSummary(stats: StatsCounters): string {
+export function statsSummary(stats: StatsCounters & { unpricedModel?: string | null }): string {
   const parts = [
-    plural(stats.modelCalls, "model call"),
+    stats.modelCalls === null ? "model calls unknown" : plural(stats.modelCalls, "model call"),
     `${plural(stats.toolCalls, "tool call")}${
       stats.failedToolCalls > 0 ? ` (${groupDigits(stats.failedToolCalls)} failed)` : ""
     }`,
@@ -242,7 +290,13 @@ export function statsSummary(stats: StatsCounters): string {
     parts.push(`${tokens(stats.inputTokens)} in / ${tokens(stats.outputTokens)} out tokens`);
   }
   if (stats.costUsd !== null) parts.push(formatCost(stats.costUsd));
+  else if (stats.unpricedModel) parts.push(`cost unknown (${unpricedNote(stats.unpricedModel)})`);
   return parts.join(" · ");
+}
+
+/** Why a run's cost is unknown, and what gives it one. */
+export function unpricedNote(model: string): string {
+  return `no price for ${model}: add it under "prices" in the config file`;
 }
 
 const tokens = (n: number | null) => n === null ? "-" : groupDigits(n);
@@ -251,7 +305,7 @@ const COLUMNS: { title: string; align: "left" | "right"; cell: (row: StatsRow) =
   { title: "run", align: "left", cell: (row) => row.label },
   { title: "status", align: "left", cell: (row) => row.status },
   { title: "events", align: "right", cell: (row) => groupDigits(row.stats.events) },
-  { title: "model", align: "right", cell: (row) => groupDigits(row.stats.modelCalls) },
+  { title: "model", align: "right", cell: (row) => tokens(row.stats.modelCalls) },
   { title: "tools", align: "right", cell: (row) => groupDigits(row.stats.toolCalls) },
   { title: "iter", align: "right", cell: (row) => groupDigits(row.stats.iterations) },
   { title: "input", align: "right", cell: (row) => tokens(row.stats.inputTokens) },

@@ -168,7 +168,7 @@ Deno.test("reins show --follow prints a run another process writes, until it set
   assert.match(followed.stdout, /^run \S+ · running · slow-writer \(driver command\) · cli\n/);
   assert.match(
     followed.stdout,
-    /\ncompleted after [^·]+ · 18 events · 0 model calls · 4 tool calls\n$/,
+    /\ncompleted after [^·]+ · 18 events · model calls unknown · 4 tool calls\n$/,
   );
 });
 

@@ -28,6 +28,8 @@ Deno.test("runStats() counts a recorded loop run's calls and takes its last usag
   const { record, events } = loadFixture("loop_tools");
   assert.deepEqual(runStats(record, events), {
     runId: record.id,
+    modelCallsSource: "events",
+    unpricedModel: null,
     parentRunId: null,
     status: "completed",
     harness: "reins",
@@ -53,10 +55,29 @@ Deno.test("runStats() keeps counters a harness did not report as null", () => {
   const { record, events } = loadFixture("command_agent");
   const stats = runStats(record, events);
   assert.equal(stats.modelCalls, 3, "no model.completed: the reported request count");
+  assert.equal(stats.modelCallsSource, "reported");
   assert.equal(stats.inputTokens, 5000);
   assert.equal(stats.cacheReadTokens, null);
   assert.equal(stats.costUsd, null);
   assert.equal(stats.iterations, 0);
+});
+
+// regression: a harness that reports no count of its model calls (Codex, Gemini CLI) showed 0.
+Deno.test("runStats() keeps the model calls of a run that recorded and reported none unknown", () => {
+  const { record, events } = loadFixture("command_agent");
+  const withoutCount = events.map((event) =>
+    event.type === "usage.updated"
+      ? { ...event, payload: { ...event.payload, requests: null } } as RunEvent
+      : event
+  );
+  const stats = runStats({ ...record, driver: "codex", harness: "codex" }, withoutCount);
+  assert.equal(stats.modelCalls, null);
+  assert.equal(stats.modelCallsSource, null);
+  assert.match(statsSummary(stats), /^model calls unknown · /);
+  const total = sumStats([stats, stats]);
+  assert.equal(total.modelCalls, null);
+  const loop = runStats(loadFixture("loop_tools").record, loadFixture("loop_tools").events);
+  assert.equal(sumStats([stats, loop]).modelCalls, 5, "the known counts add up");
 });
 
 Deno.test("runStats() measures an active run up to its last event", () => {
