@@ -8,7 +8,8 @@ import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import { readManifest } from "../snapshot/manifest.ts";
 import { describeSize } from "../snapshot/glance.ts";
-import { restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";
+import { PERMISSION_BITS, restoreSnapshot, SnapshotDamagedError } from "../snapshot/restore.ts";
+import { nameExists } from "../snapshot/walk.ts";
 import type { PayloadOf, RunEvent, RunRecord } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { readEvents } from "../store/event_log.ts";
@@ -160,12 +161,13 @@ export async function replayDirectory(root: DataRoot, run: RunRecord): Promise<R
     const cwd = freshReplayDir(root);
     try {
       const restored = await restoreSnapshot(root, read.manifest, cwd);
+      const unnamed = read.manifest.nonUtf8Names ?? 0;
       return {
         cwd,
         source: "snapshot",
         note: `in ${cwd}: ${run.cwd} as the run found it (${
           describeSize(restored.files, restored.bytes)
-        })`,
+        }${unnamed > 0 ? `; ${namesLeftOut(unnamed)} when it was taken` : ""})`,
       };
     } catch (error) {
       await Deno.remove(cwd, { recursive: true }).catch(() => {});
@@ -173,21 +175,38 @@ export async function replayDirectory(root: DataRoot, run: RunRecord): Promise<R
       why = error.message.replace(/^The snapshot of run \S+ is/, "its snapshot is");
     }
   }
-  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(root));
+  const copied: CopyCounts = { nonUtf8Names: 0 };
+  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(root), copied);
+  const unnamed = copied.nonUtf8Names > 0 ? ` (${namesLeftOut(copied.nonUtf8Names)})` : "";
   return {
     cwd,
     source: "copy",
-    note: `in ${cwd}, a copy of ${run.cwd} as it is now: ${why}, so the replay may diverge ` +
-      "where the directory has changed since",
+    note: `in ${cwd}, a copy of ${run.cwd} as it is now${unnamed}: ${why}, so the replay may ` +
+      "diverge where the directory has changed since",
   };
+}
+
+function namesLeftOut(count: number): string {
+  return `${count} ${
+    count === 1 ? "file whose name is" : "files whose names are"
+  } not UTF-8 left out: reins cannot name ${count === 1 ? "it" : "them"}`;
+}
+
+/** What a copy left out: names that are not UTF-8 (Deno gives them with U+FFFD: nameExists). */
+export interface CopyCounts {
+  nonUtf8Names: number;
 }
 
 /**
  * Copies the directory `from` into `to` (a new temp directory when not given): files with their
- * modes, directories, symbolic links as links. Returns the copy's real path. Other kinds of file
- * are left out.
+ * permission bits, directories, symbolic links as links. Returns the copy's real path. Other
+ * kinds of file are left out, and so are names that are not UTF-8 (counted in `counts`).
  */
-export async function copyWorkingDirectory(from: string, into?: string): Promise<string> {
+export async function copyWorkingDirectory(
+  from: string,
+  into?: string,
+  counts: CopyCounts = { nonUtf8Names: 0 },
+): Promise<string> {
   let info: Deno.FileInfo;
   try {
     info = await Deno.stat(from);
@@ -206,7 +225,7 @@ export async function copyWorkingDirectory(from: string, into?: string): Promise
   }
   const to = into ?? await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-replay-" }));
   try {
-    await copyTree(from, to);
+    await copyTree(from, to, counts);
   } catch (error) {
     if (into !== undefined) await Deno.remove(into, { recursive: true }).catch(() => {});
     throw error;
@@ -214,18 +233,26 @@ export async function copyWorkingDirectory(from: string, into?: string): Promise
   return to;
 }
 
-async function copyTree(from: string, to: string): Promise<void> {
+async function copyTree(from: string, to: string, counts: CopyCounts): Promise<void> {
   for await (const entry of Deno.readDir(from)) {
     const source = joinPath(from, entry.name);
     const target = joinPath(to, entry.name);
+    if (entry.name.includes("\uFFFD") && !nameExists(source)) {
+      counts.nonUtf8Names++;
+      continue;
+    }
     if (entry.isSymlink) {
       await createLink(await Deno.readLink(source), target, { copyOf: source });
     } else if (entry.isDirectory) {
       const { mode } = await Deno.stat(source);
       await Deno.mkdir(target, { mode: mode === null ? 0o755 : mode & 0o777 });
-      await copyTree(source, target);
+      await copyTree(source, target, counts);
     } else if (entry.isFile) {
       await Deno.copyFile(source, target);
+      const { mode } = await Deno.stat(target);
+      if (mode !== null && (mode & ~PERMISSION_BITS & 0o7777) !== 0) {
+        await Deno.chmod(target, mode & PERMISSION_BITS);
+      }
     }
   }
 }

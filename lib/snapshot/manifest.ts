@@ -58,6 +58,8 @@ export const SnapshotManifest = z.object({
   bytes: z.number().int().nonnegative(),
   /** Paths left out: .git, what .gitignore ignores, and kinds of file that cannot be kept. */
   leftOut: z.number().int().nonnegative(),
+  /** Of leftOut, the names that are not UTF-8 (reins cannot name them); absent: none. */
+  nonUtf8Names: z.number().int().positive().optional(),
   /** Bytes this snapshot added to the blob store (0 when every blob was there already). */
   storedBytes: z.number().int().nonnegative(),
   entries: z.array(SnapshotEntry).superRefine((entries, ctx) => {

@@ -1,6 +1,6 @@
 // Puts a run's starting working directory back, from its snapshot, into a fresh directory: what
-// `reins replay` replays in. Every file gets its recorded bytes and mode, every directory (empty
-// ones too) its mode, every link its text. Each content is checked against its sha256 as it is
+// `reins replay` replays in. Every file gets its recorded bytes and permission bits (never setuid,
+// setgid or sticky), every directory (empty ones too) its bits, every link its text. Each content is checked against its sha256 as it is
 // read back: one that is missing or different is a damaged snapshot, said as such, never a
 // silently different tree.
 import { createHash } from "node:crypto";
@@ -12,6 +12,13 @@ import type { DataRoot } from "../store/data_root.ts";
 import type { SnapshotManifest } from "./manifest.ts";
 
 const CHUNK = 1024 * 1024;
+
+/**
+ * What of a recorded mode is put back: the permission bits. A manifest may say 0o4777 (it is a
+ * file under the data root, and the mode a tree had): setuid, setgid and sticky are never
+ * restored, so that a replay never makes a program that runs as its owner.
+ */
+export const PERMISSION_BITS = 0o777;
 
 /** The snapshot cannot be put back as it was taken. */
 export class SnapshotDamagedError extends ReinsError {
@@ -47,7 +54,7 @@ export async function restoreSnapshot(
         case "dir":
           // Writable while it is filled; its own mode is set once everything is in it.
           await Deno.mkdir(path, { mode: 0o700 });
-          dirs.push({ path, mode: entry.mode });
+          dirs.push({ path, mode: entry.mode & PERMISSION_BITS });
           break;
         case "symlink":
           await createLink(entry.target, path, { copyOf: joinPath(manifest.cwd, entry.path) });
@@ -60,7 +67,7 @@ export async function restoreSnapshot(
               manifest.runId,
               `the content of ${entry.path} is not what was stored (sha256 ${entry.sha256})`,
             ));
-          Deno.chmodSync(path, entry.mode);
+          Deno.chmodSync(path, entry.mode & PERMISSION_BITS);
           files++;
           bytes += entry.size;
           break;

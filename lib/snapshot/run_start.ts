@@ -16,6 +16,15 @@ export interface RunStartSnapshot {
   written: Promise<void>;
 }
 
+/** `what` left out `count` names that are not UTF-8: said, since a replay will not have them. */
+export function nonUtf8Note(count: number, what: string): string {
+  return `${what} leaves out ${count} ${
+    count === 1 ? "file whose name is" : "files whose names are"
+  } not UTF-8 (reins cannot name ${count === 1 ? "it" : "them"}); a replay will not have ${
+    count === 1 ? "it" : "them"
+  }: rename ${count === 1 ? "it" : "them"} to keep ${count === 1 ? "it" : "them"}`;
+}
+
 /** Reads the snapshot; returns once every file is read, while it is still being written. */
 export async function snapshotAtRunStart(
   root: DataRoot,
@@ -30,6 +39,8 @@ export async function snapshotAtRunStart(
     );
   try {
     const started = await startSnapshot(root, runId, cwd, settings.snapshot);
+    const unnamed = started.summary.nonUtf8Names;
+    if (unnamed > 0) warn(nonUtf8Note(unnamed, `the snapshot of ${cwd} for run ${runId}`));
     return { summary: started.summary, written: started.written.catch(lost) };
   } catch (error) {
     lost(error);

@@ -49,6 +49,8 @@ export interface SnapshotSummary {
   /** Bytes read from files this time (files the last snapshot saw unchanged are not read). */
   readBytes: number;
   leftOut: number;
+  /** Of leftOut, the names that are not UTF-8 (see Walk.nonUtf8Names). */
+  nonUtf8Names: number;
   manifest: string;
 }
 
@@ -370,9 +372,10 @@ export async function startSnapshot(
   const path = root.layout.snapshotManifest(runId);
   const pacer = new Pacer();
   const walk = maxBytes <= 0
-    ? { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: "off" as const }
+    ? { entries: [], files: 0, bytes: 0, leftOut: 0, nonUtf8Names: 0, stopped: "off" as const }
     : await walkTree(cwd, { maxBytes, maxEntries, exclude: dataRootIn(root, cwd), pacer });
   manifest.leftOut = walk.leftOut;
+  if (walk.nonUtf8Names > 0) manifest.nonUtf8Names = walk.nonUtf8Names;
   let readBytes = 0;
   const summary = (): SnapshotSummary => ({
     state: manifest.state,
@@ -382,6 +385,7 @@ export async function startSnapshot(
     storedBytes: manifest.storedBytes,
     readBytes,
     leftOut: manifest.leftOut,
+    nonUtf8Names: walk.nonUtf8Names,
     manifest: path,
   });
   if (walk.stopped !== null) {

@@ -24,6 +24,11 @@ export interface Walk {
   files: number;
   bytes: number;
   leftOut: number;
+  /**
+   * Of leftOut, the names that are not UTF-8: Deno hands them over with U+FFFD in place of their
+   * bytes, a name that does not exist, so nothing can be read or restored by it.
+   */
+  nonUtf8Names: number;
   /** Set when the walk stopped early: the limit it went over. */
   stopped: "bytes" | "entries" | null;
 }
@@ -81,9 +86,27 @@ function compareNames(a: Deno.DirEntry, b: Deno.DirEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/** Whether `path` names something (a link counts, whatever it points at). */
+export function nameExists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
 /** Walks `root` (an existing directory) and lists what a snapshot keeps of it. */
 export async function walkTree(root: string, limits: WalkLimits): Promise<Walk> {
-  const walk: Walk = { entries: [], files: 0, bytes: 0, leftOut: 0, stopped: null };
+  const walk: Walk = {
+    entries: [],
+    files: 0,
+    bytes: 0,
+    leftOut: 0,
+    nonUtf8Names: 0,
+    stopped: null,
+  };
   const rules = new IgnoreRules();
   const pacer = limits.pacer ?? new Pacer();
   const base = withoutTrailingSlash(root);
@@ -110,6 +133,11 @@ export async function walkTree(root: string, limits: WalkLimits): Promise<Walk> 
       }
       // A name from readdir has no "/" and is never "." or "..": no normalizing needed.
       const full = `${absolute}/${entry.name}`;
+      if (entry.name.includes("\uFFFD") && !nameExists(full)) {
+        walk.nonUtf8Names++;
+        walk.leftOut++;
+        continue;
+      }
       if (entry.isSymlink) {
         walk.entries.push({ type: "symlink", path, target: Deno.readLinkSync(full) });
       } else if (entry.isDirectory) {

@@ -125,3 +125,116 @@ Deno.test("reins replay of a run with no snapshot says so on one line and replay
     /, a copy of \S+ as it is now: no snapshot was taken, so the replay may diverge/,
   );
 });
+
+/** Makes a file named `bad<0xff>name` (not UTF-8: Deno cannot name it) in `dir`. */
+async function nonUtf8File(dir: string): Promise<void> {
+  const made = await new Deno.Command("sh", {
+    args: ["-c", `printf 'x' > "${dir}/$(printf 'bad\\377name')"`],
+  }).output();
+  assert.ok(made.success, new TextDecoder().decode(made.stderr));
+}
+
+const WRITE_AND_ANSWER = JSON.stringify([
+  { toolCalls: [{ id: "w", name: "write_file", args: { path: "out.txt", content: "hi" } }] },
+  { text: "wrote it" },
+]);
+
+// regression: one file whose name is not UTF-8 made the snapshot fail (lstat of the name Deno
+// made up with U+FFFD) and then the replay's copy too: the run could not be replayed at all (exit 6)
+Deno.test("reins replay of a run whose directory holds a name that is not UTF-8 leaves that file out, counts it and says so", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const work = await demoProject(dir.path);
+  await nonUtf8File(work);
+  await Deno.mkdir(`${work}/sub`);
+  await nonUtf8File(`${work}/sub`);
+  await Deno.writeTextFile(`${dir.path}/script.json`, WRITE_AND_ANSWER);
+  const run = await reins(["run", "--model", `mock:${dir.path}/script.json`, "go"], {
+    home,
+    cwd: work,
+    allowPaths: [dir.path],
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(
+    run.stderr,
+    /reins: warning: the snapshot of \S+ for run \S+ leaves out 2 files whose names are not UTF-8 \(reins cannot name them\); a replay will not have them/,
+  );
+  assert.doesNotMatch(run.stderr, /no snapshot/);
+
+  const replay = await reins(["replay", "last", "--json"], {
+    home,
+    cwd: work,
+    allowPaths: [dir.path],
+  });
+  assert.equal(replay.code, 0, replay.stderr);
+  assert.equal(JSON.parse(replay.stdout).diverged, false, replay.stdout);
+  assert.match(
+    replay.stderr,
+    /as the run found it \(1 file, \d+ bytes; 2 files whose names are not UTF-8 left out: reins cannot name them when it was taken\)/,
+  );
+  const restored = JSON.parse(replay.stdout).cwd;
+  assert.equal(await Deno.readTextFile(`${restored}/notes.txt`), NOTES);
+});
+
+// regression: a manifest's mode 0o4777 was restored as is: setuid and world-writable
+Deno.test("reins replay restores a file's permission bits but never setuid, setgid or sticky", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const work = await demoProject(dir.path);
+  await Deno.writeTextFile(`${work}/tool.sh`, "#!/bin/sh\n");
+  await Deno.chmod(`${work}/tool.sh`, 0o4755);
+  await Deno.writeTextFile(`${dir.path}/script.json`, WRITE_AND_ANSWER);
+  const run = await reins(["run", "--json", "--model", `mock:${dir.path}/script.json`, "go"], {
+    home,
+    cwd: work,
+    allowPaths: [dir.path],
+  });
+  assert.equal(run.code, 0, run.stderr);
+  const { runId } = JSON.parse(run.stdout);
+  // The manifest as someone with the data root's rights could leave it.
+  const manifestPath = `${home}/snapshots/manifests/${runId}.json`;
+  const manifest = JSON.parse(await Deno.readTextFile(manifestPath));
+  const tool = manifest.entries.find((entry: { path: string }) => entry.path === "tool.sh");
+  assert.equal(tool.mode, 0o4755, "the snapshot records the mode as it was");
+  manifest.entries.find((entry: { path: string }) => entry.path === "notes.txt").mode = 0o4777;
+  await Deno.writeTextFile(manifestPath, JSON.stringify(manifest));
+
+  const replay = await reins(["replay", runId, "--json"], {
+    home,
+    cwd: work,
+    allowPaths: [dir.path],
+  });
+  assert.equal(replay.code, 0, replay.stderr);
+  const restored = JSON.parse(replay.stdout).cwd;
+  assert.equal((await Deno.stat(`${restored}/tool.sh`)).mode! & 0o7777, 0o755);
+  assert.equal((await Deno.stat(`${restored}/notes.txt`)).mode! & 0o7777, 0o777);
+});
+
+Deno.test("reins replay's copy of a directory without a snapshot drops setuid and names that are not UTF-8", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const work = await demoProject(dir.path);
+  await Deno.writeTextFile(`${work}/tool.sh`, "#!/bin/sh\n");
+  await Deno.chmod(`${work}/tool.sh`, 0o4755);
+  await Deno.writeTextFile(`${dir.path}/script.json`, WRITE_AND_ANSWER);
+  const run = await reins(["run", "--json", "--model", `mock:${dir.path}/script.json`, "go"], {
+    home,
+    cwd: work,
+    allowPaths: [dir.path],
+  });
+  const { runId } = JSON.parse(run.stdout);
+  await Deno.remove(`${home}/snapshots/manifests/${runId}.json`);
+  await nonUtf8File(work);
+  const replay = await reins(["replay", runId, "--json"], {
+    home,
+    cwd: work,
+    allowPaths: [dir.path],
+  });
+  assert.equal(replay.code, 0, replay.stderr);
+  assert.match(
+    replay.stderr,
+    /a copy of \S+ as it is now \(1 file whose name is not UTF-8 left out: reins cannot name it\): no snapshot was taken/,
+  );
+  const restored = JSON.parse(replay.stdout).cwd;
+  assert.equal((await Deno.stat(`${restored}/tool.sh`)).mode! & 0o7777, 0o755);
+});

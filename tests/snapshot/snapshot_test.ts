@@ -65,6 +65,7 @@ Deno.test("takeSnapshot() lists each kept path with its mode, size and sha256, l
       storedBytes: 10 + 16 + 5 + 18 + 20, // same.txt twice, stored once
       readBytes: 10 + 16 + 5 + 5 + 18 + 20,
       leftOut: 3,
+      nonUtf8Names: 0,
       manifest: undefined,
     },
   );
