@@ -18,7 +18,7 @@ export function run(ctx: CommandContext<Flags>): Promise<number> {
 }
 
 function execute(ctx: CommandContext<Flags>): number {
-  using store = openStore(ctx.home);
+  using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
   const entries = store.contexts.list();
   if (ctx.io.jsonMode) {
     ctx.io.json(entries);

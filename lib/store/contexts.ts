@@ -1,19 +1,26 @@
 // Context id → harness sessions: `contexts/<context id>/harness-session.json`, so the next turn
 // on a context continues the same conversation — each driver its own (claude its Claude Code
-// session, codex its thread, …), with the one used last at the top (docs/contexts.md). Works in memory when there is no data root, and when
-// the file cannot be written it says so once per map and goes on with what it remembers. The
-// file is read on every get(), so a long-lived map (a server's) sees what other processes wrote;
-// only what could not be saved is kept in memory. It does not decide whether to resume (the turn
+// session, codex its thread, …), with the one used last at the top (docs/contexts.md). Works in
+// memory when there is no data root, and when the file cannot be written it says so once per map
+// and goes on with what it remembers. Every write is durable (fsync of the file before its
+// rename, of the directory after): a rename a power cut overtook could leave the file empty. A
+// file that is there but empty or damaged is said once and rebuilt from the context's runs
+// (written back by the next put), never taken for a new conversation. The file is read on every
+// get(), so a long-lived map (a server's) sees what other processes wrote; only what could not be
+// saved is kept in memory. It does not decide whether to resume (the turn
 // engine does), nor does it serialise turns (the engine's context lock does): it only remembers.
 // An entry that someone else could have written (another owner, group/other-writable, or in such
 // a directory) is not used: it would let them pick the session an agent continues.
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
-import type { DriverSession, HarnessSession } from "./contracts.ts";
-import { asHarnessSession, HARNESS_SESSION_TYPE } from "./contract_runtime.ts";
+import type { DriverSession, HarnessSession, RunRecord } from "./contracts.ts";
+import { HARNESS_SESSION_TYPE, harnessSessionProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 
 export { HARNESS_SESSION_FILE } from "../core/layout.ts";
+
+/** `harness-session.json.damaged`: the bytes of a damaged entry, kept when it was rebuilt. */
+export const DAMAGED_SUFFIX = ".damaged";
 
 /** What put() remembers: one driver's session under a context. */
 export interface ContextSession {
@@ -32,24 +39,84 @@ export interface ContextEntry extends HarnessSession {
 /** A context's sessions as read: `sessions` always there, one per driver, newest first. */
 export type ContextSessions = HarnessSession & { sessions: DriverSession[] };
 
+/** What is at a context's entry: nothing, an entry, or a file that is not one (and why). */
+export type HarnessSessionFile =
+  | { state: "missing" }
+  | { state: "ok"; entry: ContextSessions }
+  | { state: "damaged"; why: string; text: string | null };
+
 /**
- * Reads an entry; anything unreadable, foreign or with an empty session reads as absent. A file
- * written before reins kept a session per driver (no `sessions`) reads as a map of one.
+ * Reads an entry. A file written before reins kept a session per driver (no `sessions`) reads as
+ * a map of one. A link reads as missing (the trust checks refuse it before this is asked).
  */
-export function readHarnessSession(path: string): ContextSessions | null {
+export function readHarnessSessionFile(path: string): HarnessSessionFile {
   let text: string;
   try {
-    if (Deno.lstatSync(path).isSymlink) return null;
+    if (Deno.lstatSync(path).isSymlink) return { state: "missing" };
     text = Deno.readTextFileSync(path);
-  } catch {
-    return null;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return { state: "missing" };
+    }
+    return { state: "damaged", why: `it cannot be read (${describeError(error)})`, text: null };
   }
+  if (text.trim() === "") return { state: "damaged", why: "it is empty", text };
+  let value: unknown;
   try {
-    const parsed = asHarnessSession(JSON.parse(text));
-    return parsed === null ? null : withSessions(parsed);
-  } catch {
-    return null;
+    value = JSON.parse(text);
+  } catch (error) {
+    return { state: "damaged", why: `it is not JSON (${(error as Error).message})`, text };
   }
+  const problem = harnessSessionProblem(value);
+  if (problem !== null) {
+    return { state: "damaged", why: `it is not a session entry (${problem})`, text };
+  }
+  return { state: "ok", entry: withSessions(value as HarnessSession) };
+}
+
+/** The entry at `path`, or null for none or one that cannot be used (see readHarnessSessionFile). */
+export function readHarnessSession(path: string): ContextSessions | null {
+  const file = readHarnessSessionFile(path);
+  return file.state === "ok" ? file.entry : null;
+}
+
+/**
+ * The entry a context's runs make, for a file that was lost: each driver's session is the one of
+ * its newest run, with the native id the session's runs recorded (session.linked), created when
+ * the session's first run started and updated when its last one ended; the driver of the newest
+ * run is on top. Null when there are no runs. `runs` are the context's runs, in any order.
+ */
+export function sessionsFromRuns(runs: readonly RunRecord[]): ContextSessions | null {
+  const newestFirst = [...runs].sort((a, b) =>
+    a.startedAt > b.startedAt ? -1 : a.startedAt < b.startedAt ? 1 : a.id > b.id ? -1 : 1
+  );
+  const sessions: DriverSession[] = [];
+  for (const run of newestFirst) {
+    if (sessions.some((session) => session.driver === run.driver)) continue;
+    const own = newestFirst.filter((other) => other.sessionId === run.sessionId);
+    const times = own.flatMap((other) => [other.startedAt, other.endedAt ?? other.startedAt])
+      .map((at) => Date.parse(at)).filter(Number.isFinite);
+    sessions.push({
+      driver: run.driver,
+      harness: run.harness,
+      session_id: run.sessionId,
+      native_session_id: own.find((other) => other.nativeSessionId)?.nativeSessionId ?? null,
+      created_ms: Math.min(...times),
+      updated_ms: Math.max(...times),
+    });
+  }
+  const [top] = sessions;
+  if (top === undefined) return null;
+  return {
+    type: HARNESS_SESSION_TYPE,
+    session_id: top.session_id,
+    native_session_id: top.native_session_id,
+    harness: top.harness,
+    driver: top.driver,
+    created_ms: Math.min(...sessions.map((session) => session.created_ms)),
+    updated_ms: top.updated_ms,
+    sessions,
+  };
 }
 
 /** The last-used session as one driver's entry. */
@@ -86,9 +153,20 @@ function withSessions(entry: HarnessSession): ContextSessions {
   return { ...entry, sessions };
 }
 
+export interface ContextMapOptions {
+  /**
+   * The runs recorded on a context (any order), to rebuild a lost or damaged entry from. Without
+   * it such an entry reads as absent.
+   */
+  contextRuns?: (contextId: string) => RunRecord[];
+}
+
 export class ContextMap {
   readonly #root: DataRoot | null;
   readonly #report: (message: string) => void;
+  readonly #contextRuns: ((contextId: string) => RunRecord[]) | null;
+  /** Files found damaged and rebuilt (said once each), with their bytes to keep when replaced. */
+  readonly #rebuilt = new Map<string, string | null>();
   /** Entries this map could not save (all of them with no data root); null: forgotten. */
   readonly #unsaved = new Map<string, ContextSessions | null>();
   readonly #distrusted = new Set<string>();
@@ -98,9 +176,14 @@ export class ContextMap {
    * `root` is the data root (null: remember in memory only); `report` receives a persistence
    * failure, at most once for the life of this map, and each entry refused as untrusted, once.
    */
-  constructor(root: DataRoot | null, report: (message: string) => void = () => {}) {
+  constructor(
+    root: DataRoot | null,
+    report: (message: string) => void = () => {},
+    options: ContextMapOptions = {},
+  ) {
     this.#root = root;
     this.#report = report;
+    this.#contextRuns = options.contextRuns ?? null;
   }
 
   /** The file of a context, or null with no data root or for an id that is not a safe name. */
@@ -114,7 +197,39 @@ export class ContextMap {
     if (this.#unsaved.has(contextId)) return this.#unsaved.get(contextId) ?? null;
     const path = this.entryPath(contextId);
     if (path === null || !this.vet(contextId)) return null;
-    return readHarnessSession(path);
+    const file = readHarnessSessionFile(path);
+    if (file.state === "ok") return file.entry;
+    if (file.state === "missing") return null;
+    return this.#rebuild(contextId, path, file);
+  }
+
+  /** A damaged entry rebuilt from the context's runs (and said, once per file), or null. */
+  #rebuild(
+    contextId: string,
+    path: string,
+    file: Extract<HarnessSessionFile, { state: "damaged" }>,
+  ): ContextSessions | null {
+    let runs: RunRecord[] = [];
+    let lookup: string | null = null;
+    try {
+      runs = this.#contextRuns?.(contextId) ?? [];
+    } catch (error) {
+      lookup = describeError(error);
+    }
+    const entry = sessionsFromRuns(runs);
+    if (!this.#rebuilt.has(path)) {
+      this.#rebuilt.set(path, file.text);
+      const rebuilt = entry === null
+        ? `${
+          lookup ?? "the context has no runs"
+        } to rebuild it from: its next turn starts a fresh session`
+        : `rebuilt from the context's ${runs.length} run${runs.length === 1 ? "" : "s"} (${
+          entry.sessions.map((session) => `${session.driver} session ${session.session_id}`)
+            .join(", ")
+        }), written back at its next turn`;
+      this.#report(`the session file ${path} of context '${contextId}': ${file.why}; ${rebuilt}`);
+    }
+    return entry;
   }
 
   /** The session `driver` keeps under the context, or null when it has none there. */
@@ -165,7 +280,8 @@ export class ContextMap {
     if (next === null) return null;
     if (next.path === null) return next.entry;
     try {
-      this.#root!.writeFileAtomic(next.path, next.text, { durable: next.durable });
+      this.#keepDamaged(next.path);
+      this.#root!.writeFileAtomic(next.path, next.text);
       this.#saved(next.path, contextId);
     } catch (error) {
       this.#unsavable(contextId, next.entry, next.path, error);
@@ -174,10 +290,9 @@ export class ContextMap {
   }
 
   /**
-   * put() without holding the thread for the disk: a durable write's two fsyncs (the file before
-   * its rename, then the directory) run on Deno's blocking pool, so concurrent turns overlap
-   * them. Resolves once the entry is in place and, when it names another session, durable; never
-   * rejects (a failure is reported as put() reports it). The caller serialises its writes to one
+   * put() without holding the thread for the disk: the write's two fsyncs (the file before its
+   * rename, then the directory) run on Deno's blocking pool, so concurrent turns overlap them.
+   * Resolves once the entry is in place and durable; never rejects (a failure is reported as put() reports it). The caller serialises its writes to one
    * context (the turn engine holds the context's lock and chains them).
    */
   async putAsync(
@@ -189,8 +304,8 @@ export class ContextMap {
     if (next === null) return null;
     if (next.path === null) return next.entry;
     try {
-      if (next.durable) await this.#root!.writeFileAtomicAsync(next.path, next.text);
-      else this.#root!.writeFileAtomic(next.path, next.text, { durable: false });
+      this.#keepDamaged(next.path);
+      await this.#root!.writeFileAtomicAsync(next.path, next.text);
       this.#saved(next.path, contextId);
     } catch (error) {
       this.#unsavable(contextId, next.entry, next.path, error);
@@ -206,7 +321,7 @@ export class ContextMap {
     contextId: string,
     session: ContextSession,
     nowMs: number,
-  ): { entry: ContextSessions; path: string | null; text: string; durable: boolean } | null {
+  ): { entry: ContextSessions; path: string | null; text: string } | null {
     if (session.sessionId === "") return null;
     const previous = this.get(contextId);
     const own = previous?.sessions.find((entry) => entry.driver === session.driver);
@@ -233,16 +348,26 @@ export class ContextMap {
     const path = this.entryPath(contextId);
     if (path === null || this.#root === null) {
       this.#unsaved.set(contextId, entry);
-      return { entry, path: null, text: "", durable: false };
+      return { entry, path: null, text: "" };
     }
-    // Synced only when it names another session than the file did: a turn that resumes the
-    // session on top only moves `updated_ms`, which a power cut may lose at no cost — and
-    // every resumed turn would pay two fsyncs for it (`deno task bench` "a run with --context").
-    const sameSession = previous !== null && previous.driver === current.driver &&
-      previous.session_id === current.session_id &&
-      previous.native_session_id === current.native_session_id &&
-      previous.harness === current.harness;
-    return { entry, path, text: `${JSON.stringify(entry, null, 2)}\n`, durable: !sameSession };
+    // Always durable, a resumed turn's too: unsynced, the rename can reach the disk before the
+    // bytes do, and a power cut then leaves the file empty — the conversation lost, not only
+    // its `updated_ms` (see `deno task bench` "a run with --context" for what the fsyncs cost).
+    return { entry, path, text: `${JSON.stringify(entry, null, 2)}\n` };
+  }
+
+  /** Before a rebuilt entry replaces its damaged file: the damaged bytes kept beside it, once. */
+  #keepDamaged(path: string): void {
+    const text = this.#rebuilt.get(path);
+    if (text === undefined) return;
+    this.#rebuilt.delete(path);
+    if (text === null || text.trim() === "") return;
+    const copy = `${path}${DAMAGED_SUFFIX}`;
+    try {
+      Deno.lstatSync(copy);
+      return; // the first damaged file is the evidence
+    } catch { /* none yet */ }
+    this.#root!.writeFileAtomic(copy, text);
   }
 
   #saved(path: string, contextId: string): void {

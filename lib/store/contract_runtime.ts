@@ -105,6 +105,12 @@ export function runRecordProblem(value: unknown): string | null {
   return issue === null ? null : describeIssue(issue);
 }
 
+/** Why `value` is not a valid harness-session entry (one line), or null. */
+export function harnessSessionProblem(value: unknown): string | null {
+  const issue = validateHarnessSession(value);
+  return issue === null ? null : describeIssue(issue);
+}
+
 /** `value` as a harness-session entry, or null when it is not a valid one. */
 export function asHarnessSession(value: unknown): HarnessSession | null {
   return validateHarnessSession(value) === null ? value as HarnessSession : null;

@@ -22,7 +22,7 @@ import { type EventsRead, readEvents } from "./event_log.ts";
 import { EventTail } from "./event_tail.ts";
 import { conversationEvents, type RunFamily, runFamily, sessionEvents } from "./family.ts";
 import { connectIndex, openedIndex, resetIndex, type RunIndex } from "./index_db.ts";
-import { type ListedRuns, listRunJson, type RunFilter } from "./list.ts";
+import { type ListedRuns, listRunJson, MAX_LIMIT, type RunFilter } from "./list.ts";
 import { type OwnerState, ownerState, reconcileCheaply } from "./liveness.ts";
 import { listRuns, resolveRun, resolveRunId, storeIndex, uniqueRunPrefix } from "./lookup.ts";
 import {
@@ -60,7 +60,11 @@ export class Store extends DataRoot {
 
   constructor(home: string, options: StoreOptions = {}) {
     super(home, options);
-    this.contexts = new ContextMap(this, (message) => this.warn(message));
+    this.contexts = new ContextMap(this, (message) => this.warn(message), {
+      // A damaged harness-session.json is rebuilt from the context's runs (their records, which
+      // hold what run.started and session.linked said).
+      contextRuns: (contextId) => listRuns(this, { contextId, limit: MAX_LIMIT }),
+    });
   }
 
   /** Creates a run; the returned writer owns it (its lock) until close(). */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ContextMap, readHarnessSession } from "../../lib/store/contexts.ts";
+import { ContextMap, readHarnessSession, sessionsFromRuns } from "../../lib/store/contexts.ts";
 import { DataRoot } from "../../lib/store/data_root.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { tempDir } from "../support/reins.ts";
@@ -228,9 +228,53 @@ Deno.test("ContextMap.putAsync() writes what put() writes, leaving the thread fr
   assert.equal(mode(path), 0o600);
   assert.equal(entry?.session_id, "sess-1");
   assert.deepEqual(store.contexts.get("ctx"), entry);
-  // The same session again only moves updated_ms (as put() does): written at once, not synced.
+  // The same session again moves updated_ms, durably too (synced before its rename).
   const again = store.contexts.putAsync("ctx", SESSION, 2_000);
-  assert.equal(readHarnessSession(path)?.updated_ms, 2_000);
+  assert.equal(readHarnessSession(path)?.updated_ms, 1_000);
   assert.equal((await again)?.created_ms, 1_000);
+  assert.equal(readHarnessSession(path)?.updated_ms, 2_000);
   assert.equal(await store.contexts.putAsync("ctx", { ...SESSION, sessionId: "" }), null);
+});
+
+Deno.test("sessionsFromRuns() gives each driver the session of its newest run, the newest driver on top", () => {
+  const run = (
+    id: string,
+    driver: string,
+    sessionId: string,
+    startedAt: string,
+    native: string | null,
+  ) => ({
+    id,
+    sessionId,
+    contextId: "c",
+    nativeSessionId: native,
+    parentRunId: null,
+    resumedFromRunId: null,
+    relation: null,
+    harness: driver === "claude" ? "claude-code" : driver,
+    driver,
+    trigger: "cli" as const,
+    cwd: "/w",
+    goal: null,
+    startedAt,
+    endedAt: startedAt.replace(":00.000Z", ":30.000Z"),
+    status: "completed" as const,
+    exitCode: null,
+    terminalReason: null,
+  });
+  const entry = sessionsFromRuns([
+    run("r1", "claude", "s-old", "2026-01-01T10:00:00.000Z", "n-old"),
+    run("r2", "claude", "s-claude", "2026-01-01T11:00:00.000Z", "n-claude"),
+    run("r3", "codex", "s-codex", "2026-01-01T12:00:00.000Z", null),
+    run("r4", "claude", "s-claude", "2026-01-01T13:00:00.000Z", null),
+  ])!;
+  assert.deepEqual(entry.sessions.map((s) => [s.driver, s.session_id, s.native_session_id]), [
+    ["claude", "s-claude", "n-claude"],
+    ["codex", "s-codex", null],
+  ]);
+  assert.equal(entry.session_id, "s-claude");
+  assert.equal(entry.sessions[0].created_ms, Date.parse("2026-01-01T11:00:00.000Z"));
+  assert.equal(entry.sessions[0].updated_ms, Date.parse("2026-01-01T13:00:30.000Z"));
+  assert.equal(entry.created_ms, Date.parse("2026-01-01T11:00:00.000Z"));
+  assert.equal(sessionsFromRuns([]), null);
 });
