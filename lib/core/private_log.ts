@@ -9,6 +9,7 @@ import { ensurePrivateDir } from "./private_dir.ts";
 import { type CheckedDirs, checkFile } from "./trust.ts";
 
 const encoder = new TextEncoder();
+const NEWLINE = new Uint8Array([0x0a]);
 
 /** What an append callback sees of the file, under its lock. */
 export interface LockedTail {
@@ -18,6 +19,19 @@ export interface LockedTail {
   readonly knownSize: number;
   /** Reads bytes [start, end) of the file. */
   read(start: number, end: number): Uint8Array;
+  /**
+   * Sets complete lines aside (see PrivateLog's setAside): their bytes are appended to
+   * `evidencePath`, then overwritten with spaces in place.
+   */
+  setAside(lines: readonly SetAsideLine[], evidencePath: string): void;
+}
+
+/** A complete line of a log: bytes [start, end) (the newline at `end` not included). */
+export interface SetAsideLine {
+  start: number;
+  end: number;
+  /** Its 1-based line number, for people. */
+  line: number;
 }
 
 /**
@@ -103,7 +117,9 @@ export class PrivateLog {
         if (held) this.#hold = "checked";
       }
       const read = (start: number, end: number) => readRange(file, start, end);
-      const line = build({ size, knownSize: this.#knownSize, read });
+      const setAside = (lines: readonly SetAsideLine[], evidencePath: string) =>
+        this.#setAside(file, lines, evidencePath);
+      const line = build({ size, knownSize: this.#knownSize, read, setAside });
       if (line === null) {
         this.#knownSize = size;
         return -1;
@@ -201,6 +217,42 @@ export class PrivateLog {
   #handle(): Deno.FsFile {
     if (this.#file === null) throw new Error(`The log ${this.path} is closed`);
     return this.#file;
+  }
+
+  /**
+   * Under the lock: complete lines that cannot be kept in the log (garbage) go to `evidencePath`
+   * (0600, appended, fsynced: `<line number>:` and the bytes as they were, one record a line),
+   * then each is overwritten with as many spaces, in place and fdatasynced: no byte of any other
+   * line moves, so a reader holding an offset, or a crash at any point, loses nothing but the
+   * garbage, which is kept. A crash between the two leaves the lines to be set aside again.
+   */
+  #setAside(file: Deno.FsFile, lines: readonly SetAsideLine[], evidencePath: string): void {
+    if (lines.length === 0) return;
+    const records: Uint8Array[] = [];
+    for (const { start, end, line } of lines) {
+      records.push(encoder.encode(`${line}:`), readRange(file, start, end), NEWLINE);
+    }
+    checkFile(this.#root, evidencePath, "write");
+    const evidence = Deno.openSync(evidencePath, { append: true, create: true, mode: FILE_MODE });
+    try {
+      Deno.chmodSync(evidencePath, FILE_MODE);
+      for (const record of records) writeAll(evidence, record);
+      evidence.syncDataSync();
+    } finally {
+      evidence.close();
+    }
+    // The log's own handle appends (O_APPEND writes go to the end, wherever it seeks): a second
+    // handle, not appending, writes in place; the lock this one holds keeps other writers off.
+    const inPlace = Deno.openSync(this.path, { write: true });
+    try {
+      for (const { start, end } of lines) {
+        inPlace.seekSync(start, Deno.SeekMode.Start);
+        writeAll(inPlace, new Uint8Array(end - start).fill(0x20));
+      }
+      inPlace.syncDataSync();
+    } finally {
+      inPlace.close();
+    }
   }
 
   #repairTornTail(file: Deno.FsFile, size: number): number {

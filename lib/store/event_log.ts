@@ -17,6 +17,9 @@ import {
 } from "./contract_runtime.ts";
 import { EVENTS_FILE, shownPath } from "./run_files.ts";
 
+/** `events.jsonl.garbage`: complete lines that were not JSON, set aside out of the log. */
+export const GARBAGE_SUFFIX = ".garbage";
+
 /** A line of events.jsonl that was skipped, with its 1-based line number and why. */
 export interface LineProblem {
   line: number;
@@ -53,8 +56,10 @@ export function parseEventLog(text: string, runId?: string): EventsRead {
     try {
       value = JSON.parse(body);
     } catch (error) {
-      const reason = body.trim() === "" ? "empty line" : `not JSON: ${(error as Error).message}`;
-      problems.push({ line, reason });
+      // An empty or blank line holds nothing (garbage an appender set aside is blanked).
+      if (body.trim() !== "") {
+        problems.push({ line, reason: `not JSON: ${(error as Error).message}` });
+      }
       continue;
     }
     // The common case without an allocation: the generated check passes and the run matches.
@@ -143,6 +148,7 @@ export class EventLog {
   readonly #runIdJson: string;
   readonly #sessionIdJson: string;
   readonly #holdBursts: boolean;
+  readonly #warn: (message: string) => void;
   #afterFirstSync: FirstSync | null;
   #holding = false;
   /** How much of the file this handle has taken into account. */
@@ -155,7 +161,9 @@ export class EventLog {
     sessionId: string,
     log: PrivateLog,
     options: EventLogOptions,
+    warn: (message: string) => void,
   ) {
+    this.#warn = warn;
     this.runId = runId;
     this.sessionId = sessionId;
     this.#log = log;
@@ -178,7 +186,7 @@ export class EventLog {
     options: EventLogOptions = {},
   ): EventLog {
     const log = root.openLog(root.layout.events(runId));
-    return new EventLog(runId, sessionId, log, options);
+    return new EventLog(runId, sessionId, log, options, (message) => root.warn(message));
   }
 
   /**
@@ -193,7 +201,7 @@ export class EventLog {
     options: EventLogOptions = {},
   ): EventLog {
     const log = root.createLog(root.layout.events(runId), at);
-    return new EventLog(runId, sessionId, log, options);
+    return new EventLog(runId, sessionId, log, options, (message) => root.warn(message));
   }
 
   /** The outcome the log holds (its first terminal event), as of this handle's last look. */
@@ -332,6 +340,37 @@ export class EventLog {
     this.#log.release();
   }
 
+  /**
+   * Sets the complete lines that are not JSON aside, as a torn tail is: their bytes go to
+   * `events.jsonl.garbage` (with their line numbers), and they are blanked in the log, so that
+   * readers stop warning of them on every read. Valid lines are never touched (see
+   * PrivateLog.setAside). Said once, naming where the bytes are kept.
+   */
+  #setAsideGarbage(tail: LockedTail, from: number, bytes: Uint8Array): void {
+    const found = garbageLines(bytes, from);
+    if (found.length === 0) return;
+    // Line numbers count from the file's start: the lines before `from` are counted once here.
+    let line = 1;
+    if (from > 0) line += countNewlines(tail.read(0, from), 0, from);
+    let counted = 0;
+    const numbered = found.map(({ start, end }) => {
+      line += countNewlines(bytes, counted, start - from);
+      counted = start - from;
+      return { start, end, line };
+    });
+    const evidence = `${this.#log.path}${GARBAGE_SUFFIX}`;
+    tail.setAside(numbered, evidence);
+    const file = shownPath(this.runId, EVENTS_FILE);
+    this.#warn(
+      `${file}: set aside ${numbered.length} line${numbered.length === 1 ? "" : "s"} that ${
+        numbered.length === 1 ? "was" : "were"
+      } not JSON (line ${numbered.map((entry) => entry.line).join(", ")}), blanked in the log; ` +
+        `${
+          numbered.length === 1 ? "its bytes are" : "their bytes are"
+        } kept in ${file}${GARBAGE_SUFFIX}`,
+    );
+  }
+
   #catchUp(tail: LockedTail): void {
     if (tail.size === this.#seen) return;
     let from = this.#seen;
@@ -341,7 +380,9 @@ export class EventLog {
       this.#lastSequence = -1;
       this.#settled = null;
     }
-    const text = decoder.decode(tail.read(from, tail.size));
+    const bytes = tail.read(from, tail.size);
+    this.#setAsideGarbage(tail, from, bytes);
+    const text = decoder.decode(bytes);
     this.#seen = tail.size;
     const lines = text.split("\n");
     for (const line of lines) {
@@ -359,6 +400,47 @@ export class EventLog {
       }
     }
   }
+}
+
+/**
+ * The complete lines of `bytes` (the log from offset `from`) that are not JSON at all, found as the
+ * appender catches up: a line shaped as reins writes one (`{"id":"…}`) is taken for JSON without
+ * parsing it (the readers judge it: parsing every line would cost a catch-up over a large log
+ * half again), anything else is parsed; empty and blank lines (garbage set aside before) hold
+ * nothing.
+ */
+function garbageLines(bytes: Uint8Array, from: number): { start: number; end: number }[] {
+  const found: { start: number; end: number }[] = [];
+  let start = 0;
+  for (let end = bytes.indexOf(0x0a); end >= 0; end = bytes.indexOf(0x0a, start)) {
+    const line = bytes.subarray(start, end);
+    if (line.length > 0 && !(startsLikeAnEvent(line) && line[line.length - 1] === 0x7d)) {
+      if (!line.every((byte) => byte === 0x20)) {
+        try {
+          JSON.parse(decoder.decode(line));
+        } catch {
+          found.push({ start: from + start, end: from + end });
+        }
+      }
+    }
+    start = end + 1;
+  }
+  return found;
+}
+
+const EVENT_START = new TextEncoder().encode('{"id":"');
+
+function startsLikeAnEvent(line: Uint8Array): boolean {
+  if (line.length < EVENT_START.length) return false;
+  for (let i = 0; i < EVENT_START.length; i++) if (line[i] !== EVENT_START[i]) return false;
+  return true;
+}
+
+/** The newlines in bytes [from, to). */
+function countNewlines(bytes: Uint8Array, from: number, to: number): number {
+  let count = 0;
+  for (let i = bytes.indexOf(0x0a, from); i >= 0 && i < to; i = bytes.indexOf(0x0a, i + 1)) count++;
+  return count;
 }
 
 /** A line as an object with the envelope fields the appender needs, or null. */
