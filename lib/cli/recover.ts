@@ -10,7 +10,8 @@ import { openStore } from "../store/store.ts";
 export const usage = "reins recover [--reindex]";
 export const description =
   "Marks interrupted every run whose process is gone before it settled (appending a " +
-  "status.changed event), corrects a run.json that disagrees with its events (keeping a copy as " +
+  "status.changed event) after stopping what its agents left running (each process group checked " +
+  "by its start time, also for runs already interrupted), corrects a run.json that disagrees with its events (keeping a copy as " +
   "run.json.before-outcome-repair), rebuilds a damaged run.json from the events and reports " +
   "damaged event lines. Runs whose process is alive are left alone; a run whose files are " +
   "planted links, or could have been written by someone else, is skipped and reported (and " +
@@ -31,14 +32,15 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     );
   }
   using store = openStore(ctx.home, { warn: (message) => ctx.io.warn(message) });
-  const report = store.reconcileInterruptedRuns({ reindex: ctx.flags.reindex });
-  // What the dead owners' agents left running is stopped (verified by start time) and said.
-  const { stopLeftAgents, describeLeftAgent } = await importLazily<
-    typeof import("../store/left_agents.ts")
-  >("store/left_agents.ts");
-  const agents = await stopLeftAgents(store, [...report.interrupted, ...report.skipped]);
+  // What the dead owners' agents left running is stopped with their runs (verified by start
+  // time): report.agents says what was found.
+  const report = await store.reconcileInterruptedRuns({ reindex: ctx.flags.reindex });
+  const { agents } = report;
+  const { describeLeftAgent } = await importLazily<typeof import("../store/left_agents.ts")>(
+    "store/left_agents.ts",
+  );
   if (ctx.io.jsonMode) {
-    ctx.io.json({ ...report, agents });
+    ctx.io.json(report);
     return 0;
   }
   for (const left of agents) {

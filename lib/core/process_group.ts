@@ -155,6 +155,15 @@ export interface GroupMember {
  * (then nothing can be verified, and nothing should be signalled).
  */
 export async function groupMembers(pgid: number): Promise<GroupMember[] | null> {
+  const groups = await processGroups();
+  return groups === null ? null : groups.get(pgid) ?? [];
+}
+
+/**
+ * Every process group with its members and their start times, from one run of `ps`; null when
+ * `ps` cannot be run. For a caller about to look at many groups (a recovery of many runs).
+ */
+export async function processGroups(): Promise<Map<number, GroupMember[]> | null> {
   let text: string;
   try {
     const output = await new Deno.Command("ps", {
@@ -169,15 +178,18 @@ export async function groupMembers(pgid: number): Promise<GroupMember[] | null> 
   } catch {
     return null;
   }
-  const members: GroupMember[] = [];
+  const groups = new Map<number, GroupMember[]>();
   for (const line of text.split("\n")) {
     const match = /^\s*(\d+)\s+(\d+)\s+(.+?)\s*$/.exec(line);
-    if (match === null || Number(match[2]) !== pgid) continue;
+    if (match === null) continue;
     const startedMs = Date.parse(`${match[3]} UTC`);
     if (Number.isNaN(startedMs)) continue;
+    const pgid = Number(match[2]);
+    const members = groups.get(pgid) ?? [];
     members.push({ pid: Number(match[1]), pgid, startedMs });
+    groups.set(pgid, members);
   }
-  return members;
+  return groups;
 }
 
 /** What stopAgentGroup did, in a form a recovery report can say. */
@@ -196,9 +208,12 @@ export type GroupStop =
  */
 export async function stopAgentGroup(
   agent: AgentProcess,
-  options: { graceMs?: number } = {},
+  options: { graceMs?: number; groups?: Map<number, GroupMember[]> | null } = {},
 ): Promise<GroupStop> {
-  const members = await groupMembers(agent.pgid);
+  // A census of the groups taken since the agent's reins died (processGroups) spares a `ps`.
+  const members = options.groups === undefined || options.groups === null
+    ? await groupMembers(agent.pgid)
+    : options.groups.get(agent.pgid) ?? [];
   if (members === null) {
     return { state: "unknown", why: "ps cannot be run to check it is the agent's" };
   }

@@ -10,7 +10,7 @@ import type { RunEvent, SettledStatus } from "../store/contracts.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import type { PendingDecision } from "../store/decisions.ts";
 import { EventTail, type TailBatch } from "../store/event_tail.ts";
-import { ownerState } from "../store/liveness.ts";
+import { ownerState, warnLeftAgents } from "../store/liveness.ts";
 import { readRecordFile } from "../store/run_record.ts";
 import { isActive } from "../store/run_files.ts";
 
@@ -73,7 +73,9 @@ async function settledStatus(root: DataRoot, runId: string): Promise<SettledStat
   const { reconcileRun } = await importLazily<typeof import("../store/reconcile.ts")>(
     "store/reconcile.ts",
   );
-  reconcileRun(root, runId);
+  // As any reconciler does, it stops the groups the dead owner's agents left running first.
+  const result = await reconcileRun(root, runId);
+  await warnLeftAgents(root, result.agents);
   // The interruption is in the log now; the next read brings it.
   return null;
 }

@@ -1,10 +1,18 @@
 // The agents a run started and its dead owner left running: read from runs/<id>/agents.jsonl
 // (written by the turn as each started) and stopped, group by group, when they are verifiably
-// the same processes (lib/core/process_group.ts). Run by the reconciliation that finds a run's
-// owner gone, cheap or full. It never touches a process it cannot verify.
+// the same processes (lib/core/process_group.ts). Run by reconcileRun (reconcile.ts) whenever it
+// settles a run whose owner is gone as interrupted — whoever asked it: reins show --follow, the
+// cheap reconciliation every command does, reins recover. It never touches a process it cannot
+// verify.
 import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
-import { type AgentProcess, type GroupStop, stopAgentGroup } from "../core/process_group.ts";
+import {
+  type AgentProcess,
+  type GroupMember,
+  type GroupStop,
+  processGroups,
+  stopAgentGroup,
+} from "../core/process_group.ts";
 import type { DataRoot } from "./data_root.ts";
 
 export interface LeftAgent {
@@ -38,11 +46,24 @@ export function recordedAgents(root: DataRoot, runId: string): AgentProcess[] {
   return agents;
 }
 
+/**
+ * One look at every process group (one `ps`), taken when first asked and shared by the runs of
+ * one recovery: a run whose groups are not in it has nothing left to stop.
+ */
+export class GroupCensus {
+  #groups: Promise<Map<number, GroupMember[]> | null> | null = null;
+
+  groups(): Promise<Map<number, GroupMember[]> | null> {
+    this.#groups ??= processGroups();
+    return this.#groups;
+  }
+}
+
 /** Stops what each run's agents left running; one outcome per recorded process group. */
 export async function stopLeftAgents(
   root: DataRoot,
   runIds: readonly string[],
-  options: { graceMs?: number } = {},
+  options: { graceMs?: number; census?: GroupCensus } = {},
 ): Promise<LeftAgent[]> {
   const out: LeftAgent[] = [];
   for (const runId of runIds) {
@@ -54,11 +75,17 @@ export async function stopLeftAgents(
       root.warn(`the agents of run ${runId} were not looked for: ${describeError(error)}`);
       continue;
     }
+    if (agents.length === 0) continue;
+    const groups = await options.census?.groups();
     const seen = new Set<number>();
     for (const agent of agents) {
       if (seen.has(agent.pgid)) continue;
       seen.add(agent.pgid);
-      out.push({ runId, agent, outcome: await stopAgentGroup(agent, options) });
+      out.push({
+        runId,
+        agent,
+        outcome: await stopAgentGroup(agent, { graceMs: options.graceMs, groups }),
+      });
     }
   }
   return out;

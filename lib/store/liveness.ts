@@ -6,6 +6,7 @@
 import { describeError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
+import type { LeftAgent } from "./left_agents.ts";
 import { exists } from "./run_files.ts";
 import { openIndex, SWEPT_META_KEY } from "./index_db.ts";
 
@@ -30,6 +31,21 @@ export function ownerState(root: DataRoot, runId: string): OwnerState {
     return "gone";
   } finally {
     file.close();
+  }
+}
+
+/** Says what reconciliation did about agents a dead owner left running (nothing when none). */
+export async function warnLeftAgents(
+  root: DataRoot,
+  agents: readonly LeftAgent[],
+): Promise<void> {
+  if (agents.length === 0) return;
+  const { describeLeftAgent } = await importLazily<typeof import("./left_agents.ts")>(
+    "store/left_agents.ts",
+  );
+  for (const left of agents) {
+    const line = describeLeftAgent(left);
+    if (line !== null) root.warn(line);
   }
 }
 
@@ -65,21 +81,11 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
     "store/reconcile.ts",
   );
   const changed: string[] = [];
-  const interrupted: string[] = [];
   for (const id of gone) {
-    const result = reconcileRun(root, id);
+    // What a killed reins left running goes too (its group, verified by start time): said here.
+    const result = await reconcileRun(root, id);
     if (result.interrupted || result.outcomeRepaired || result.recordRebuilt) changed.push(id);
-    if (result.interrupted || result.skipped !== null) interrupted.push(id);
-  }
-  if (interrupted.length > 0) {
-    // What a killed reins left running goes too (its group, verified by start time).
-    const { stopLeftAgents, describeLeftAgent } = await importLazily<
-      typeof import("./left_agents.ts")
-    >("store/left_agents.ts");
-    for (const left of await stopLeftAgents(root, interrupted)) {
-      const line = describeLeftAgent(left);
-      if (line !== null) root.warn(line);
-    }
+    await warnLeftAgents(root, result.agents);
   }
   return changed;
 }

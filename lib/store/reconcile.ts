@@ -1,7 +1,10 @@
 // Reconciliation: a run whose owner is gone (its owner lock can be taken) and whose log holds no
 // outcome is marked interrupted, with a `status.changed` event at the next sequence; a run.json
 // that disagrees with its log is corrected to the log (a copy of it kept first); a damaged one is
-// rebuilt from the events. A run whose owner is alive is never touched.
+// rebuilt from the events. A run whose owner is alive is never touched. What the dead owner's
+// agents left running is stopped here too, under the owner lock and before the run reads as
+// interrupted (left_agents.ts): whoever reconciles — reins show --follow, the cheap
+// reconciliation of every command, reins recover — settling an orphaned run stops its groups.
 import { nowIso } from "../core/clock.ts";
 import { DataRootError, NotFoundError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
@@ -23,6 +26,7 @@ import {
   shownPath,
 } from "./run_files.ts";
 import { RunAppender, writeRecord } from "./run_writer.ts";
+import { GroupCensus, type LeftAgent, stopLeftAgents } from "./left_agents.ts";
 
 export const INTERRUPTED_REASON = "the process running it stopped before the run settled";
 
@@ -46,14 +50,28 @@ export interface RunReconciliation {
    * active runs) so that it does not stay "running" for ever.
    */
   skipped: string | null;
+  /** What the run's agents left running, looked for because its owner is gone (see the top). */
+  agents: LeftAgent[];
 }
 
-/** Reconciles one run (see the module comment). Throws NotFoundError for no such run. */
-export function reconcileRun(
+export interface ReconcileOptions {
+  /** The reason recorded on an interrupted run. */
+  reason?: string;
+  /** One look at the process groups, shared by the runs of one recovery. */
+  census?: GroupCensus;
+  /** How long a left agent's group has between SIGTERM and SIGKILL (default 2 s). */
+  graceMs?: number;
+}
+
+/**
+ * Reconciles one run (see the module comment). Throws NotFoundError for no such run. A run it
+ * settles (or finds settled) as interrupted has its recorded agents' groups stopped first.
+ */
+export async function reconcileRun(
   root: DataRoot,
   runId: string,
-  options: { reason?: string } = {},
-): RunReconciliation {
+  options: ReconcileOptions = {},
+): Promise<RunReconciliation> {
   const result: RunReconciliation = {
     runId,
     owner: "alive",
@@ -63,6 +81,7 @@ export function reconcileRun(
     removed: false,
     problems: [],
     skipped: null,
+    agents: [],
   };
   const dir = root.layout.run(runId);
   if (!exists(dir)) throw new NotFoundError(`No run ${runId} in ${root.home}`);
@@ -76,13 +95,20 @@ export function reconcileRun(
     if (!owner.tryLockSync(true)) return result;
     result.owner = "gone";
     // Holding the owner lock from here on: a second reconciler sees the run as owned and waits.
+    const stopAgents = async () => {
+      result.agents = await stopLeftAgents(root, [runId], {
+        census: options.census ?? new GroupCensus(),
+        graceMs: options.graceMs,
+      });
+    };
     try {
-      repair(root, runId, options.reason ?? INTERRUPTED_REASON, result);
+      await repair(root, runId, options.reason ?? INTERRUPTED_REASON, result, stopAgents);
     } catch (error) {
       if (!(error instanceof DataRootError)) throw error;
       result.skipped = error.message;
       result.problems.push(`runs/${runId}: skipped: ${error.message}`);
       settleUnreadable(root, runId, error.message);
+      await stopAgents();
     }
   } finally {
     // Unlocked before it is closed (see RunWriter.close).
@@ -94,7 +120,13 @@ export function reconcileRun(
   return result;
 }
 
-function repair(root: DataRoot, runId: string, reason: string, result: RunReconciliation): void {
+async function repair(
+  root: DataRoot,
+  runId: string,
+  reason: string,
+  result: RunReconciliation,
+  stopAgents: () => Promise<void>,
+): Promise<void> {
   removeStaleTemps(root.layout.record(runId));
   const read = readEvents(root, runId);
   result.problems.push(...describeProblems(runId, read));
@@ -142,8 +174,12 @@ function repair(root: DataRoot, runId: string, reason: string, result: RunReconc
   }
   if (outcome !== null) {
     noteRun(root, record);
+    // Interrupted by a reconciler of an older reins, which left its agents running.
+    if (record.status === "interrupted") await stopAgents();
     return;
   }
+  // The agents first: once the log says interrupted, nothing of the run may still be running.
+  await stopAgents();
   const appender = RunAppender.open(root, runId);
   try {
     appender.append({ type: "status.changed", payload: { status: "interrupted", reason } });
@@ -219,13 +255,15 @@ export interface RecoveryReport {
   problems: string[];
   /** Runs in the index after rebuilding it, or null when it was not asked for. */
   reindexed: number | null;
+  /** What dead owners' agents left running, and what was done about it (left_agents.ts). */
+  agents: LeftAgent[];
 }
 
 /** `reins recover`: reconciles every run of the data root (and rebuilds the index if asked). */
-export function reconcileInterruptedRuns(
+export async function reconcileInterruptedRuns(
   root: DataRoot,
   options: RecoveryOptions = {},
-): RecoveryReport {
+): Promise<RecoveryReport> {
   const report: RecoveryReport = {
     checked: 0,
     skipped: [],
@@ -237,6 +275,7 @@ export function reconcileInterruptedRuns(
     removedTemps: 0,
     problems: [],
     reindexed: null,
+    agents: [],
   };
   if (!exists(root.home)) return report;
   // First, as it refuses a data root that is not a directory with a message that says so.
@@ -248,10 +287,12 @@ export function reconcileInterruptedRuns(
     report.removedTemps += removeAbandonedTemps(dir, sweep);
   }
   const names = runDirectoryNames(root).sort();
+  const census = new GroupCensus();
   for (const runId of names) {
     report.checked++;
     report.removedTemps += removeAbandonedTemps(root.layout.run(runId), sweep);
-    const result = reconcileRun(root, runId, { reason: options.reason });
+    const result = await reconcileRun(root, runId, { reason: options.reason, census });
+    report.agents.push(...result.agents);
     if (result.owner === "alive") report.live.push(runId);
     if (result.interrupted) report.interrupted.push(runId);
     if (result.outcomeRepaired) report.outcomeRepaired.push(runId);

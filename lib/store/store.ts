@@ -27,6 +27,7 @@ import { type OwnerState, ownerState, reconcileCheaply } from "./liveness.ts";
 import { listRuns, resolveRun, resolveRunId, storeIndex, uniqueRunPrefix } from "./lookup.ts";
 import {
   reconcileInterruptedRuns,
+  type ReconcileOptions,
   reconcileRun,
   type RecoveryOptions,
   type RecoveryReport,
@@ -143,11 +144,11 @@ export class Store extends DataRoot {
     return ownerState(this, runId);
   }
 
-  reconcileRun(runId: string, options?: { reason?: string }): RunReconciliation {
+  reconcileRun(runId: string, options?: ReconcileOptions): Promise<RunReconciliation> {
     return reconcileRun(this, runId, options);
   }
 
-  reconcileInterruptedRuns(options?: RecoveryOptions): RecoveryReport {
+  reconcileInterruptedRuns(options?: RecoveryOptions): Promise<RecoveryReport> {
     return reconcileInterruptedRuns(this, options);
   }
 

@@ -183,3 +183,89 @@ Deno.test("a recorded group whose leader's pid now belongs to another process is
     await stranger.status;
   }
 });
+
+/** A run of `sleepyAgent` whose reins is SIGKILLed: its agent and sleep go on, re-parented. */
+async function orphanedRun(
+  dir: string,
+  home: string,
+  via: (typeof STARTS)[number],
+  beforeKill: () => Promise<void> = async () => {},
+): Promise<{ agent: number; sleep: number }> {
+  const { script, pids } = await sleepyAgent(dir);
+  const child = spawnReins(["run", "--driver", "command", "--exec", `sh ${script}`, "go"], {
+    home,
+    cwd: dir,
+    ...via.options,
+  });
+  await child.stdout.cancel();
+  await child.stderr.cancel();
+  await waitFor("the agent to start its sleep", () => exists(pids));
+  await waitFor("reins to note its agent", () => /"pgid"/.test(agentsOf(home)));
+  await beforeKill();
+  child.kill("SIGKILL");
+  await child.status;
+  return readPids(pids);
+}
+
+for (const via of STARTS) {
+  // regression: a follower that found the owner dead marked the run interrupted and exited 0,
+  // and the agent's group went on; later commands saw a settled run and never stopped it.
+  Deno.test(`regression: reins show --follow that sees the owner die stops the group it left${via.name}`, async () => {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    let follower: Deno.ChildProcess | null = null;
+    const { agent, sleep } = await orphanedRun(dir.path, home, via, async () => {
+      // Following before the owner dies: its own reconciliation is what notices.
+      follower = spawnReins(["show", "last", "--follow"], { home, cwd: dir.path });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    const followed = follower as unknown as Deno.ChildProcess;
+    const [status, stdout, stderr] = await Promise.all([
+      followed.status,
+      new Response(followed.stdout).text(),
+      new Response(followed.stderr).text(),
+    ]);
+    assert.equal(status.code, 0, stderr);
+    assert.match(stdout, /interrupted after/);
+    assert.match(
+      stderr,
+      new RegExp(`stopped sh \\(process group ${agent}\\) of run .*: process\\(es\\) .*${sleep}`),
+      stderr,
+    );
+    await waitFor("the agent's group to be gone", () => !alive(agent) && !alive(sleep), 5_000);
+  });
+}
+
+// regression: reins recover never stopped the group of a run that was already marked
+// interrupted (by a follower of an older reins, which did not stop it).
+Deno.test("reins recover stops the group of a run already marked interrupted whose agents were left running", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const { agent, sleep } = await orphanedRun(dir.path, home, STARTS[0]);
+  {
+    // What an older reins's follower did: settle the run, leave the group.
+    using store = openStore(home);
+    const [run] = store.listRuns({ limit: 1 });
+    store.appendToRun(run.id, {
+      type: "status.changed",
+      payload: { status: "interrupted", reason: "the process running it stopped" },
+    });
+  }
+  const runs = await reins(["runs"], { home, cwd: dir.path });
+  assert.equal(runs.code, 0, runs.stderr);
+  assert.ok(alive(agent) && alive(sleep), "reins runs looks at active runs only");
+  const result = await reins(["recover", "--json"], { home, cwd: dir.path });
+  assert.equal(result.code, 0, result.stderr);
+  const report = JSON.parse(result.stdout);
+  assert.deepEqual(report.interrupted, [], "it was interrupted already");
+  assert.deepEqual(
+    report.agents.map((left: { outcome: { state: string } }) => left.outcome.state),
+    [
+      "stopped",
+    ],
+  );
+  await waitFor("the agent's group to be gone", () => !alive(agent) && !alive(sleep), 5_000);
+  // Once gone, a second recovery finds nothing to stop and says nothing of it.
+  const again = await reins(["recover"], { home, cwd: dir.path });
+  assert.doesNotMatch(again.stderr, /stopped sh/);
+});

@@ -105,7 +105,7 @@ Deno.test("reconcileInterruptedRuns() with reindex rebuilds rows edited behind t
   const [id] = makeRuns(home.store, 1);
   const path = `${home.path}/runs/${id}/run.json`;
   Deno.writeTextFileSync(path, Deno.readTextFileSync(path).replace('"goal 0"', '"edited"'));
-  const report = home.store.reconcileInterruptedRuns({ reindex: true });
+  const report = await home.store.reconcileInterruptedRuns({ reindex: true });
   assert.equal(report.reindexed, 1);
   assert.equal(home.store.listRuns()[0].goal, "edited");
 });

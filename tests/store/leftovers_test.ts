@@ -128,7 +128,7 @@ Deno.test("reconcileInterruptedRuns() removes leftovers everywhere, an older rei
   Deno.utimeSync(legacy, TWO_MINUTES_AGO, TWO_MINUTES_AGO);
   // Swept just now, so the cheap sweep would not look: recover does all the same.
   home.store.index()!.setMeta(SWEPT_META_KEY, String(Date.now()));
-  const report = home.store.reconcileInterruptedRuns();
+  const report = await home.store.reconcileInterruptedRuns();
   assert.deepEqual({ removed: report.removed, removedTemps: report.removedTemps }, {
     removed: 2,
     removedTemps: 2,

@@ -26,12 +26,12 @@ async function withSpawners(fn: () => Promise<void> | void): Promise<void> {
 // regression: RunWriter.close() only closed owner.lock; a third of reconciles found the owner alive
 Deno.test("a closed run's owner is gone at once, while another thread starts children", async () => {
   await using home = await storeHome();
-  await withSpawners(() => {
+  await withSpawners(async () => {
     let alive = 0;
     for (let i = 0; i < 100; i++) {
       const writer = home.store.createRun(runInit());
       writer.close();
-      if (home.store.reconcileRun(writer.runId).owner === "alive") alive++;
+      if ((await home.store.reconcileRun(writer.runId)).owner === "alive") alive++;
     }
     assert.equal(alive, 0, `${alive} of 100 closed runs still looked owned`);
   });

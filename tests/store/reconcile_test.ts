@@ -7,7 +7,7 @@ Deno.test("reconcileRun() leaves a run alone while its writer holds the lock", a
   using writer = home.store.createRun(runInit());
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
   assert.equal(home.store.ownerState(writer.runId), "alive");
-  const result = home.store.reconcileRun(writer.runId);
+  const result = await home.store.reconcileRun(writer.runId);
   assert.equal(result.owner, "alive");
   assert.equal(result.interrupted, false);
   assert.equal(home.store.loadRun(writer.runId).status, "running");
@@ -22,7 +22,7 @@ Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the ne
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
   writer.close();
   assert.equal(home.store.ownerState(writer.runId), "gone");
-  const result = home.store.reconcileRun(writer.runId);
+  const result = await home.store.reconcileRun(writer.runId);
   assert.deepEqual(result, {
     runId: writer.runId,
     owner: "gone",
@@ -32,6 +32,7 @@ Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the ne
     removed: false,
     problems: [],
     skipped: null,
+    agents: [],
   });
   const events = home.store.readEvents(writer.runId).events;
   const last = events.at(-1)!;
@@ -49,7 +50,7 @@ Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the ne
   assert.equal(late.sequence, 3);
   assert.equal(late.ignored, "run already interrupted");
   // A second reconciliation finds nothing to do.
-  assert.equal(home.store.reconcileRun(writer.runId).interrupted, false);
+  assert.equal((await home.store.reconcileRun(writer.runId)).interrupted, false);
   assert.equal(home.store.readEvents(writer.runId).events.length, 4);
 });
 
@@ -61,7 +62,7 @@ Deno.test("reconcileRun() corrects a record its events contradict, keeping a cop
   writer.close();
   // As if the writer died between appending its outcome and rewriting the record.
   Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/run.json`, running);
-  const result = home.store.reconcileRun(writer.runId);
+  const result = await home.store.reconcileRun(writer.runId);
   assert.equal(result.outcomeRepaired, true);
   assert.equal(result.interrupted, false);
   assert.match(result.problems[0], /says running, its events say completed; corrected/);
@@ -83,7 +84,7 @@ Deno.test("reconcileRun() interrupts a run whose record claims an outcome its ev
   const path = `${home.path}/runs/${writer.runId}/run.json`;
   const claimed = Deno.readTextFileSync(path).replace('"running"', '"completed"');
   Deno.writeTextFileSync(path, claimed);
-  const result = home.store.reconcileRun(writer.runId);
+  const result = await home.store.reconcileRun(writer.runId);
   assert.equal(result.outcomeRepaired, true);
   assert.equal(result.interrupted, true);
   assert.equal(recordOnDisk(home.path, writer.runId).status, "interrupted");
@@ -100,7 +101,7 @@ for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]
     const bytes = Deno.readFileSync(path);
     const damaged = bytes.subarray(0, cut(bytes.length));
     Deno.writeFileSync(path, damaged);
-    const result = home.store.reconcileRun(writer.runId);
+    const result = await home.store.reconcileRun(writer.runId);
     assert.equal(result.recordRebuilt, true);
     assert.equal(result.interrupted, true);
     assert.match(result.problems[0], /; rebuilt from the events$/);
@@ -125,7 +126,7 @@ Deno.test("reconcileInterruptedRuns() removes abandoned creations and directorie
   Deno.utimeSync(creating, aWhileAgo, aWhileAgo);
   Deno.mkdirSync(`${runs}/01900000-0000-7000-8000-000000000002`);
   Deno.writeTextFileSync(`${runs}/01900000-0000-7000-8000-000000000002/owner.lock`, "1\n");
-  const report = home.store.reconcileInterruptedRuns();
+  const report = await home.store.reconcileInterruptedRuns();
   assert.equal(report.removed, 2);
   assert.deepEqual(report.interrupted, [kept.runId]);
   assert.deepEqual([...Deno.readDirSync(runs)].map((e) => e.name).sort(), [".staging", kept.runId]);
@@ -139,7 +140,7 @@ Deno.test("reconcileInterruptedRuns() reports damaged event lines without failin
   Deno.writeTextFileSync(`${home.path}/runs/${writer.runId}/events.jsonl`, "oops\n", {
     append: true,
   });
-  const report = home.store.reconcileInterruptedRuns();
+  const report = await home.store.reconcileInterruptedRuns();
   assert.deepEqual(report.problems, [
     `runs/${writer.runId}/events.jsonl:3: skipped: not JSON: Unexpected token 'o', "oops" is not valid JSON`,
   ]);
