@@ -34,8 +34,9 @@ export const description =
   "unless --cwd is given. Approvals and questions are answered as the recording " +
   "answered them. Prints whether the replay reproduced the recording or diverged — a tool " +
   "result that differs, or the script running out — and where. Exit 0 when it reproduced, 1 " +
-  "when it diverged. --json prints {runId, replayOf, cwd, status, reason, diverged, divergences, " +
-  "modelOutputs, toolResults}.";
+  "when it diverged. A recording interrupted during a model call is replayed up to that call and " +
+  "stopped there, as it was. --json prints {runId, replayOf, cwd, status, reason, diverged, " +
+  "divergences, modelOutputs, toolResults, interruptedCall}.";
 export const flags = defineFlags({
   cwd: {
     type: "string",
@@ -52,6 +53,9 @@ export const flags = defineFlags({
 type Flags = typeof flags;
 
 const SHOWN_VALUE = 160;
+
+/** Why a replay stops where its recording was interrupted mid-call (its recorded reason). */
+export const CUT_REASON = "the recording was interrupted during this model call";
 
 export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const { io } = ctx;
@@ -84,6 +88,10 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const driver = createLoopDriver({ resolve: { loadRecording: recordingLoader(store) } });
   let progress: Progress | null = null;
   using signals = turnSignals((message) => io.warn(message));
+  // A recording interrupted during a model call is replayed up to that call, and stopped there.
+  const cut = new AbortController();
+  const cutAt = plan.cutMidCall;
+  let asked = 0;
   const { summary, error } = await runTurn(
     store,
     settings,
@@ -103,11 +111,14 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       resumedFromRunId: original.id,
       history: earlierTurns(store, original),
     },
-    signals,
+    { stop: AbortSignal.any([signals.stop, cut.signal]), kill: signals.kill },
     {
       warn: (message) => io.warn(message),
       onEvent: (event) => {
         progress?.update(event);
+        if (event.type === "model.requested" && ++asked === cutAt?.modelCall) {
+          cut.abort(CUT_REASON);
+        }
         if (event.type === "approval.requested") {
           answerAsRecorded(store, event, plan.decisions, (message) => io.warn(message));
         } else if (event.type === "question.requested") {
@@ -134,9 +145,17 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       status: summary.status,
       reason: summary.reason,
       ...verdict,
+      interruptedCall: cutAt,
     });
   } else {
     io.print(formatVerdict(summary.runId, original.id, summary.status, verdict));
+    if (cutAt !== null && asked >= cutAt.modelCall) {
+      io.print(
+        `stopped at model call ${cutAt.modelCall}, where the recording was interrupted${
+          cutAt.text === "" ? "" : ` after streaming ${previewValue(cutAt.text, SHOWN_VALUE)}`
+        }`,
+      );
+    }
   }
   return verdict.diverged ? ExitCode.runFailed : ExitCode.ok;
 }

@@ -37,6 +37,11 @@ export interface ModelRequest {
   tools: readonly ToolSpec[];
   purpose: ModelPurpose;
   signal: AbortSignal;
+  /**
+   * Told each piece of the answer's text as it arrives, for a model that streams (openai:);
+   * models that answer at once never call it. The whole text is still in the output.
+   */
+  onText?: (text: string) => void;
 }
 
 export interface Model {

@@ -103,7 +103,7 @@ export function openaiModel(options: OpenAIModelOptions): Model {
       } catch (error) {
         throw error instanceof RetriableFailure ? error.failure : error;
       }
-      return await readAnswer(response, url, request.signal);
+      return await readAnswer(response, url, request.signal, request.onText);
     },
   };
 }
@@ -185,6 +185,7 @@ async function readAnswer(
   response: Response,
   url: string,
   signal: AbortSignal,
+  onText?: (text: string) => void,
 ): Promise<ModelOutput> {
   const type = response.headers.get("content-type") ?? "";
   if (type.includes("application/json")) {
@@ -225,6 +226,11 @@ async function readAnswer(
         );
       }
       stream.add(chunk.data);
+      if (onText !== undefined) {
+        for (const choice of chunk.data.choices ?? []) {
+          if (choice.delta?.content) onText(choice.delta.content);
+        }
+      }
     }
   } catch (error) {
     if (signal.aborted || error instanceof ModelError) throw error;

@@ -70,6 +70,11 @@ export class TaskView {
   #chunks = 0;
   /** Deltas seen since the last assistant message.completed: that message is already streamed. */
   #streamingMessage = false;
+  /**
+   * The text of the built-in loop's last streamed model call: its deltas end with the call
+   * (model.completed), and its final answer's message.completed repeats it.
+   */
+  #streamedCall: string | null = null;
   #history: Message[] = [];
   #pending: Pending[] = [];
   #usage: Record<string, unknown> | null = null;
@@ -144,7 +149,10 @@ export class TaskView {
             }]));
           }
         } else if (event.payload.role === "assistant") {
+          const streamed = this.#streamedCall;
+          this.#streamedCall = null;
           if (this.#streamingMessage) this.#streamingMessage = false;
+          else if (streamed !== null && streamed === event.payload.text) break;
           else if (event.payload.text !== "") {
             this.#separate(out);
             this.#appendText(event.payload.text, out);
@@ -247,9 +255,15 @@ export class TaskView {
       case "failed":
         this.#settle(event.type, event.payload.reason, event.payload.result, event, out);
         break;
+      case "model.completed":
+        // The loop streams a call's text as deltas: the message ends with the call.
+        if (this.#streamingMessage) {
+          this.#streamingMessage = false;
+          this.#streamedCall = event.payload.text;
+        }
+        break;
       case "session.linked":
       case "model.requested":
-      case "model.completed":
       case "model.call.started":
       case "model.call.completed":
       case "compaction.started":

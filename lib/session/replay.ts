@@ -70,6 +70,27 @@ export interface ReplayPlan {
   answers: Map<string, string>;
   /** The budget the recorded turn ran under: a replay is held to it too. */
   budget: { maxTurns?: number; maxTokens?: number; maxUsd?: number };
+  /**
+   * The model call the recording was interrupted in, when it was (asked, never answered, the run
+   * interrupted): its number (1-based) and the text it had streamed by then. A replay stops there
+   * as the recording did.
+   */
+  cutMidCall: { modelCall: number; text: string } | null;
+}
+
+/** The call a recording was interrupted in (see ReplayPlan.cutMidCall), or null. */
+export function interruptedCall(events: readonly RunEvent[]): ReplayPlan["cutMidCall"] {
+  const recorded = live(events);
+  if (describeOutcome(terminal(recorded)) !== "interrupted") return null;
+  const asked = recorded.findLastIndex((event) => event.type === "model.requested");
+  if (asked < 0 || asked < recorded.findLastIndex((e) => e.type === "model.completed")) return null;
+  let text = "";
+  for (const event of recorded.slice(asked)) {
+    if (event.type === "message.delta" && event.payload.role === "assistant") {
+      text += event.payload.text;
+    }
+  }
+  return { modelCall: recordedOutputs(recorded).length + 1, text };
 }
 
 export function replayPlan(record: RunRecord, events: readonly RunEvent[]): ReplayPlan {
@@ -123,6 +144,7 @@ export function replayPlan(record: RunRecord, events: readonly RunEvent[]): Repl
     decisions,
     answers,
     budget,
+    cutMidCall: interruptedCall(events),
   };
 }
 
@@ -407,9 +429,11 @@ export function compareReplay(
   const replayEnd = terminal(replayed);
   // The recording's own model failed on the call after its last answer (the run failed with a
   // request unanswered): running out there is what the recording did, not a divergence.
-  const recordingRanOut = recordEnd?.type === "failed" &&
-    recorded.findLastIndex((e) => e.type === "model.requested") >
-      recorded.findLastIndex((e) => e.type === "model.completed");
+  const unanswered = recorded.findLastIndex((e) => e.type === "model.requested") >
+    recorded.findLastIndex((e) => e.type === "model.completed");
+  // …or was interrupted during that call, where the replay stops too (interruptedCall).
+  const recordingRanOut = unanswered &&
+    (recordEnd?.type === "failed" || describeOutcome(recordEnd) === "interrupted");
   if (requests.length > served && served >= outputs) {
     if (!recordingRanOut) {
       divergences.push({

@@ -84,6 +84,7 @@ Deno.test("reins replay RUN reproduces a recorded loop run exactly in its restor
       divergences: [],
       modelOutputs: { recorded: 4, served: 4 },
       toolResults: { recorded: 4, replayed: 4, differing: 0 },
+      interruptedCall: null,
     });
     assert.notEqual(verdict.cwd, cwd);
     // regression: the copy was made in /tmp, which the sandbox then had to grant whole.

@@ -88,6 +88,42 @@ Deno.test("TaskView streams assistant text that reassembles to the artifact GetT
   );
 });
 
+Deno.test("TaskView: the loop's streamed model calls are each a piece of the artifact, the final answer once", async () => {
+  const call = (text: string, tools: boolean): EventInput[] => [
+    { type: "model.requested", payload: { historyLength: 2, toolCount: 5 } },
+    { type: "message.delta", payload: { role: "assistant", text: text.slice(0, 3) } },
+    { type: "message.delta", payload: { role: "assistant", text: text.slice(3) } },
+    {
+      type: "model.completed",
+      payload: {
+        text,
+        toolCalls: tools ? [{ id: "c1", name: "list_files", args: {} }] : [],
+        stopReason: tools ? "tool_use" : "end_turn",
+        usage: null,
+        reasoning: null,
+      },
+    },
+  ];
+  await recorded([
+    ...call("Let me look.", true),
+    {
+      type: "tool.started",
+      payload: { callId: "c1", tool: "list_files", args: {} },
+    },
+    {
+      type: "tool.completed",
+      payload: { callId: "c1", ok: true, result: "a.txt", startedAt: null, finishedAt: null },
+    },
+    ...call("Done: one file.", false),
+    { type: "message.completed", payload: { role: "assistant", text: "Done: one file." } },
+    { type: "completed", payload: { reason: null, result: "Done: one file." } },
+  ], (view, items) => {
+    const artifact = view.snapshot().artifacts?.[0].parts[0].text ?? "";
+    assert.equal(artifact, "Let me look.\nDone: one file.");
+    assert.equal(textOf(items), artifact);
+  });
+});
+
 Deno.test("TaskView: a pending approval is INPUT_REQUIRED with the question; the answer resumes WORKING", async () => {
   await recorded([
     {

@@ -35,6 +35,7 @@ import {
 } from "../../model/mod.ts";
 import { createToolbox, type Toolbox, type ToolboxOptions, type ToolResult } from "./tools.ts";
 import { ASK_USER, ASK_USER_SPEC, questionOf } from "./ask_user.ts";
+import { TextDeltas } from "./text_deltas.ts";
 import { priceOf as tablePrice } from "../prices.ts";
 
 export const LOOP_DRIVER_NAME = "loop";
@@ -156,7 +157,11 @@ function abortReason(signal: AbortSignal): string {
 
 /** Rejects as soon as `signal` aborts, so a model or a wait that ignores it cannot hold us. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // What it would have said no longer matters, a failure included (never left unhandled).
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
@@ -263,10 +268,28 @@ class Loop {
     this.#warn(this.#ledger.startCall());
     const call: ModelCall = { iteration: this.#iteration, purpose, history: [...history], tools };
     await this.#hooks.beforeModel(call);
-    const output = await untilAborted(
-      this.model.complete({ history: call.history, tools, purpose, signal: this.signal }),
-      this.signal,
-    );
+    // The answer's text as it streams, so that a follower sees it and an interrupted call keeps
+    // what it said; a summary is the loop's own business, not something the agent says.
+    const deltas = purpose === "summary"
+      ? null
+      : new TextDeltas((text) =>
+        this.sink.emit({ type: "message.delta", payload: { role: "assistant", text } })
+      );
+    let output: ModelOutput;
+    try {
+      output = await untilAborted(
+        this.model.complete({
+          history: call.history,
+          tools,
+          purpose,
+          signal: this.signal,
+          ...(deltas === null ? {} : { onText: (text: string) => deltas.add(text) }),
+        }),
+        this.signal,
+      );
+    } finally {
+      deltas?.finish();
+    }
     await this.#hooks.afterModel(call, output);
     const costBefore = this.#usage.costUsd;
     this.#usage.add(output.usage, priceOf(this.input.settings.prices, this.model.name));
