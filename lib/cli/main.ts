@@ -1,7 +1,7 @@
 // The dispatcher: argv → command module (loaded on demand) → exit code, with the one catch that
 // turns any error into a line for people (and JSON with --json).
 import type { Settings } from "../core/config.ts";
-import { ExitCode, ReinsError } from "../core/errors.ts";
+import { diskFullError, ExitCode, isDiskFull, ReinsError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { type Env, readEnv, resolveHome, withholdFromAgents } from "../core/env.ts";
@@ -20,7 +20,13 @@ import {
   setSandboxOrigin,
 } from "../core/sandbox.ts";
 
+/** What reportError needs of a command that failed: its data root, once resolved. */
+interface Failing {
+  home: string | null;
+}
+
 export async function runCli(argv: readonly string[]): Promise<number> {
+  const failing: Failing = { home: null };
   const json = argv.includes("--json");
   const quiet = argv.includes("--quiet") || argv.includes("-q");
   let env: Env = {};
@@ -34,9 +40,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     rememberSecrets(...secretsInEnv(env));
     withholdFromAgents(env);
     io = terminalOutput({ json, quiet, noColor: Boolean(env.NO_COLOR) });
-    return await dispatch(argv, env, io);
+    return await dispatch(argv, env, io, failing);
   } catch (error) {
-    return reportError(error, io);
+    return reportError(error, io, failing);
   }
 }
 
@@ -57,7 +63,12 @@ export function splitCommand(argv: readonly string[]): { name?: string; rest: st
   return { rest: leading };
 }
 
-async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<number> {
+async function dispatch(
+  argv: readonly string[],
+  env: Env,
+  io: Output,
+  failing: Failing,
+): Promise<number> {
   const { name, rest } = splitCommand(argv);
   if (name === undefined) {
     if (rest.includes("--version") || rest.includes("-V")) {
@@ -101,6 +112,7 @@ async function dispatch(argv: readonly string[], env: Env, io: Output): Promise<
   }
   // The data root, resolved once for the whole process: the settings are given it, not the flag.
   const dataRoot = resolveHome(env, flags.home);
+  failing.home = dataRoot.home;
   const settings = new Map<boolean, Promise<Settings>>();
   const ctx: CommandContext = {
     name: entry.name,
@@ -237,11 +249,12 @@ function wrap(text: string, width: number): string {
   return lines.join("\n");
 }
 
-function reportError(error: unknown, io: Output): number {
+function reportError(error: unknown, io: Output, failing: Failing): number {
   // `reins show RUN | head`: the reader went away, which is how pipelines end, not an error.
   if (error instanceof Deno.errors.BrokenPipe) return ExitCode.ok;
   let failure: ReinsError;
   if (error instanceof ReinsError) failure = error;
+  else if (isDiskFull(error)) failure = diskFullError(error, failing.home);
   else if (error instanceof Deno.errors.NotCapable) failure = sandboxRefusal(error);
   else if (
     error instanceof Deno.errors.NotADirectory || error instanceof Deno.errors.IsADirectory ||

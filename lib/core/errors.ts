@@ -143,6 +143,28 @@ export class RunSettledError extends ReinsError {
 }
 
 /** Describes any thrown value in one line, for logs and failure reasons. */
+/**
+ * Whether `error` says the file system is full (ENOSPC) or the user's quota is spent (EDQUOT):
+ * Deno has no class for either, only the code on a plain Error.
+ */
+export function isDiskFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
+}
+
+/** A full disk under the data root `home` as the error people read: exit 6, and what to do. */
+export function diskFullError(error: unknown, home: string | null): DataRootError {
+  const where = home === null ? "the data root" : `the data root ${home}`;
+  return new DataRootError(`No space left to write under ${where}: ${describeError(error)}`, {
+    hint:
+      `free space on the file system that holds it${
+        home === null ? "" : ` (df -h ${home})`
+      }; what was recorded before is kept, and a run cut short reads as interrupted once reins ` +
+      "can write again (reins recover)",
+    cause: error,
+  });
+}
+
 export function describeError(error: unknown): string {
   if (error instanceof Error) return error.message.split("\n")[0];
   return String(error);

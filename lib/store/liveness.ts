@@ -3,7 +3,7 @@
 // tried. The repair itself (which needs zod) is loaded only when an owner is found gone. What
 // killed processes left besides (creations cut short, temp files) is swept at most every
 // SWEEP_EVERY_MS (lib/store/leftovers.ts, loaded only then).
-import { describeError } from "../core/errors.ts";
+import { describeError, isDiskFull } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
 import type { LeftAgent } from "./left_agents.ts";
@@ -81,9 +81,25 @@ export async function reconcileCheaply(root: DataRoot): Promise<string[]> {
     "store/reconcile.ts",
   );
   const changed: string[] = [];
+  let full = false;
   for (const id of gone) {
     // What a killed reins left running goes too (its group, verified by start time): said here.
-    const result = await reconcileRun(root, id);
+    let result;
+    try {
+      result = await reconcileRun(root, id);
+    } catch (error) {
+      // A full disk does not stop a command that reads: the run is settled once reins can write.
+      if (!isDiskFull(error)) throw error;
+      if (!full) {
+        root.warn(
+          `run ${id} is not yet marked interrupted (its process is gone): ${
+            describeError(error)
+          }; free space under ${root.home}, then reins recover`,
+        );
+      }
+      full = true;
+      continue;
+    }
     if (result.interrupted || result.outcomeRepaired || result.recordRebuilt) changed.push(id);
     await warnLeftAgents(root, result.agents);
   }

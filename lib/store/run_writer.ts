@@ -415,16 +415,21 @@ function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsF
   // A fresh name under a directory already made private: made 0700 here, and not remembered as
   // checked, since it is renamed away.
   Deno.mkdirSync(staging, { mode: 0o700 });
-  Deno.chmodSync(staging, 0o700);
-  const lockPath = joinPath(staging, OWNER_LOCK_FILE);
-  const owner = Deno.openSync(lockPath, { write: true, createNew: true, mode: 0o600 });
+  let owner: Deno.FsFile | null = null;
   try {
+    Deno.chmodSync(staging, 0o700);
+    const lockPath = joinPath(staging, OWNER_LOCK_FILE);
+    owner = Deno.openSync(lockPath, { write: true, createNew: true, mode: 0o600 });
     owner.lockSync(true);
     Deno.chmodSync(lockPath, 0o600);
     owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
     return { dir: staging, owner };
   } catch (error) {
-    owner.close();
+    // A full disk fails the pid's write: the directory goes too, not left for a sweep.
+    owner?.close();
+    try {
+      Deno.removeSync(staging, { recursive: true });
+    } catch { /* gone already */ }
     throw error;
   }
 }
