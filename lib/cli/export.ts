@@ -52,7 +52,10 @@ export const flags = defineFlags({
 });
 type Flags = typeof flags;
 
-/** Runs per request: keeps one request far below the protocol's 64 MiB. */
+/**
+ * Runs read and built at a time, so that only so many are held at once; what they make is sent as
+ * requests of at most 512 spans and 4 MiB (lib/otel/batch.ts), in order.
+ */
 const RUNS_PER_REQUEST = 50;
 
 const DURATION = /^(\d+(?:\.\d+)?)\s*(s|m|h|d|w)$/i;

@@ -1,8 +1,13 @@
 // Sending trace requests: one request retried while the collector's answer allows it (capped
 // exponential backoff with full jitter, its Retry-After when it gives one) inside a time budget,
-// and the outbox entries sent the same way, each under its lock, removed once acknowledged.
+// and the outbox entries sent the same way, each under its lock, removed once acknowledged. A
+// trace goes as the requests splitRequest() (batch.ts) makes of it, in order, each retried alone;
+// an entry records after each acknowledged one how many went, so that the next delivery after a
+// failure starts at the first one not acknowledged.
 // Nothing here throws for what a collector or the network does; the outcome says what happened.
 import { sleep } from "../core/clock.ts";
+import { splitRequest } from "./batch.ts";
+import type { ExportTraceServiceRequest } from "./wire.ts";
 import { describeError } from "../core/errors.ts";
 import {
   listOtlpEntryIds,
@@ -34,6 +39,8 @@ export interface SendPolicy {
 }
 
 /** Sends `body`, retrying what may pass now, until accepted, refused, out of tries or of time. */
+const encoder = new TextEncoder();
+
 export async function sendWithRetry(body: Uint8Array, policy: SendPolicy): Promise<SendOutcome> {
   const base = policy.baseDelayMs ?? 250;
   const cap = policy.maxDelayMs ?? 30_000;
@@ -58,6 +65,46 @@ export async function sendWithRetry(body: Uint8Array, policy: SendPolicy): Promi
   }
 }
 
+export interface BatchesSent {
+  /** All of them accepted (warnings and rejected spans summed), or why the first that failed did. */
+  outcome: SendOutcome;
+  /** Requests acknowledged in all, those before `from` included. */
+  sent: number;
+  total: number;
+}
+
+/**
+ * Sends the requests `batches` from `from` on, in order, each with sendWithRetry(), stopping at the
+ * first one not accepted. `acknowledged` is told the count after each one accepted, before the next
+ * is sent (the outbox writes it down there).
+ */
+export async function sendBatches(
+  batches: readonly ExportTraceServiceRequest[],
+  from: number,
+  policy: SendPolicy,
+  acknowledged: (sent: number) => void = () => {},
+): Promise<BatchesSent> {
+  let rejectedSpans = 0;
+  const messages: string[] = [];
+  for (let i = from; i < batches.length; i++) {
+    const outcome = await sendWithRetry(encoder.encode(JSON.stringify(batches[i])), policy);
+    if (outcome.kind !== "accepted") {
+      const reason = batches.length > 1
+        ? `${outcome.reason} (request ${i + 1} of ${batches.length}; ${i} acknowledged)`
+        : outcome.reason;
+      return { outcome: { ...outcome, reason }, sent: i, total: batches.length };
+    }
+    rejectedSpans += outcome.rejectedSpans;
+    if (outcome.message) messages.push(outcome.message);
+    acknowledged(i + 1);
+  }
+  return {
+    outcome: { kind: "accepted", rejectedSpans, message: messages.join("; ") || null },
+    sent: batches.length,
+    total: batches.length,
+  };
+}
+
 export type ExportState = "exported" | "pending" | "refused" | "busy" | "unreadable";
 
 export interface ExportOutcome {
@@ -73,8 +120,6 @@ export interface ExportOutcome {
   /** Why it is pending, refused, busy or unreadable; the collector's warning on a partial one. */
   reason: string | null;
 }
-
-const encoder = new TextEncoder();
 
 /** The outcome of a send, in an export's terms. */
 export function exportOutcomeOf(
@@ -102,8 +147,9 @@ export function exportOutcomeOf(
 }
 
 /**
- * Sends one outbox entry to the policy's target and removes it once accepted; otherwise records
- * the attempt. `includeRefused` also tries an entry the collector refused before.
+ * Sends one outbox entry to the policy's target, its requests from the first not yet
+ * acknowledged, and removes it once all are accepted; otherwise records the attempt (and how many
+ * went). `includeRefused` also tries an entry the collector refused before.
  */
 export async function deliverOtlpEntry(
   root: DataRoot,
@@ -138,8 +184,14 @@ export async function deliverOtlpEntry(
     return { ...fields, state: "refused", rejectedSpans: 0, reason: entry.lastError };
   }
   let sent: SendOutcome;
+  const batches = splitRequest(entry.request as unknown as ExportTraceServiceRequest);
   try {
-    sent = await sendWithRetry(encoder.encode(JSON.stringify(entry.request)), policy);
+    // Each acknowledged request is written down before the next goes: a delivery that fails
+    // part way, or a process that dies, leaves the entry to resume at the first one not sent.
+    sent = (await sendBatches(batches, Math.min(entry.sentBatches, batches.length), policy, (n) => {
+      entry.sentBatches = n;
+      writeOtlpEntry(root, entry);
+    })).outcome;
   } catch (error) {
     // A refused sandbox permission, say: keep the entry and say why.
     entry.attempts++;

@@ -13,9 +13,10 @@ import {
   deliverPendingOtlp,
   type ExportOutcome,
   exportOutcomeOf,
+  sendBatches,
   type SendPolicy,
-  sendWithRetry,
 } from "./deliver.ts";
+import { countSpans, splitRequest } from "./batch.ts";
 import { createOtlpEntry } from "./outbox.ts";
 import { exportRedactor } from "./redact.ts";
 import { type RecordedRun, traceRequest } from "./request.ts";
@@ -28,12 +29,14 @@ export const SETTLE_BUDGET_MS = 2_000;
 export const EXPLICIT_ATTEMPTS = 5;
 
 export interface TraceBuild {
+  /** The whole trace as one request (what --print shows and the outbox keeps). */
   request: ExportTraceServiceRequest;
-  body: Uint8Array;
+  /** The requests it is sent as, in order (lib/otel/batch.ts). */
+  batches: ExportTraceServiceRequest[];
   spans: number;
 }
 
-/** The request for `runs` under these settings, redacted, and its JSON. */
+/** The request for `runs` under these settings, redacted, and the requests it is sent as. */
 export function buildTrace(
   runs: readonly RecordedRun[],
   settings: Settings,
@@ -48,16 +51,15 @@ export function buildTrace(
     valueLengthLimit: exporting.valueLengthLimit,
     redact: exportRedactor({ ...settings.otel.file.headers, ...target?.headers }),
   });
-  const spans = request.resourceSpans.reduce(
-    (sum, rs) => sum + rs.scopeSpans.reduce((n, ss) => n + ss.spans.length, 0),
-    0,
-  );
-  return { request, body: new TextEncoder().encode(JSON.stringify(request)), spans };
+  return { request, batches: splitRequest(request), spans: countSpans(request) };
 }
 
 export const USER_AGENT = `reins/${VERSION} (OTLP/HTTP JSON exporter)`;
 
-/** Sends `runs` as one request now, with retries; nothing is written anywhere. */
+/**
+ * Sends `runs` now, as the requests of at most 512 spans and 4 MiB it splits into, in order, each
+ * with retries, stopping at the first not accepted; nothing is written anywhere.
+ */
 export async function exportNow(
   runs: readonly RecordedRun[],
   settings: Settings,
@@ -66,7 +68,7 @@ export async function exportNow(
   options: { onRetry?: (reason: string, waitMs: number) => void } = {},
 ): Promise<ExportOutcome> {
   const built = buildTrace(runs, settings, exporting, target);
-  const outcome = await sendWithRetry(built.body, {
+  const { outcome } = await sendBatches(built.batches, 0, {
     target,
     proxy: settings.proxy,
     attempts: EXPLICIT_ATTEMPTS,

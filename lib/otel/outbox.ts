@@ -4,13 +4,15 @@
 // next run that settles). Beside the platform's reports rather than among them: their readers
 // list only the files directly in `outbox/`. A file holds the finished request (already
 // redacted) and never the headers, which are credentials and are taken from the settings when
-// it is sent.
+// it is sent. The trace goes as several requests (lib/otel/batch.ts); the entry records how many
+// were acknowledged, rewritten after each, so a delivery that fails part way resumes after them.
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { newId } from "../core/ids.ts";
 import type { DataRoot } from "../store/data_root.ts";
 import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
+import { countSpans } from "./batch.ts";
 
 export const OTLP_ENTRY_TYPE = "reins.otlp-export";
 
@@ -29,6 +31,11 @@ export const OtlpEntry = z.object({
   /** "pending": to be sent; "refused": the collector said no, and only --pending tries again. */
   state: z.enum(["pending", "refused"]),
   attempts: z.number().int().nonnegative(),
+  /**
+   * How many of the requests the trace is sent as (lib/otel/batch.ts splitRequest) the collector
+   * acknowledged: the next delivery starts at the one after. Absent in what an older reins wrote.
+   */
+  sentBatches: z.number().int().nonnegative().default(0),
   lastError: z.string().nullable(),
   request: z.looseObject({ resourceSpans: z.array(z.unknown()) }),
 });
@@ -59,10 +66,7 @@ export function createOtlpEntry(
   },
 ): OtlpEntry {
   const now = nowIso();
-  const spans = fields.request.resourceSpans.reduce(
-    (sum, rs) => sum + rs.scopeSpans.reduce((n, ss) => n + ss.spans.length, 0),
-    0,
-  );
+  const spans = countSpans(fields.request);
   const entry: OtlpEntry = {
     type: OTLP_ENTRY_TYPE,
     version: 1,
@@ -75,6 +79,7 @@ export function createOtlpEntry(
     endpoint: fields.endpoint,
     state: "pending",
     attempts: 0,
+    sentBatches: 0,
     lastError: null,
     request: fields.request as unknown as OtlpEntry["request"],
   };
