@@ -12,6 +12,7 @@ import { describeError } from "../core/errors.ts";
 import {
   listOtlpEntryIds,
   lockOtlpEntry,
+  noteSentBatches,
   type OtlpEntry,
   readOtlpEntry,
   removeOtlpEntry,
@@ -188,10 +189,12 @@ export async function deliverOtlpEntry(
   try {
     // Each acknowledged request is written down before the next goes: a delivery that fails
     // part way, or a process that dies, leaves the entry to resume at the first one not sent.
-    sent = (await sendBatches(batches, Math.min(entry.sentBatches, batches.length), policy, (n) => {
-      entry.sentBatches = n;
-      writeOtlpEntry(root, entry);
-    })).outcome;
+    sent = (await sendBatches(
+      batches,
+      Math.min(entry.sentBatches, batches.length),
+      policy,
+      (n) => noteSentBatches(root, entry, n),
+    )).outcome;
   } catch (error) {
     // A refused sandbox permission, say: keep the entry and say why.
     entry.attempts++;

@@ -4,8 +4,9 @@
 // next run that settles). Beside the platform's reports rather than among them: their readers
 // list only the files directly in `outbox/`. A file holds the finished request (already
 // redacted) and never the headers, which are credentials and are taken from the settings when
-// it is sent. The trace goes as several requests (lib/otel/batch.ts); the entry records how many
-// were acknowledged, rewritten after each, so a delivery that fails part way resumes after them.
+// it is sent. The trace goes as several requests (lib/otel/batch.ts); how many were acknowledged
+// is noted after each (`outbox/otlp/<id>.progress`, and `sentBatches` when the entry is next
+// written), so a delivery that fails part way resumes after them.
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { newId } from "../core/ids.ts";
@@ -89,9 +90,25 @@ export function createOtlpEntry(
 
 export type ReadOtlpEntry = ReadOutboxEntry<OtlpEntry>;
 
-/** The entry, null when it is gone (sent meanwhile), or why it cannot be read. */
+/**
+ * The entry, null when it is gone (sent meanwhile), or why it cannot be read; its sentBatches
+ * counts what noteSentBatches() noted since the entry was last written.
+ */
 export function readOtlpEntry(root: DataRoot, id: string): ReadOtlpEntry | null {
-  return exports.read(root, id);
+  const read = exports.read(root, id);
+  if (read?.ok) {
+    read.entry.sentBatches = Math.max(read.entry.sentBatches, exports.progress(root, id));
+  }
+  return read;
+}
+
+/**
+ * Notes that the collector acknowledged the entry's first `sent` requests: atomically, fsynced, in
+ * `<id>.progress` beside it, so that a trace of hundreds of requests is not rewritten after each.
+ */
+export function noteSentBatches(root: DataRoot, entry: OtlpEntry, sent: number): void {
+  entry.sentBatches = sent;
+  exports.writeProgress(root, entry.id, sent);
 }
 
 /** Ids of the entries waiting, oldest first (ids are uuid v7). */

@@ -1,6 +1,8 @@
 // An outbox: one JSON file per entry in a folder of the data root (`<id>.json`, 0600), written
 // atomically before anything is sent and rewritten after each step the receiver acknowledged, held
-// by a lock on `<id>.lock` while it is sent (the OS drops it if its holder dies), removed once
+// by a lock on `<id>.lock` while it is sent (an entry sent in many steps may instead note how many
+// went in `<id>.progress`, a few bytes written atomically after each, so that a large entry is not
+// rewritten at every step) (the OS drops it if its holder dies), removed once
 // sent. Ids are uuid v7, so entries list oldest first. The platform's reports
 // (platform/outbox.ts) and the OpenTelemetry exports (otel/outbox.ts) are two outboxes: each
 // gives the schema its entries are checked against and where they lie; how an entry is sent, and
@@ -72,6 +74,21 @@ export class Outbox<T extends OutboxEntryBase> {
     return { ok: true, entry: parsed.data };
   }
 
+  /**
+   * Notes, durably (atomic replace, fsynced), how many steps of the entry the receiver
+   * acknowledged; read back by progress() and removed with the entry.
+   */
+  writeProgress(root: DataRoot, id: string, steps: number): void {
+    root.writeFileAtomic(this.#progressPath(root, id), `${steps}\n`);
+  }
+
+  /** The steps writeProgress() last noted for the entry: 0 when none (or unreadable). */
+  progress(root: DataRoot, id: string): number {
+    const text = root.readText(this.#progressPath(root, id));
+    const steps = text === null ? NaN : Number(text.trim());
+    return Number.isSafeInteger(steps) && steps > 0 ? steps : 0;
+  }
+
   /** Ids of the entries, oldest first (ids are uuid v7); none when the folder does not exist. */
   ids(root: DataRoot): string[] {
     return root.list(this.#place.folder(root.layout))
@@ -84,15 +101,23 @@ export class Outbox<T extends OutboxEntryBase> {
     return root.lock(this.#place.lock(root.layout, id), { wait: false });
   }
 
-  /** Removes a sent entry, then its lock file (a lock file alone means nothing). */
+  /**
+   * Removes a sent entry, then its progress and lock files (either alone means nothing: ids are
+   * never reused).
+   */
   remove(root: DataRoot, id: string): void {
     root.remove(this.#entryPath(root, id));
+    root.remove(this.#progressPath(root, id));
     root.remove(this.#place.lock(root.layout, id));
   }
 
   #entryPath(root: DataRoot, id: string): string {
     if (!isSafeName(id)) throw new RangeError(`Cannot use ${JSON.stringify(id)} as an outbox id`);
     return this.#place.entry(root.layout, id);
+  }
+
+  #progressPath(root: DataRoot, id: string): string {
+    return `${this.#entryPath(root, id).replace(/\.json$/, "")}.progress`;
   }
 
   #text(entry: T): string {

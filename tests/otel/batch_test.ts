@@ -183,6 +183,9 @@ Deno.test("a collector failing after the 2nd request: the entry records 2 sent, 
   const kept = readOtlpEntry(new DataRoot(home), id);
   assert.ok(kept?.ok);
   assert.equal(kept.entry.sentBatches, 2);
+  // An interrupted delivery (no later write of the entry) leaves the count in its progress file.
+  const progress = `${new DataRoot(home).layout.otlpOutbox()}/${id}.progress`;
+  assert.equal(Deno.readTextFileSync(progress).trim(), "2");
   const total = kept.entry.spans;
   const firstTwo = collector.spans().map((s) => s.spanId);
 
@@ -193,6 +196,8 @@ Deno.test("a collector failing after the 2nd request: the entry records 2 sent, 
   assert.equal(later.code, 0, later.stderr);
   assert.match(later.stdout, new RegExp(`exported 1 run \\(${total} spans\\)`));
   assert.deepEqual(listOtlpEntryIds(new DataRoot(home)), []);
+  const left = [...Deno.readDirSync(new DataRoot(home).layout.otlpOutbox())].map((e) => e.name);
+  assert.deepEqual(left, [], "no progress or lock file is left");
   const accepted = collector.accepted();
   assert.ok(accepted.length > 3, `${accepted.length} requests accepted`);
   const spans = assertBatched(accepted);
