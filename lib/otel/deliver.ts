@@ -2,13 +2,13 @@
 // exponential backoff with full jitter, its Retry-After when it gives one) inside a time budget,
 // and the outbox entries sent the same way, each under its lock, removed once acknowledged. A
 // trace goes as the requests splitRequest() (batch.ts) makes of it, in order, each retried alone;
-// an entry records after each acknowledged one how many went, so that the next delivery after a
+// an entry notes after each acknowledged one how many went, so that the next delivery after a
 // failure starts at the first one not acknowledged.
 // Nothing here throws for what a collector or the network does; the outcome says what happened.
 import { sleep } from "../core/clock.ts";
+import { describeError } from "../core/errors.ts";
 import { splitRequest } from "./batch.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
-import { describeError } from "../core/errors.ts";
 import {
   listOtlpEntryIds,
   lockOtlpEntry,
@@ -39,9 +39,9 @@ export interface SendPolicy {
   random?: () => number;
 }
 
-/** Sends `body`, retrying what may pass now, until accepted, refused, out of tries or of time. */
 const encoder = new TextEncoder();
 
+/** Sends `body`, retrying what may pass now, until accepted, refused, out of tries or of time. */
 export async function sendWithRetry(body: Uint8Array, policy: SendPolicy): Promise<SendOutcome> {
   const base = policy.baseDelayMs ?? 250;
   const cap = policy.maxDelayMs ?? 30_000;
