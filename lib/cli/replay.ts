@@ -24,10 +24,23 @@ import { previewValue } from "../session/text.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
 import { turnSignals } from "./signals.ts";
+import type { Settings } from "../core/config.ts";
+import {
+  type HarnessDivergence,
+  type HarnessVerdict,
+  isHarnessRun,
+  replayChain,
+} from "../turn/harness_replay.ts";
 
-export const usage = "reins replay RUN [--cwd DIR] [--timeout SECONDS]";
+export const usage = "reins replay RUN [--cwd DIR] [--timeout SECONDS] [--upstream]";
 export const description =
-  "Re-runs a recorded loop run: its recorded model outputs are served in order as the model " +
+  "Re-runs a recorded run. A Claude Code, Codex, Gemini CLI or opencode run: the same harness " +
+  "with the same prompt, its model calls answered by the model gateway from the recording " +
+  "(no network, no key; --upstream sends them to the real model instead), a turn of a " +
+  "context replayed with the context's turns before it in a scratch harness home; a model call " +
+  "whose request differs from the recording's in its messages or tools offered is a " +
+  "divergence (docs/gateway.md says what is compared and ignored). A loop run: " +
+  "its recorded model outputs are served in order as the model " +
   "(replay:RUN) and the tools really run, in a fresh directory under the data root (tmp/, kept " +
   "afterwards to look at) that holds the run's working directory as the run found it (its " +
   "snapshot; without one, a copy of the directory as it is now, and a line that says so), " +
@@ -48,6 +61,10 @@ export const flags = defineFlags({
     positive: true,
     value: "SECONDS",
     description: "fail the replay after this long",
+  },
+  upstream: {
+    type: "boolean",
+    description: "a harness run: send its model calls to the real model instead of the recording",
   },
 });
 type Flags = typeof flags;
@@ -73,6 +90,14 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const recorded = store.readEvents(original.id);
   for (const problem of describeProblems(original.id, recorded)) io.warn(problem);
   const plan = replayPlan(original, recorded.events);
+  if (isHarnessRun(original)) {
+    return await replayHarness(ctx, store, settings, original, timeoutSeconds ?? null);
+  }
+  if (ctx.flags.upstream) {
+    throw new UsageError("--upstream replays a harness run; a loop run replays its own outputs", {
+      hint: usage,
+    });
+  }
   const given = ctx.flags.cwd;
   const where = given === undefined
     ? await replayDirectory(store, original)
@@ -302,4 +327,116 @@ function earlierTurns(store: Store, original: RunRecord): RunEvent[] {
   );
   if (before.size === 0) return [];
   return store.sessionEvents(original.sessionId).filter((event) => before.has(event.runId));
+}
+
+/** `reins replay` of a harness run (lib/turn/harness_replay.ts). */
+async function replayHarness(
+  ctx: CommandContext<Flags>,
+  store: Store,
+  settings: Settings,
+  original: RunRecord,
+  timeoutSeconds: number | null,
+): Promise<number> {
+  const { io } = ctx;
+  const chain = replayChain(store, original);
+  const given = ctx.flags.cwd;
+  // The chain's first turn's directory, as it found it: the later turns find what it left.
+  const where = given === undefined
+    ? await replayDirectory(store, chain[0])
+    : { cwd: checkCwd(given), note: `in ${checkCwd(given)}` };
+  const calls =
+    store.readEvents(original.id).events.filter((event) =>
+      event.type === "model.call.started" && event.payload.generates && event.ignored === undefined
+    ).length;
+  io.note(
+    `reins: replaying ${original.driver} run ${original.id} (${calls} model call${
+      calls === 1 ? "" : "s"
+    }${chain.length > 1 ? `, after the ${chain.length - 1} turn(s) of its context before it` : ""}${
+      ctx.flags.upstream ? ", sent to the real model" : ", answered from the recording"
+    }) ${where.note}`,
+  );
+  const { replayHarnessRun } = await importLazily<typeof import("../turn/harness_replay.ts")>(
+    "turn/harness_replay.ts",
+  );
+  let progress: Progress | null = null;
+  using signals = turnSignals((message) => io.warn(message));
+  const result = await replayHarnessRun(store, settings, original, {
+    cwd: where.cwd,
+    upstream: ctx.flags.upstream === true,
+    timeoutSeconds,
+    signals: { stop: signals.stop, kill: signals.kill },
+    hooks: {
+      warn: (message) => io.warn(message),
+      onEvent: (event) => progress?.update(event),
+      onCreated: async (runId) => {
+        signals.runStarted(runId);
+        (progress as Progress | null)?.stop();
+        if (io.stderrIsTerminal && !io.quiet && !io.jsonMode) {
+          progress = await startProgress(() => store.uniqueRunPrefix(runId));
+        }
+      },
+    },
+  });
+  (progress as Progress | null)?.stop();
+  const { summary, error, verdict } = result;
+  if (error instanceof ReinsError && error.exitCode !== ExitCode.runFailed) throw error;
+  if (io.jsonMode) {
+    io.json({
+      runId: summary.runId,
+      replayOf: original.id,
+      cwd: where.cwd,
+      status: summary.status,
+      reason: summary.reason,
+      chain: result.chain,
+      harnessHome: result.harnessHome,
+      upstream: ctx.flags.upstream === true,
+      ...verdict,
+    });
+  } else {
+    io.print(formatHarnessVerdict(summary.runId, original.id, summary.status, verdict));
+  }
+  return verdict.diverged ? ExitCode.runFailed : ExitCode.ok;
+}
+
+/** A harness replay's verdict for people: the outcome, then `reproduced` or where it diverged. */
+export function formatHarnessVerdict(
+  runId: string,
+  replayOf: string,
+  status: string,
+  verdict: HarnessVerdict,
+): string {
+  const { recorded, served, matching } = verdict.modelCalls;
+  const counts = `${served} of ${recorded} recorded model calls made again, ${matching} matching`;
+  const lines = [`replay ${runId} of ${replayOf}: ${status}`];
+  if (!verdict.diverged) {
+    lines.push(`reproduced the recording: ${counts}`);
+    return lines.join("\n");
+  }
+  const [first] = verdict.divergences;
+  lines.push(`diverged: ${describeHarnessDivergence(first)}`);
+  const more = verdict.divergences.length - 1;
+  lines.push(`${counts}${more > 0 ? `; ${more} more difference${more === 1 ? "" : "s"}` : ""}`);
+  lines.push(`see: reins show ${runId} --verbose`);
+  return lines.join("\n");
+}
+
+function describeHarnessDivergence(divergence: HarnessDivergence): string {
+  switch (divergence.kind) {
+    case "request":
+      return divergence.recordedCallId === null
+        ? `model call ${divergence.call} (${divergence.path}) is not in the recording of ` +
+          divergence.replayOf
+        : `model call ${divergence.call} (${divergence.path}) differs from ` +
+          `${divergence.recordedCallId} of ${divergence.replayOf} in its ${
+            divergence.fields.join(" and ")
+          }`;
+    case "unused-calls":
+      return `the replay of ${divergence.replayOf} ended after ${divergence.served} of its ` +
+        `${divergence.recorded} recorded model calls`;
+    case "outcome":
+      return `the replay of ${divergence.replayOf} ${divergence.replayed} where the recording ` +
+        divergence.recorded;
+    default:
+      return assertNever(divergence, "divergence");
+  }
 }

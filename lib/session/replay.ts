@@ -4,6 +4,7 @@
 // the verdict — whether the replay did what the recording did, and where it first did not.
 // Running the replay is the CLI's job (lib/cli/replay.ts); this module reads and compares.
 import { newId } from "../core/ids.ts";
+import { HARNESS_DRIVERS } from "../core/config.ts";
 import { UsageError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import { readManifest } from "../snapshot/manifest.ts";
@@ -94,14 +95,28 @@ export function interruptedCall(events: readonly RunEvent[]): ReplayPlan["cutMid
 }
 
 export function replayPlan(record: RunRecord, events: readonly RunEvent[]): ReplayPlan {
-  if (record.driver !== "loop") {
-    throw new UsageError(
-      `Cannot replay run ${record.id}: it ran the ${record.driver} driver, not the built-in loop`,
-      { hint: "only loop runs record the model outputs a replay serves" },
-    );
-  }
   const outputs = recordedOutputs(events);
-  if (outputs.length === 0) throw nothingToReplay(record);
+  if ((HARNESS_DRIVERS as readonly string[]).includes(record.driver)) {
+    // A harness run replays from the model calls its gateway recorded.
+    if (!events.some((e) => e.type === "model.call.started" && e.ignored === undefined)) {
+      throw new UsageError(
+        `Cannot replay run ${record.id}: its ${record.driver} run recorded no model calls`,
+        {
+          hint: "a harness run replays from what reins's model gateway recorded; this one ran " +
+            "without the gateway (--no-gateway, or the config's gateway.enabled false)",
+        },
+      );
+    }
+  } else if (record.driver !== "loop") {
+    throw new UsageError(
+      `Cannot replay run ${record.id}: it ran the ${record.driver} driver, not the built-in loop ` +
+        "nor a harness",
+      {
+        hint: "the built-in loop and the harnesses (claude, codex, gemini, opencode) record the " +
+          "model calls a replay serves; a command's model is its own business",
+      },
+    );
+  } else if (outputs.length === 0) throw nothingToReplay(record);
   let prompt = record.goal;
   const decisions: ReplayPlan["decisions"] = new Map();
   const answers: ReplayPlan["answers"] = new Map();
@@ -157,11 +172,19 @@ export interface ReplayDirectory {
   note: string;
 }
 
-/** A fresh directory under the data root's tmp/ for one replay. */
-function freshReplayDir(root: DataRoot): string {
+/**
+ * A fresh directory under the data root's tmp/ for one replay: `tmp/replay-ID/NAME`, NAME the
+ * recorded directory's own name, which harnesses show and name things after (Gemini CLI's
+ * project directory, a prompt's "working in …/NAME").
+ */
+function freshReplayDir(root: DataRoot, recordedCwd: string): string {
   const tmp = root.layout.tmp();
-  const dir = joinPath(tmp, `replay-${newId()}`);
+  const parent = joinPath(tmp, `replay-${newId()}`);
   root.ensureDir(tmp);
+  Deno.mkdirSync(parent, { mode: 0o700 });
+  const name = recordedCwd.replace(/\/+$/, "").split("/").at(-1) ?? "";
+  if (name === "" || name === "." || name === "..") return Deno.realPathSync(parent);
+  const dir = joinPath(parent, name);
   Deno.mkdirSync(dir, { mode: 0o700 });
   return Deno.realPathSync(dir);
 }
@@ -180,7 +203,7 @@ export async function replayDirectory(root: DataRoot, run: RunRecord): Promise<R
   else if (read.manifest.state === "skipped") {
     why = `its snapshot was skipped: ${read.manifest.reason}`;
   } else {
-    const cwd = freshReplayDir(root);
+    const cwd = freshReplayDir(root, run.cwd);
     try {
       const restored = await restoreSnapshot(root, read.manifest, cwd);
       const unnamed = read.manifest.nonUtf8Names ?? 0;
@@ -193,12 +216,15 @@ export async function replayDirectory(root: DataRoot, run: RunRecord): Promise<R
       };
     } catch (error) {
       await Deno.remove(cwd, { recursive: true }).catch(() => {});
+      // Its tmp/replay-ID parent too, now empty.
+      const parent = cwd.slice(0, cwd.lastIndexOf("/"));
+      if (/\/replay-[^/]+$/.test(parent)) await Deno.remove(parent).catch(() => {});
       if (!(error instanceof SnapshotDamagedError)) throw error;
       why = error.message.replace(/^The snapshot of run \S+ is/, "its snapshot is");
     }
   }
   const copied: CopyCounts = { nonUtf8Names: 0 };
-  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(root), copied);
+  const cwd = await copyWorkingDirectory(run.cwd, freshReplayDir(root, run.cwd), copied);
   const unnamed = copied.nonUtf8Names > 0 ? ` (${namesLeftOut(copied.nonUtf8Names)})` : "";
   return {
     cwd,
@@ -468,4 +494,9 @@ export function compareReplay(
     modelOutputs: { recorded: outputs, served },
     toolResults: { recorded: recordedTools.length, replayed: replayedTools.length, differing },
   };
+}
+
+/** How a run's events say it ended: completed, failed, interrupted, or not settled. */
+export function terminalOutcome(events: readonly RunEvent[]): string {
+  return describeOutcome(terminal(live(events)));
 }

@@ -11,7 +11,7 @@ import {
   type Limits,
   type Spent,
 } from "../core/budget.ts";
-import { describeError } from "../core/errors.ts";
+import { describeError, UsageError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { Driver, GatewayRoute, ModelRoutePlan } from "../drivers/driver.ts";
 import type { EventInput, GatewayUse, RunEvent } from "../store/contracts.ts";
@@ -32,12 +32,15 @@ export async function decideGateway(
   driver: Driver,
 ): Promise<GatewayDecision> {
   if (driver.modelRoutes === undefined) return null;
-  const off = (reason: string): GatewayDecision => ({
-    use: { enabled: false, reason },
-    plan: null,
-  });
+  const off = (reason: string): GatewayDecision => {
+    if (request.upstreamOf !== undefined) {
+      // A replay without the gateway would call the model for real.
+      throw new UsageError(`Cannot replay through the model gateway: ${reason}`);
+    }
+    return { use: { enabled: false, reason }, plan: null };
+  };
   if (request.gateway === false) return off(request.noGatewayReason ?? "--no-gateway");
-  if (!settings.gateway.enabled) {
+  if (!settings.gateway.enabled && request.upstreamOf === undefined) {
     return off(`gateway.enabled is false in the config file (${settings.configPath})`);
   }
   let routes;
@@ -54,6 +57,22 @@ export async function decideGateway(
     );
   }
   if ("unavailable" in routes) return off(routes.unavailable);
+  const upstreamOf = request.upstreamOf;
+  if (upstreamOf !== undefined) {
+    // A replay: every route, and its header's alternative, goes to the recording.
+    routes = {
+      ...routes,
+      routes: Object.fromEntries(
+        Object.entries(routes.routes).map(([route, target]) => [route, {
+          ...target,
+          upstream: upstreamOf(route),
+          ...(target.whenHeader
+            ? { whenHeader: { ...target.whenHeader, upstream: upstreamOf(route) } }
+            : {}),
+        }]),
+      ),
+    };
+  }
   return { use: { enabled: true }, plan: routes };
 }
 

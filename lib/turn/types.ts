@@ -45,6 +45,11 @@ export interface TurnRequest {
    */
   gateway?: boolean;
   noGatewayReason?: string;
+  /**
+   * Where each gateway route's calls go instead of the harness's upstream (a replay's recorded
+   * answers, lib/gateway/replay_server.ts): the gateway is then required, never off.
+   */
+  upstreamOf?: (route: string) => string;
   /** Limits on the sum over the context's turns, this one included (--context-max-*). */
   contextBudget?: Limits;
   /** More scopes the turn is held to (a suite scenario's, with what its earlier turns spent). */
