@@ -76,14 +76,18 @@ const PLACEHOLDER_KEY = "reins-replay-no-key";
 
 /**
  * The variables that put `driver`'s session store (and what it writes of itself) under `home`,
- * its config copied there from where `env` has it; a key the harness needs to start, when none
- * is given, is a placeholder (the recording answers, not the provider).
+ * its config copied there from where `env` has it (its settings, not its sessions nor its
+ * credentials), and a placeholder key unless the calls go `upstream`.
  */
 export async function scratchHarnessEnv(
   driver: HarnessDriver,
   home: string,
   env: Record<string, string | undefined>,
+  upstream = false,
 ): Promise<Record<string, string>> {
+  // Answered from the recording, the harness needs a key only to start: a placeholder, whatever
+  // key or sign-in it has (which reins does not read). Sent upstream, its own.
+  const key = (name: string) => upstream ? {} : { [name]: PLACEHOLDER_KEY };
   const copy = async (from: string, to: string, names: string[]) => {
     await Deno.mkdir(to, { recursive: true, mode: 0o700 });
     for (const name of names) {
@@ -101,9 +105,7 @@ export async function scratchHarnessEnv(
       return {
         HOME: home,
         CLAUDE_CONFIG_DIR: config,
-        ...(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN
-          ? {}
-          : { ANTHROPIC_API_KEY: PLACEHOLDER_KEY }),
+        ...key("ANTHROPIC_API_KEY"),
       };
     }
     case "codex": {
@@ -115,17 +117,29 @@ export async function scratchHarnessEnv(
       return {
         HOME: home,
         CODEX_HOME: codexHome,
-        ...(env.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: PLACEHOLDER_KEY }),
+        ...key("OPENAI_API_KEY"),
       };
     }
     case "gemini": {
-      await copy(joinPath(userHome, ".gemini"), joinPath(home, ".gemini"), [
-        "settings.json",
-        "GEMINI.md",
-      ]);
+      const gemini = joinPath(home, ".gemini");
+      await copy(joinPath(userHome, ".gemini"), gemini, ["settings.json", "GEMINI.md"]);
+      if (!upstream) {
+        // Signed in with the placeholder key: Gemini CLI starts only with an auth method chosen
+        // (its settings may be out of reins's reach under the sandbox, or choose another).
+        const path = joinPath(gemini, "settings.json");
+        let settings: Record<string, unknown> = {};
+        try {
+          const read = JSON.parse(await Deno.readTextFile(path));
+          if (read !== null && typeof read === "object" && !Array.isArray(read)) settings = read;
+        } catch { /* none, or not JSON: a fresh one */ }
+        const security = (settings.security ?? {}) as Record<string, unknown>;
+        const auth = (security.auth ?? {}) as Record<string, unknown>;
+        settings.security = { ...security, auth: { ...auth, selectedType: "gemini-api-key" } };
+        await Deno.writeTextFile(path, JSON.stringify(settings), { mode: 0o600 });
+      }
       return {
         HOME: home,
-        ...(env.GEMINI_API_KEY || env.GOOGLE_API_KEY ? {} : { GEMINI_API_KEY: PLACEHOLDER_KEY }),
+        ...key("GEMINI_API_KEY"),
       };
     }
     case "opencode": {
@@ -140,6 +154,19 @@ export async function scratchHarnessEnv(
       };
     }
   }
+}
+
+/** Where the harnesses keep their config, as far as this process may read (the sandbox's list). */
+function readable(): Record<string, string | undefined> {
+  const found: Record<string, string | undefined> = {};
+  for (const name of ["HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"]) {
+    try {
+      found[name] = Deno.env.get(name);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotCapable)) throw error;
+    }
+  }
+  return found;
 }
 
 /** Replays harness run `original` (and the context's turns before it); see the module's note. */
@@ -159,8 +186,13 @@ export async function replayHarnessRun(
   const harnessHome = joinPath(tmp, `replay-${newId()}-home`);
   await Deno.mkdir(harnessHome, { mode: 0o700 });
   const given = options.env ?? {};
-  const inherited: Record<string, string | undefined> = { ...Deno.env.toObject(), ...given };
-  const scratch = await scratchHarnessEnv(driver, harnessHome, inherited);
+  const inherited: Record<string, string | undefined> = { ...readable(), ...given };
+  const scratch = await scratchHarnessEnv(
+    driver,
+    harnessHome,
+    inherited,
+    options.upstream === true,
+  );
   const env = { ...given, ...scratch };
   // One scratch context for the whole chain: each replayed turn resumes the one before it.
   const contextId = chain.length > 1 ? `replay-${newId()}` : null;

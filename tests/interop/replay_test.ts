@@ -12,6 +12,7 @@ import { runTurn } from "../../lib/turn/mod.ts";
 import { replayHarnessRun } from "../../lib/turn/harness_replay.ts";
 import { replayDirectory } from "../../lib/session/replay.ts";
 import { inOrder, text } from "../fixtures/fake_model_server.ts";
+import { reins, type ReinsOptions } from "../support/reins.ts";
 import { testSettings } from "../drivers/_helpers.ts";
 import { ensureCli, type Installed, interopTest } from "./_install.ts";
 import { makeScratch, type Scratch } from "./_scratch.ts";
@@ -138,6 +139,89 @@ for (const spec of SPECS) {
         const first = result.verdict.divergences[0];
         assert.equal(first.kind, "request", JSON.stringify(result.verdict.divergences));
         assert.ok(first.kind === "request" && first.fields.includes("messages"));
+      });
+    },
+  );
+}
+
+/** How `reins` is run for one CLI: its scratch world in the environment, the CLI allowed. */
+async function reinsFor(
+  spec: HarnessSpec,
+  program: string,
+  scratch: Scratch,
+): Promise<ReinsOptions> {
+  await Deno.mkdir(scratch.reinsHome, { recursive: true });
+  await Deno.writeTextFile(
+    `${scratch.reinsHome}/config.json`,
+    JSON.stringify({
+      drivers: {
+        [spec.driver]: { args: scratch.args, idleTimeoutSeconds: spec.idleTimeoutSeconds },
+      },
+    }),
+  );
+  return {
+    home: scratch.reinsHome,
+    cwd: scratch.cwd,
+    env: { ...scratch.env, [`REINS_${spec.driver.toUpperCase()}_BIN`]: program },
+    allowRun: [program],
+  };
+}
+
+for (const spec of SPECS) {
+  interopTest(
+    installed[spec.driver],
+    `reins replay of a context's second turn replays the chain in a scratch home, offline (real ${spec.cli})`,
+    async (program) => {
+      await withDeadline(300, async () => {
+        await using scratch = await makeScratch(spec.driver, "http://127.0.0.1:9");
+        const ids: string[] = [];
+        {
+          await using server = spec.serve(
+            inOrder(spec.shellTool, text("The file is written."), text("Second answer.")),
+          );
+          await pointAt(scratch, server.url);
+          const options = await reinsFor(spec, program, scratch);
+          for (const prompt of ["write the file", "and now say something"]) {
+            const result = await reins(
+              ["run", "--driver", spec.driver, "--context", "ticket-9", "--json", prompt],
+              options,
+            );
+            assert.equal(result.code, 0, result.stderr);
+            ids.push(JSON.parse(result.stdout).runId);
+          }
+        }
+        // The fake is gone; the harness's own sessions are moved away, so none can be borrowed.
+        await Deno.rename(scratch.home, `${scratch.home}-gone`);
+        await Deno.mkdir(scratch.home);
+        for (
+          const kept of [
+            ".codex/config.toml",
+            ".config/opencode/opencode.json",
+            ".gemini/settings.json",
+          ]
+        ) {
+          const from = `${scratch.home}-gone/${kept}`;
+          if (await Deno.stat(from).then(() => true, () => false)) {
+            await Deno.mkdir(`${scratch.home}/${kept.slice(0, kept.lastIndexOf("/"))}`, {
+              recursive: true,
+            });
+            await Deno.copyFile(from, `${scratch.home}/${kept}`);
+          }
+        }
+        const options = await reinsFor(spec, program, scratch);
+        const replayed = await reins(["replay", ids[1], "--json"], options);
+        assert.equal(replayed.code, 0, `${replayed.stdout}\n${replayed.stderr}`);
+        const verdict = JSON.parse(replayed.stdout);
+        assert.equal(verdict.status, "completed");
+        assert.equal(verdict.diverged, false, JSON.stringify(verdict.divergences));
+        assert.deepEqual(verdict.chain.map((link: { replayOf: string }) => link.replayOf), ids);
+        assert.ok(verdict.harnessHome.startsWith(`${scratch.reinsHome}/tmp/`), verdict.harnessHome);
+        assert.equal(verdict.modelCalls.matching, verdict.modelCalls.recorded);
+        assert.equal(await Deno.readTextFile(`${verdict.cwd}/out.txt`), "tool-ran\n");
+        // The plain report says so too.
+        const plain = await reins(["replay", ids[1]], options);
+        assert.equal(plain.code, 0, plain.stderr);
+        assert.match(plain.stdout, /reproduced the recording: (\d+) of \1 recorded model calls/);
       });
     },
   );
