@@ -9,7 +9,7 @@ import { nearest } from "../core/suggest.ts";
 export const usage = [
   "reins suite run FILE [--jobs N] [--filter GLOB] [--repeat N] [--resume [ID]]",
   "                [--rerun failed|errors --from ID] [--plan FILE [--shard I/N]]",
-  "                [--junit FILE] [--no-report] [--json]",
+  "                [--reuse ID] [--junit FILE] [--no-report] [--json]",
   "       reins suite validate FILE",
   "       reins suite show [ID] [--junit FILE]",
   "       reins suite list [--limit N]",
@@ -24,7 +24,9 @@ export const description =
   "session. Prints a line as each scenario starts and ends, then a table; exit 0 when every " +
   "scenario passed, 1 when any failed or could not run, 2 for a suite file that cannot be used. " +
   "State is kept under suites/ in the data root: --resume plays only what a crash or Ctrl-C left " +
-  "unfinished, --rerun failed|errors --from ID plays a suite run's failures again. When the " +
+  "unfinished, --rerun failed|errors --from ID plays a suite run's failures again, --reuse ID " +
+  "answers each harness scenario's model calls from suite run ID's recordings where the " +
+  "requests match (the rest go to the model; checks and judges run anew). When the " +
   "platform is configured the suite run is reported as it goes (--no-report: not). plan, run " +
   "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix).";
 
@@ -46,6 +48,7 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
     "shard",
     "junit",
     "no-report",
+    "reuse",
   ],
   validate: [],
   show: ["junit"],

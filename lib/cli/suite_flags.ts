@@ -30,6 +30,11 @@ export const flags = defineFlags({
     value: "ID",
     description: "the suite run --rerun takes its scenarios from",
   },
+  reuse: {
+    type: "string",
+    value: "ID",
+    description: "answer model calls from suite run ID's recordings where the requests match",
+  },
   plan: {
     type: "string",
     value: "FILE",

@@ -249,6 +249,11 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   };
   using store = openStore(ctx.home, { warn: warnOnce });
   await store.reconcileCheaply();
+  // Before the suite run begins: an unknown --reuse leaves nothing behind.
+  const reuseRef = ctx.flags.reuse;
+  const reuse = reuseRef === undefined ? null : (await importLazily<
+    typeof import("../suite/reuse.ts")
+  >("suite/reuse.ts")).SuiteReuse.open(store, settings, reuseRef);
 
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });
   using handle = started.handle;
@@ -310,7 +315,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
       jobs,
       stop: stop.signal,
       kill: kill.signal,
-      runTurn: engineTurns(store, settings, warnOnce),
+      runTurn: engineTurns(store, settings, warnOnce, reuse),
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
       hooks: {
         onStart: (state) => progress.started(state),
@@ -345,9 +350,20 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
     });
   }
   if (io.jsonMode) {
-    io.json({ ...suiteRunJson(handle.header, states), report: reportJson(reporter, reported) });
+    io.json({
+      ...suiteRunJson(handle.header, states),
+      report: reportJson(reporter, reported),
+      ...(reuse === null ? {} : { reuse: reuse.counts }),
+    });
   } else {
     printResults(io, handle.header, states);
+  }
+  if (reuse !== null) {
+    const { matched, passedOn } = reuse.counts;
+    io.note(
+      `reused ${matched} of ${matched + passedOn} model calls from suite run ${reuse.from}` +
+        (passedOn > 0 ? ` (${passedOn} did not match and went to the model)` : ""),
+    );
   }
   // The report's fate is told, never counted: the exit code is the suite's.
   for (const line of reported?.lines ?? []) io.note(line);

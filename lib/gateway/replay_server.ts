@@ -8,6 +8,11 @@
 import type { DataRoot } from "../store/data_root.ts";
 import type { RunEvent } from "../store/contracts.ts";
 import { errorResponse } from "./refusal.ts";
+import { describeError } from "../core/errors.ts";
+import { outboundFetch } from "../net/outbound.ts";
+import { NO_PROXY_SETTINGS, type ProxySettings } from "../net/route.ts";
+import { upstreamUrl } from "./call.ts";
+import { downstreamHeaders, upstreamHeaders } from "./headers.ts";
 import { generates, type Wire, wireOf } from "./wires.ts";
 import {
   type Comparable,
@@ -75,6 +80,12 @@ export function recordedCalls(events: readonly RunEvent[]): RecordedCall[] {
 }
 
 const decoder = new TextDecoder();
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 function parse(bytes: Uint8Array | null): unknown {
   if (bytes === null || bytes.length === 0) return null;
@@ -160,6 +171,30 @@ export class ReplayMatcher {
     return recorded;
   }
 
+  /**
+   * The recorded call not yet served whose request matches (null: none): a suite's --reuse, which
+   * passes anything else on to the model.
+   */
+  match(route: string, method: string, path: string, body: Uint8Array | null): RecordedCall | null {
+    const bare = path.replace(/\?.*$/, "");
+    const mine = comparable(wireOf(method, bare), parse(body), this.#paths);
+    for (let index = 0; index < this.#calls.length; index++) {
+      const recorded = this.#calls[index];
+      if (this.#served.has(index)) continue;
+      if (recorded.route !== route || recorded.method !== method || recorded.path !== bare) {
+        continue;
+      }
+      if (mine === null && recorded.requestSha !== null) {
+        // An opaque call matches on its bytes.
+        const theirs = this.#readBody(recorded.requestSha);
+        if (theirs === null || body === null || !sameBytes(theirs, body)) continue;
+      } else if (differences(this.#recordedComparable(index), mine).length > 0) continue;
+      this.#served.add(index);
+      return recorded;
+    }
+    return null;
+  }
+
   /** Recorded calls that generate and that the replay never made. */
   unused(): RecordedCall[] {
     return this.#calls.filter((call, index) => !this.#served.has(index) && generates(call.wire));
@@ -183,6 +218,17 @@ const NOT_SERVED = new Set([
   "connection",
 ]);
 
+/** How a ReplayServer answers what it has no recorded call for. */
+export interface ReplayServing {
+  /**
+   * "replay" (the default): the next recorded call of the path, or a 400, and a divergence.
+   * "reuse": only a matching recorded call is served; anything else goes on to the route's real
+   * upstream (a suite's --reuse), counted in `passedOn`.
+   */
+  mode?: "replay" | "reuse";
+  proxy?: ProxySettings;
+}
+
 /** The recording of run `runId` served as an upstream; close it when the replay has ended. */
 export class ReplayServer implements AsyncDisposable {
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
@@ -190,10 +236,23 @@ export class ReplayServer implements AsyncDisposable {
   readonly origin: string;
   readonly #root: DataRoot;
   readonly #runId: string;
+  readonly #serving: ReplayServing;
+  /** The real upstream behind each name the gateway is given (`route`, `route@2`). */
+  readonly #upstreams = new Map<string, string>();
+  /** Calls answered from the recording, and passed on to the real upstream (reuse). */
+  reused = 0;
+  passedOn = 0;
 
-  constructor(root: DataRoot, runId: string, calls: readonly RecordedCall[], paths: ReplayPaths) {
+  constructor(
+    root: DataRoot,
+    runId: string,
+    calls: readonly RecordedCall[],
+    paths: ReplayPaths,
+    serving: ReplayServing = {},
+  ) {
     this.#root = root;
     this.#runId = runId;
+    this.#serving = serving;
     this.matcher = new ReplayMatcher(calls, (sha) => this.#read(sha), paths);
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
@@ -202,9 +261,18 @@ export class ReplayServer implements AsyncDisposable {
     this.origin = `http://127.0.0.1:${this.#server.addr.port}`;
   }
 
-  /** The upstream the replay's gateway sends `route`'s calls to. */
-  upstreamOf(route: string): string {
-    return `${this.origin}/${route}`;
+  /**
+   * The upstream the replay's gateway sends `route`'s calls to; `real`, the harness's own, is
+   * where a reuse passes on what the recording does not have.
+   */
+  upstreamOf(route: string, real?: string): string {
+    const target = real ?? "";
+    let name = route;
+    for (let n = 2; this.#upstreams.has(name) && this.#upstreams.get(name) !== target; n++) {
+      name = `${route}@${n}`;
+    }
+    this.#upstreams.set(name, target);
+    return `${this.origin}/${name}`;
   }
 
   #read(sha: string): Uint8Array | null {
@@ -218,11 +286,28 @@ export class ReplayServer implements AsyncDisposable {
   async #handle(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const routeEnd = url.pathname.indexOf("/", 1);
-    const route = url.pathname.slice(1, routeEnd < 0 ? undefined : routeEnd);
+    const name = url.pathname.slice(1, routeEnd < 0 ? undefined : routeEnd);
+    const route = name.replace(/@\d+$/, "");
     const path = routeEnd < 0 ? "" : url.pathname.slice(routeEnd);
     const body = request.body === null ? null : new Uint8Array(await request.arrayBuffer());
-    const recorded = this.matcher.take(route, request.method, path, body);
     const wire = wireOf(request.method, path);
+    if (this.#serving.mode === "reuse") {
+      const recorded = this.matcher.match(route, request.method, path, body);
+      if (recorded !== null) {
+        if (generates(wire)) this.reused++;
+        return this.#answer(recorded, wire);
+      }
+      if (generates(wire)) this.passedOn++;
+      return await this.#passOn(
+        request,
+        this.#upstreams.get(name) ?? "",
+        path,
+        url.search,
+        body,
+        wire,
+      );
+    }
+    const recorded = this.matcher.take(route, request.method, path, body);
     if (recorded === null) {
       return errorResponse(
         wire,
@@ -230,6 +315,10 @@ export class ReplayServer implements AsyncDisposable {
         `reins replay: the recording of ${this.#runId} has no more calls to ${path}`,
       );
     }
+    return this.#answer(recorded, wire);
+  }
+
+  #answer(recorded: RecordedCall, wire: Wire): Response {
     const headers = new Headers();
     for (const [name, value] of Object.entries(recorded.headers)) {
       if (!NOT_SERVED.has(name.toLowerCase())) headers.set(name, value);
@@ -246,6 +335,43 @@ export class ReplayServer implements AsyncDisposable {
       status: recorded.status,
       headers,
     });
+  }
+
+  /** A call the recording has not: to the real upstream, its answer streamed back as it comes. */
+  async #passOn(
+    request: Request,
+    upstream: string,
+    path: string,
+    search: string,
+    body: Uint8Array | null,
+    wire: Wire,
+  ): Promise<Response> {
+    if (upstream === "") {
+      return errorResponse(wire, 502, `reins: no upstream to pass ${path} on to`);
+    }
+    const url = upstreamUrl(upstream, path, search);
+    try {
+      const answer = await outboundFetch(url, {
+        method: request.method,
+        headers: upstreamHeaders(request.headers),
+        body: body !== null && body.length > 0 ? body as Uint8Array<ArrayBuffer> : undefined,
+        signal: request.signal,
+        redirect: "manual",
+      }, { proxy: this.#serving.proxy ?? NO_PROXY_SETTINGS });
+      const decoded = answer.headers.has("content-encoding") &&
+        !/^identity$/i.test(answer.headers.get("content-encoding") ?? "");
+      return new Response(answer.body, {
+        status: answer.status,
+        statusText: answer.statusText,
+        headers: downstreamHeaders(answer.headers, decoded),
+      });
+    } catch (error) {
+      return errorResponse(
+        wire,
+        502,
+        `reins's model gateway cannot reach ${url.host}: ${describeError(error)}`,
+      );
+    }
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

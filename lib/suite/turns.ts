@@ -17,6 +17,7 @@ import type { ScenarioSpec } from "./load.ts";
 import type { Evidence, TurnEvidence } from "./evidence.ts";
 import type { ScenarioState } from "./state.ts";
 import { ReinsError } from "../core/errors.ts";
+import type { SuiteReuse } from "./reuse.ts";
 
 export interface SuiteTurn {
   scenario: ScenarioSpec;
@@ -155,9 +156,13 @@ export function engineTurns(
   store: Store,
   settings: Settings,
   warn: (message: string) => void,
+  reuse: SuiteReuse | null = null,
 ): TurnRunner {
   return async (turn) => {
     const { scenario } = turn;
+    // --reuse: the recorded turn's calls answer what they match (lib/suite/reuse.ts).
+    const lease = reuse === null ? null : await reuse.lease(turn);
+    const server = lease?.server ?? null;
     const { summary, error } = await runTurn(
       store,
       scenarioSettings(settings, scenario),
@@ -177,10 +182,13 @@ export function engineTurns(
         trigger: "suite",
         env: scenario.env,
         budgetScopes: scenarioScopes(store, scenario.budget, turn.parentRunId),
+        ...(server === null
+          ? {}
+          : { upstreamOf: (route: string, up: string) => server.upstreamOf(route, up) }),
       },
       { stop: turn.stop, kill: turn.kill },
       { warn, onCreated: (runId) => turn.onCreated(runId) },
-    );
+    ).finally(() => lease === null ? undefined : reuse?.release(lease));
     // The sandbox refusing the agent refuses every scenario alike: the suite stops (exit 4)
     // rather than record each as an error.
     if (isSandboxRefusal(error)) throw error;

@@ -35,7 +35,7 @@ export async function decideGateway(
   const off = (reason: string): GatewayDecision => {
     if (request.upstreamOf !== undefined) {
       // A replay without the gateway would call the model for real.
-      throw new UsageError(`Cannot replay through the model gateway: ${reason}`);
+      throw new UsageError(`Cannot answer from a recording without the model gateway: ${reason}`);
     }
     return { use: { enabled: false, reason }, plan: null };
   };
@@ -59,15 +59,20 @@ export async function decideGateway(
   if ("unavailable" in routes) return off(routes.unavailable);
   const upstreamOf = request.upstreamOf;
   if (upstreamOf !== undefined) {
-    // A replay: every route, and its header's alternative, goes to the recording.
+    // A replay or a reuse: every route, and its header's alternative, goes to the recording.
     routes = {
       ...routes,
       routes: Object.fromEntries(
         Object.entries(routes.routes).map(([route, target]) => [route, {
           ...target,
-          upstream: upstreamOf(route),
+          upstream: upstreamOf(route, target.upstream),
           ...(target.whenHeader
-            ? { whenHeader: { ...target.whenHeader, upstream: upstreamOf(route) } }
+            ? {
+              whenHeader: {
+                ...target.whenHeader,
+                upstream: upstreamOf(route, target.whenHeader.upstream),
+              },
+            }
             : {}),
         }]),
       ),

@@ -46,10 +46,10 @@ export interface TurnRequest {
   gateway?: boolean;
   noGatewayReason?: string;
   /**
-   * Where each gateway route's calls go instead of the harness's upstream (a replay's recorded
-   * answers, lib/gateway/replay_server.ts): the gateway is then required, never off.
+   * Where each gateway route's calls go instead of `upstream`, the harness's own (a replay's or a
+   * suite reuse's recorded answers, lib/gateway/replay_server.ts): the gateway is then required.
    */
-  upstreamOf?: (route: string) => string;
+  upstreamOf?: (route: string, upstream: string) => string;
   /** Limits on the sum over the context's turns, this one included (--context-max-*). */
   contextBudget?: Limits;
   /** More scopes the turn is held to (a suite scenario's, with what its earlier turns spent). */

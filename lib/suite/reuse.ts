@@ -1,0 +1,110 @@
+// `reins suite run --reuse SUITE_RUN` (docs/suites.md): each harness scenario's model calls are
+// answered from the recordings of that suite run's same scenario where the requests match (by the
+// replay's rules, lib/gateway/replay_rules.ts), and passed on to the model where they do not; the
+// checks and judges run anew. A scenario's attempt takes the next recorded attempt of the same
+// scenario key (the last attempt of each, in the suite run's order), its turn N the recorded
+// attempt's turn N. Scenarios of the loop or a command run as they would.
+import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
+import { importLazily } from "../core/lazy_import.ts";
+import type { Store } from "../store/store.ts";
+import type { ReplayServer } from "../gateway/replay_server.ts";
+import { readScenarioStates, readSuiteRun, resolveSuiteRunId } from "./state.ts";
+import type { SuiteTurn } from "./turns.ts";
+
+/** A turn's share of the reuse: its server (none: nothing recorded for it). */
+export interface ReuseLease {
+  server: ReplayServer | null;
+}
+
+export interface ReuseCounts {
+  /** The suite run reused. */
+  from: string;
+  /** Model calls answered from its recordings, and passed on to the model. */
+  matched: number;
+  passedOn: number;
+}
+
+export class SuiteReuse {
+  readonly from: string;
+  readonly #store: Store;
+  readonly #settings: Settings;
+  /** Each scenario key's recorded attempts not yet taken: the run ids of their turns. */
+  readonly #pool = new Map<string, string[][]>();
+  /** The recorded attempt each context (one scenario attempt) took. */
+  readonly #taken = new Map<string, { runIds: string[]; next: number }>();
+  matched = 0;
+  passedOn = 0;
+
+  private constructor(store: Store, settings: Settings, from: string) {
+    this.#store = store;
+    this.#settings = settings;
+    this.from = from;
+  }
+
+  /** The reuse of suite run `ref` (an id, a unique prefix, `last`); NotFoundError if none. */
+  static open(store: Store, settings: Settings, ref: string): SuiteReuse {
+    const id = resolveSuiteRunId(store, ref);
+    const reuse = new SuiteReuse(store, settings, id);
+    const header = readSuiteRun(store, id);
+    for (const state of readScenarioStates(store, header)) {
+      if (state.runIds.length === 0) continue;
+      const attempts = reuse.#pool.get(state.instance.key) ?? [];
+      attempts.push(state.runIds);
+      reuse.#pool.set(state.instance.key, attempts);
+    }
+    return reuse;
+  }
+
+  /** The recorded turn `turn` reuses, served (null server: none, or not a harness scenario). */
+  async lease(turn: SuiteTurn): Promise<ReuseLease> {
+    if (!(HARNESS_DRIVERS as readonly string[]).includes(turn.scenario.driver)) {
+      return { server: null };
+    }
+    let taken = this.#taken.get(turn.contextId);
+    if (taken === undefined) {
+      const runIds = this.#pool.get(turn.scenario.key)?.shift();
+      if (runIds === undefined) return { server: null };
+      taken = { runIds, next: 0 };
+      this.#taken.set(turn.contextId, taken);
+    }
+    const runId = taken.runIds[taken.next++];
+    if (runId === undefined) return { server: null };
+    const gateway = await importLazily<typeof import("../gateway/replay_server.ts")>(
+      "gateway/replay_server.ts",
+    );
+    let record;
+    try {
+      record = this.#store.resolveRun(runId);
+    } catch {
+      // A run of the reused suite run since deleted: the turn goes to the model.
+      return { server: null };
+    }
+    const calls = gateway.recordedCalls(this.#store.readEvents(runId).events);
+    const home = readHome();
+    const server = new gateway.ReplayServer(this.#store, runId, calls, {
+      cwds: [record.cwd, turn.cwd],
+      homes: home === undefined ? [] : [home],
+    }, { mode: "reuse", proxy: this.#settings.proxy });
+    return { server };
+  }
+
+  /** The turn has ended: its server's counts are added, and it is shut down. */
+  async release(lease: ReuseLease): Promise<void> {
+    if (lease.server === null) return;
+    this.matched += lease.server.reused;
+    this.passedOn += lease.server.passedOn;
+    await lease.server[Symbol.asyncDispose]();
+  }
+
+  get counts(): ReuseCounts {
+    return { from: this.from, matched: this.matched, passedOn: this.passedOn };
+  }
+}
+
+function readHome(): string | undefined {
+  try {
+    return Deno.env.get("HOME");
+  } catch {
+    return undefined;
+  }
+}
