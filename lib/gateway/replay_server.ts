@@ -125,6 +125,11 @@ export class ReplayMatcher {
     return this.#comparables.get(index)!;
   }
 
+  /** Reads and normalizes every recorded request now (else each on first use). */
+  prepare(): void {
+    for (let index = 0; index < this.#calls.length; index++) this.#recordedComparable(index);
+  }
+
   /** The recorded call a request replays (null: none left), noting a divergence if it differs. */
   take(route: string, method: string, path: string, body: Uint8Array | null): RecordedCall | null {
     const call = ++this.#taken;
@@ -254,6 +259,9 @@ export class ReplayServer implements AsyncDisposable {
     this.#runId = runId;
     this.#serving = serving;
     this.matcher = new ReplayMatcher(calls, (sha) => this.#read(sha), paths);
+    // The recorded requests are read while the harness starts, not while it waits for an answer.
+    const warm = setTimeout(() => this.matcher.prepare(), 0);
+    Deno.unrefTimer(warm);
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
       (request) => this.#handle(request),
