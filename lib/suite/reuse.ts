@@ -9,7 +9,13 @@ import { importLazily } from "../core/lazy_import.ts";
 import type { Store } from "../store/store.ts";
 import type { ReplayServer } from "../gateway/replay_server.ts";
 import { readScenarioStates, readSuiteRun, resolveSuiteRunId } from "./state.ts";
-import type { SuiteTurn } from "./turns.ts";
+
+/** What of a scenario's turn a lease needs (turns.ts's SuiteTurn; not imported: no cycle). */
+export interface ReusedTurn {
+  scenario: { driver: string; key: string };
+  contextId: string;
+  cwd: string;
+}
 
 /** A turn's share of the reuse: its server (none: nothing recorded for it). */
 export interface ReuseLease {
@@ -56,7 +62,7 @@ export class SuiteReuse {
   }
 
   /** The recorded turn `turn` reuses, served (null server: none, or not a harness scenario). */
-  async lease(turn: SuiteTurn): Promise<ReuseLease> {
+  async lease(turn: ReusedTurn): Promise<ReuseLease> {
     if (!(HARNESS_DRIVERS as readonly string[]).includes(turn.scenario.driver)) {
       return { server: null };
     }
