@@ -7,7 +7,7 @@
 // `drivers.*.program`, besides the environment (SANDBOX_ENV) and the directory it starts in. A
 // path the person typed is what they mean reins to touch; nothing else widens the sandbox.
 import { type Sandbox, sandboxFromEnv } from "./permissions.ts";
-import { splitCommandLine } from "../lib/drivers/command_line.ts";
+import { splitCommandLine } from "../lib/core/command_line.ts";
 
 /** Where the data root of an invocation came from, for the messages of a refusal. */
 export type HomeOrigin = "--home" | "REINS_HOME" | "HOME";

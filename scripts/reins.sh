@@ -60,7 +60,7 @@ CODE_ASSIST_ENDPOINT CODEX_HOME XDG_CONFIG_HOME OPENCODE_CONFIG'
 value_flags=" --home --cwd --attach --model --exec --base-url --endpoint --host --token-file \
 --plan --junit --out "
 sandbox_code='scripts/reins.sh scripts/sandbox_flags.ts scripts/invocation.ts scripts/permissions.ts
-scripts/launcher_cache.ts lib/core/env.ts lib/core/paths.ts lib/drivers/command_line.ts
+scripts/launcher_cache.ts lib/core/env.ts lib/core/paths.ts lib/core/command_line.ts
 lib/core/errors.ts'
 allow_env=--allow-env=REINS_HOME,HOME,NO_COLOR,TMPDIR,REINS_CONFIG,REINS_CLAUDE_BIN,\
 REINS_CODEX_BIN,REINS_GEMINI_BIN,REINS_OPENCODE_BIN,REINS_SANDBOX,REINS_LAUNCHER_CACHE,\

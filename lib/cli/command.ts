@@ -1,6 +1,5 @@
 // What a command module exports, and what it is handed when it runs.
-import type { Env } from "../core/env.ts";
-import type { Settings } from "../core/config.ts";
+import type { Env, Settings } from "../core/mod.ts";
 import type { FlagSpecs, FlagValues } from "./args.ts";
 import type { Output } from "./output.ts";
 

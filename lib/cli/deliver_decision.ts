@@ -3,10 +3,9 @@
 // the waiting driver reads it. Too late (the run has settled, or settles while this appends) is
 // RunSettledError, exit 8: the decision reached no agent, and saying "allowed" would be a lie.
 import { NotFoundError, RunSettledError } from "../core/errors.ts";
-import type { EventInput, RunEvent, RunRecord } from "../store/contracts.ts";
+import type { EventInput, RunEvent, RunRecord, Store } from "../store/mod.ts";
 import { pendingDecisions } from "../store/decisions.ts";
 import { isActive } from "../store/run_files.ts";
-import type { Store } from "../store/store.ts";
 
 export interface DecisionRequest {
   kind: "approval" | "question";

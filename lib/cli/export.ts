@@ -9,10 +9,10 @@ import { defineFlags } from "./args.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
 import { openStore } from "../store/store.ts";
-import type { RunRecord } from "../store/contracts.ts";
+import type { RunRecord } from "../store/mod.ts";
 import { isActiveStatus } from "../store/contract_runtime.ts";
 import { MAX_LIMIT } from "../store/list.ts";
-import type { ExportOutcome } from "../otel/deliver.ts";
+import type { ExportOutcome } from "../otel/mod.ts";
 
 export const usage =
   "reins export otel RUN ... [--since WHEN] [--endpoint URL] [--otel-content] [--pending] [--print]";

@@ -1,6 +1,6 @@
 // The dispatcher: argv → command module (loaded on demand) → exit code, with the one catch that
 // turns any error into a line for people (and JSON with --json).
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { diskFullError, ExitCode, isDiskFull, ReinsError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { loadSqlite } from "../core/sqlite.ts";

@@ -2,7 +2,7 @@
 // time, drawn by dax on stderr. Loaded only when stderr is a terminal, so piped and scripted runs
 // never pay for dax.
 import { importLazily } from "../core/lazy_import.ts";
-import type { RunEvent } from "../store/contracts.ts";
+import type { RunEvent } from "../store/mod.ts";
 
 export interface Progress {
   update(event: RunEvent): void;

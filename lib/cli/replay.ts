@@ -9,7 +9,7 @@ import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import type { RunEvent, RunRecord } from "../store/mod.ts";
 import { openStore, type Store } from "../store/store.ts";
 import { describeProblems } from "../store/event_log.ts";
 import {
@@ -24,7 +24,7 @@ import { previewValue } from "../session/text.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
 import { turnSignals } from "./signals.ts";
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import {
   type HarnessDivergence,
   type HarnessVerdict,

@@ -11,7 +11,7 @@ import { assertNever } from "../core/assert_never.ts";
 import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
 import { openStore } from "../store/store.ts";
-import type { RunRecord } from "../store/contracts.ts";
+import type { RunRecord } from "../store/mod.ts";
 import { isActiveStatus } from "../store/contract_runtime.ts";
 import { PlatformClient, platformTarget } from "../platform/client.ts";
 import {

@@ -7,7 +7,7 @@ import { DRIVER_NAMES, type DriverName, HARNESS_DRIVERS } from "../core/config.t
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { safeName } from "../core/ids.ts";
 import { resolvePath } from "../core/paths.ts";
-import type { RunEvent } from "../store/contracts.ts";
+import type { RunEvent } from "../store/mod.ts";
 import { openStore } from "../store/store.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { type AgentSpec, COMMAND_STDIN, type CommandStdin } from "../drivers/driver.ts";

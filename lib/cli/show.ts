@@ -5,10 +5,9 @@
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import type { LineProblem, RunEvent, RunRecord } from "../store/mod.ts";
 import { terminalStatusOf } from "../store/contract_runtime.ts";
 import { pendingDecisions } from "../store/decisions.ts";
-import type { LineProblem } from "../store/event_log.ts";
 import { EVENTS_FILE, isActive, shownPath } from "../store/run_files.ts";
 import { openStore, type Store } from "../store/store.ts";
 import {

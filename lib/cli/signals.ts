@@ -2,7 +2,7 @@
 // the engine's two AbortSignals: the first SIGINT or SIGTERM aborts `stop` (the run ends
 // interrupted, "stopped by SIGINT"), a second one — or the grace period running out — aborts
 // `kill`. Disposing removes the handlers.
-import type { TurnSignals } from "../turn/types.ts";
+import type { TurnSignals } from "../turn/mod.ts";
 
 const STOP_SIGNALS = ["SIGINT", "SIGTERM"] as const;
 const KILL_GRACE_MS = 5_000;

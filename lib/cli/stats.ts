@@ -5,7 +5,7 @@
 // every family.
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
-import type { RunRecord } from "../store/contracts.ts";
+import type { RunRecord } from "../store/mod.ts";
 import { MAX_LIMIT } from "../store/list.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
 import { openStore } from "../store/store.ts";

@@ -19,7 +19,7 @@ import {
 } from "../suite/plan.ts";
 import { type Instance, readScenarioStates, readSuiteRunAt } from "../suite/state.ts";
 import { DataRoot } from "../store/data_root.ts";
-import type { Suite } from "../suite/load.ts";
+import type { Suite } from "../suite/mod.ts";
 import { exitCodeOf, formatTable, totalsOf } from "../suite/table.ts";
 import { writeJunitFile } from "../suite/junit.ts";
 import { scenarioJson } from "../suite/json.ts";

@@ -3,7 +3,7 @@
 // lines alone (no bar, no colour), so a CI log reads top to bottom.
 import { importLazily } from "../core/lazy_import.ts";
 import type { Output } from "./output.ts";
-import type { ScenarioState } from "../suite/state.ts";
+import type { ScenarioState } from "../suite/mod.ts";
 import { tally } from "../suite/results.ts";
 import { formatCost, formatDuration } from "../suite/table.ts";
 

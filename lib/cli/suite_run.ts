@@ -9,7 +9,7 @@ import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import { refusedNeed } from "../core/sandbox.ts";
 import { openStore, type Store } from "../store/store.ts";
-import type { Suite } from "../suite/load.ts";
+import type { ReportSummary, Suite, SuiteReporter, SuiteRunHandle } from "../suite/mod.ts";
 import { type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
 import { suiteNeeds } from "../suite/needs.ts";
@@ -23,9 +23,7 @@ import {
   readPlan,
   shardFromEnv,
 } from "../suite/plan.ts";
-import type { ReportSummary, SuiteReporter } from "../suite/report.ts";
-import type { SuiteRunHandle } from "../suite/state.ts";
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { startSuiteProgress } from "./suite_progress.ts";
 import { writeJunitFile } from "../suite/junit.ts";
 import { suiteRunJson } from "../suite/json.ts";

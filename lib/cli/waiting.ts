@@ -2,7 +2,7 @@
 // it, when the run actually goes `waiting` (an approval the policy decided at once never waits).
 // The run is named by the shortest prefix of its id that is unique when the line is made: run ids
 // are time-ordered, so a fixed 8-character prefix is shared by runs started within a minute.
-import type { RunEvent } from "../store/contracts.ts";
+import type { RunEvent } from "../store/mod.ts";
 import { previewValue, quoted } from "../session/text.ts";
 
 const SHOWN = 80;

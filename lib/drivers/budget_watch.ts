@@ -4,7 +4,7 @@
 // goes (live: usage the agent reports while it runs) stops the agent once crossed, with a
 // budget.warning at 80 % and at 100 %; one reins sees only when the turn ends is checked then and
 // recorded; and whatever cannot be enforced is said before the turn starts, never ignored.
-import type { Usage } from "../store/contracts.ts";
+import type { Usage } from "../store/mod.ts";
 import type { Budget, EventSink } from "./driver.ts";
 import { exhaustionReason } from "../core/budget.ts";
 

@@ -17,7 +17,7 @@ import {
   UsageTotals,
 } from "./harness.ts";
 import type { BudgetWatch } from "./budget_watch.ts";
-import type { AgentFacts, CallUsage, ModelCallRef } from "../store/contracts.ts";
+import type { AgentFacts, CallUsage, ModelCallRef } from "../store/mod.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
 import type {
   ClaudeAssistant,

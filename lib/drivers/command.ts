@@ -6,7 +6,7 @@
 // the tail of stderr. It neither retries nor interprets the program's output beyond that.
 import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
-import type { EventInput } from "../store/contracts.ts";
+import type { EventInput } from "../store/mod.ts";
 import { parseEventInput } from "../store/contract_runtime.ts";
 import {
   agentOf,
@@ -15,7 +15,7 @@ import {
   type DriverResult,
   type EventSink,
 } from "./driver.ts";
-import { splitCommandLine } from "./command_line.ts";
+import { splitCommandLine } from "../core/command_line.ts";
 import { CommandReplies } from "./command_replies.ts";
 import { BUDGET_EXHAUSTED } from "../core/budget.ts";
 // budgetUse from here, not harness.ts: the command driver loads none of the harness drivers' code.

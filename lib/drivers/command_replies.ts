@@ -5,7 +5,7 @@
 // one JSON line. Replies go out one at a time, in the order asked; while one waits, the program's
 // silence is not idleness. Without events on stdin nothing can reach the program: a question it
 // asks is kept with a problem that says so, and nothing waits for it.
-import type { EventInput } from "../store/contracts.ts";
+import type { EventInput } from "../store/mod.ts";
 import type { Decision, DriverInput, EventSink } from "./driver.ts";
 import type { HarnessProcess } from "./process.ts";
 

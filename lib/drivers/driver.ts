@@ -2,11 +2,15 @@
 // the terminal `completed` / `failed`: the run command appends those from the result it returns)
 // and must stop promptly when its signal aborts. It does not touch the run store directly.
 import { assertNever } from "../core/assert_never.ts";
-import type { DriverName, HarnessDriver, Settings } from "../core/config.ts";
+import type {
+  AgentProcess,
+  BudgetLedger,
+  DriverName,
+  HarnessDriver,
+  Settings,
+} from "../core/mod.ts";
 import { UsageError } from "../core/errors.ts";
-import type { AgentFacts, EventInput } from "../store/contracts.ts";
-import type { AgentProcess } from "../core/process_group.ts";
-import type { BudgetLedger } from "../core/budget.ts";
+import type { AgentFacts, EventInput } from "../store/mod.ts";
 
 /**
  * What to run, by kind of driver: each kind carries only the fields it uses. `loop`: the built-in

@@ -3,7 +3,7 @@
 // handed to the driver's mapping, the outcome when reins had to stop the CLI — and the running
 // usage totals. Each driver still reads its own CLI's lines and exit codes.
 import { type HarnessDriver, harnessProgram } from "../core/config.ts";
-import type { AgentFacts, EventInput, Usage } from "../store/contracts.ts";
+import type { AgentFacts, EventInput, Usage } from "../store/mod.ts";
 import {
   type BudgetSupport,
   budgetUse,

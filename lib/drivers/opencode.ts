@@ -17,7 +17,7 @@ import {
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
-import type { AgentFacts } from "../store/contracts.ts";
+import type { AgentFacts } from "../store/mod.ts";
 import type {
   OpencodeError,
   OpencodeStepFinish,

@@ -2,7 +2,7 @@
 // table of list prices, overridden and extended by the config file's `prices`; a cost from here
 // is always marked `costEstimated`. Not a billing system: it ignores tiers, batch rates and
 // discounts, and a model it does not know gets no cost at all rather than a guess.
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 
 export type ModelPrice = Settings["prices"][string];
 

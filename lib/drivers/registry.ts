@@ -1,7 +1,7 @@
 // Driver name → driver, each module imported only when its driver is used.
 import { importLazily } from "../core/lazy_import.ts";
 import { assertNever } from "../core/assert_never.ts";
-import type { DriverName, Settings } from "../core/config.ts";
+import type { DriverName, Settings } from "../core/mod.ts";
 import type { Driver } from "./driver.ts";
 
 export async function createDriver(name: DriverName, _settings: Settings): Promise<Driver> {

@@ -3,10 +3,9 @@
 // against — the run's events, its bodies, its budget ledger. The turn engine binds a turn before
 // its harness starts and closes the binding once it has exited; nothing of one binding is seen
 // by another.
-import type { BudgetLedger, BudgetWarning, Exhaustion } from "../core/budget.ts";
-import type { ProxySettings } from "../net/route.ts";
-import type { DataRoot } from "../store/data_root.ts";
-import type { CallUsage, EventInput } from "../store/contracts.ts";
+import type { BudgetLedger, BudgetWarning, Exhaustion } from "../core/mod.ts";
+import type { ProxySettings } from "../net/mod.ts";
+import type { CallUsage, DataRoot, EventInput } from "../store/mod.ts";
 import { RunBodies } from "./bodies.ts";
 import { inputExcludesCache, type Wire } from "./wires.ts";
 

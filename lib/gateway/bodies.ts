@@ -2,8 +2,7 @@
 // file under the run's `wire/` directory named by its SHA-256 (so a request sent twice is kept
 // once), written as it passes, never held whole in memory for an answer, and durable before the
 // run settles (`flushed()`). Known secrets are replaced in them, and nothing else is changed.
-import type { DataRoot } from "../store/data_root.ts";
-import type { WireBody } from "../store/contracts.ts";
+import type { DataRoot, WireBody } from "../store/mod.ts";
 import { knownSecrets } from "../core/redact.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { joinPath } from "../core/paths.ts";

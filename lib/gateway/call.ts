@@ -9,7 +9,7 @@ import { describeError } from "../core/errors.ts";
 import { exhaustionReason } from "../core/budget.ts";
 import { rememberSecrets } from "../core/redact.ts";
 import { outboundFetch } from "../net/outbound.ts";
-import type { EventInput, PayloadOf, WireBody } from "../store/contracts.ts";
+import type { EventInput, PayloadOf, WireBody } from "../store/mod.ts";
 import type { AnswerBody } from "./bodies.ts";
 import {
   credentialValues,

@@ -13,3 +13,7 @@ export {
   type UpstreamTrouble,
 } from "./binding.ts";
 export { generates, type Wire, wireOf, WIRES } from "./wires.ts";
+
+// What the other rooms use besides:
+export type { ReplayPaths } from "./replay_rules.ts";
+export type { CallDivergence, RecordedCall, ReplayServer } from "./replay_server.ts";

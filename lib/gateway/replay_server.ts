@@ -5,8 +5,7 @@
 // matches (lib/gateway/replay_rules.ts); when none does, the first not yet served on that path is
 // served anyway and the difference is a divergence; when none is left, the call is answered 400
 // in the provider's shape (no harness retries that) and that is a divergence too.
-import type { DataRoot } from "../store/data_root.ts";
-import type { RunEvent } from "../store/contracts.ts";
+import type { DataRoot, RunEvent } from "../store/mod.ts";
 import { errorResponse } from "./refusal.ts";
 import { describeError } from "../core/errors.ts";
 import { outboundFetch } from "../net/outbound.ts";

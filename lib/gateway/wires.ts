@@ -4,7 +4,7 @@
 // stream), and what a response says, read as it streams — the model, the stop reason, the usage
 // in reins's names and the text, for `message.delta`. Anything else is `opaque`: forwarded and
 // recorded, never read. It parses; it neither forwards nor records.
-import type { CallUsage } from "../store/contracts.ts";
+import type { CallUsage } from "../store/mod.ts";
 
 export const WIRES = [
   "anthropic.messages",

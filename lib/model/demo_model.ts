@@ -10,7 +10,7 @@ import {
   SUMMARY_PREFIX,
 } from "./model.ts";
 import { estimateTokens } from "./tokens.ts";
-import type { ToolCall } from "../store/contracts.ts";
+import type { ToolCall } from "../store/mod.ts";
 
 export const DEMO_MODEL_NAME = "demo";
 export const DEMO_NOTES_FILE = "NOTES.md";

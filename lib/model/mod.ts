@@ -15,3 +15,5 @@ export type { OpenAIModelOptions } from "./openai_model.ts";
 export { readServerSentEvents } from "./sse.ts";
 export type { ServerSentEvent } from "./sse.ts";
 export { modelFacts } from "./model_facts.ts";
+
+// What the other rooms use besides:

@@ -3,7 +3,7 @@
 // the built-in loop, a suite's judge and simulated user — so every model (mock, replay, demo,
 // openai) is recorded the same way. Nothing in lib/model/ knows the loop or the suites.
 import { ReinsError, type ReinsErrorOptions } from "../core/errors.ts";
-import type { PayloadOf, ToolCall } from "../store/contracts.ts";
+import type { PayloadOf, ToolCall } from "../store/mod.ts";
 
 /** One model call's answer: exactly the `model.completed` payload, which replay re-serves. */
 export type ModelOutput = PayloadOf<"model.completed">;

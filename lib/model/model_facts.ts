@@ -2,7 +2,7 @@
 // (AgentFacts, docs/events.md): `openai:MODEL` is OpenAI's MODEL, reached over the network; the
 // demo, `mock:FILE` and `replay:RUN` models answer inside reins, and their kind is the model. Reads
 // the spec only: no file, no endpoint, and no check that the spec is one reins can use.
-import type { AgentFacts } from "../store/contracts.ts";
+import type { AgentFacts } from "../store/mod.ts";
 import { DEMO_MODEL_NAME } from "./demo_model.ts";
 
 /** The facts of the model a spec names (null or "": the demo model). */

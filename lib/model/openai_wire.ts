@@ -2,7 +2,7 @@
 // `tools`, and a streamed answer (chat.completion.chunk) folded back into a model output. Only
 // shapes and mapping live here; HTTP, retries and errors are in openai_model.ts.
 import { z } from "zod";
-import type { CallUsage, ToolCall } from "../store/contracts.ts";
+import type { CallUsage, ToolCall } from "../store/mod.ts";
 import { defaultStopReason, type Message, type ModelOutput, type ToolSpec } from "./model.ts";
 
 export type ChatMessage =

@@ -1,14 +1,14 @@
 // `--model SPEC` to a Model: absent or `demo` → the built-in demo model, `mock:FILE`,
 // `replay:RUN` (through a loader the caller gives, since only it knows the run store) and
 // `openai:MODEL`. A spec it cannot use is a UsageError before anything runs.
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import { DEMO_MODEL_NAME, demoModel } from "./demo_model.ts";
 import { mockModel, recordedModel } from "./mock_model.ts";
 import type { Model, ModelOutput } from "./model.ts";
 import { openaiModel } from "./openai_model.ts";
-import type { RetryPolicy } from "../net/retry.ts";
+import type { RetryPolicy } from "../net/mod.ts";
 
 export interface ResolveModelOptions {
   settings: Pick<Settings, "openai" | "proxy">;

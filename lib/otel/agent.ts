@@ -4,7 +4,7 @@
 // `agent` on run.started and session.linked, the model calls' `modelCall` (docs/events.md) —
 // never from a harness's own lines (`native`), and with no table of harnesses here: what a run
 // recorded by an older reins lacks stays unknown (docs/otel.md).
-import type { AgentFacts as RecordedFacts, RunEvent, RunRecord } from "../store/contracts.ts";
+import type { AgentFacts as RecordedFacts, RunEvent, RunRecord } from "../store/mod.ts";
 import { modelFacts } from "../model/model_facts.ts";
 
 export interface AgentFacts {

@@ -3,7 +3,7 @@
 // output and a tool's arguments and result. Recorded on spans as JSON strings, as the
 // conventions allow where structured attribute values are not yet supported. Only built when the
 // export is asked to carry content.
-import type { ToolCall } from "../store/contracts.ts";
+import type { ToolCall } from "../store/mod.ts";
 
 /** The conventions' finish reasons for the stop reasons harnesses and models report. */
 export function finishReasonOf(stopReason: string | null): string {

@@ -18,8 +18,8 @@ import {
   removeOtlpEntry,
   writeOtlpEntry,
 } from "./outbox.ts";
-import type { ProxySettings } from "../net/route.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { ProxySettings } from "../net/mod.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { type SendOutcome, sendTraces } from "./send.ts";
 import type { OtlpTarget } from "./target.ts";
 

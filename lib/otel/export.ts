@@ -3,9 +3,8 @@
 // so that a collector that is down, hangs or fails never changes how the run ends and delays the
 // process by at most the budget; what did not go out waits in the outbox. Runs are read through
 // the caller's loader, so this module needs no store.
-import type { Settings } from "../core/config.ts";
-import type { DataRoot } from "../store/data_root.ts";
-import type { Store } from "../store/store.ts";
+import type { Settings } from "../core/mod.ts";
+import type { DataRoot, Store } from "../store/mod.ts";
 import { describeError } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
 import {

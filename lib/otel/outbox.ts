@@ -10,7 +10,7 @@
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { newId } from "../core/ids.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
 import { countSpans } from "./batch.ts";

@@ -3,7 +3,7 @@
 // carrying the schema URL of the semantic conventions followed. Every string that leaves goes
 // through the caller's redactor here, in one pass over the finished payload, so no attribute,
 // event or status message can carry a secret whatever the spans put in them.
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import type { RunEvent, RunRecord } from "../store/mod.ts";
 import { runSpans } from "./spans.ts";
 import {
   type AnyValue,

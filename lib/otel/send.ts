@@ -4,7 +4,7 @@
 // times out may be retried now; other failures may not, though a 5xx may pass later; a 4xx is a
 // refusal. Redirects are not followed: the headers may carry credentials for this host only.
 import { outboundFetch } from "../net/outbound.ts";
-import type { ProxySettings } from "../net/route.ts";
+import type { ProxySettings } from "../net/mod.ts";
 import type { OtlpTarget } from "./target.ts";
 
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;

@@ -2,7 +2,7 @@
 // span events, the usage and root-event attribute sets in the conventions' names, the links to a
 // run's family, the run's final answer. Pure functions of what they are given.
 import { assertNever } from "../core/assert_never.ts";
-import type { CallUsage, EventType, RunEvent, RunRecord, Usage } from "../store/contracts.ts";
+import type { CallUsage, EventType, RunEvent, RunRecord, Usage } from "../store/mod.ts";
 import type { AgentFacts } from "./agent.ts";
 import { outputMessages } from "./content.ts";
 import { rootSpanIdOf, traceIdOf } from "./ids.ts";

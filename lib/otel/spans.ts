@@ -7,7 +7,7 @@
 // event contract alone: a harness's lines (`native`) are never looked at — its driver recorded
 // what the trace needs (docs/events.md).
 import { assertNever } from "../core/assert_never.ts";
-import type { ModelCallRef, RunEvent, RunRecord, ToolCall, Usage } from "../store/contracts.ts";
+import type { ModelCallRef, RunEvent, RunRecord, ToolCall, Usage } from "../store/mod.ts";
 import { type AgentFacts, agentOf } from "./agent.ts";
 import { finishReasonOf, inputMessages, outputMessages, toolValue } from "./content.ts";
 import { rootSpanIdOf, spanIdOf, traceIdOf } from "./ids.ts";

@@ -2,7 +2,7 @@
 // defines them (specification/protocol/exporter.md, configuration/sdk-environment-variables.md),
 // then the config file's `otel` section, then `--endpoint`. Pure: settings in, a target or the
 // list of what is wrong out, so `reins export otel` can refuse and a settling run can warn.
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 
 export type OtelSettings = Settings["otel"];
 

@@ -3,7 +3,7 @@
 // whether a retry can help (`transient`). Every request goes out through lib/net/outbound.ts, so
 // it is sent in origin form unless it really goes through a proxy, and loopback never does.
 import { PlatformError, UsageError } from "../core/errors.ts";
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { VERSION } from "../core/version.ts";
 import { boundedText } from "../net/http1.ts";
 import { outboundFetch } from "../net/outbound.ts";

@@ -11,7 +11,7 @@
 // pending and why.
 import { sleep } from "../core/clock.ts";
 import { describeError, PlatformError } from "../core/errors.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import type { PlatformClient } from "./client.ts";
 import { RecordingChangedError } from "./multipart.ts";
 import {

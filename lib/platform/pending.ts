@@ -2,7 +2,7 @@
 // and reports the platform refused. Cheap on purpose (no zod, no network, no lock): it reads each
 // entry's few fields and never changes anything. outbox.ts owns the format.
 import { joinPath } from "../core/paths.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 
 export interface PendingReport {
   /** The outbox id; the file is `outbox/<id>.json`. */

@@ -13,7 +13,7 @@
 //   one is acknowledged it is remembered in platform.json and removed, like any other.
 import { nowIso, sleep } from "../core/clock.ts";
 import { newId } from "../core/ids.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import type { PlatformTarget } from "./client.ts";
 import {
   type CallStep,

@@ -4,7 +4,7 @@
 // settled) are evidence, not history, and are left out.
 import { assertNever } from "../core/assert_never.ts";
 import { createHash } from "node:crypto";
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import type { RunEvent, RunRecord } from "../store/mod.ts";
 import { isActiveStatus } from "../store/contract_runtime.ts";
 import { joinPath } from "../core/paths.ts";
 import { pySlice, pyStrip, type ScenarioInput, type ScenarioOutcome } from "./payloads.ts";

@@ -8,7 +8,7 @@
 // (which the task keeps anyway), so a reader behind by many deltas costs a few numbers per delta;
 // the feed keeps only what some subscriber has yet to read. A subscriber that falls too far
 // behind, or stops reading (and so stops taking writes, which time out), is dropped.
-import type { RunEvent } from "../store/contracts.ts";
+import type { RunEvent } from "../store/mod.ts";
 import type { StreamResponse, Task } from "./a2a/wire.ts";
 import { INTERRUPTED_STATES, TERMINAL_STATES } from "./a2a/wire.ts";
 import type { TaskView } from "./task_view.ts";

@@ -128,3 +128,6 @@ export function startServer(options: ServerOptions): RunningServer {
     },
   };
 }
+
+// What the other rooms use besides:
+export { dataRootToken, readTokenFile } from "./auth.ts";

@@ -7,7 +7,7 @@ import { sleep } from "../core/clock.ts";
 import { describeError } from "../core/errors.ts";
 import { redact } from "../core/redact.ts";
 import { isSafeName, newId } from "../core/ids.ts";
-import type { RunEvent } from "../store/contracts.ts";
+import type { RunEvent } from "../store/mod.ts";
 import type { z } from "zod";
 import {
   CancelTaskRequest,

@@ -2,7 +2,7 @@
 // pages of 1 to 100 (50 by default) behind an opaque cursor — the last row's status time and id,
 // so that a page boundary never skips or repeats a task while others are added. History and
 // artifacts are left out unless asked for: a listing is for finding tasks, GetTask for reading one.
-import type { RunRecord } from "../store/contracts.ts";
+import type { RunRecord } from "../store/mod.ts";
 import type { ListTasksRequest, ListTasksResponse, Task, TaskState } from "./a2a/wire.ts";
 import { invalidParams } from "./jsonrpc.ts";
 import type { SnapshotOptions } from "./task_view.ts";

@@ -3,7 +3,7 @@
 // server did, not every run of the machine. Settled runs never change, so their views are kept
 // (a bounded number, least recently used out first) and GetTask of a finished task reads nothing.
 import { NotFoundError } from "../core/errors.ts";
-import type { RunRecord } from "../store/contracts.ts";
+import type { RunRecord } from "../store/mod.ts";
 import { TERMINAL_STATES } from "./a2a/wire.ts";
 import { errorInfo, RPC, RpcError } from "./jsonrpc.ts";
 import { TaskView } from "./task_view.ts";

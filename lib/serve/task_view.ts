@@ -10,7 +10,7 @@
 // interrupted by CancelTask (any other interruption — the server stopping, a crash — is FAILED,
 // with the reason).
 import { assertNever } from "../core/assert_never.ts";
-import type { RunEvent, RunRecord, RunStatus } from "../store/contracts.ts";
+import type { RunEvent, RunRecord, RunStatus } from "../store/mod.ts";
 import type {
   Artifact,
   Message,

@@ -2,8 +2,7 @@
 // calls, and one function that runs a turn. The command (lib/cli/serve.ts) binds them to the data
 // root's Store and the turn engine with the agent flags given; the server knows neither, so it
 // holds no opinion on drivers and can be driven by any engine of the same shape.
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
-import type { EventInput } from "../store/contracts.ts";
+import type { EventInput, RunEvent, RunRecord } from "../store/mod.ts";
 
 export interface ServeStore {
   readonly home: string;

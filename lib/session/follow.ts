@@ -6,9 +6,7 @@
 import { importLazily } from "../core/lazy_import.ts";
 import { sleep } from "../core/clock.ts";
 import { terminalStatusOf } from "../store/contract_runtime.ts";
-import type { RunEvent, SettledStatus } from "../store/contracts.ts";
-import type { DataRoot } from "../store/data_root.ts";
-import type { PendingDecision } from "../store/decisions.ts";
+import type { DataRoot, PendingDecision, RunEvent, SettledStatus } from "../store/mod.ts";
 import { EventTail, type TailBatch } from "../store/event_tail.ts";
 import { ownerState, warnLeftAgents } from "../store/liveness.ts";
 import { readRecordFile } from "../store/run_record.ts";

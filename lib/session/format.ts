@@ -3,8 +3,7 @@
 // header from the run's record, and what the run waits for with the command that answers it.
 // Pure: events in, lines out; reading files and following runs are the callers' business.
 import { assertNever } from "../core/assert_never.ts";
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
-import type { PendingDecision } from "../store/decisions.ts";
+import type { PendingDecision, RunEvent, RunRecord } from "../store/mod.ts";
 import { RunTally, statsSummary } from "./stats.ts";
 import {
   CONTROL_BUT_NEWLINE,

@@ -3,7 +3,7 @@
 // keeps no list). Tokens and cost come from the run's last `usage.updated` (running totals); a
 // run that reported none falls back to the sum of its model calls' own usage. A run recorded
 // through the model gateway counts the calls and tokens the gateway saw at the wire.
-import type { RunEvent, RunRecord } from "../store/contracts.ts";
+import type { RunEvent, RunRecord } from "../store/mod.ts";
 import { formatCost, formatDuration, groupDigits, plural } from "./text.ts";
 
 /** The counters stats sums; null means no run reported that counter. */

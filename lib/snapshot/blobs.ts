@@ -9,7 +9,7 @@
 // deduplication, never a snapshot. Nothing is ever removed here.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { sqlite } from "../core/sqlite.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 
 /** Where one content is: a pack and the byte range in it. */
 export interface BlobLocation {

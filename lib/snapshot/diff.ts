@@ -4,7 +4,7 @@
 // say what the agent did to its workspace.
 import { createHash } from "node:crypto";
 import { joinPath } from "../core/paths.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { readManifest, type SnapshotEntry, type SnapshotManifest } from "./manifest.ts";
 import { type WalkedEntry, walkTree } from "./walk.ts";
 

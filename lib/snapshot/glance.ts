@@ -2,7 +2,7 @@
 // snapshots live under the data root is the layout's: snapshots/, core/layout.ts). Free of
 // dependencies (no zod): the start of every run (take.ts) and `reins show` import it.
 import { assertNever } from "../core/assert_never.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 
 /** "3 files, 2 KiB": what a snapshot holds, for people. */
 export function describeSize(files: number, bytes: number): string {

@@ -4,7 +4,7 @@
 // mode, size and sha256 (and where its content is), or says why no snapshot was taken. take.ts writes them; restore.ts
 // and diff.ts read them (the data root's layout names the files).
 import { z } from "zod";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 
 export const MANIFEST_TYPE = "reins.snapshot";
 

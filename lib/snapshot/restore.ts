@@ -8,7 +8,7 @@ import { assertNever } from "../core/assert_never.ts";
 import { ReinsError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
 import { createLink } from "../core/sandbox.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import type { SnapshotManifest } from "./manifest.ts";
 
 const CHUNK = 1024 * 1024;

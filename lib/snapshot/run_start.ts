@@ -2,8 +2,8 @@
 // turn start calls it). A snapshot is evidence for a replay, not part of the run: whatever goes
 // wrong taking it is one warning, and the run goes on.
 import { describeError } from "../core/errors.ts";
-import type { Settings } from "../core/config.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { Settings } from "../core/mod.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { type SnapshotSummary, startSnapshot } from "./take.ts";
 
 export interface RunStartSnapshot {

@@ -7,7 +7,7 @@
 // foreign one (another directory's, or a file the data root's trust checks refuse) only means
 // reading every file again.
 import { sha256Hex } from "../core/sha256.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 
 const CACHE_TYPE = "reins.snapshot-cache";
 /** A file modified this close to the cache's writing is not trusted to be unchanged. */

@@ -22,7 +22,7 @@ import { importLazily } from "../core/lazy_import.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { dirnameOf, isInside } from "../core/paths.ts";
 import { redactJsonText } from "../core/redact.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { BlobIndex, type BlobLocation, hasBlobIndex, PackWriter } from "./blobs.ts";
 import { type CachedContent, type FileStat, StatCache } from "./stat_cache.ts";
 import type { SnapshotEntry, SnapshotManifest } from "./manifest.ts";

@@ -6,7 +6,7 @@ import { nowIso } from "../core/clock.ts";
 import { ReinsError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { redact, redactValue } from "../core/redact.ts";
-import type { LockedTail, PrivateLog } from "../core/private_log.ts";
+import type { LockedTail, PrivateLog } from "../core/mod.ts";
 import type { DataRoot } from "./data_root.ts";
 import type { EventInput, RunEvent, SettledStatus } from "./contracts.ts";
 import {

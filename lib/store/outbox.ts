@@ -10,7 +10,7 @@
 import type { z } from "zod";
 import { nowIso } from "../core/clock.ts";
 import { isSafeName } from "../core/ids.ts";
-import type { Layout } from "../core/layout.ts";
+import type { Layout } from "../core/mod.ts";
 import type { DataRoot } from "./data_root.ts";
 
 /** What every entry has: its id (its file's name) and when it was last written. */

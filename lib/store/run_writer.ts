@@ -7,7 +7,7 @@ import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
 import { syncDirectory, syncDirectoryAsync, writeNewPrivateFile } from "../core/atomic_write.ts";
-import type { PrivateLog } from "../core/private_log.ts";
+import type { PrivateLog } from "../core/mod.ts";
 import { redact, redactValue } from "../core/redact.ts";
 import type {
   AgentFacts,

@@ -1,8 +1,7 @@
 // What a scenario's conversation left to judge: each turn's run (status, cost, answer) and the
 // transcript of all of them in order, tool calls included. Built from the recorded runs through
 // the same mapping a platform report uses, so what the checks see is what the platform is sent.
-import type { TranscriptItem } from "../platform/payloads.ts";
-import type { RecordingSource } from "../platform/run_outcome.ts";
+import type { RecordingSource, TranscriptItem } from "../platform/mod.ts";
 
 export interface TurnEvidence {
   runId: string;

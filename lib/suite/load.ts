@@ -5,7 +5,7 @@
 // depends on the directory reins was started in.
 import { createHash } from "node:crypto";
 import type { z } from "zod";
-import type { DriverName } from "../core/config.ts";
+import type { DriverName } from "../core/mod.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
 import { deviceNameOf } from "../core/ids.ts";
 import { dirnameOf, resolvePath } from "../core/paths.ts";

@@ -3,8 +3,8 @@
 // (a simulated user's or a judge's baseUrl). The launcher of a checkout grants them
 // (scripts/invocation.ts); `reins suite run` checks them before it starts anything. It does not
 // say what the harness drivers need: their programs are the sandbox's own (scripts/permissions.ts).
-import type { SandboxNeed } from "../core/sandbox.ts";
-import { splitCommandLine } from "../drivers/command_line.ts";
+import type { SandboxNeed } from "../core/mod.ts";
+import { splitCommandLine } from "../core/command_line.ts";
 import type { Suite } from "./load.ts";
 
 /** The shell every setup command and command check runs through (lib/suite/shell.ts). */

@@ -5,7 +5,7 @@
 // puts the slices' results back together and says which are missing or doubled.
 import { z } from "zod";
 import { NotFoundError, UsageError } from "../core/errors.ts";
-import type { Env } from "../core/env.ts";
+import type { Env } from "../core/mod.ts";
 import { Instance, type ScenarioState, type SuiteRunFile } from "./state.ts";
 
 export const PLAN_TYPE = "reins.suite-plan";

@@ -8,19 +8,20 @@
 // results of scenarios that finished after the last change was written), and `reins report
 // --pending` sends what is ready. Nothing here changes a scenario's status or the suite's exit
 // code.
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { describeError } from "../core/errors.ts";
-import type { RetryPolicy } from "../net/retry.ts";
+import type { RetryPolicy } from "../net/mod.ts";
 import { PlatformClient, type PlatformTarget } from "../platform/client.ts";
 import { deliverEntry, type ReportOutcome } from "../platform/deliver.ts";
 import { type OutboxEntry, readEntry, removeEntry } from "../platform/outbox.ts";
 import type {
   CheckpointInput,
   MetricInput,
+  RecordingSource,
   ScenarioInput,
   ScenarioOutcome,
-} from "../platform/payloads.ts";
+} from "../platform/mod.ts";
 import { rememberReport } from "../platform/reported.ts";
 import {
   createReport,
@@ -28,8 +29,7 @@ import {
   scenarioStarted,
   updateReport,
 } from "../platform/report_entry.ts";
-import type { RecordingSource } from "../platform/run_outcome.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { type Evidence, knownCost } from "./evidence.ts";
 import { isFinished } from "./results.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";

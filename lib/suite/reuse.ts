@@ -6,8 +6,8 @@
 // attempt's turn N. Scenarios of the loop or a command run as they would.
 import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
 import { importLazily } from "../core/lazy_import.ts";
-import type { Store } from "../store/store.ts";
-import type { ReplayServer } from "../gateway/replay_server.ts";
+import type { Store } from "../store/mod.ts";
+import type { ReplayServer } from "../gateway/mod.ts";
 import { readScenarioStates, readSuiteRun, resolveSuiteRunId } from "./state.ts";
 
 /** What of a scenario's turn a lease needs (turns.ts's SuiteTurn; not imported: no cycle). */

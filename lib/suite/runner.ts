@@ -8,7 +8,7 @@ import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nowIso } from "../core/clock.ts";
 import { createHash } from "node:crypto";
 import type { Model } from "../model/mod.ts";
-import type { TranscriptItem } from "../platform/payloads.ts";
+import type { TranscriptItem } from "../platform/mod.ts";
 import type { Check } from "./format.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";
 import { runCheck } from "./checks.ts";

@@ -3,7 +3,7 @@
 // are), a rerun of another's failures or errors (a new suite run linked to it), or one shard of a
 // plan. Everything here is checked before anything runs.
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import type { Suite } from "./load.ts";
 import { globMatcher } from "./glob.ts";
 import { type PlanFile, planProblems, planSlice } from "./plan.ts";

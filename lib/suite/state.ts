@@ -8,7 +8,7 @@ import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { deviceNameOf, idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
-import type { DataRoot } from "../store/data_root.ts";
+import type { DataRoot } from "../store/mod.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
 export const SUITE_RUN_TYPE = "reins.suite-run";

@@ -6,13 +6,13 @@
 import { assertNever } from "../core/assert_never.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
-import type { AgentSpec } from "../drivers/driver.ts";
-import type { Store } from "../store/store.ts";
+import type { AgentSpec } from "../drivers/mod.ts";
+import type { Store } from "../store/mod.ts";
 import { runTurn } from "../turn/run_turn.ts";
 import { spentIn } from "../turn/gateway_use.ts";
-import type { BudgetScope } from "../core/budget.ts";
+import type { BudgetScope } from "../core/mod.ts";
 import { type RecordingSource, runReportOf } from "../platform/run_outcome.ts";
-import type { TranscriptItem } from "../platform/payloads.ts";
+import type { TranscriptItem } from "../platform/mod.ts";
 import type { ScenarioSpec } from "./load.ts";
 import type { Evidence, TurnEvidence } from "./evidence.ts";
 import type { ScenarioState } from "./state.ts";

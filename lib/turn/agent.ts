@@ -3,10 +3,10 @@
 // fails without leaving a failed run behind; `replay:last` is pinned to its run now, since once
 // this turn's run exists "last" is itself.
 import { importLazily } from "../core/lazy_import.ts";
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { type AgentSpec, type Driver, driverNameOf } from "../drivers/driver.ts";
 import { createDriver } from "../drivers/registry.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../store/mod.ts";
 
 export interface PreparedAgent {
   driver: Driver;

@@ -6,7 +6,7 @@
 // when its holder dies, so a crash never leaves a context stuck. The file names the holder's run
 // (written once the run exists), for the waiter's message.
 import { ContextBusyError, ReinsError } from "../core/errors.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../store/mod.ts";
 
 const FIRST_POLL_MS = 10;
 const MAX_POLL_MS = 100;

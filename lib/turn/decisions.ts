@@ -3,9 +3,8 @@
 // one incremental reader (EventTail), so an answer is a validated event wherever it came from.
 // While a driver waits, the run is `waiting`. One tail serves the whole turn: an answer appended
 // before the driver asks for it is found all the same.
-import type { Decision, Decisions } from "../drivers/driver.ts";
-import type { EventInput, RunEvent } from "../store/contracts.ts";
-import type { Store } from "../store/store.ts";
+import type { Decision, Decisions } from "../drivers/mod.ts";
+import type { EventInput, RunEvent, Store } from "../store/mod.ts";
 
 const POLL_MS = 100;
 

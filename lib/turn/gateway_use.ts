@@ -3,7 +3,7 @@
 // harness whose upstream reins cannot tell says otherwise — the reason is recorded on
 // run.started), the budget ledger of the turn and of its context or scenario, and the binding of
 // the turn to the gateway once its run exists.
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import {
   BudgetLedger,
   type BudgetScope,
@@ -13,9 +13,8 @@ import {
 } from "../core/budget.ts";
 import { describeError, UsageError } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
-import type { Driver, GatewayRoute, ModelRoutePlan } from "../drivers/driver.ts";
-import type { EventInput, GatewayUse, RunEvent } from "../store/contracts.ts";
-import type { Store } from "../store/store.ts";
+import type { Driver, GatewayRoute, ModelRoutePlan } from "../drivers/mod.ts";
+import type { EventInput, GatewayUse, RunEvent, Store } from "../store/mod.ts";
 import type { TurnRequest } from "./types.ts";
 import type { GatewayBinding, UpstreamTrouble } from "../gateway/mod.ts";
 

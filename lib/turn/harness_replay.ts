@@ -7,16 +7,14 @@
 // in a scratch harness home under the data root's tmp/, so the harness's session store is
 // rebuilt by the replay, not borrowed from the recorded one. With `upstream`, the calls go to the
 // real model instead, and the requests are compared afterwards all the same.
-import type { Settings } from "../core/config.ts";
+import type { Settings } from "../core/mod.ts";
 import { HARNESS_DRIVERS, type HarnessDriver } from "../core/config.ts";
 import { newId } from "../core/ids.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { joinPath } from "../core/paths.ts";
-import type { RunRecord } from "../store/contracts.ts";
-import type { Store } from "../store/store.ts";
+import type { RunRecord, Store } from "../store/mod.ts";
 import { replayPlan, terminalOutcome } from "../session/replay.ts";
-import type { CallDivergence, RecordedCall } from "../gateway/replay_server.ts";
-import type { ReplayPaths } from "../gateway/replay_rules.ts";
+import type { CallDivergence, RecordedCall, ReplayPaths } from "../gateway/mod.ts";
 import { runTurn } from "./run_turn.ts";
 import type { RunSummary, TurnHooks, TurnSignals } from "./types.ts";
 

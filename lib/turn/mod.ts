@@ -21,3 +21,8 @@ export type {
   TurnRequest,
   TurnSignals,
 } from "./types.ts";
+
+// What the other rooms use besides:
+export { spentIn } from "./gateway_use.ts";
+export { isHarnessRun, replayChain } from "./harness_replay.ts";
+export type { HarnessDivergence, HarnessVerdict } from "./harness_replay.ts";

@@ -4,15 +4,12 @@
 // call, so any number of turns run at once in one process; it installs no signal handler and
 // prints nothing (hooks.warn gets what people should hear).
 import { importLazily } from "../core/lazy_import.ts";
-import type { Settings } from "../core/config.ts";
+import type { AgentProcess, BudgetLedger, Settings } from "../core/mod.ts";
 import { describeError, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { newId, safeName } from "../core/ids.ts";
 import { isInside, resolvePath } from "../core/paths.ts";
-import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/driver.ts";
-import type { AgentProcess } from "../core/process_group.ts";
-import type { EventInput, RunEvent } from "../store/contracts.ts";
-import type { Store } from "../store/store.ts";
-import type { RunWriter } from "../store/run_writer.ts";
+import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/mod.ts";
+import type { EventInput, RunEvent, RunWriter, Store } from "../store/mod.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { endpointConfigured } from "../otel/target.ts";
 import { prepareAgent } from "./agent.ts";
@@ -21,7 +18,6 @@ import { logDecisions } from "./decisions.ts";
 import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
 import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
 import { snapshotAtRunStart } from "../snapshot/run_start.ts";
-import type { BudgetLedger } from "../core/budget.ts";
 import {
   bindGateway,
   BUDGET_STOP_GRACE_MS,

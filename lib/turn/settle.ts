@@ -3,8 +3,8 @@
 // that records it. No files, no processes, no clock: the engine appends what this returns.
 import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
-import type { DriverResult } from "../drivers/driver.ts";
-import type { EventInput, SettledStatus, Usage } from "../store/contracts.ts";
+import type { DriverResult } from "../drivers/mod.ts";
+import type { EventInput, SettledStatus, Usage } from "../store/mod.ts";
 import type { RunSummary } from "./types.ts";
 import { BUDGET_EXHAUSTED, type Exhaustion, exhaustionReason } from "../core/budget.ts";
 

@@ -1,9 +1,9 @@
 // The shapes of a turn as a library call: what a front end asks for (TurnRequest), the two
 // signals it owns (TurnSignals), what it may observe (TurnHooks) and what it gets back
 // (TurnOutcome). Types only, so that front ends can import them without loading the engine.
-import type { AgentSpec, ApprovalPolicy, Budget, Driver } from "../drivers/driver.ts";
-import type { EventInput, RunEvent, SettledStatus, Trigger, Usage } from "../store/contracts.ts";
-import type { BudgetScope, Limits } from "../core/budget.ts";
+import type { AgentSpec, ApprovalPolicy, Budget, Driver } from "../drivers/mod.ts";
+import type { EventInput, RunEvent, SettledStatus, Trigger, Usage } from "../store/mod.ts";
+import type { BudgetScope, Limits } from "../core/mod.ts";
 
 export type { AgentSpec };
 

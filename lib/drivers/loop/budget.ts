@@ -1,7 +1,7 @@
 // Usage totals of one loop run, the `usage.updated` payload: tokens, cost (the model's own or
 // estimated from a price), model calls. The budget they are held to is lib/core/budget.ts's.
-import type { CallUsage, Usage } from "../../store/contracts.ts";
-import type { Settings } from "../../core/config.ts";
+import type { CallUsage, Usage } from "../../store/mod.ts";
+import type { Settings } from "../../core/mod.ts";
 
 /** Running totals, the `usage.updated` payload. */
 export class UsageTotals {

@@ -1,7 +1,7 @@
 // The conversation a later turn continues, rebuilt from the events of the session's earlier runs:
 // user and assistant messages, the model's tool calls and the tools' results. It does not replay
 // compaction (each run compacts again as needed) and skips the loop's own summary calls.
-import type { EventInput, ToolCall } from "../../store/contracts.ts";
+import type { EventInput, ToolCall } from "../../store/mod.ts";
 import type { Message } from "../../model/mod.ts";
 
 /** What the model reads for a tool's outcome: the result as text, or the error. */

@@ -2,7 +2,7 @@
 // into events) and the progress line plug in. They see calls; they cannot change or veto them
 // (the approval policy decides about tools before `beforeTool`).
 import type { EventSink } from "../driver.ts";
-import type { ToolCall } from "../../store/contracts.ts";
+import type { ToolCall } from "../../store/mod.ts";
 import type { Message, ModelOutput, ModelPurpose, ToolSpec } from "../../model/mod.ts";
 import type { ToolResult } from "./tools.ts";
 

@@ -5,7 +5,7 @@
 import { nowIso } from "../../core/clock.ts";
 import { describeError, ReinsError } from "../../core/errors.ts";
 import { SandboxRefusal } from "../../core/sandbox.ts";
-import type { ToolCall } from "../../store/contracts.ts";
+import type { ToolCall } from "../../store/mod.ts";
 import {
   agentOf,
   type Driver,

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { formatIssue, type ToolCall } from "../../store/contracts.ts";
 import { ConfinementError, confinePath } from "./confine.ts";
 import type { ToolSpec } from "../../model/mod.ts";
-import type { AgentProcess } from "../../core/process_group.ts";
+import type { AgentProcess } from "../../core/mod.ts";
 import { runShellCommand } from "./run_command.ts";
 import { type FileHead, looksBinary, NotAFileError, readHead } from "./read_head.ts";
 

@@ -1,6 +1,6 @@
 // Splits `--exec 'PROGRAM ARGS'` into words the way a POSIX shell would for quotes and
 // backslashes, without running a shell: no variables, globs, pipes or redirections.
-import { UsageError } from "../core/errors.ts";
+import { UsageError } from "./errors.ts";
 
 export function splitCommandLine(line: string): string[] {
   const words: string[] = [];

@@ -1,0 +1,49 @@
+// The door of lib/suite/: suites of scenarios (docs/suites.md) — loading, planning and sharding,
+// running, their state, tables, JUnit and JSON, reporting. Heavy to load (yaml, zod): only
+// reins suite uses it, and its sub-commands load lazily. Types come through here, values from the
+// module listed for them (docs/architecture.md, "Doors").
+export { scenarioJson, suiteRunJson } from "./json.ts";
+export { writeJunitFile } from "./junit.ts";
+export { loadSuite, SuiteFileError } from "./load.ts";
+export type { Suite } from "./load.ts";
+export { suiteNeeds } from "./needs.ts";
+export {
+  assignShards,
+  mergeShards,
+  parseShard,
+  readPlan,
+  shardFromEnv,
+  writePlan,
+} from "./plan.ts";
+export type { PlanFile, PlanPlatform, ShardRun } from "./plan.ts";
+export type { ReportSummary, SuiteReporter } from "./report.ts";
+export { tally } from "./results.ts";
+export { runSuite } from "./runner.ts";
+export { instancesOf, startSuiteRun } from "./start.ts";
+export type { StartMode } from "./start.ts";
+export {
+  currentState,
+  elapsedOf,
+  listSuiteRunIds,
+  readScenarioStates,
+  readSuiteRun,
+  readSuiteRunAt,
+  resolveSuiteRunId,
+} from "./state.ts";
+export type {
+  Instance,
+  ScenarioState,
+  SuiteRunFile,
+  SuiteRunHandle,
+  SuiteRunState,
+} from "./state.ts";
+export {
+  exitCodeOf,
+  followUps,
+  formatCost,
+  formatDuration,
+  formatTable,
+  summaryLine,
+  totalsOf,
+} from "./table.ts";
+export { engineTurns, recordedScenario } from "./turns.ts";
