@@ -2,7 +2,7 @@
 // resumption, joining a remembered test, changed recordings.
 import assert from "node:assert/strict";
 import { PlatformClient, platformTarget } from "../../lib/platform/client.ts";
-import { deliverEntry, deliverPending } from "../../lib/platform/deliver.ts";
+import { deliverEntry, deliverPending, PLATFORM_RETRY } from "../../lib/platform/deliver.ts";
 import {
   createReport,
   type NewReport,
@@ -379,6 +379,24 @@ Deno.test("a live report pings each scenario as it starts and sends its result a
     await assert.rejects(
       () => updateReport(root, entry.id, scenarioStarted("deploy", "x")),
       /not in the outbox/,
+    );
+  });
+});
+
+// regression: docs/platform.md said "retried five times" where the policy makes five tries in all
+// (four retries); the count is pinned here with the default policy and the doc's words with it
+Deno.test("deliverEntry() tries a failing call five times in all, as docs/platform.md says", async () => {
+  await world(async ({ root, platform, client, report }) => {
+    platform.failNext("provision", 10, 503, { "Retry-After": "0" });
+    const { id } = await report([{}]);
+    const outcome = await deliverEntry(root, id, client);
+    assert.deepEqual(outcome.state, "pending");
+    assert.deepEqual(route(platform), Array(5).fill("provision 503"));
+    assert.deepEqual(PLATFORM_RETRY.attempts, 5);
+    const doc = await Deno.readTextFile(new URL("../../docs/platform.md", import.meta.url));
+    assert.match(
+      doc.replaceAll("\n", " "),
+      /tried five times in all \(the first try and four retries\)/,
     );
   });
 });
