@@ -142,7 +142,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const token = tokenFile === undefined
     ? dataRootToken(store)
-    : readTokenFile(resolvePath(tokenFile));
+    : readTokenFile(resolvePath(tokenFile), (message) => io.warn(message));
   rememberSecrets(token.token);
   // Runs a crash left behind are settled now, so that GetTask tells the truth about them.
   await store.reconcileCheaply();

@@ -84,5 +84,11 @@ export { sandboxInForce, sandboxLines } from "./sandbox_in_force.ts";
 export { sha256Hex } from "./sha256.ts";
 export { loadSqlite, sqlite } from "./sqlite.ts";
 export { nearest } from "./suggest.ts";
-export { CheckedDirs, readPrivateText, trustProblem, UntrustedFileError } from "./trust.ts";
+export {
+  CheckedDirs,
+  distrustOf,
+  readPrivateText,
+  trustProblem,
+  UntrustedFileError,
+} from "./trust.ts";
 export { VERSION } from "./version.ts";

@@ -2,6 +2,7 @@
 // into the data root (`serve.token`, 0600) and reused after. Checking a presented token takes the
 // same time whatever it matches of the real one, so its prefix cannot be found by timing answers.
 import { UsageError } from "../core/errors.ts";
+import { distrustOf, UntrustedFileError } from "../core/trust.ts";
 
 /** The part of the store the token lives in (a DataRoot). */
 export interface TokenHome {
@@ -41,12 +42,35 @@ function checkToken(token: string, path: string): string {
   return token;
 }
 
-/** The token of --token-file (its first line, trimmed). */
-export function readTokenFile(path: string): ServeToken {
+/**
+ * The token of --token-file (its first line, trimmed). A file another user owns or that group or
+ * others may write is refused (UntrustedFileError, as for the data root's files: someone else
+ * could have chosen the token); one they may read is used, and `warn` is told.
+ */
+export function readTokenFile(
+  path: string,
+  warn: (message: string) => void = () => {},
+): ServeToken {
   let text: string;
   try {
+    const info = Deno.statSync(path);
+    const distrust = distrustOf(info);
+    if (distrust !== null) throw new UntrustedFileError(path, distrust);
+    if (info.mode !== null && (info.mode & 0o044) !== 0) {
+      const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
+      warn(
+        `the token file ${path} may be read by ${
+          (info.mode & 0o044) === 0o044
+            ? "group and others"
+            : info.mode & 0o040
+            ? "its group"
+            : "others"
+        } (mode ${mode}): anyone who reads it can use this server; chmod 600 ${path}`,
+      );
+    }
     text = Deno.readTextFileSync(path);
   } catch (error) {
+    if (error instanceof UntrustedFileError) throw error;
     throw new UsageError(`Cannot read the token file ${path}: ${(error as Error).message}`, {
       hint: "give --token-file a readable file holding the bearer token on its first line",
       cause: error,

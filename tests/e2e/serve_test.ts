@@ -132,6 +132,33 @@ Deno.test("reins serve --token-file uses that token, and refuses a short one", a
   assert.equal((await stop(served)).code, 0);
 });
 
+// regression: a --token-file of mode 0666 or 0644 was used without a word
+Deno.test("reins serve --token-file refuses a file others may write and warns of one they may read", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/token`;
+  await Deno.writeTextFile(file, "a-token-of-my-own-0123456789\n");
+  for (const mode of [0o666, 0o620]) {
+    await Deno.chmod(file, mode);
+    const refused = await reins(["serve", "--token-file", file], { home: dir.path });
+    assert.equal(refused.code, 6, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /Refusing ".*\/token": it is writable by (group and others|its group)/,
+    );
+  }
+  await Deno.chmod(file, 0o644);
+  const served = await serve(dir.path, ["--token-file", file]);
+  const stopped = await stop(served);
+  assert.equal(stopped.code, 0);
+  assert.match(
+    stopped.stderr,
+    /the token file .*\/token may be read by group and others \(mode 0644\)/,
+  );
+  await Deno.chmod(file, 0o600);
+  const quiet = await stop(await serve(dir.path, ["--token-file", file]));
+  assert.doesNotMatch(quiet.stderr, /may be read by/);
+});
+
 Deno.test("SIGTERM lets a running turn finish within --grace; past it the turn is stopped and recorded", async () => {
   await using dir = await tempDir();
   const served = await serve(dir.path, [

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { BearerCheck, dataRootToken, readTokenFile } from "../../lib/serve/auth.ts";
 import { openStore } from "../../lib/store/store.ts";
+import { UntrustedFileError } from "../../lib/core/trust.ts";
 import { tempDir } from "../support/reins.ts";
 
 const TOKEN = "s3cret-token-0123456789abcdef";
@@ -61,4 +62,23 @@ Deno.test("readTokenFile() takes the first line and refuses short or spaced toke
   await Deno.writeTextFile(file, "a token with spaces in it\n");
   assert.throws(() => readTokenFile(file), /holds spaces, control or non-ASCII characters/);
   assert.throws(() => readTokenFile(`${dir.path}/missing`), /Cannot read the token file/);
+});
+
+// regression: the token file's mode was not looked at
+Deno.test("readTokenFile() refuses a group/other-writable file and warns of a readable one", async () => {
+  await using dir = await tempDir();
+  const file = `${dir.path}/t`;
+  await Deno.writeTextFile(file, `${TOKEN}\n`);
+  await Deno.chmod(file, 0o666);
+  assert.throws(() => readTokenFile(file), UntrustedFileError);
+  await Deno.chmod(file, 0o602);
+  assert.throws(() => readTokenFile(file), /writable by others \(mode 0602\)/);
+  const warnings: string[] = [];
+  await Deno.chmod(file, 0o640);
+  assert.equal(readTokenFile(file, (m) => warnings.push(m)).token, TOKEN);
+  await Deno.chmod(file, 0o600);
+  assert.equal(readTokenFile(file, (m) => warnings.push(m)).token, TOKEN);
+  assert.deepEqual(warnings, [
+    `the token file ${file} may be read by its group (mode 0640): anyone who reads it can use this server; chmod 600 ${file}`,
+  ]);
 });
