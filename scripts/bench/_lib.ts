@@ -101,3 +101,34 @@ export async function run(
   }
   return output;
 }
+
+/**
+ * The Deno cache this run uses. A benchmark that gives a child reins a temporary HOME passes it
+ * on (withDenoCache): under that HOME, Deno's default cache is empty and the registry settings of
+ * the real HOME are missing, so the child failed to fetch its npm packages ("Failed caching npm
+ * package") on a machine whose packages were not cached already.
+ */
+export const DENO_DIR = Deno.env.get("DENO_DIR") ||
+  `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`;
+
+/** `env` for a child Deno, with the cache of this run (see DENO_DIR). */
+export function withDenoCache(env: Record<string, string>): Record<string, string> {
+  return { ...env, DENO_DIR };
+}
+
+/**
+ * Fills this run's Deno cache with what `entry` imports, with this process's own environment (its
+ * HOME's registry settings), so that a child started under a temporary HOME finds it all there.
+ */
+export async function cacheModules(config: string, entry: string): Promise<void> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["cache", "--quiet", "--config", config, entry],
+    env: { DENO_DIR },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!output.success) {
+    throw new Error(`deno cache ${entry} failed: ${new TextDecoder().decode(output.stderr)}`);
+  }
+}

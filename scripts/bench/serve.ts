@@ -6,7 +6,7 @@
 // this process over raw sockets (the same client for both), so the ratio compares the servers,
 // not the clients; each pair is measured in alternating rounds, so that other work on the machine
 // weighs on both sides of a ratio alike.
-import { compare, figure } from "./_lib.ts";
+import { cacheModules, compare, figure, withDenoCache } from "./_lib.ts";
 import { sourceRunFlags } from "../permissions.ts";
 import { loadSettings } from "../../lib/core/config.ts";
 import { newId } from "../../lib/core/ids.ts";
@@ -225,26 +225,34 @@ export default async function (): Promise<void> {
       netHosts: [],
       programs: ["true"],
     });
+    await cacheModules(CONFIG, MAIN);
     const startOurs = () =>
-      start([
-        "run",
-        "--quiet",
-        "--config",
-        CONFIG,
-        ...flags,
-        MAIN,
-        "serve",
-        "--port",
-        "0",
-        "--driver",
-        "command",
-        "--exec",
-        "true",
-        "--max-turns",
-        String(CLIENTS),
-        "--cwd",
-        work,
-      ], { REINS_HOME: home, HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" });
+      start(
+        [
+          "run",
+          "--quiet",
+          "--config",
+          CONFIG,
+          ...flags,
+          MAIN,
+          "serve",
+          "--port",
+          "0",
+          "--driver",
+          "command",
+          "--exec",
+          "true",
+          "--max-turns",
+          String(CLIENTS),
+          "--cwd",
+          work,
+        ],
+        withDenoCache({
+          REINS_HOME: home,
+          HOME: dir,
+          PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        }),
+      );
     const ours = await startOurs();
     servers.push(ours);
     const token = (await Deno.readTextFile(`${home}/serve.token`)).trim();

@@ -2,7 +2,7 @@
 // without an fsync per event; reading and validating a log against JSON.parse alone; and
 // `reins runs --limit 50` over 10,000 runs against an empty `deno run` and against a full scan
 // of runs/*/run.json. Each baseline is measured in the same run, on the same disk.
-import { compare, figure, medianMs, run } from "./_lib.ts";
+import { cacheModules, compare, figure, medianMs, run, withDenoCache } from "./_lib.ts";
 import { sourceRunFlags } from "../permissions.ts";
 import { newId } from "../../lib/core/ids.ts";
 import { openStore } from "../../lib/store/store.ts";
@@ -243,7 +243,8 @@ async function listing(dir: string): Promise<void> {
     netHosts: [],
     programs: ["claude"],
   });
-  const env = { REINS_HOME: home, HOME: dir, NO_COLOR: "1" };
+  await cacheModules(CONFIG, MAIN);
+  const env = withDenoCache({ REINS_HOME: home, HOME: dir, NO_COLOR: "1" });
   const cli = ["run", "--quiet", "--config", CONFIG, ...flags, MAIN, "runs", "--limit", "50"];
   const output = await run(deno, cli, { cwd: dir, env });
   const rows = new TextDecoder().decode(output.stdout).trimEnd().split("\n").length - 1;
