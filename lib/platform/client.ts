@@ -134,8 +134,14 @@ function hintFor(status: number): string | undefined {
 }
 
 export interface ClientOptions {
-  /** Per JSON request; the seed's 120 s by default. */
+  /** Per JSON request, from sending to the answer's last byte; the seed's 120 s by default. */
   timeoutMs?: number;
+  /**
+   * Once an answer's head has come, its body must be whole within this (10 s by default): the
+   * platform's answers are small, and one dribbled a byte at a time would hold a report for as
+   * long as timeoutMs allows, on each of its tries.
+   */
+  bodyTimeoutMs?: number;
   /** An upload gives up after this long without progress. */
   uploadIdleTimeoutMs?: number;
   /**
@@ -159,10 +165,19 @@ interface PlainResponse {
 
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
+/** Why an answer's body was given up: see ClientOptions.bodyTimeoutMs. */
+class BodyTooSlow extends Error {
+  constructor() {
+    super("the answer's body came too slowly");
+    this.name = "BodyTooSlow";
+  }
+}
+
 /** The ingestion API. Holds nothing open between calls; close() is kept for callers' `using`. */
 export class PlatformClient {
   readonly target: PlatformTarget;
   readonly #timeoutMs: number;
+  readonly #bodyTimeoutMs: number;
   readonly #uploadIdleMs: number;
   readonly #uploadRoute: Route | undefined;
   readonly #proxy: ProxySettings;
@@ -170,6 +185,7 @@ export class PlatformClient {
   constructor(target: PlatformTarget, options: ClientOptions = {}) {
     this.target = target;
     this.#timeoutMs = options.timeoutMs ?? 120_000;
+    this.#bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000;
     this.#uploadIdleMs = options.uploadIdleTimeoutMs ?? 120_000;
     this.#proxy = options.proxy ?? NO_PROXY_SETTINGS;
     const transport = options.uploadTransport ?? "auto";
@@ -218,7 +234,14 @@ export class PlatformClient {
       });
     }
     let body: unknown = {};
-    if (text.trim() !== "") {
+    // No body at all (a 204, say) is an answer without a payload; a body of blanks is not JSON.
+    if (text !== "" && text.trim() === "") {
+      throw new PlatformRequestError(
+        `${method} ${path} answered ${status} with a body of only whitespace (${text.length} bytes), not JSON`,
+        { method, path, status, detail: JSON.stringify(text.slice(0, 40)), transient: false },
+      );
+    }
+    if (text !== "") {
       try {
         body = JSON.parse(text);
       } catch {
@@ -238,7 +261,9 @@ export class PlatformClient {
   }
 
   #unreachable(method: string, path: string, error: unknown): PlatformRequestError {
-    const reason = error instanceof DOMException && error.name === "TimeoutError"
+    const reason = error instanceof BodyTooSlow
+      ? `the answer's body was not whole ${this.#bodyTimeoutMs / 1000} s after its head`
+      : error instanceof DOMException && error.name === "TimeoutError"
       ? `no answer within ${Math.round(this.#timeoutMs / 1000)} s`
       : (error as Error)?.message ?? String(error);
     return new PlatformRequestError(`${method} ${path} could not be sent: ${reason}`, {
@@ -259,14 +284,17 @@ export class PlatformClient {
     options: { idempotencyKey?: string } = {},
   ): Promise<unknown> {
     let response: PlainResponse;
+    const body = new AbortController();
+    let bodyTimer: ReturnType<typeof setTimeout> | undefined;
     try {
       const answer = await outboundFetch(this.#url(path), {
         method,
         headers: { ...this.#headers(options.idempotencyKey), "Content-Type": "application/json" },
         body: JSON.stringify(payload),
         redirect: "manual",
-        signal: AbortSignal.timeout(this.#timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.#timeoutMs), body.signal]),
       }, { proxy: this.#proxy });
+      bodyTimer = setTimeout(() => body.abort(new BodyTooSlow()), this.#bodyTimeoutMs);
       response = {
         status: answer.status,
         headers: answer.headers,
@@ -274,7 +302,9 @@ export class PlatformClient {
       };
     } catch (error) {
       if (error instanceof Deno.errors.NotCapable) throw error;
-      throw this.#unreachable(method, path, error);
+      throw this.#unreachable(method, path, body.signal.aborted ? body.signal.reason : error);
+    } finally {
+      clearTimeout(bodyTimer);
     }
     return this.#answer(method, path, response);
   }
