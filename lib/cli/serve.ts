@@ -166,6 +166,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
         {
           agent,
           prompt: turn.prompt,
+          promptMessageId: turn.messageId,
           cwd,
           contextId: turn.contextId,
           approval,

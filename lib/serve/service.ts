@@ -213,7 +213,7 @@ export class A2AService {
       resolveStarted = resolve;
       rejectStarted = reject;
     });
-    const turn = this.#runTurn({ prompt, contextId }, {
+    const turn = this.#runTurn({ prompt, messageId: message.messageId, contextId }, {
       stop: control.stop.signal,
       kill: control.kill.signal,
     }, {
@@ -223,7 +223,7 @@ export class A2AService {
         try {
           const record = this.#store.loadRun(runId);
           live = new LiveTask(
-            new TaskView(record),
+            new TaskView(record, { promptMessageId: message.messageId }),
             control,
             (after, before) => this.#readRange(runId, after, before),
           );
@@ -322,14 +322,20 @@ export class A2AService {
       const { decision, reason } = approvalAnswer(message);
       stored = this.#store.appendToRun(taskId, {
         type: "approval.resolved",
-        payload: { approvalId: pending.id, decision, by: "a2a", reason },
+        payload: {
+          approvalId: pending.id,
+          decision,
+          by: "a2a",
+          reason,
+          messageId: message.messageId,
+        },
       });
     } else {
       const answer = message.parts.map((p) => p.text ?? "").join("\n").trim();
       if (answer === "") throw invalidParams("message.parts", "the answer has no text");
       stored = this.#store.appendToRun(taskId, {
         type: "question.answered",
-        payload: { questionId: pending.id, answer },
+        payload: { questionId: pending.id, answer, messageId: message.messageId },
       });
     }
     live.publish(stored);

@@ -79,10 +79,14 @@ export class TaskView {
   #pending: Pending[] = [];
   #usage: Record<string, unknown> | null = null;
   #promptSeen = false;
+  /** The prompt's id as its sender gave it (run.started's messageId), if it gave one. */
+  #promptMessageId: string | null;
   readonly #goal: string | null;
   readonly #texts = new Map<string, string>();
 
-  constructor(record: TaskRecord) {
+  /** `promptMessageId`: the client's id of the prompt, known before run.started is folded in. */
+  constructor(record: TaskRecord, options: { promptMessageId?: string } = {}) {
+    this.#promptMessageId = options.promptMessageId ?? null;
     this.taskId = record.id;
     this.contextId = record.contextId ?? "";
     this.#sessionId = record.sessionId;
@@ -130,6 +134,9 @@ export class TaskView {
     const out: StreamResponse[] = [];
     switch (event.type) {
       case "run.started":
+        if (typeof event.payload.messageId === "string" && event.payload.messageId !== "") {
+          this.#promptMessageId = event.payload.messageId;
+        }
         this.#runStatus = "running";
         this.#setState("TASK_STATE_WORKING", undefined, event.timestamp);
         break;
@@ -144,7 +151,7 @@ export class TaskView {
         if (event.payload.role === "user") {
           if (!this.#promptSeen) {
             this.#promptSeen = true;
-            this.#history.push(this.#message(event.id, "ROLE_USER", [{
+            this.#history.push(this.#message(this.#promptMessageId ?? event.id, "ROLE_USER", [{
               text: event.payload.text,
             }]));
           }
@@ -237,7 +244,10 @@ export class TaskView {
         const text = event.type === "approval.resolved"
           ? `${event.payload.decision}${event.payload.reason ? `: ${event.payload.reason}` : ""}`
           : event.payload.answer;
-        this.#history.push(this.#message(event.id, "ROLE_USER", [{ text }]));
+        // The answer keeps the id its A2A message had (the server records it with the answer).
+        const sent = (event.payload as { messageId?: unknown }).messageId;
+        const messageId = typeof sent === "string" && sent !== "" ? sent : event.id;
+        this.#history.push(this.#message(messageId, "ROLE_USER", [{ text }]));
         // Answered: the task goes on (or asks its next question) without waiting for the driver
         // to notice, so that what a client sees next is never the question it just answered.
         if (this.#state === "TASK_STATE_INPUT_REQUIRED") {
@@ -333,7 +343,11 @@ export class TaskView {
   #historyNow(): Message[] {
     const history = [...this.#history];
     if (!this.#promptSeen && this.#goal !== null) {
-      history.unshift(this.#message(`${this.taskId}-prompt`, "ROLE_USER", [{ text: this.#goal }]));
+      history.unshift(
+        this.#message(this.#promptMessageId ?? `${this.taskId}-prompt`, "ROLE_USER", [{
+          text: this.#goal,
+        }]),
+      );
     }
     return history;
   }

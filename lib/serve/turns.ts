@@ -17,6 +17,8 @@ export interface ServeStore {
 /** One A2A turn: what the message asks, on which context; the rest is the server's config. */
 export interface ServeTurn {
   prompt: string;
+  /** The client's id for the message that asks it: the prompt keeps it in every Task. */
+  messageId: string;
   contextId: string;
 }
 

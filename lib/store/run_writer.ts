@@ -49,6 +49,11 @@ export interface RunInit {
   gateway?: GatewayUse;
   /** run.started's `budget`: the turn's limits, when it has any (a replay applies them too). */
   budget?: { maxTurns?: number; maxTokens?: number; maxUsd?: number };
+  /**
+   * run.started's `messageId`: the id the prompt's sender gave its message (an A2A client's
+   * messageId), which every view of the run's prompt keeps.
+   */
+  messageId?: string;
 }
 
 export interface RunOptions {
@@ -249,7 +254,7 @@ export class RunWriter extends RunAppender {
     owner: Deno.FsFile,
     resumeOf: string | null,
     agent?: AgentFacts,
-    extra: Pick<RunInit, "gateway" | "budget"> = {},
+    extra: Pick<RunInit, "gateway" | "budget" | "messageId"> = {},
   ) {
     super(root, log, record);
     this.#owner = owner;
@@ -265,6 +270,7 @@ export class RunWriter extends RunAppender {
         ...(agent === undefined ? {} : { agent }),
         ...(extra.gateway === undefined ? {} : { gateway: extra.gateway }),
         ...(extra.budget === undefined ? {} : { budget: extra.budget }),
+        ...(extra.messageId === undefined ? {} : { messageId: extra.messageId }),
         // Beyond the contract's fields, so that run.json can be rebuilt from the log alone.
         trigger: record.trigger,
         resumedFromRunId: record.resumedFromRunId,
@@ -381,7 +387,7 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       staged.owner,
       init.resumeOf ?? record.resumedFromRunId,
       init.agent,
-      { gateway: init.gateway, budget: init.budget },
+      { gateway: init.gateway, budget: init.budget, messageId: init.messageId },
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
     // its directory with it (afterFirstSync above), and until then a power cut loses its events

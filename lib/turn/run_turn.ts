@@ -185,6 +185,7 @@ async function recordTurn(
     trigger: request.trigger,
     cwd: request.cwd,
     goal: request.prompt,
+    ...(request.promptMessageId === undefined ? {} : { messageId: request.promptMessageId }),
     resumeOf: resume ? sessionId : resumedFromRunId,
     agent: driver.agentFacts?.({ agent: request.agent, settings }),
     gateway: parts.gateway?.use,

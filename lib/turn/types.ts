@@ -10,6 +10,8 @@ export type { AgentSpec };
 export interface TurnRequest {
   agent: AgentSpec;
   prompt: string;
+  /** The id the prompt's sender gave it (an A2A messageId), kept in run.started. */
+  promptMessageId?: string;
   /** Absolute path of an existing directory. */
   cwd: string;
   /** Same context → same harness session (resumed); null: a conversation of its own. */

@@ -78,6 +78,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         {
           agent,
           prompt: turn.prompt,
+          promptMessageId: turn.messageId,
           cwd: work,
           contextId: turn.contextId,
           approval: options.approval ?? "auto",

@@ -121,6 +121,40 @@ Deno.test("SendStreamingMessage streams the task, text chunks, tool and usage up
   });
 });
 
+// regression: the prompt had the id `<taskId>-prompt` in the first streamed Task and its event's
+// id in GetTask, never the messageId the client gave it
+Deno.test("the client's messageId is the prompt's id in the streamed Task, GetTask and after a restart", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "reins-serve-" }));
+  const messageId = "client-message-7f3a";
+  try {
+    let task: Task;
+    {
+      await using t = await startTestServer({
+        dir,
+        agent: commandAgent(`sh ${FIXTURES}talker.sh`),
+      });
+      const client = await t.client();
+      const items = await collect(client.sendMessageStream(send("keep my id", { messageId })));
+      assert.equal(items[0][0], "task");
+      const first = items[0][1] as Task;
+      assert.deepEqual(first.history.map((m) => [m.messageId, m.role]), [[messageId, 1]]);
+      task = await client.getTask(GetTaskRequest.fromJSON({ id: first.id }));
+      assert.equal(task.history[0].messageId, messageId);
+      assert.deepEqual(
+        t.store.readEvents(first.id).events[0].payload.messageId,
+        messageId,
+        "run.started keeps it",
+      );
+    }
+    await using t = await startTestServer({ dir, agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+    const got = await (await t.client()).getTask(GetTaskRequest.fromJSON({ id: task.id }));
+    assert.equal(got.history[0].messageId, messageId);
+    assert.deepEqual(got, task);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("two messages on one contextId are two tasks that continue one harness session", async () => {
   await using t = await startTestServer();
   const client = await t.client();
@@ -172,9 +206,8 @@ Deno.test("an approval the agent asks for is TASK_STATE_INPUT_REQUIRED; the next
     client.sendMessage(send("allow", { taskId: asked.id, contextId: "another" })),
     (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32602,
   );
-  const done = await client.sendMessage(
-    send("allow, go ahead", { taskId: asked.id, contextId: asked.contextId }),
-  ) as Task;
+  const answer = send("allow, go ahead", { taskId: asked.id, contextId: asked.contextId });
+  const done = await client.sendMessage(answer) as Task;
   assert.equal(done.id, asked.id);
   assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
   assert.equal(answerOf(done), "wrote it");
@@ -186,9 +219,11 @@ Deno.test("an approval the agent asks for is TASK_STATE_INPUT_REQUIRED; the next
     decision: "allow",
     by: "a2a",
     reason: "go ahead",
+    messageId: answer.message!.messageId,
   });
   const roles = done.history.map((m) => m.role);
   assert.deepEqual(roles, [1, 2, 1], "prompt, the agent's question, the answer");
+  assert.equal(done.history[2].messageId, answer.message!.messageId, "the answer keeps its id");
   // A message to a finished task is refused.
   await assert.rejects(
     client.sendMessage(send("again", { taskId: asked.id })),
@@ -496,7 +531,8 @@ Deno.test("a question the agent asks (the loop's ask_user) is TASK_STATE_INPUT_R
     parts[1].content?.$case === "data" && parts[1].content.value,
     { event: "question.requested", questionId: "question-1" },
   );
-  const items = await collect(client.sendMessageStream(send("notes.md", { taskId: asked.id })));
+  const reply = send("notes.md", { taskId: asked.id });
+  const items = await collect(client.sendMessageStream(reply));
   assert.equal(items[0][0], "task");
   const last = items.at(-1)![1] as import("@a2a-js/sdk").TaskStatusUpdateEvent;
   assert.equal(last.status?.state, TaskState.TASK_STATE_COMPLETED);
@@ -504,7 +540,12 @@ Deno.test("a question the agent asks (the loop's ask_user) is TASK_STATE_INPUT_R
   assert.equal(answerOf(done), "Reading it.");
   const events = t.store.readEvents(asked.id).events;
   const answered = events.find((e) => e.type === "question.answered");
-  assert.deepEqual(answered?.payload, { questionId: "question-1", answer: "notes.md" });
+  assert.deepEqual(answered?.payload, {
+    questionId: "question-1",
+    answer: "notes.md",
+    messageId: reply.message!.messageId,
+  });
+  assert.equal(done.history.at(-1)?.messageId, reply.message!.messageId, "the answer keeps its id");
   const tool = events.find((e) => e.type === "tool.completed");
   assert.equal(tool?.payload.result, "notes.md", "the model was given the answer");
 });
