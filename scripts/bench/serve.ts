@@ -77,9 +77,13 @@ class Connection {
   static async open(port: number): Promise<Connection> {
     return new Connection(await Deno.connect({ hostname: "127.0.0.1", port }));
   }
-  async exchange(bytes: Uint8Array): Promise<string> {
+  /** Writes `bytes`, reading nothing. */
+  async send(bytes: Uint8Array): Promise<void> {
     let written = 0;
     while (written < bytes.length) written += await this.#conn.write(bytes.subarray(written));
+  }
+  async exchange(bytes: Uint8Array): Promise<string> {
+    await this.send(bytes);
     while (true) {
       const text = decoder.decode(this.#buffer.subarray(0, this.#have));
       const end = text.indexOf("\r\n\r\n");
@@ -174,6 +178,42 @@ async function idleCost(server: Server, bytes: Uint8Array): Promise<number> {
   const after = rssKiB(server.pid);
   for (const c of connections) c.close();
   return Math.max(1, after - before) / 500;
+}
+
+const CHUNKED_CONNECTIONS = 8;
+
+/**
+ * RSS growth in KiB per connection with CHUNKED_CONNECTIONS bodies of one-byte chunks being read
+ * at once (each ~170k chunks, short of serve's cap + slack, the request ListTasks padded with
+ * blanks), measured before the last chunk; then each is ended and answered.
+ */
+async function chunkedBodyCost(server: Server, token: string): Promise<number> {
+  const rpc = '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}';
+  const text = rpc + " ".repeat(170_000 - rpc.length);
+  const head = encoder.encode(
+    `POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
+      `authorization: Bearer ${token}\r\na2a-version: 1.0\r\ntransfer-encoding: chunked\r\n\r\n` +
+      [...text].map((c) => `1\r\n${c}\r\n`).join(""),
+  );
+  // One body first, as the idle measure warms up: what is compiled once is not per connection.
+  const warm = await Connection.open(server.port);
+  await warm.exchange(new Uint8Array([...head, ...encoder.encode("0\r\n\r\n")]));
+  warm.close();
+  await new Promise((r) => setTimeout(r, 300));
+  const before = rssKiB(server.pid);
+  const connections: Connection[] = [];
+  for (let i = 0; i < CHUNKED_CONNECTIONS; i++) {
+    const c = await Connection.open(server.port);
+    await c.send(head);
+    connections.push(c);
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = rssKiB(server.pid);
+  for (const c of connections) {
+    await c.exchange(encoder.encode("0\r\n\r\n"));
+    c.close();
+  }
+  return Math.max(1, after - before) / CHUNKED_CONNECTIONS;
 }
 
 /** Turns of `true` on the command driver, CLIENTS at once, straight through runTurn(). */
@@ -347,6 +387,24 @@ export default async function (): Promise<void> {
       better: "lower",
       goal: "<= 2",
       baselineName: "bare Deno.serve",
+    });
+
+    // regression: each one-byte chunk of a body was an array of its own, ~80 MB a connection.
+    const chunkedOurs = await startOurs();
+    servers.push(chunkedOurs);
+    const oursChunked = await chunkedBodyCost(chunkedOurs, token);
+    const chunkedBare = await startBare();
+    servers.push(chunkedBare);
+    const bareChunked = await chunkedBodyCost(chunkedBare, token);
+    compare({
+      name:
+        `memory per connection reading a body of 170k one-byte chunks (${CHUNKED_CONNECTIONS} at once)`,
+      ours: oursChunked,
+      baseline: bareChunked,
+      unit: "KiB",
+      better: "lower",
+      goal: "<= 2",
+      baselineName: "bare Deno.serve reading the same",
     });
 
     // How long a megabyte of '[' takes to be refused: sending it, and the answer.

@@ -44,10 +44,13 @@ Deno.test("HttpServer decodes any chunking of a body to the same bytes", async (
     fc.asyncProperty(
       fc.array(fc.string({ minLength: 1, maxLength: 40 }), { minLength: 0, maxLength: 12 }),
       fc.boolean(),
-      async (pieces, withExtension) => {
+      fc.boolean(),
+      fc.constantFrom("", " ", "\t "),
+      async (pieces, withExtension, upper, blank) => {
         const encoder = new TextEncoder();
         const chunks = pieces.map((piece) => {
-          const size = encoder.encode(piece).length.toString(16);
+          const hex = encoder.encode(piece).length.toString(16);
+          const size = `${blank}${upper ? hex.toUpperCase() : hex}${blank}`;
           return `${size}${withExtension ? ";name=value" : ""}\r\n${piece}\r\n`;
         }).join("");
         const request = "POST /x HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n" +
@@ -71,6 +74,9 @@ Deno.test("HttpServer refuses ambiguous framing with 400 and closes", async () =
     "POST / HTTP/1.1\r\ncontent-length: 0\r\n\r\n",
     "GET / HTTP/1.1\r\nhost: a\r\nbad header\r\n\r\n",
     "POST / HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+    ...["0x1", "1 2", "\x101", "+1", "123456789", "g", ""].map((size) =>
+      `POST / HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n${size}\r\nx\r\n0\r\n\r\n`
+    ),
   ];
   for (const head of heads) {
     const { text, closed } = await exchange(server.addr.port, head);

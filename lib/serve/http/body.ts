@@ -2,6 +2,9 @@
 // byte of the body is read; a chunked body is refused as soon as what it decodes to passes the
 // cap, or its bytes on the wire (chunk framing included, which a sender could pad without end)
 // pass the cap plus the slack. Reads are sized so that the socket never gives up more than that.
+// The body is gathered in one buffer, allocated whole for a declared length and grown by doubling
+// (up to the cap) for a chunked one, never as a list of pieces: a body of a million one-byte
+// chunks costs its bytes, not a million small arrays.
 import type { ConnReader } from "./conn_reader.ts";
 import { HttpError } from "./head.ts";
 
@@ -25,24 +28,82 @@ export function bodyTooLarge(limits: BodyLimits): HttpError {
 
 /** Reads `length` bytes of body; the caller checked the length against the cap. */
 async function readExactly(reader: ConnReader, length: number): Promise<Uint8Array> {
-  while (reader.length < length) {
-    if (!(await reader.fill())) throw new HttpError(400, "The body ended before Content-Length");
-  }
-  return reader.take(length);
-}
-
-/** The index of the first CRLF in the reader's buffer, or -1. */
-function crlfAt(bytes: Uint8Array): number {
-  let from = 0;
+  const body = new Uint8Array(length);
+  let at = 0;
   while (true) {
-    const at = bytes.indexOf(CRLF[0], from);
-    if (at < 0 || at + 1 >= bytes.length) return -1;
-    if (bytes[at + 1] === CRLF[1]) return at;
-    from = at + 1;
+    at += reader.moveTo(body, at, length - at);
+    if (at === length) return body;
+    if (!(await reader.fill(length - at))) {
+      throw new HttpError(400, "The body ended before Content-Length");
+    }
   }
 }
 
-const decoder = new TextDecoder();
+/**
+ * A body gathered in one resizable buffer reserved up to the cap, which doubles in place as it
+ * fills: growing leaves no old copy behind for the collector, and only the pages written to cost
+ * memory.
+ */
+class GrowingBody {
+  readonly #buffer: ArrayBuffer;
+  readonly #bytes: Uint8Array;
+  #length = 0;
+
+  constructor(cap: number) {
+    this.#buffer = new ArrayBuffer(Math.min(cap, 16 * 1024), { maxByteLength: cap });
+    // Length-tracking: the view follows the buffer's resizes.
+    this.#bytes = new Uint8Array(this.#buffer);
+  }
+
+  /** Moves up to `count` bytes from the reader; the caller checked the cap. How many. */
+  moveFrom(reader: ConnReader, count: number): number {
+    const needed = this.#length + Math.min(count, reader.length);
+    if (needed > this.#buffer.byteLength) {
+      let size = this.#buffer.byteLength || 1;
+      while (size < needed) size *= 2;
+      this.#buffer.resize(Math.min(size, this.#buffer.maxByteLength));
+    }
+    const moved = reader.moveTo(this.#bytes, this.#length, count);
+    this.#length += moved;
+    return moved;
+  }
+
+  /** The body, in the buffer it was gathered in (cut to its length). */
+  bytes(): Uint8Array {
+    this.#buffer.resize(this.#length);
+    return this.#bytes;
+  }
+}
+
+const isBlank = (byte: number) => byte === 0x20 || byte === 0x09;
+
+/**
+ * The size the chunk-size line at the reader's front (`end` bytes long) gives: 1 to 8 hex
+ * digits, blanks around them, an extension after ';' ignored. Read byte by byte: a string or a
+ * view per chunk would be an allocation per chunk of a body of tiny chunks.
+ */
+function chunkSize(reader: ConnReader, end: number): number {
+  let at = 0;
+  while (at < end && isBlank(reader.byteAt(at))) at++;
+  let size = 0;
+  let digits = 0;
+  for (; at < end; at++, digits++) {
+    const byte = reader.byteAt(at);
+    const lower = byte | 0x20; // an ASCII letter in lower case
+    const digit = byte >= 0x30 && byte <= 0x39
+      ? byte - 0x30
+      : lower >= 0x61 && lower <= 0x66
+      ? lower - 0x57
+      : -1;
+    if (digit < 0) break;
+    size = size * 16 + digit;
+  }
+  while (at < end && isBlank(reader.byteAt(at))) at++;
+  if (digits === 0 || digits > 8 || (at < end && reader.byteAt(at) !== 0x3b)) {
+    throw new HttpError(400, "A chunk size is not hex");
+  }
+  return size;
+}
 
 /** Reads a chunked body (RFC 9112 §7.1), trailers read and dropped. */
 async function readChunked(reader: ConnReader, limits: BodyLimits): Promise<Uint8Array> {
@@ -54,53 +115,48 @@ async function readChunked(reader: ConnReader, limits: BodyLimits): Promise<Uint
     if (left <= 0) throw bodyTooLarge(limits);
     if (!(await reader.fill(left))) throw new HttpError(400, "The chunked body ended early");
   };
-  const parts: Uint8Array[] = [];
+  const body = new GrowingBody(limits.maxBodyBytes);
   let total = 0;
   while (true) {
-    let at = crlfAt(reader.buffered);
+    let at = reader.crlfIndex();
     while (at < 0) {
       if (reader.length > MAX_CHUNK_LINE) throw new HttpError(400, "A chunk-size line is too long");
       await more();
-      at = crlfAt(reader.buffered);
+      at = reader.crlfIndex();
     }
-    const line = decoder.decode(reader.buffered.subarray(0, at));
-    const sizeText = line.split(";")[0].trim();
-    if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText)) throw new HttpError(400, "A chunk size is not hex");
-    const size = parseInt(sizeText, 16);
+    const size = chunkSize(reader, at);
     reader.consume(at + 2);
     if (size === 0) break;
     if (total + size > limits.maxBodyBytes) throw bodyTooLarge(limits);
-    while (reader.length < size + 2) await more();
-    const data = reader.buffered;
-    if (data[size] !== CRLF[0] || data[size + 1] !== CRLF[1]) {
+    // The chunk's data is copied out as it comes, so that the reader's buffer stays small.
+    let left = size;
+    while (true) {
+      left -= body.moveFrom(reader, left);
+      if (left === 0) break;
+      await more();
+    }
+    while (reader.length < 2) await more();
+    if (reader.byteAt(0) !== CRLF[0] || reader.byteAt(1) !== CRLF[1]) {
       throw new HttpError(400, "A chunk does not end with CRLF");
     }
-    parts.push(reader.take(size));
     reader.consume(2);
     total += size;
   }
   // Trailer fields, up to the blank line.
   let trailerBytes = 0;
   while (true) {
-    let at = crlfAt(reader.buffered);
+    let at = reader.crlfIndex();
     while (at < 0) {
       if (reader.length > MAX_TRAILERS) throw new HttpError(431, "The trailer fields are too long");
       await more();
-      at = crlfAt(reader.buffered);
+      at = reader.crlfIndex();
     }
     reader.consume(at + 2);
     if (at === 0) break;
     trailerBytes += at + 2;
     if (trailerBytes > MAX_TRAILERS) throw new HttpError(431, "The trailer fields are too long");
   }
-  if (parts.length === 1) return parts[0];
-  const body = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    body.set(part, offset);
-    offset += part.length;
-  }
-  return body;
+  return body.bytes();
 }
 
 /**

@@ -35,6 +35,35 @@ export class ConnReader {
     return this.#eof;
   }
 
+  /** The unconsumed byte at `index` (0 first), without making a view. */
+  byteAt(index: number): number {
+    return this.#data[this.#start + index];
+  }
+
+  /** The index (0 first) of the first CRLF in the unconsumed bytes, or -1; makes no view. */
+  crlfIndex(): number {
+    let from = this.#start;
+    while (true) {
+      const at = this.#data.indexOf(13, from);
+      if (at < 0 || at + 1 >= this.#end) return -1;
+      if (this.#data[at + 1] === 10) return at - this.#start;
+      from = at + 1;
+    }
+  }
+
+  /** Copies up to `count` unconsumed bytes to `target` at `offset`, consumes them; how many. */
+  moveTo(target: Uint8Array, offset: number, count: number): number {
+    const moved = Math.min(count, this.#end - this.#start);
+    if (moved < 32) {
+      // A few bytes (a body of tiny chunks): copied one by one rather than through a view each.
+      for (let i = 0; i < moved; i++) target[offset + i] = this.#data[this.#start + i];
+    } else {
+      target.set(this.#data.subarray(this.#start, this.#start + moved), offset);
+    }
+    this.consume(moved);
+    return moved;
+  }
+
   /** Drops `count` bytes from the front of the buffer. */
   consume(count: number): void {
     this.#start += count;
@@ -42,13 +71,6 @@ export class ConnReader {
     this.#start = this.#end = 0;
     // A body grew the buffer: give it back rather than hold it for an idle keep-alive.
     if (this.#data.length > READ_SIZE) this.#data = new Uint8Array(INITIAL_SIZE);
-  }
-
-  /** Takes `count` bytes off the front, as a copy. */
-  take(count: number): Uint8Array {
-    const out = this.#data.slice(this.#start, this.#start + count);
-    this.consume(count);
-    return out;
   }
 
   /**
