@@ -1,6 +1,6 @@
 // The agent card (A2A 1.0 §8, AgentCard in a2a.proto as ProtoJSON): who this agent is (reins
-// around the configured driver), where and how to reach it (one JSON-RPC interface, A2A 1.0),
-// what it can do (streaming; no push notifications; the ForgetContext extension) and how to
+// around the configured driver), where and how to reach it (JSON-RPC and HTTP+JSON, A2A 1.0, at
+// one URL), what it can do (streaming; no push notifications; the ForgetContext extension) and how to
 // authenticate (a bearer token). It says nothing of the machine: no paths, no command line.
 import { VERSION } from "../core/version.ts";
 import { FORGET_EXTENSION, FORGET_METHOD } from "./service.ts";
@@ -31,7 +31,11 @@ export function agentCard(options: CardOptions): Record<string, unknown> {
       `Runs ${agent} for each message and records every turn as a reins run. Messages on one ` +
       "contextId continue one agent conversation; a task asks for input when the agent waits " +
       "for an approval or an answer.",
-    supportedInterfaces: [{ url: options.url, protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
+    // Both bindings at one URL: JSON-RPC at POST /, HTTP+JSON at its resource paths below it.
+    supportedInterfaces: [
+      { url: options.url, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      { url: options.url, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+    ],
     version: VERSION,
     capabilities: {
       streaming: true,
@@ -39,8 +43,8 @@ export function agentCard(options: CardOptions): Record<string, unknown> {
       extendedAgentCard: false,
       extensions: [{
         uri: FORGET_EXTENSION,
-        description:
-          `The JSON-RPC method ${FORGET_METHOD} {contextId} drops the context's harness session, ` +
+        description: `The JSON-RPC method ${FORGET_METHOD} {contextId} (over HTTP+JSON: POST ` +
+          "/contexts/{contextId}:forget) drops the context's harness session, " +
           "so its next message starts a new conversation (as `reins forget` does); its tasks stay.",
         required: false,
         params: { methods: [FORGET_METHOD] },

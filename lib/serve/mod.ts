@@ -1,5 +1,5 @@
-// `reins serve` as a library: an A2A 1.0 server (JSON-RPC over HTTP, SSE for streams) whose tasks
-// are reins runs and whose contexts are reins contexts. startServer() listens and answers; the
+// `reins serve` as a library: an A2A 1.0 server (JSON-RPC and HTTP+JSON, SSE for streams) whose
+// tasks are reins runs and whose contexts are reins contexts. startServer() listens and answers; the
 // returned handle stops it gracefully (no new connections or tasks, running turns given a grace
 // period, then stopped and recorded) or at once. Nothing here reads flags, signals or the
 // environment: lib/cli/serve.ts does, and hands in the store and the turn runner.

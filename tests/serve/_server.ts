@@ -7,6 +7,7 @@ import {
   ClientFactoryOptions,
   createAuthenticatingFetchWithRetry,
   JsonRpcTransportFactory,
+  RestTransportFactory,
 } from "@a2a-js/sdk/client";
 import { loadSettings } from "../../lib/core/config.ts";
 import type { AgentSpec, ApprovalPolicy } from "../../lib/drivers/driver.ts";
@@ -26,8 +27,8 @@ export interface TestServer extends AsyncDisposable {
   server: RunningServer;
   /** Runs `cleanup` when the server is disposed (before its directory goes). */
   defer(cleanup: () => void): void;
-  /** The official client, authenticated. */
-  client(): Promise<Client>;
+  /** The official client, authenticated (over JSON-RPC unless `binding` says "rest"). */
+  client(binding?: "jsonrpc" | "rest"): Promise<Client>;
   /** A raw JSON-RPC call (for what the client does not send), parsed answer and HTTP status. */
   rpc(
     method: string,
@@ -100,7 +101,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     work,
     store,
     server,
-    client: () => officialClient(base, TOKEN),
+    client: (binding) => officialClient(base, TOKEN, binding),
     async rpc(method, params = {}, headers = {}) {
       const response = await fetch(`${base}/`, {
         method: "POST",
@@ -123,15 +124,27 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   };
 }
 
-/** The SDK's client for the agent at `base`, sending `Authorization: Bearer <token>`. */
-export function officialClient(base: string, token: string): Promise<Client> {
+/**
+ * The SDK's client for the agent at `base`, sending `Authorization: Bearer <token>`, over the
+ * JSON-RPC binding (or HTTP+JSON with `binding: "rest"`).
+ */
+export function officialClient(
+  base: string,
+  token: string,
+  binding: "jsonrpc" | "rest" = "jsonrpc",
+): Promise<Client> {
   const fetchImpl = createAuthenticatingFetchWithRetry(fetch, {
     headers: () => Promise.resolve({ authorization: `Bearer ${token}` }),
     shouldRetryWithHeaders: () => Promise.resolve(undefined),
   });
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      // Both authenticated (the defaults are not), the binding asked for preferred.
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl }),
+        new RestTransportFactory({ fetchImpl }),
+      ],
+      preferredTransports: [binding === "rest" ? "HTTP+JSON" : "JSONRPC"],
     }),
   );
   return factory.createFromUrl(base);

@@ -37,6 +37,7 @@ Deno.test("the official client reads the agent card: JSONRPC 1.0, streaming, bea
   assert.equal(card.name, "reins (command)");
   assert.deepEqual(card.supportedInterfaces.map((i) => [i.protocolBinding, i.protocolVersion]), [
     ["JSONRPC", "1.0"],
+    ["HTTP+JSON", "1.0"],
   ]);
   assert.equal(card.supportedInterfaces[0].url, t.server.url);
   assert.equal(card.capabilities?.streaming, true);
@@ -258,10 +259,11 @@ Deno.test("SubscribeToTask gives every subscriber the current task, then the sam
   assert.equal(states.at(-1), TaskState.TASK_STATE_COMPLETED);
   assert.ok(states.includes(TaskState.TASK_STATE_WORKING));
   assert.equal(await Deno.stat(`${t.work}/out.txt`).catch(() => null), null, "denied: not written");
-  // A finished task has nothing to stream.
+  // A finished task has nothing to stream: said as the stream's one event, which the client
+  // raises with the JSON-RPC error as its cause.
   await assert.rejects(
     collect(client.resubscribeTask({ id: asked.id, tenant: "" })),
-    (error: Error & { envelopeCode?: number }) => error.envelopeCode === -32004,
+    (error: Error & { cause?: { envelopeCode?: number } }) => error.cause?.envelopeCode === -32004,
   );
 });
 

@@ -25,6 +25,7 @@ const REASONS: Record<number, string> = {
   401: "Unauthorized",
   404: "Not Found",
   405: "Method Not Allowed",
+  409: "Conflict",
   408: "Request Timeout",
   411: "Length Required",
   413: "Content Too Large",
@@ -32,6 +33,7 @@ const REASONS: Record<number, string> = {
   431: "Request Header Fields Too Large",
   500: "Internal Server Error",
   501: "Not Implemented",
+  502: "Bad Gateway",
   503: "Service Unavailable",
   505: "HTTP Version Not Supported",
 };
