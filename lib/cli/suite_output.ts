@@ -4,6 +4,7 @@ import { ExitCode } from "../core/errors.ts";
 import { loadSuite, type Suite, SuiteFileError } from "../suite/load.ts";
 import { elapsedOf, type ScenarioState, type SuiteRunFile } from "../suite/state.ts";
 import { followUps, formatTable } from "../suite/table.ts";
+import { aggregate, aggregateLines, cellsOf } from "../suite/aggregate.ts";
 import type { Output } from "./output.ts";
 
 /** Loads the suite file; an unusable one prints every problem and is exit 2. */
@@ -37,5 +38,7 @@ export function printResults(
   states: readonly ScenarioState[],
 ): void {
   for (const line of formatTable(states, { elapsedMs: elapsedOf(header) })) io.print(line);
+  // Over more than one epoch (--repeat), each agent's pass^k with its interval.
+  for (const line of aggregateLines(aggregate(cellsOf(states)))) io.print(line);
   for (const line of followUps(header.id, states)) io.note(line);
 }

@@ -1,5 +1,6 @@
 // A suite run as the JSON output shows it (`reins suite run|show|merge --json`): the header's
 // facts, the totals and one object per scenario with its checkpoints met of all.
+import { aggregate, cellsOf } from "./aggregate.ts";
 import { tally } from "./results.ts";
 import type { ScenarioState, SuiteRunFile, SuiteRunState } from "./state.ts";
 import { totalsOf } from "./table.ts";
@@ -32,6 +33,7 @@ export function suiteRunJson(
   states: readonly ScenarioState[],
   state: SuiteRunState = header.state,
 ) {
+  const over = aggregate(cellsOf(states));
   return {
     suiteRunId: header.id,
     suite: header.suite,
@@ -43,5 +45,7 @@ export function suiteRunJson(
     options: header.options,
     totals: totalsOf(states),
     scenarios: states.map(scenarioJson),
+    // Only over more than one epoch, as the table shows it (docs/suites.md, "Aggregation").
+    ...(over.epochs > 1 ? { aggregate: over } : {}),
   };
 }
