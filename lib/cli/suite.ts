@@ -15,6 +15,8 @@ export const usage = [
   "       reins suite list [--limit N]",
   "       reins suite plan FILE --shards N --out FILE [--filter GLOB] [--repeat N] [--no-report]",
   "       reins suite merge DIR... [--junit FILE]",
+  "       reins suite compare A B [--agent X [--agent Y]] [--fail-on regressed|any] [--markdown]",
+  "       reins suite compare ID --agent X --agent Y",
 ].join("\n");
 
 export const description =
@@ -28,11 +30,13 @@ export const description =
   "answers each harness scenario's model calls from suite run ID's recordings where the " +
   "requests match (the rest go to the model; checks and judges run anew). When the " +
   "platform is configured the suite run is reported as it goes (--no-report: not). plan, run " +
-  "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix).";
+  "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix). " +
+  "compare A B tells, scenario by scenario, what regressed, improved, stayed or is flaky from suite " +
+  "run A to B (or agent X to Y), with the checks that flipped; exit 1 on a significant regression.";
 
 export { flags };
 
-const SUBCOMMANDS = ["run", "validate", "show", "list", "plan", "merge"] as const;
+const SUBCOMMANDS = ["run", "validate", "show", "list", "plan", "merge", "compare"] as const;
 type Subcommand = typeof SUBCOMMANDS[number];
 
 /** The flags each subcommand takes (the global ones go with all). */
@@ -55,13 +59,14 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
   list: ["limit"],
   plan: ["shards", "out", "filter", "repeat", "no-report"],
   merge: ["junit"],
+  compare: ["agent", "fail-on", "markdown"],
 };
 
 export async function run(ctx: SuiteContext): Promise<number> {
   const [given, ...rest] = ctx.positionals;
   if (given === undefined) {
     throw new UsageError(
-      "reins suite needs a subcommand: run, validate, show, list, plan or merge",
+      "reins suite needs a subcommand: run, validate, show, list, plan, merge or compare",
       {
         hint: "reins suite run FILE plays a suite file; see reins suite --help",
       },
@@ -76,7 +81,9 @@ export async function run(ctx: SuiteContext): Promise<number> {
   const sub = given as Subcommand;
   for (const name of Object.keys(flags) as (keyof typeof flags)[]) {
     const value: unknown = ctx.flags[name];
-    if (value !== undefined && value !== false && !ALLOWED[sub].includes(name)) {
+    const set = value !== undefined && value !== false &&
+      !(Array.isArray(value) && value.length === 0);
+    if (set && !ALLOWED[sub].includes(name)) {
       throw new UsageError(`--${name} does not go with 'reins suite ${sub}'`, {
         hint: `see reins suite --help`,
       });
@@ -102,5 +109,8 @@ export async function run(ctx: SuiteContext): Promise<number> {
     case "merge":
       return await (await importLazily<typeof import("./suite_plan.ts")>("cli/suite_plan.ts"))
         .suiteMerge(sub_ctx);
+    case "compare":
+      return await (await importLazily<typeof import("./suite_compare.ts")>("cli/suite_compare.ts"))
+        .suiteCompare(sub_ctx);
   }
 }

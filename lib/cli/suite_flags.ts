@@ -50,6 +50,21 @@ export const flags = defineFlags({
   junit: { type: "string", value: "FILE", description: "also write JUnit XML to FILE" },
   "no-report": { type: "boolean", description: "do not report to the platform" },
   limit: { type: "integer", value: "N", description: "suite list: at most N suite runs" },
+  agent: {
+    type: "string",
+    multiple: true,
+    value: "NAME",
+    description: "suite compare: the agent of each side (repeatable: A's, then B's)",
+  },
+  "fail-on": {
+    type: "string",
+    value: "regressed|any",
+    description: "suite compare: exit 1 on a significant regression (default) or on any",
+  },
+  markdown: {
+    type: "boolean",
+    description: "suite compare: print Markdown (a PR comment, $GITHUB_STEP_SUMMARY)",
+  },
 });
 
 /** What each subcommand is handed: the suite command's typed flags. */

@@ -1,0 +1,120 @@
+// `reins suite compare A B` (two suite runs) and `reins suite compare ID --agent X --agent Y` (two
+// agents of one): what regressed, improved, stayed or is flaky, as a table, JSON or Markdown, and an
+// exit code a CI job can gate on (docs/suites.md, "Compare"). Reads the state files only.
+import type { SuiteContext } from "./suite_flags.ts";
+import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import { DataRoot } from "../store/data_root.ts";
+import { readScenarioStates, readSuiteRun, resolveSuiteRunId } from "../suite/state.ts";
+import { type Cell, cellsOf } from "../suite/aggregate.ts";
+import { compareCells, compareExitCode, type FailOn } from "../suite/compare.ts";
+import { compareLines, compareMarkdown } from "../suite/compare_text.ts";
+
+const USAGE_HINT =
+  "reins suite compare A B [--agent X [--agent Y]], or reins suite compare ID --agent X --agent Y";
+
+interface Side {
+  id: string;
+  suite: string;
+  cells: Cell[];
+  label: string;
+}
+
+/** A suite run's cells; an id that names none is a usage error (exit 2), not a regression. */
+function readSide(root: DataRoot, ref: string): Omit<Side, "label"> {
+  let id: string;
+  try {
+    id = resolveSuiteRunId(root, ref);
+  } catch (error) {
+    if (error instanceof NotFoundError || error instanceof UsageError) {
+      throw new UsageError(`Cannot compare suite run ${JSON.stringify(ref)}: ${error.message}`, {
+        hint: "list them with: reins suite list",
+      });
+    }
+    throw error;
+  }
+  let header;
+  try {
+    header = readSuiteRun(root, id);
+    return { id, suite: header.suite, cells: cellsOf(readScenarioStates(root, header)) };
+  } catch (error) {
+    if (!(error instanceof ReinsError)) throw error;
+    throw new UsageError(`Cannot compare suite run ${id}: ${error.message}`, { hint: error.hint });
+  }
+}
+
+/** The cells of one agent; one the run does not have is a usage error naming those it has. */
+function ofAgent(side: Omit<Side, "label">, agent: string): Cell[] {
+  const cells = side.cells.filter((cell) => cell.agent === agent);
+  if (cells.length === 0) {
+    const names = [...new Set(side.cells.map((cell) => cell.agent).filter((a) => a !== null))];
+    throw new UsageError(`Suite run ${side.id} has no agent ${JSON.stringify(agent)}`, {
+      hint: names.length
+        ? `its agents: ${names.join(", ")}`
+        : "its scenarios name no agents: compare it without --agent",
+    });
+  }
+  return cells;
+}
+
+function failOnOf(value: string | undefined): FailOn {
+  if (value === undefined || value === "regressed" || value === "any") return value ?? "regressed";
+  throw new UsageError(`--fail-on takes regressed or any, not ${JSON.stringify(value)}`, {
+    hint: "--fail-on regressed (the default): exit 1 on a significant regression; any: on any",
+  });
+}
+
+export function suiteCompare(ctx: SuiteContext): Promise<number> {
+  const failOn = failOnOf(ctx.flags["fail-on"]);
+  const agents = ctx.flags.agent ?? [];
+  const refs = ctx.positionals;
+  if (refs.length < 1 || refs.length > 2 || agents.length > 2) {
+    throw new UsageError("reins suite compare takes two suite runs, or one and two --agent", {
+      hint: USAGE_HINT,
+    });
+  }
+  if (refs.length === 1 && agents.length !== 2) {
+    throw new UsageError(
+      "reins suite compare of one suite run needs two agents: --agent X --agent Y",
+      {
+        hint: USAGE_HINT,
+      },
+    );
+  }
+  if (ctx.flags.markdown && ctx.io.jsonMode) {
+    throw new UsageError("--markdown and --json do not go together", { hint: USAGE_HINT });
+  }
+  using root = new DataRoot(ctx.home);
+  const first = readSide(root, refs[0]);
+  const second = refs.length === 2 ? readSide(root, refs[1]) : first;
+  let a: Side;
+  let b: Side;
+  if (agents.length === 0) {
+    a = { ...first, label: first.id };
+    b = { ...second, label: second.id };
+  } else {
+    const [agentA, agentB = agentA] = agents;
+    a = { ...first, cells: ofAgent(first, agentA), label: `${first.id} ${agentA}` };
+    b = { ...second, cells: ofAgent(second, agentB), label: `${second.id} ${agentB}` };
+  }
+  const comparison = compareCells(a.cells, b.cells, {
+    a: a.label,
+    b: b.label,
+    byAgent: agents.length === 0,
+  });
+  if (comparison.scenarios.length === 0) {
+    throw new UsageError(
+      `Cannot compare ${a.label} (suite ${a.suite}) with ${b.label} (suite ${b.suite}): they have no scenario in common`,
+      { hint: "compare two suite runs of one suite file, or two agents of one suite run" },
+    );
+  }
+  const code = compareExitCode(comparison, failOn);
+  if (ctx.io.jsonMode) {
+    ctx.io.json({ ...comparison, failOn, exitCode: code });
+  } else if (ctx.flags.markdown) {
+    ctx.io.print(compareMarkdown(comparison, { failed: code !== 0 }).trimEnd());
+  } else {
+    if (a.suite !== b.suite) ctx.io.note(`A is suite ${a.suite}, B is suite ${b.suite}`);
+    for (const line of compareLines(comparison)) ctx.io.print(line);
+  }
+  return Promise.resolve(code === 0 ? ExitCode.ok : ExitCode.runFailed);
+}
