@@ -2,9 +2,11 @@
 // iterations, tokens, cost, duration — per run and in total. Without RUN, every run of the data
 // root (newest first, up to 10,000). --family widens each RUN to its family (the root it descends
 // from through parentRunId, and every run below that root) and sums each family; without RUN,
-// every family.
+// every family. --context ID sums a conversation's turns (each its own family: a turn on a context
+// has no parent run), oldest first.
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
+import { NotFoundError, UsageError } from "../core/errors.ts";
 import type { RunRecord } from "../store/mod.ts";
 import { MAX_LIMIT } from "../store/list.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
@@ -19,17 +21,19 @@ import {
   unpricedNote,
 } from "../session/stats.ts";
 
-export const usage = "reins stats [RUN ...] [--family]";
+export const usage = "reins stats [RUN ...] [--family] | reins stats --context ID";
 export const description =
   "Sums what runs did: events, model calls, tool calls, iterations, input/output/cache tokens, " +
   "cost and duration, per run and in total. RUN is an id, a unique prefix of one, or `last`; " +
   "without RUN, every run (newest first, at most 10000). --family takes each run's whole family " +
-  "(its root parent and every run below it) and sums each family (without RUN: every family). --json prints {runs, total} " +
+  "(its root parent and every run below it) and sums each family (without RUN: every family). " +
+  "--context ID sums the turns of one context (a conversation), oldest first. --json prints {runs, total} " +
   "(and families with --family). Tokens, cost and model calls are null where no run reported " +
   "them (Codex and Gemini CLI report no count of model calls: modelCallsSource says where a " +
   "count comes from, events or reported); a model nothing prices is named once.";
 export const flags = defineFlags({
   family: { type: "boolean", description: "each run's parent and children too, summed per family" },
+  context: { type: "string", value: "ID", description: "the turns of this context, summed" },
 });
 type Flags = typeof flags;
 
@@ -73,6 +77,42 @@ async function printStats(ctx: CommandContext<Flags>): Promise<number> {
   };
 
   const refs = ctx.positionals;
+  if (ctx.flags.context !== undefined) {
+    if (refs.length > 0 || ctx.flags.family) {
+      throw new UsageError("--context takes no RUN and does not go with --family", {
+        hint: "reins stats --context ID sums that context's turns",
+      });
+    }
+    const contextId = ctx.flags.context;
+    const runs = store.listRuns({ contextId, limit: MAX_LIMIT }).reverse().map(statsOf);
+    if (runs.length === 0) {
+      throw new NotFoundError(`No runs on context ${JSON.stringify(contextId)}`, {
+        hint: "reins contexts lists the contexts; reins runs --context ID their turns",
+      });
+    }
+    if (runs.length === MAX_LIMIT) {
+      io.warn(`only the newest ${MAX_LIMIT} turns of context ${contextId} are counted`);
+    }
+    const total = sumStats(runs);
+    if (io.jsonMode) {
+      io.json({ runs, total, context: { contextId, runIds: runs.map((r) => r.runId), total } });
+      return 0;
+    }
+    const rows: (StatsRow & { rule?: boolean })[] = runs.map((run) => ({
+      label: run.runId,
+      status: run.status,
+      stats: run,
+    }));
+    rows.push({
+      label: `context ${contextId} (${runs.length} ${runs.length === 1 ? "turn" : "turns"})`,
+      status: "",
+      stats: total,
+      rule: true,
+    });
+    io.print(formatStatsTable(rows));
+    noteUnpriced(ctx, runs);
+    return 0;
+  }
   if (ctx.flags.family) {
     const families: { family: FamilyStats; runs: RunStats[] }[] = [];
     // Without RUN, every run's family (each once), as without --family every run is counted.

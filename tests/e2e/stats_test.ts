@@ -126,3 +126,47 @@ Deno.test("reins stats RUN RUN counts each run once and prints a total", async (
   assert.ok(lines[2].startsWith(`${second}  completed`), lines[2]);
   assert.match(lines[4], /^total \(2 runs\)\s+\d+\s+4\s+2\s+4\s+440\s+60\s+80\s+0\s+\$0\.0060\s/);
 });
+
+Deno.test("reins stats --context ID sums a context's turns, oldest first, and no other run", async () => {
+  await using home = await tempDir();
+  Deno.writeTextFileSync(`${home.path}/script.json`, JSON.stringify(SCRIPT));
+  const turn = async (context: string) => {
+    const args = ["run", "--model", `mock:${home.path}/script.json`, "--json", "--context"];
+    const result = await reins([...args, context, "count"], { home: home.path, allowRun: ["sh"] });
+    assert.equal(result.code, 0, result.stderr);
+    return JSON.parse(result.stdout).runId as string;
+  };
+  const first = await turn("talk");
+  await loopRun(home.path);
+  const second = await turn("talk");
+  await turn("other");
+  const third = await turn("talk");
+
+  const json = await reins(["stats", "--context", "talk", "--json"], { home: home.path });
+  assert.equal(json.code, 0, json.stderr);
+  const body = JSON.parse(json.stdout);
+  assert.deepEqual(body.runs.map((run: { runId: string }) => run.runId), [first, second, third]);
+  assert.deepEqual(body.context.runIds, [first, second, third]);
+  assert.deepEqual(
+    [body.total.runs, body.total.modelCalls, body.total.toolCalls, body.total.inputTokens],
+    [3, 6, 3, 660],
+  );
+  assert.equal(body.total.costUsd, 0.009);
+  const durations = body.runs.reduce((s: number, r: { durationMs: number }) => s + r.durationMs, 0);
+  assert.equal(body.total.durationMs, durations);
+  assert.deepEqual(body.context.total, body.total);
+
+  const table = await reins(["stats", "--context", "talk"], { home: home.path });
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(
+    table.stdout.trimEnd().split("\n").at(-1)!,
+    /^context talk \(3 turns\)\s+\d+\s+6\s+3\s+6\s+660\s+90\s+120\s+0\s+\$0\.0090\s/,
+  );
+
+  const none = await reins(["stats", "--context", "nobody"], { home: home.path });
+  assert.equal(none.code, 3);
+  assert.match(none.stderr, /No runs on context "nobody"/);
+  const mixed = await reins(["stats", first, "--context", "talk"], { home: home.path });
+  assert.equal(mixed.code, 2);
+  assert.match(mixed.stderr, /--context takes no RUN and does not go with --family/);
+});
