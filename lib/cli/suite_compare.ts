@@ -4,8 +4,9 @@
 import type { SuiteContext } from "./suite_flags.ts";
 import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { DataRoot } from "../store/data_root.ts";
-import { readScenarioStates, readSuiteRun, resolveSuiteRunId } from "../suite/state.ts";
-import { type Cell, cellsOf } from "../suite/aggregate.ts";
+import { readSuiteRun, resolveSuiteRunId } from "../suite/state.ts";
+import { readCells } from "../suite/read_cells.ts";
+import type { Cell } from "../suite/aggregate.ts";
 import { compareCells, compareExitCode, type FailOn } from "../suite/compare.ts";
 import { compareLines, compareMarkdown } from "../suite/compare_text.ts";
 
@@ -35,7 +36,7 @@ function readSide(root: DataRoot, ref: string): Omit<Side, "label"> {
   let header;
   try {
     header = readSuiteRun(root, id);
-    return { id, suite: header.suite, cells: cellsOf(readScenarioStates(root, header)) };
+    return { id, suite: header.suite, cells: readCells(root, header) };
   } catch (error) {
     if (!(error instanceof ReinsError)) throw error;
     throw new UsageError(`Cannot compare suite run ${id}: ${error.message}`, { hint: error.hint });
@@ -63,27 +64,15 @@ function failOnOf(value: string | undefined): FailOn {
   });
 }
 
-export function suiteCompare(ctx: SuiteContext): Promise<number> {
-  const failOn = failOnOf(ctx.flags["fail-on"]);
-  const agents = ctx.flags.agent ?? [];
-  const refs = ctx.positionals;
-  if (refs.length < 1 || refs.length > 2 || agents.length > 2) {
-    throw new UsageError("reins suite compare takes two suite runs, or one and two --agent", {
-      hint: USAGE_HINT,
-    });
-  }
-  if (refs.length === 1 && agents.length !== 2) {
-    throw new UsageError(
-      "reins suite compare of one suite run needs two agents: --agent X --agent Y",
-      {
-        hint: USAGE_HINT,
-      },
-    );
-  }
-  if (ctx.flags.markdown && ctx.io.jsonMode) {
-    throw new UsageError("--markdown and --json do not go together", { hint: USAGE_HINT });
-  }
-  using root = new DataRoot(ctx.home);
+/**
+ * Reads the sides (suite run refs, and 0–2 agents) and compares them: what the command does before
+ * it prints (and what the benchmark times).
+ */
+export function compareSuiteRuns(
+  root: DataRoot,
+  refs: readonly string[],
+  agents: readonly string[],
+) {
   const first = readSide(root, refs[0]);
   const second = refs.length === 2 ? readSide(root, refs[1]) : first;
   let a: Side;
@@ -107,6 +96,31 @@ export function suiteCompare(ctx: SuiteContext): Promise<number> {
       { hint: "compare two suite runs of one suite file, or two agents of one suite run" },
     );
   }
+  return { comparison, a, b };
+}
+
+export function suiteCompare(ctx: SuiteContext): Promise<number> {
+  const failOn = failOnOf(ctx.flags["fail-on"]);
+  const agents = ctx.flags.agent ?? [];
+  const refs = ctx.positionals;
+  if (refs.length < 1 || refs.length > 2 || agents.length > 2) {
+    throw new UsageError("reins suite compare takes two suite runs, or one and two --agent", {
+      hint: USAGE_HINT,
+    });
+  }
+  if (refs.length === 1 && agents.length !== 2) {
+    throw new UsageError(
+      "reins suite compare of one suite run needs two agents: --agent X --agent Y",
+      {
+        hint: USAGE_HINT,
+      },
+    );
+  }
+  if (ctx.flags.markdown && ctx.io.jsonMode) {
+    throw new UsageError("--markdown and --json do not go together", { hint: USAGE_HINT });
+  }
+  using root = new DataRoot(ctx.home);
+  const { comparison, a, b } = compareSuiteRuns(root, refs, agents);
   const code = compareExitCode(comparison, failOn);
   if (ctx.io.jsonMode) {
     ctx.io.json({ ...comparison, failOn, exitCode: code });

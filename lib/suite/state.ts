@@ -121,7 +121,7 @@ function headerPath(dir: string): string {
   return joinPath(dir, "suite-run.json");
 }
 
-function scenarioPath(dir: string, instanceId: string): string {
+export function scenarioPath(dir: string, instanceId: string): string {
   if (!isSafeName(instanceId)) {
     throw new ReinsError(
       "data_root",
