@@ -17,6 +17,7 @@ export const usage = [
   "       reins suite merge DIR... [--junit FILE]",
   "       reins suite compare A B [--agent X [--agent Y]] [--fail-on regressed|any] [--markdown]",
   "       reins suite compare ID --agent X --agent Y",
+  "       reins suite regrade ID [--junit FILE] [--json]",
 ].join("\n");
 
 export const description =
@@ -32,11 +33,22 @@ export const description =
   "platform is configured the suite run is reported as it goes (--no-report: not). plan, run " +
   "--plan --shard and merge spread a suite over machines (a Kubernetes Indexed Job, a CI matrix). " +
   "compare A B tells, scenario by scenario, what regressed, improved, stayed or is flaky from suite " +
-  "run A to B (or agent X to Y), with the checks that flipped; exit 1 on a significant regression.";
+  "run A to B (or agent X to Y), with the checks that flipped; exit 1 on a significant regression. " +
+  "regrade ID runs the suite file's checks and judges anew on suite run ID's recordings and end " +
+  "states, with no agent, into a new suite run.";
 
 export { flags };
 
-const SUBCOMMANDS = ["run", "validate", "show", "list", "plan", "merge", "compare"] as const;
+const SUBCOMMANDS = [
+  "run",
+  "validate",
+  "show",
+  "list",
+  "plan",
+  "merge",
+  "compare",
+  "regrade",
+] as const;
 type Subcommand = typeof SUBCOMMANDS[number];
 
 /** The flags each subcommand takes (the global ones go with all). */
@@ -60,13 +72,14 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
   plan: ["shards", "out", "filter", "repeat", "no-report"],
   merge: ["junit"],
   compare: ["agent", "fail-on", "markdown"],
+  regrade: ["junit"],
 };
 
 export async function run(ctx: SuiteContext): Promise<number> {
   const [given, ...rest] = ctx.positionals;
   if (given === undefined) {
     throw new UsageError(
-      "reins suite needs a subcommand: run, validate, show, list, plan, merge or compare",
+      "reins suite needs a subcommand: run, validate, show, list, plan, merge, compare or regrade",
       {
         hint: "reins suite run FILE plays a suite file; see reins suite --help",
       },
@@ -112,5 +125,8 @@ export async function run(ctx: SuiteContext): Promise<number> {
     case "compare":
       return await (await importLazily<typeof import("./suite_compare.ts")>("cli/suite_compare.ts"))
         .suiteCompare(sub_ctx);
+    case "regrade":
+      return await (await importLazily<typeof import("./suite_regrade.ts")>("cli/suite_regrade.ts"))
+        .suiteRegrade(sub_ctx);
   }
 }

@@ -6,7 +6,7 @@ import { ExitCode, NotFoundError, ReinsError, UsageError } from "../core/errors.
 import { DataRoot } from "../store/data_root.ts";
 import { readSuiteRun, resolveSuiteRunId } from "../suite/state.ts";
 import { readCells } from "../suite/read_cells.ts";
-import type { Cell } from "../suite/aggregate.ts";
+import type { Cell } from "../suite/mod.ts";
 import { compareCells, compareExitCode, type FailOn } from "../suite/compare.ts";
 import { compareLines, compareMarkdown } from "../suite/compare_text.ts";
 

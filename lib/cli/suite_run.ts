@@ -29,6 +29,8 @@ import { writeJunitFile } from "../suite/junit.ts";
 import { suiteRunJson } from "../suite/json.ts";
 import { loadOrExplain, printResults } from "./suite_output.ts";
 import { againToKill } from "./signals.ts";
+import { snapshotAtRunStart } from "../snapshot/run_start.ts";
+import { endStateId } from "../suite/end_state.ts";
 
 const KILL_GRACE_MS = 5_000;
 
@@ -315,6 +317,17 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
       kill: kill.signal,
       runTurn: engineTurns(store, settings, warnOnce, reuse),
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
+      // For reins suite regrade: the working directory as the conversation left it.
+      keepEndState: async (lastRunId, cwd) => {
+        const kept = await snapshotAtRunStart(
+          store,
+          endStateId(lastRunId),
+          cwd,
+          settings,
+          warnOnce,
+        );
+        await kept.written;
+      },
       hooks: {
         onStart: (state) => progress.started(state),
         onConversation: (state, runId) => reporter?.started(state, runId),

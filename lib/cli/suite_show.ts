@@ -53,6 +53,9 @@ export async function suiteShow(ctx: SuiteContext): Promise<number> {
         } of ${header.options.rerunOf.suiteRunId}`,
       );
     }
+    if (header.options.regradeOf) {
+      ctx.io.note(`regrades suite run ${header.options.regradeOf}: its checks ran anew, no agent`);
+    }
     if (header.options.shard) {
       const { index, count, planId } = header.options.shard;
       ctx.io.note(`shard ${index}/${count} of plan ${planId}`);

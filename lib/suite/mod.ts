@@ -2,7 +2,15 @@
 // running, their state, tables, JUnit and JSON, reporting. Heavy to load (yaml, zod): only
 // reins suite uses it, and its sub-commands load lazily. Types come through here, values from the
 // module listed for them (docs/architecture.md, "Doors").
+export { aggregate, aggregateLines, cellsOf } from "./aggregate.ts";
+export type { Aggregate, Cell } from "./aggregate.ts";
+export { compareCells, compareExitCode } from "./compare.ts";
+export type { Comparison, FailOn } from "./compare.ts";
+export { compareLines, compareMarkdown } from "./compare_text.ts";
+export { endStateId } from "./end_state.ts";
 export { scenarioJson, suiteRunJson } from "./json.ts";
+export { readCells } from "./read_cells.ts";
+export { regradeSuiteRun } from "./regrade.ts";
 export { writeJunitFile } from "./junit.ts";
 export { loadSuite, SuiteFileError } from "./load.ts";
 export type { Suite } from "./load.ts";

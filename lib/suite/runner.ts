@@ -52,6 +52,11 @@ export interface RunSuiteOptions {
   runTurn: TurnRunner;
   /** A fresh model for a simulated user or a judge (mock scripts start from their first answer). */
   makeModel(spec: string, baseUrl: string | null): Promise<Model>;
+  /**
+   * Keeps the working directory as the conversation left it, before the checks run (a snapshot
+   * under the last turn's end-state id, end_state.ts), for `reins suite regrade`. Never rejects.
+   */
+  keepEndState?(lastRunId: string, cwd: string): Promise<void>;
   hooks?: RunnerHooks;
 }
 
@@ -236,6 +241,8 @@ async function playAttempt(
       }
     }
 
+    const last = evidence.turns[evidence.turns.length - 1];
+    if (options.keepEndState && last) await options.keepEndState(last.runId, cwd);
     const checks = await runChecks(options, spec, evidence, clock, endIfStopped);
     return { status: statusOf(checks), reason: null, evidence, checks, ended };
   } catch (error) {

@@ -46,6 +46,8 @@ export const SuiteRunOptions = z.object({
     suiteRunId: z.string(),
     which: z.array(z.enum(["failed", "error"])),
   }).strict().nullable(),
+  /** The suite run this one regrades (reins suite regrade: no agent ran, the checks ran anew). */
+  regradeOf: z.string().optional(),
 }).strict();
 export type SuiteRunOptions = z.infer<typeof SuiteRunOptions>;
 
