@@ -164,7 +164,11 @@ interface SuiteGrants {
  * that cannot be used is granted alone: reins reports its problems); merge's folders. Null when
  * the command is not one of these.
  */
-async function suiteGrants(args: readonly string[], startDir: string): Promise<SuiteGrants | null> {
+async function suiteGrants(
+  args: readonly string[],
+  startDir: string,
+  home: string,
+): Promise<SuiteGrants | null> {
   if (!args.includes("suite")) return null;
   const [{ splitCommand }, { parseArgs }, suite] = await Promise.all([
     import("../lib/cli/main.ts"),
@@ -183,8 +187,10 @@ async function suiteGrants(args: readonly string[], startDir: string): Promise<S
   if (sub === "merge") {
     return { files: operands.map((dir) => absolute(dir, startDir)), programs: [], hosts: [] };
   }
-  if (!["run", "validate", "plan"].includes(sub) || operands[0] === undefined) return null;
-  const file = absolute(operands[0], startDir);
+  // regrade ID reads the suite file its suite run names: what that file names is granted as for run.
+  const named = sub === "regrade" ? regradedSuiteFile(home, operands[0]) : operands[0];
+  if (!["run", "validate", "plan", "regrade"].includes(sub) || named === undefined) return null;
+  const file = absolute(named, startDir);
   const grants: SuiteGrants = { files: [file], programs: [], hosts: [] };
   let bytes: Uint8Array;
   try {
@@ -210,6 +216,33 @@ async function suiteGrants(args: readonly string[], startDir: string): Promise<S
   return grants;
 }
 
+/**
+ * The suite file of the suite run `ref` (an id, a unique prefix, `last`) under `home`, as its
+ * suite-run.json names it; undefined when there is no such one (reins then says so).
+ */
+function regradedSuiteFile(home: string, ref: string | undefined): string | undefined {
+  if (ref === undefined) return undefined;
+  let ids: string[];
+  try {
+    ids = [...Deno.readDirSync(`${home}/suites`)].filter((e) => e.isDirectory).map((e) => e.name)
+      .sort();
+  } catch {
+    return undefined;
+  }
+  const matches = ref === "last"
+    ? ids.slice(-1)
+    : ids.includes(ref)
+    ? [ref]
+    : ids.filter((id) => id.startsWith(ref));
+  if (matches.length !== 1) return undefined;
+  try {
+    const header = JSON.parse(Deno.readTextFileSync(`${home}/suites/${matches[0]}/suite-run.json`));
+    return typeof header.file === "string" ? header.file : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The sandbox for `reins ARGS` started in `startDir` with `env`. */
 export async function invocationSandbox(
   args: readonly string[],
@@ -230,7 +263,7 @@ export async function invocationSandbox(
     ? "REINS_HOME"
     : "HOME";
   const dirs = [startDir, ...value("cwd").map((dir) => absolute(dir, startDir))];
-  const suite = await suiteGrants(args, startDir);
+  const suite = await suiteGrants(args, startDir, home);
   const files = [
     ...value("attach"),
     ...value("model").filter((spec) => spec.startsWith("mock:")).map((spec) =>

@@ -64,6 +64,11 @@ Deno.test("regression: the installed reins runs the README's example suite as pr
   const asPrinted = await w.reins(["suite", "run", "examples/suite/suite.yaml"], REPO);
   assert.equal(asPrinted.code, 0, asPrinted.stderr + asPrinted.stdout);
   assert.match(asPrinted.stdout, /\n4 scenarios: 4 passed, 0 failed, 0 errors, 0 skipped in /);
+  // regrade reads the suite file the suite run names: the launcher grants it and what it names
+  // (its mock judges, sh for its command checks), from a directory that is not the suite's.
+  const regraded = await w.reins(["suite", "regrade", "last"], w.root);
+  assert.equal(regraded.code, 0, regraded.stderr + regraded.stdout);
+  assert.match(regraded.stdout, /\n4 scenarios: 4 passed, 0 failed, 0 errors, 0 skipped in /);
 
   // A copy of the example beside the directory reins starts in; the plan and JUnit a folder away.
   const suite = `${w.root}/suite`;
