@@ -47,7 +47,7 @@ export function cellsOf(states: readonly ScenarioState[]): Cell[] {
       reason: state.reason,
       checks: state.checks,
       costUsd: state.costUsd,
-      tokens: optional(loose.tokens, isNumber),
+      tokens: state.tokens ?? null,
       durationMs: state.durationMs,
     };
   });

@@ -11,6 +11,8 @@ export interface TurnEvidence {
   reason: string | null;
   /** null when the harness reported no cost for the turn. */
   costUsd: number | null;
+  /** Input + output tokens of the turn; null when the harness reported neither. */
+  tokens?: number | null;
   /** The turn's final answer. */
   result: string | null;
 }
@@ -48,6 +50,16 @@ export function scenarioCost(evidence: Evidence): number | null {
   for (const turn of evidence.turns) {
     if (turn.costUsd === null) return null;
     total += turn.costUsd;
+  }
+  return total;
+}
+
+/** The tokens (input + output) over every turn, or null when any turn reported none. */
+export function scenarioTokens(evidence: Evidence): number | null {
+  let total = 0;
+  for (const turn of evidence.turns) {
+    if (turn.tokens === null || turn.tokens === undefined) return null;
+    total += turn.tokens;
   }
   return total;
 }

@@ -19,6 +19,7 @@ export function scenarioJson(state: ScenarioState) {
     of,
     turns: state.turns,
     costUsd: state.costUsd,
+    tokens: state.tokens ?? null,
     durationMs: state.durationMs,
     runIds: state.runIds,
     attempts: state.attempts.length,

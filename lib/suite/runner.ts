@@ -14,7 +14,7 @@ import type { ScenarioSpec, Suite } from "./load.ts";
 import { runCheck } from "./checks.ts";
 import { PatternMatcher } from "./matcher.ts";
 import { runJudge } from "./judge.ts";
-import { type Evidence, scenarioCost, type TurnEvidence } from "./evidence.ts";
+import { type Evidence, scenarioCost, scenarioTokens, type TurnEvidence } from "./evidence.ts";
 import { type Exchange, nextUserMove, SimulatedUserError } from "./simulated_user.ts";
 import { type CheckResult, statusOf } from "./results.ts";
 import { runShell } from "./shell.ts";
@@ -391,6 +391,7 @@ async function runScenario(options: Shared, spec: ScenarioSpec, instance: Instan
     state.runIds = [...attempt.runIds];
     state.turns = played.evidence?.turns.length ?? 0;
     state.costUsd = played.evidence?.turns.length ? scenarioCost(played.evidence) : null;
+    state.tokens = played.evidence?.turns.length ? scenarioTokens(played.evidence) : null;
     state.durationMs = Date.now() - startedMs;
     state.checks = played.checks;
     state.ended = played.ended;

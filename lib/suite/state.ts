@@ -110,6 +110,8 @@ export const ScenarioState = z.object({
   turns: z.number().int().nonnegative(),
   /** The agent's cost; null when a turn reported none. */
   costUsd: z.number().nonnegative().nullable(),
+  /** Input + output tokens over its turns; null when a turn reported none (absent from older state files). */
+  tokens: z.number().nonnegative().nullable().optional(),
   durationMs: z.number().nonnegative().nullable(),
   checks: z.array(CheckResult),
   /** How the conversation ended (the simulated user's reason, the last scripted turn). */

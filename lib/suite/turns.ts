@@ -83,10 +83,17 @@ export function recordedTurn(store: Store, runId: string, prompt: string): TurnR
   const { events } = store.readEvents(runId);
   const report = runReportOf(record, events, { runDir: store.layout.run(runId) });
   let costUsd: number | null = null;
+  let tokens: number | null = null;
   let result: string | null = null;
   for (const event of events) {
     if (event.ignored !== undefined) continue;
-    if (event.type === "usage.updated") costUsd = event.payload.costUsd ?? null;
+    if (event.type === "usage.updated") {
+      costUsd = event.payload.costUsd ?? null;
+      const { inputTokens, outputTokens } = event.payload;
+      tokens = inputTokens === null && outputTokens === null
+        ? null
+        : (inputTokens ?? 0) + (outputTokens ?? 0);
+    }
     if (event.type === "completed" || event.type === "failed") {
       result = typeof event.payload.result === "string" ? event.payload.result : null;
     }
@@ -95,7 +102,7 @@ export function recordedTurn(store: Store, runId: string, prompt: string): TurnR
     ? record.status
     : "interrupted";
   return {
-    evidence: { runId, prompt, status, reason: record.terminalReason, costUsd, result },
+    evidence: { runId, prompt, status, reason: record.terminalReason, costUsd, tokens, result },
     transcript: [...report.outcome.transcript],
     recordings: report.recordings,
   };

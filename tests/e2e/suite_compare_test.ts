@@ -5,13 +5,17 @@
 import assert from "node:assert/strict";
 import { reins, tempDir } from "../support/reins.ts";
 
-// Answers each prompt; with "$DIR/mode" saying broken, refunds are refused.
+// Answers each prompt, saying what it cost (reins's event protocol); with "$DIR/mode" saying
+// broken, refunds are refused, at a higher price in tokens and dollars.
 const AGENT = `#!/bin/sh
 prompt=$(cat)
 mode=$(cat "$DIR/mode")
+usage() {
+  printf '{"type":"usage.updated","payload":{"inputTokens":100,"outputTokens":%s,"cacheReadTokens":null,"cacheWriteTokens":null,"reasoningTokens":null,"costUsd":%s,"requests":1}}\\n' "$1" "$2"
+}
 case "$prompt" in
-  refund) if [ "$mode" = broken ]; then echo "no refunds"; else echo "refund issued"; fi ;;
-  *) echo "hello from $prompt" ;;
+  refund) if [ "$mode" = broken ]; then usage 50 0.003; echo "no refunds"; else usage 20 0.001; echo "refund issued"; fi ;;
+  *) usage 20 0.001; echo "hello from $prompt" ;;
 esac
 `;
 
@@ -70,7 +74,11 @@ Deno.test("reins suite compare passes an unchanged suite run (exit 0) and gates 
   const gated = await reins(["suite", "compare", base, broken], { home });
   assert.equal(gated.code, 1, gated.stderr + gated.stdout);
   const gatedLines = gated.stdout.trimEnd().split("\n");
-  assert.match(gatedLines[1], /^refund\s+regressed\*\s+4\/4\s+0\/4\s+0\.014\s/);
+  // Each play of the broken agent spent 30 more tokens and $0.002 more.
+  assert.match(
+    gatedLines[1],
+    /^refund\s+regressed\*\s+4\/4\s+0\/4\s+0\.014\s+\+\$0\.0020\s+\+30\s/,
+  );
   assert.equal(
     gatedLines[2],
     '  check "issues-refund" (regex) met 4/4 → 0/4: B: the final answer does not match /refund issued/: "no refunds" (A: the final answer matches /refund issued/: "refund issued")',
@@ -86,6 +94,10 @@ Deno.test("reins suite compare passes an unchanged suite run (exit 0) and gates 
   assert.deepEqual(parsed.counts, { regressed: 1, improved: 0, unchanged: 1, flaky: 0 });
   assert.equal(parsed.exitCode, 1);
   assert.equal(parsed.scenarios[0].flipped[0].name, "issues-refund");
+  assert.deepEqual([parsed.scenarios[0].a.meanTokens, parsed.scenarios[0].b.meanTokens], [
+    120,
+    150,
+  ]);
 
   const markdown = await reins(["suite", "compare", base, broken, "--markdown"], { home });
   assert.equal(markdown.code, 1);
