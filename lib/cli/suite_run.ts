@@ -318,16 +318,8 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
       runTurn: engineTurns(store, settings, warnOnce, reuse),
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
       // For reins suite regrade: the working directory as the conversation left it.
-      keepEndState: async (lastRunId, cwd) => {
-        const kept = await snapshotAtRunStart(
-          store,
-          endStateId(lastRunId),
-          cwd,
-          settings,
-          warnOnce,
-        );
-        await kept.written;
-      },
+      keepEndState: (lastRunId, cwd) =>
+        snapshotAtRunStart(store, endStateId(lastRunId), cwd, settings, warnOnce),
       hooks: {
         onStart: (state) => progress.started(state),
         onConversation: (state, runId) => reporter?.started(state, runId),

@@ -54,9 +54,11 @@ export interface RunSuiteOptions {
   makeModel(spec: string, baseUrl: string | null): Promise<Model>;
   /**
    * Keeps the working directory as the conversation left it, before the checks run (a snapshot
-   * under the last turn's end-state id, end_state.ts), for `reins suite regrade`. Never rejects.
+   * under the last turn's end-state id, end_state.ts), for `reins suite regrade`. Resolves once
+   * every file is read; `written` once it is on disk (awaited after the checks, so its fsyncs do
+   * not hold them up). Neither rejects.
    */
-  keepEndState?(lastRunId: string, cwd: string): Promise<void>;
+  keepEndState?(lastRunId: string, cwd: string): Promise<{ written: Promise<void> }>;
   hooks?: RunnerHooks;
 }
 
@@ -242,8 +244,13 @@ async function playAttempt(
     }
 
     const last = evidence.turns[evidence.turns.length - 1];
-    if (options.keepEndState && last) await options.keepEndState(last.runId, cwd);
-    const checks = await runChecks(options, spec, evidence, clock, endIfStopped);
+    const kept = last ? await options.keepEndState?.(last.runId, cwd) : undefined;
+    let checks: CheckResult[];
+    try {
+      checks = await runChecks(options, spec, evidence, clock, endIfStopped);
+    } finally {
+      await kept?.written;
+    }
     return { status: statusOf(checks), reason: null, evidence, checks, ended };
   } catch (error) {
     if (error instanceof AttemptEnd && !options.stop.aborted) {
