@@ -185,17 +185,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       `listening on every address: the card says ${server.url}, which clients elsewhere cannot use; give --public-url with the address they reach this server at`,
     );
   }
-  if (io.jsonMode) {
-    io.json({ cardUrl: server.cardUrl, url: server.url, tokenFile: token.path, maxTurns });
-  } else {
-    io.print(server.cardUrl);
-    io.note(
-      `reins serve: A2A 1.0 on ${server.url} (${driverNameOf(agent)}, at most ${maxTurns} turn${
-        maxTurns === 1 ? "" : "s"
-      } at once); bearer token in ${token.path}${token.generated ? " (new)" : ""}`,
-    );
-  }
-
+  // Signals are handled before the card's address is printed: whoever reads it may stop serve at
+  // once, and a SIGTERM in between would end it without the graceful stop.
   const stopped = new Promise<void>((resolve) => {
     let signals = 0;
     const onSignal = (name: string) => () => {
@@ -215,6 +206,17 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       Deno.addSignalListener(name, onSignal(name));
     }
   });
+  if (io.jsonMode) {
+    io.json({ cardUrl: server.cardUrl, url: server.url, tokenFile: token.path, maxTurns });
+  } else {
+    io.print(server.cardUrl);
+    io.note(
+      `reins serve: A2A 1.0 on ${server.url} (${driverNameOf(agent)}, at most ${maxTurns} turn${
+        maxTurns === 1 ? "" : "s"
+      } at once); bearer token in ${token.path}${token.generated ? " (new)" : ""}`,
+    );
+  }
+
   await stopped;
   io.note("reins serve: stopped; every turn is recorded");
   return 0;

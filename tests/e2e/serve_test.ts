@@ -159,6 +159,17 @@ Deno.test("reins serve --token-file refuses a file others may write and warns of
   assert.doesNotMatch(quiet.stderr, /may be read by/);
 });
 
+// regression: serve printed its card URL before it handled signals, so a SIGTERM sent as soon as
+// the URL was read ended it with 143 and no graceful stop
+Deno.test("reins serve stopped the moment its card URL is read exits 0 after its graceful stop", async () => {
+  await using dir = await tempDir();
+  for (let i = 0; i < 8; i++) {
+    const { code, stderr } = await stop(await serve(dir.path, []));
+    assert.equal(code, 0, `start ${i + 1}: ${stderr}`);
+    assert.match(stderr, /reins serve: stopped; every turn is recorded/);
+  }
+});
+
 Deno.test("SIGTERM lets a running turn finish within --grace; past it the turn is stopped and recorded", async () => {
   await using dir = await tempDir();
   const served = await serve(dir.path, [
