@@ -3,7 +3,8 @@
 // Read/write: the data root and the working directory (reins keeps its temp files in the data
 // root's tmp/). Net: loopback, the platform host, the model hosts and the OTLP collector. Run: the
 // harness programs, `kill` and `ps` (to stop an agent's process group and check it is the one
-// reins started), and what REINS_ALLOW_RUN adds. Env: the variables lib/core/env.ts reads.
+// reins started), what REINS_ALLOW_RUN adds, and with any of them the trampoline /usr/bin/setsid
+// (which starts each agent as a group leader without forking reins). Env: the variables lib/core/env.ts reads.
 // Deno cannot confine a child process: whatever may run, runs with reins's own rights.
 import { ENV_VARS } from "../lib/core/env.ts";
 
@@ -44,6 +45,13 @@ export const HARNESS_PROGRAMS = ["claude", "codex", "gemini", "opencode"];
  * --allow-all). Neither can start another program.
  */
 export const PROCESS_TOOLS = ["kill", "ps"];
+/**
+ * The trampoline agents start through (TRAMPOLINE of lib/core/process_group.ts, held equal by
+ * tests/core/process_group_test.ts): setsid(1) makes the agent lead a session and process group of
+ * its own without forking reins. On every run list that names a program. It execs what it is
+ * given, so reins hands it only programs the list names (lib/core/process_group.ts).
+ */
+export const TRAMPOLINE = "/usr/bin/setsid";
 /**
  * The built-in loop's run_command tool runs `sh -c`. It is on the list only when REINS_ALLOW_RUN
  * names it: `sh` runs anything, so with it the list confines nothing.
@@ -120,7 +128,7 @@ export function permissionFlags(sandbox: Sandbox): string[] {
   const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
   const paths = unique([sandbox.home, sandbox.cwd, ...(sandbox.extraPaths ?? [])]).join(",");
   const readOnly = unique([...(sandbox.readPaths ?? [])]);
-  const programs = unique(sandbox.programs);
+  const programs = runList(sandbox);
   return [
     `--allow-read=${[paths, ...readOnly].join(",")}`,
     `--allow-write=${paths}`,
@@ -176,10 +184,16 @@ export function bundleRunFlags(sandbox: Sandbox, dir: string): string[] {
   return [BINARY_V8_FLAGS, ...codeRunFlags(sandbox, dir)];
 }
 
+/** The programs a sandbox lets run: its own, and the trampoline with them (none: none). */
+export function runList(sandbox: Sandbox): string[] {
+  const programs = [...new Set(sandbox.programs.filter(Boolean))];
+  return programs.length ? [...new Set([...programs, TRAMPOLINE])] : [];
+}
+
 /** What a sandbox allows, for people: the lines `deno task compile` prints. */
 export function describeSandbox(sandbox: Sandbox): string[] {
   const unique = (items: string[]) => [...new Set(items.filter(Boolean))];
-  const programs = unique(sandbox.programs);
+  const programs = runList(sandbox);
   return [
     `data root    ${sandbox.home} (baked in: --home and REINS_HOME elsewhere are refused)`,
     sandbox.cwd === "."
@@ -194,6 +208,11 @@ export function describeSandbox(sandbox: Sandbox): string[] {
         ? " (with sh, the loop's run_command tool is on, and anything can run)"
         : " (no sh: the loop's run_command tool is off; REINS_ALLOW_RUN=sh turns it on)"
     }`,
+    ...(programs.length
+      ? [
+        `             agents start through ${TRAMPOLINE}, which reins hands only the programs above`,
+      ]
+      : []),
     "             Deno cannot confine a program it starts: it runs with your rights",
     `env          ${ENV_VARS.length} variables reins reads (lib/core/env.ts); sys: uid only`,
   ];

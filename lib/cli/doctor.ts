@@ -15,6 +15,7 @@ import { describeError } from "../core/errors.ts";
 import { auditDataRoot, type Finding, type Repair, repairDataRoot } from "../core/audit.ts";
 import { VERSION } from "../core/version.ts";
 import { sandboxInForce, sandboxLines } from "../core/sandbox_in_force.ts";
+import { agentStart } from "../core/process_group.ts";
 import { assertNever } from "../core/assert_never.ts";
 import { pendingReports } from "../platform/pending.ts";
 import { DataRoot } from "../store/data_root.ts";
@@ -207,6 +208,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     },
     permissions,
     sandbox,
+    /** How agents become process-group leaders: the setsid trampoline, or a fork of reins. */
+    agentStart: agentStart(),
     programs,
     platform: {
       url: settings.platform.url,
@@ -236,6 +239,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       configProblem ? `; refused: ${configProblem}` : ""
     })`,
     ...sandboxLines(sandbox).map((line, i) => `${i === 0 ? "sandbox      " : INDENT}${line}`),
+    `agents       start ${report.agentStart.detail}`,
     ...programs.map((p) =>
       `harness      ${p.driver.padEnd(9)}${p.program}: ${
         p.found ? `found${p.version ? ` (${p.version})` : ""}` : p.error

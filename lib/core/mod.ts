@@ -58,7 +58,14 @@ export { basenameOf, dirnameOf, isInside, joinPath, resolvePath } from "./paths.
 export { ensurePrivateDir } from "./private_dir.ts";
 export { OpenLogs, PrivateLog } from "./private_log.ts";
 export type { LockedTail } from "./private_log.ts";
-export { processGroups, signalGroup, spawnGroupLeader, stopAgentGroup } from "./process_group.ts";
+export {
+  agentStart,
+  processGroups,
+  signalGroup,
+  spawnGroupLeader,
+  stopAgentGroup,
+  TRAMPOLINE,
+} from "./process_group.ts";
 export type { AgentProcess, GroupMember, GroupStop } from "./process_group.ts";
 export {
   knownSecrets,

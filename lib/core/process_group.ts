@@ -1,93 +1,146 @@
 // An agent's process group: reins starts every agent as the leader of a group of its own (a new
 // session: spawnGroupLeader), so that stopping the agent stops what it started too, and a later
 // reins can stop what a killed one left running. What Deno 2.9 offers, measured: `detached: true`
-// makes the child a session and group leader (pgid = pid), by forking reins (setsid(1) does the
-// same without the fork, where it may run); ChildProcess.kill() reaches the leader
-// only; Deno.kill(-pgid) reaches the group but needs --allow-run for every program, and reading
-// /proc needs --allow-all. So in the sandbox the group is signalled with the `kill` program and a
-// process's start time is asked of `ps` (both on the binary's run list, neither runs anything).
+// makes the child a session and group leader (pgid = pid) by forking reins (a plain spawn is a
+// vfork-like posix_spawn, which copies nothing); the trampoline, setsid(1), does the same without
+// the fork; ChildProcess.kill() reaches the leader only; Deno.kill(-pgid) reaches the group but
+// needs --allow-run for every program, and reading /proc needs --allow-all. So in the sandbox the
+// group is signalled with the `kill` program and a process's start time is asked of `ps` (both on
+// the binary's run list, neither runs anything).
 import { joinPath, resolvePath } from "./paths.ts";
+
+/**
+ * The trampoline agents are started through: util-linux's setsid(1), which calls setsid() and
+ * execs the program it is given (it forks only when it already leads a group, which a freshly
+ * spawned child never does). By its absolute path, so that the sandbox's run list names this one
+ * file (scripts/permissions.ts adds it to every list that names a program) and no `setsid`
+ * earlier on someone's PATH; Debian, Ubuntu, Fedora and Arch install it there. It runs whatever it
+ * is given, so reins hands it only a program the sandbox would let reins run itself
+ * (trampolineTarget).
+ */
+export const TRAMPOLINE = "/usr/bin/setsid";
 
 /**
  * Starts `program` as the leader of a session and process group of its own (pgid = pid): signals
  * to the group reach what it starts, and a terminal's Ctrl-C reaches reins alone, which passes it
- * on. Through setsid(1) where reins may run it and look the program up (--allow-all: a program
- * embedding the engine, the tests, the bench): setsid calls setsid() and execs the program, so the
- * pid is the program's. Elsewhere (the binary's sandbox, which does not list setsid: it would run
- * anything) with Deno's `detached`, which forks the whole of reins to call setsid() in the child
- * instead of spawning it — a cost that grows with the process and holds its thread: the 200
- * one-turn command runs, 8 at a time, of `deno task bench engine`, run as it runs them with one
- * way and the other in turn in one process, made about 115 turns/s with detached against 220
- * with setsid (a busy machine; its "spawning the same program" at ~800/s).
+ * on. Through the trampoline (TRAMPOLINE), spawned as a plain child: setsid execs the program, so
+ * the pid is the program's, its parent reins, its exit status, signals and standard streams the
+ * program's own, and nothing of reins is copied. Where the trampoline is missing or not allowed
+ * (how: agentStart), with Deno's `detached`, which forks the whole of reins to call setsid() in
+ * the child instead — a cost that grows with the process and holds its thread: 200 one-turn
+ * command runs, 8 at a time, under the binary's flags, made 0.09–0.12× the rate of spawning the
+ * program bare with the fork (`deno task bench engine`).
  * Throws as Deno.Command's spawn() does: NotCapable for a program the sandbox does not list,
- * NotFound for none on PATH, PermissionDenied for one that is not executable.
+ * NotFound for none on PATH, PermissionDenied for one that is not executable. One exception, in
+ * the sandbox only (where reins may not look at PATH's directories): a program that Deno found on
+ * PATH when reins started and that has gone since is reported by setsid, in the agent's stderr
+ * and exit status 127, rather than thrown.
  */
 export function spawnGroupLeader(
   program: string,
   options: Omit<Deno.CommandOptions, "detached">,
 ): Deno.ChildProcess {
-  const found = setsidMayRun() ? findProgram(program, options) : null;
-  if (found !== null) {
-    try {
-      return new Deno.Command("setsid", {
-        ...options,
-        args: [found, ...(options.args ?? [])],
-      }).spawn();
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-      setsidState = "absent"; // no setsid on PATH after all
+  if (trampolineUsable()) {
+    const target = trampolineTarget(program, options);
+    if (target !== null) {
+      try {
+        return new Deno.Command(TRAMPOLINE, {
+          ...options,
+          args: [target, ...(options.args ?? [])],
+        }).spawn();
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+        // Allowed but not there after all (a sandbox cannot look before): fork from now on.
+        trampolineState = { usable: false, why: `no ${TRAMPOLINE}` };
+      }
     }
   }
   return new Deno.Command(program, { ...options, detached: true }).spawn();
 }
 
-/** Whether setsid(1) is used: unknown until the first spawn asks the sandbox. */
-let setsidState: "unknown" | "usable" | "absent" = "unknown";
+/** How agents start here, for `reins doctor`: through the trampoline, or by forking reins. */
+export function agentStart(): { via: "trampoline" | "fork"; detail: string } {
+  return trampolineUsable()
+    ? { via: "trampoline", detail: `through ${TRAMPOLINE} (no fork of reins)` }
+    : {
+      via: "fork",
+      detail: `by forking reins (Deno's detached spawn): ${
+        (trampolineState as { why: string }).why
+      }; install util-linux for a cheaper start`,
+    };
+}
 
-function setsidMayRun(): boolean {
-  if (setsidState === "unknown") {
-    // Never widened for it: setsid runs whatever it is given, so it is used only where the
-    // sandbox already lets reins run it.
-    setsidState = Deno.permissions.querySync({ name: "run", command: "setsid" }).state === "granted"
-      ? "usable"
-      : "absent";
+/** Whether the trampoline is used: unknown until the first spawn (or agentStart) asks. */
+let trampolineState: { usable: true } | { usable: false; why: string } | null = null;
+
+function trampolineUsable(): boolean {
+  if (trampolineState === null) {
+    if (Deno.permissions.querySync({ name: "run", command: TRAMPOLINE }).state !== "granted") {
+      trampolineState = { usable: false, why: `the sandbox does not list ${TRAMPOLINE}` };
+    } else {
+      const state = runnable(TRAMPOLINE);
+      // "unknown": the sandbox may not look; the first spawn tells.
+      trampolineState = state === "yes" || state === "unknown"
+        ? { usable: true }
+        : { usable: false, why: `no ${TRAMPOLINE}` };
+    }
   }
-  return setsidState === "usable";
+  return trampolineState.usable;
 }
 
 /**
- * The program's path for setsid to exec, found as Deno would find it (on the PATH the child gets,
- * or relative to its working directory), so that a program reins may not run, or that is missing
- * or not executable, is refused here as Deno's spawn would refuse it, and not by setsid in the
- * child; null when this process may not look (then Deno spawns it itself).
+ * What the trampoline is to exec for `program`: the program's path, found as Deno would find it
+ * (on the PATH the child gets, or relative to its working directory) among what the sandbox lets
+ * reins run — or its name, for setsid to look up on the PATH the child inherits, where this
+ * process may not read PATH and Deno found that name on it when reins started (the run list's
+ * names are resolved then). A program that is missing or not executable is refused here as Deno's
+ * spawn would refuse it, where this process may look; null when only Deno can tell (a program the
+ * sandbox does not list, or whose path cannot be checked here): then Deno spawns it itself, and
+ * refuses it itself.
  */
-function findProgram(program: string, options: Deno.CommandOptions): string | null {
-  if (Deno.permissions.querySync({ name: "run", command: program }).state !== "granted") {
-    throw new Deno.errors.NotCapable(
-      `Requires run access to "${program}", run again with the --allow-run flag`,
-    );
-  }
+function trampolineTarget(program: string, options: Deno.CommandOptions): string | null {
+  if (!granted(program)) return null;
   const cwd = typeof options.cwd === "string" ? options.cwd : options.cwd?.pathname ?? Deno.cwd();
   if (program.includes("/")) return firstRunnable(program, [resolvePath(program, cwd)]);
-  let path: string | undefined;
-  try {
-    path = options.env?.PATH ?? Deno.env.get("PATH");
-  } catch (error) {
-    if (error instanceof Deno.errors.NotCapable) return null;
-    throw error;
+  let path = options.env?.PATH;
+  if (path === undefined && !options.clearEnv) {
+    try {
+      path = Deno.env.get("PATH");
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotCapable)) throw error;
+      // The child inherits reins's PATH, on which Deno resolved the name at start.
+      return program;
+    }
   }
   const dirs = (path ?? "").split(":").filter((dir) => dir !== "");
   return firstRunnable(program, dirs.map((dir) => joinPath(resolvePath(dir, cwd), program)));
 }
 
+function granted(program: string): boolean {
+  return Deno.permissions.querySync({ name: "run", command: program }).state === "granted";
+}
+
+/**
+ * The first of `candidates` that is a program reins may run; throws NotFound or PermissionDenied
+ * as Deno's spawn would, where every candidate could be looked at; null where one could not and
+ * none was found that the sandbox grants by its path.
+ */
 function firstRunnable(program: string, candidates: string[]): string | null {
   let denied = false;
+  let unknown = false;
   for (const candidate of candidates) {
     const state = runnable(candidate);
-    if (state === "unknown") return null;
-    if (state === "yes") return candidate;
+    if (state === "unknown") {
+      // Deno resolves the run list's names to paths when it starts: a granted path was there.
+      if (granted(candidate)) return candidate;
+      unknown = true;
+      continue;
+    }
+    // Not the path the sandbox grants: Deno's spawn tells what it makes of it.
+    if (state === "yes") return granted(candidate) ? candidate : null;
     if (state === "not executable") denied = true;
   }
+  if (unknown) return null;
   if (denied) throw new Deno.errors.PermissionDenied(`${program} is not executable`);
   throw new Deno.errors.NotFound(`No program ${program} on PATH`);
 }

@@ -1,8 +1,10 @@
 // spawnGroupLeader: the agent leads a session and process group of its own, whichever way it is
-// started (setsid(1) where the sandbox lets it run — as here, under --allow-all — else Deno's
-// detached), and a program that cannot be run is refused as Deno.Command's spawn refuses it.
+// started (the trampoline setsid(1) where the sandbox lists it — under --allow-all, as here, and
+// under the binary's flags — else Deno's detached), without a fork of reins where the trampoline
+// runs, and a program that cannot be run is refused as Deno.Command's spawn refuses it.
 import assert from "node:assert/strict";
-import { spawnGroupLeader } from "../../lib/core/process_group.ts";
+import { spawnGroupLeader, TRAMPOLINE } from "../../lib/core/process_group.ts";
+import { permissionFlags, TRAMPOLINE as LISTED_TRAMPOLINE } from "../../scripts/permissions.ts";
 
 /** pid, ppid, pgrp and session of a process, from /proc/<pid>/stat. */
 function statOf(text: string): { pid: number; ppid: number; pgrp: number; session: number } {
@@ -71,4 +73,117 @@ Deno.test("spawnGroupLeader() refuses a missing or non-executable program as spa
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+const PROBE = new URL("../fixtures/workers/spawn_probe.ts", import.meta.url).pathname;
+const LIB = new URL("../../lib/", import.meta.url).pathname;
+
+interface Probe {
+  pid: number;
+  start: { via: string; detail: string };
+  pages: number;
+  faults: number;
+  children: { pid: number; code: number; stat: string; stderr: string }[];
+}
+
+/**
+ * Runs the spawn probe under the binary's sandbox flags for a run list of `sh` (with the
+ * trampoline, as permissions.ts lists it, unless `withoutTrampoline`).
+ */
+async function probe(
+  args: string[],
+  options: { withoutTrampoline?: boolean } = {},
+): Promise<Probe> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const flags = permissionFlags({ home: dir, cwd: dir, netHosts: [], programs: ["sh"] })
+      .map((flag) => {
+        if (flag.startsWith("--allow-read=")) return `${flag},${LIB},${PROBE}`;
+        if (flag.startsWith("--allow-run=") && options.withoutTrampoline) return "--allow-run=sh";
+        return flag;
+      });
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--quiet", ...flags, PROBE, ...args],
+      cwd: dir,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 0, stderr);
+    return JSON.parse(new TextDecoder().decode(output.stdout));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Every child led a session and group of its own, its pid the one reins was given. */
+function assertGroupLeaders(result: Probe, count: number): void {
+  assert.equal(result.children.length, count);
+  for (const child of result.children) {
+    assert.equal(child.code, 0, child.stderr);
+    const stat = statOf(child.stat);
+    assert.equal(stat.pid, child.pid);
+    assert.equal(stat.ppid, result.pid, "the agent's parent is reins itself");
+    assert.equal(stat.pgrp, child.pid);
+    assert.equal(stat.session, child.pid);
+  }
+}
+
+Deno.test("the binary's run list names the trampoline spawnGroupLeader uses", () => {
+  assert.equal(LISTED_TRAMPOLINE, TRAMPOLINE);
+  const run = permissionFlags({ home: "/h", cwd: "/w", netHosts: [], programs: ["claude"] })
+    .find((flag) => flag.startsWith("--allow-run="));
+  assert.equal(run, `--allow-run=claude,${TRAMPOLINE}`);
+  // No program, no trampoline: running stays denied.
+  assert.ok(
+    !permissionFlags({ home: "/h", cwd: "/w", netHosts: [], programs: [] })
+      .some((flag) => flag.startsWith("--allow-run")),
+  );
+});
+
+const trampolineHere = (() => {
+  try {
+    return Deno.statSync(TRAMPOLINE).isFile;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name: "under the binary's flags an agent starts as a group leader without a fork of reins",
+  ignore: !trampolineHere,
+  async fn() {
+    // The control: Deno's detached spawn forks this process, and the probe sees it.
+    const forked = await probe(["--control", "4", "1"]);
+    assertGroupLeaders(forked, 4);
+    assert.ok(
+      forked.faults >= 32,
+      `the probe must see a fork (${forked.faults} faults for ${forked.pages} pages)`,
+    );
+    // Through the trampoline: no copy of the heap, 4 one after another and 16 under load.
+    const alone = await probe(["--ours", "4", "1"]);
+    assert.equal(alone.start.via, "trampoline", alone.start.detail);
+    assertGroupLeaders(alone, 4);
+    assert.ok(
+      alone.faults * 8 < forked.faults,
+      `no fork: ${alone.faults} faults against the fork's ${forked.faults}`,
+    );
+    const loaded = await probe(["--ours", "16", "8"]);
+    assertGroupLeaders(loaded, 16);
+    assert.ok(
+      loaded.faults * 8 < forked.faults * 4,
+      `no fork under load: ${loaded.faults} faults against ${forked.faults} for 4 forks`,
+    );
+  },
+});
+if (!trampolineHere) {
+  console.error(`SKIPPED the no-fork test: no ${TRAMPOLINE} here (install util-linux)`);
+}
+
+Deno.test("without the trampoline on the run list agents still lead their own group (by a fork)", async () => {
+  const result = await probe(["--ours", "2", "1"], { withoutTrampoline: true });
+  assert.equal(result.start.via, "fork");
+  assert.match(result.start.detail, /does not list \/usr\/bin\/setsid/);
+  assertGroupLeaders(result, 2);
 });

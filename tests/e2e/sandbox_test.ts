@@ -46,10 +46,10 @@ Deno.test("regression: sh is not on the run list unless REINS_ALLOW_RUN names it
     permissionFlags(sandboxFromEnv({ HOME: "/home/u", ...env })).find((flag) =>
       flag.startsWith("--allow-run=")
     );
-  assert.equal(runFlag({}), "--allow-run=claude,codex,gemini,opencode,kill,ps");
+  assert.equal(runFlag({}), "--allow-run=claude,codex,gemini,opencode,kill,ps,/usr/bin/setsid");
   assert.equal(
     runFlag({ REINS_ALLOW_RUN: "sh" }),
-    "--allow-run=claude,codex,gemini,opencode,kill,ps,sh",
+    "--allow-run=claude,codex,gemini,opencode,kill,ps,sh,/usr/bin/setsid",
   );
 });
 
@@ -122,8 +122,11 @@ Deno.test("reins doctor shows the sandbox it runs under", async () => {
     plain.stdout,
     /\n {13}run: claude (yes|no), codex (yes|no), gemini (yes|no), opencode (yes|no), kill yes, ps yes, sh no, anything no \(the loop's run_command tool is off\)\n/,
   );
+  // How agents start: through the trampoline the run list names, not by a fork of reins.
+  assert.match(plain.stdout, /\nagents {7}start through \/usr\/bin\/setsid \(no fork of reins\)\n/);
   const withShell = await reins(["doctor", "--json"], { home: dir.path, allowRun: ["sh"] });
-  const { sandbox } = JSON.parse(withShell.stdout);
+  const { sandbox, agentStart } = JSON.parse(withShell.stdout);
+  assert.equal(agentStart.via, "trampoline");
   assert.equal(sandbox.run.shell, true);
   assert.equal(sandbox.run.anything, false);
   assert.equal(sandbox.sys.uid, true);

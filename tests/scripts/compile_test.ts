@@ -82,9 +82,10 @@ Deno.test({
     );
     assert.match(
       lines[5],
-      /^ {2}run {10}claude, codex, gemini, opencode, kill, ps, sh, \/opt\/agent \(with sh/,
+      /^ {2}run {10}claude, codex, gemini, opencode, kill, ps, sh, \/opt\/agent, \/usr\/bin\/setsid \(with sh/,
     );
-    assert.match(lines[6], /Deno cannot confine a program it starts/);
+    assert.match(lines[6], /agents start through \/usr\/bin\/setsid/);
+    assert.match(lines[7], /Deno cannot confine a program it starts/);
     assert.equal(
       lines.at(-1),
       `deno task compile: cannot download Deno's runtime (denort ${Deno.version.deno}) from ` +

@@ -221,7 +221,15 @@ Deno.test("invocationSandbox() grants an unusable suite file alone, for reins to
   );
   const flags = permissionFlags(sandbox);
   assert.ok(flag(flags, "read").includes(`${dir.path}/bad.yaml`));
-  assert.deepEqual(flag(flags, "run"), ["claude", "codex", "gemini", "opencode", "kill", "ps"]);
+  assert.deepEqual(flag(flags, "run"), [
+    "claude",
+    "codex",
+    "gemini",
+    "opencode",
+    "kill",
+    "ps",
+    "/usr/bin/setsid",
+  ]);
 });
 
 Deno.test("invocationSandbox() reads no variable but SANDBOX_ENV, the ones the launcher keys its cache on", async () => {
