@@ -1,6 +1,8 @@
 // `reins serve` under load: requests per second for GetTask and for SendMessage (the command
 // driver running `true`), 16 clients on kept-alive connections, against a bare Deno.serve that
-// answers the same JSON — and SendMessage against the same turns run by runTurn() in process,
+// answers the same JSON; SendMessage against @a2a-js/sdk's Express server whose executor spawns
+// the same program and fdatasyncs a journal per task (_a2a_peer.ts: the least a durable A2A
+// server starting agents does); and SendMessage against the same turns run by runTurn() in process,
 // which is what a recorded turn costs without HTTP; the memory 500 idle connections cost each;
 // and how fast a megabyte of `[` is refused. Both servers are subprocesses; the load comes from
 // this process over raw sockets (the same client for both), so the ratio compares the servers,
@@ -353,6 +355,39 @@ export default async function (): Promise<void> {
       better: "higher",
       goal: ">= 0.5",
       baselineName: "bare Deno.serve, same JSON",
+    });
+
+    // The peer: the SDK's own server doing the least of the same work (spawn, durable journal).
+    const peer = await start([
+      "run",
+      "--quiet",
+      "--config",
+      CONFIG,
+      "--allow-all",
+      new URL("./_a2a_peer.ts", import.meta.url).pathname,
+      `${dir}/peer-journal.jsonl`,
+      "true",
+    ], { HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" });
+    servers.push(peer);
+    const peerProbe = await Connection.open(peer.port);
+    const peerAnswer = JSON.parse(await peerProbe.exchange(request(send, token)));
+    peerProbe.close();
+    if (peerAnswer.result?.task?.status?.state !== "TASK_STATE_COMPLETED") {
+      throw new Error(`the @a2a-js/sdk peer answered ${JSON.stringify(peerAnswer)}`);
+    }
+    const [sendVsPeer, peerRate] = await paired(
+      sendLoad,
+      load(await httpLoad(peer.port, request(send, token))),
+    );
+    compare({
+      name: "SendMessage, 16 clients, command agent `true` (a recorded, durable run each)",
+      ours: sendVsPeer,
+      baseline: peerRate,
+      unit: "req/s",
+      better: "higher",
+      goal: ">= 1.0",
+      baselineName:
+        "@a2a-js/sdk 1.3.0 on Express 5.1.0, its executor spawning true and fdatasyncing a journal per task",
     });
 
     // What the turns themselves cost, without HTTP: runTurn() in this process, 16 at once.
