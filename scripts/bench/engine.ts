@@ -3,7 +3,7 @@
 // suites and servers do), every run checked complete and valid; and reins around a real agent CLI
 // against the same CLI run directly. Each baseline is measured in the same run, turn about with
 // ours, so that whatever else the machine does weighs on both alike.
-import { against, compare, figure } from "./_lib.ts";
+import { compare, figure } from "./_lib.ts";
 import { BINARY_V8_FLAGS, bundleRunFlags, type Sandbox, sourceRunFlags } from "../permissions.ts";
 import { buildBundle } from "../bundle.ts";
 import { claudeTurn } from "./_claude_turn.ts";
