@@ -2,7 +2,10 @@
 // `_turns.ts HOME CWD COUNT WIDTH` runs COUNT one-turn command runs of `true` on COUNT contexts,
 // WIDTH at a time, in this one process (as a suite or a server runs them), checks every run
 // complete and valid, then spawns `true` as often, as many at a time, with no engine around it,
-// and prints both rates as JSON: {"turns": per second, "spawns": per second}.
+// and prints both rates as JSON: {"turns": per second, "spawns": per second}, with the CPU time
+// (user + system, ms) this process spent per turn and per spawn, which a busy machine disturbs
+// less than the rates.
+import process from "node:process";
 import { loadSettings } from "../../lib/core/config.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
@@ -68,9 +71,15 @@ async function bareSpawns(): Promise<number> {
 using store = openStore(home);
 await manyTurns(store, "warm", 16); // modules, the data root
 await bareSpawns();
+const cpuMs = (usage: { user: number; system: number }) => (usage.user + usage.system) / 1000;
+let cpu = process.cpuUsage();
 const start = performance.now();
 const runIds = await manyTurns(store, "bench", count);
 const turns = count / ((performance.now() - start) / 1000);
+const turnCpuMs = cpuMs(process.cpuUsage(cpu)) / count;
+cpu = process.cpuUsage();
 const spawns = await bareSpawns();
+const spawnCpuMs = cpuMs(process.cpuUsage(cpu)) / count;
 assertAllValid(store, runIds);
-console.log(JSON.stringify({ turns, spawns }));
+console.log(JSON.stringify({ turns, spawns, turnCpuMs, spawnCpuMs }));
+if (Deno.env.get("BENCH_SPLIT")) console.error(JSON.stringify(process.cpuUsage()));

@@ -171,7 +171,7 @@ async function wholeRun(dir: string, { source, bundle }: { source: Code; bundle:
 async function turnsInOneProcess(dir: string): Promise<void> {
   const count = 200;
   const width = 8;
-  const rounds: { turns: number; spawns: number }[] = [];
+  const rounds: { turns: number; spawns: number; turnCpuMs: number; spawnCpuMs: number }[] = [];
   for (let round = 0; round < 3; round++) {
     const home = `${dir}/turns-home-${round}`;
     const cwd = `${dir}/turns-cwd-${round}`;
@@ -222,6 +222,10 @@ async function turnsInOneProcess(dir: string): Promise<void> {
       `${r.turns.toFixed(0)}/${r.spawns.toFixed(0)} = ${(r.turns / r.spawns).toFixed(2)}×`
     )
       .join("; ") + "; every run complete and valid",
+  );
+  figure(
+    "CPU time of that process per turn against per bare spawn (median round)",
+    `${middle.turnCpuMs.toFixed(2)} ms against ${middle.spawnCpuMs.toFixed(2)} ms`,
   );
   figure(
     "what each turn writes and syncs",
