@@ -292,9 +292,48 @@ export function syncDirectory(dir: string): void {
 
 /**
  * syncDirectory without holding the thread (the fsync runs on Deno's blocking pool; opening the
- * directory does not wait for the disk, and is done at once).
+ * directory does not wait for the disk, and is done at once). Callers at once share fsyncs, as a
+ * database's group commit does: each is answered by an fsync of the directory that started after
+ * it called — the one about to start, or, while one runs (which may have begun before the caller's
+ * change), the next, which all who call meanwhile share. So turns settling together sync `runs/`
+ * once or twice rather than once each, and none is answered before its own rename is durable.
  */
 export async function syncDirectoryAsync(dir: string): Promise<void> {
+  let state = directorySyncs.get(dir);
+  if (state === undefined) {
+    state = { running: null, next: null };
+    directorySyncs.set(dir, state);
+  }
+  if (state.running === null) {
+    state.running = fsyncDirectory(dir, state);
+    await state.running;
+  } else {
+    state.next ??= state.running.then(() => {
+      state!.next = null;
+      state!.running = fsyncDirectory(dir, state!);
+      return state!.running;
+    });
+    await state.next;
+  }
+  directorySyncObserver?.(dir);
+}
+
+interface DirectorySyncs {
+  /** The fsync under way, if any. */
+  running: Promise<void> | null;
+  /** The one that starts once it ends, shared by whoever asked meanwhile. */
+  next: Promise<void> | null;
+}
+
+const directorySyncs = new Map<string, DirectorySyncs>();
+let directoryFsyncs = 0;
+
+/** Test seam: how many fsyncs syncDirectoryAsync has made (not how many callers it answered). */
+export function directoryFsyncCount(): number {
+  return directoryFsyncs;
+}
+
+async function fsyncDirectory(dir: string, state: DirectorySyncs): Promise<void> {
   try {
     const handle = Deno.openSync(dir, { read: true });
     try {
@@ -304,8 +343,13 @@ export async function syncDirectoryAsync(dir: string): Promise<void> {
     }
   } catch {
     // refused: see syncDirectory
+  } finally {
+    directoryFsyncs++;
+    if (state.next === null) {
+      state.running = null;
+      if (directorySyncs.get(dir) === state) directorySyncs.delete(dir);
+    }
   }
-  directorySyncObserver?.(dir);
 }
 
 let directorySyncObserver: ((dir: string) => void) | null = null;

@@ -82,4 +82,3 @@ const spawns = await bareSpawns();
 const spawnCpuMs = cpuMs(process.cpuUsage(cpu)) / count;
 assertAllValid(store, runIds);
 console.log(JSON.stringify({ turns, spawns, turnCpuMs, spawnCpuMs }));
-if (Deno.env.get("BENCH_SPLIT")) console.error(JSON.stringify(process.cpuUsage()));

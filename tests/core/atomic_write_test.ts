@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { writePrivateFileAtomic } from "../../lib/core/atomic_write.ts";
+import {
+  directoryFsyncCount,
+  syncDirectoryAsync,
+  writePrivateFileAtomic,
+} from "../../lib/core/atomic_write.ts";
 import { DataRootError } from "../../lib/core/errors.ts";
 import { tempDir } from "../support/reins.ts";
 import { versionContent } from "../fixtures/private_files_child.ts";
@@ -81,4 +85,33 @@ Deno.test("writePrivateFileAtomic() leaves a parseable committed version after 2
     n.endsWith(".tmp")
   );
   assert.deepEqual(leftovers, []);
+});
+
+Deno.test("syncDirectoryAsync() shares fsyncs between callers at once, each answered by one that started after it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const before = directoryFsyncCount();
+    // Twenty at once: the first starts an fsync, the other nineteen share the one after it.
+    await Promise.all(Array.from({ length: 20 }, () => syncDirectoryAsync(dir)));
+    assert.equal(directoryFsyncCount() - before, 2);
+    // One caller alone, and then another: each has an fsync of its own.
+    await syncDirectoryAsync(dir);
+    await syncDirectoryAsync(dir);
+    assert.equal(directoryFsyncCount() - before, 4);
+    // A caller that comes while an fsync runs is not answered by that one: it waits for the next.
+    const order: string[] = [];
+    const first = syncDirectoryAsync(dir).then(() => order.push("first"));
+    await Promise.resolve();
+    const second = syncDirectoryAsync(dir).then(() => order.push("second"));
+    await Promise.all([first, second]);
+    assert.deepEqual(order, ["first", "second"]);
+    assert.equal(directoryFsyncCount() - before, 6);
+    // Other directories are synced on their own.
+    const other = await Deno.makeTempDir();
+    await Promise.all([syncDirectoryAsync(dir), syncDirectoryAsync(other)]);
+    assert.equal(directoryFsyncCount() - before, 8);
+    await Deno.remove(other);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
