@@ -90,16 +90,18 @@ interface Probe {
  * Runs the spawn probe under the binary's sandbox flags for a run list of `sh` (with the
  * trampoline, as permissions.ts lists it, unless `withoutTrampoline`).
  */
-async function probe(
+async function probe<T = Probe>(
   args: string[],
   options: { withoutTrampoline?: boolean } = {},
-): Promise<Probe> {
+): Promise<T> {
   const dir = await Deno.makeTempDir();
   try {
-    const flags = permissionFlags({ home: dir, cwd: dir, netHosts: [], programs: ["sh"] })
+    const flags = permissionFlags({ home: dir, cwd: dir, netHosts: [], programs: ["sh", "kill"] })
       .map((flag) => {
         if (flag.startsWith("--allow-read=")) return `${flag},${LIB},${PROBE}`;
-        if (flag.startsWith("--allow-run=") && options.withoutTrampoline) return "--allow-run=sh";
+        if (flag.startsWith("--allow-run=") && options.withoutTrampoline) {
+          return "--allow-run=sh,kill";
+        }
         return flag;
       });
     const output = await new Deno.Command(Deno.execPath(), {
@@ -186,4 +188,27 @@ Deno.test("without the trampoline on the run list agents still lead their own gr
   assert.equal(result.start.via, "fork");
   assert.match(result.start.detail, /does not list \/usr\/bin\/setsid/);
   assertGroupLeaders(result, 2);
+});
+
+Deno.test({
+  name: "through the trampoline the agent's streams, exit status and group signals are its own",
+  ignore: !trampolineHere,
+  async fn() {
+    for (const withoutTrampoline of [false, true]) {
+      const result = await probe<{
+        code: number;
+        stdout: string;
+        stderr: string;
+        signalled: boolean;
+        sleeperSignal: string | null;
+        sleepGone: boolean;
+      }>(["--io"], { withoutTrampoline });
+      assert.equal(result.code, 5);
+      assert.equal(result.stdout, "got:hello\n");
+      assert.equal(result.stderr, "err\n");
+      assert.equal(result.signalled, true);
+      assert.equal(result.sleeperSignal, "SIGTERM");
+      assert.equal(result.sleepGone, true, "the agent's child got the group's signal");
+    }
+  },
 });
