@@ -99,7 +99,8 @@ function trampolineUsable(): boolean {
  * refuses it itself.
  */
 function trampolineTarget(program: string, options: Deno.CommandOptions): string | null {
-  if (!granted(program)) return null;
+  // A name setsid would take for an option of its own is left to Deno.
+  if (program.startsWith("-") || !granted(program)) return null;
   const cwd = typeof options.cwd === "string" ? options.cwd : options.cwd?.pathname ?? Deno.cwd();
   if (program.includes("/")) return firstRunnable(program, [resolvePath(program, cwd)]);
   let path = options.env?.PATH;
