@@ -1,10 +1,9 @@
 // Run by `deno task bench engine` under the binary's sandbox flags (not --allow-all):
 // `_turns.ts HOME CWD COUNT WIDTH` runs COUNT one-turn command runs of `true` on COUNT contexts,
 // WIDTH at a time, in this one process (as a suite or a server runs them), checks every run
-// complete and valid, then spawns `true` as often, as many at a time, with no engine around it,
-// and prints both rates as JSON: {"turns": per second, "spawns": per second}, with the CPU time
-// (user + system, ms) this process spent per turn and per spawn, which a busy machine disturbs
-// less than the rates.
+// complete and valid, and spawns `true` as often, as many at a time, with no engine around it, in
+// rounds between the turns', and prints both rates as JSON: {"turns": per second, "spawns": per
+// second}, with the CPU time (user + system, ms) this process spent per turn and per spawn.
 import process from "node:process";
 import { loadSettings } from "../../lib/core/config.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
@@ -56,29 +55,42 @@ function assertAllValid(store: Store, runIds: string[]): void {
   }
 }
 
-async function bareSpawns(): Promise<number> {
+/** `turns` spawns of `true`, `width` at a time, as the turns' agents are spawned. */
+async function bareSpawns(turns: number): Promise<void> {
   let spawned = 0;
-  const start = performance.now();
   await Promise.all(Array.from({ length: width }, async () => {
-    while (spawned < count) {
+    while (spawned < turns) {
       spawned++;
       await new Deno.Command("true", { stdin: "null", stdout: "piped", stderr: "piped" }).output();
     }
   }));
-  return count / ((performance.now() - start) / 1000);
 }
 
 using store = openStore(home);
 await manyTurns(store, "warm", 16); // modules, the data root
-await bareSpawns();
+await bareSpawns(16);
+// In alternating rounds (turns, spawns, spawns, turns, …), so that a busy spell of the machine
+// weighs on both sides rather than on whichever ran during it.
+const ROUNDS = 4;
+const share = count / ROUNDS;
 const cpuMs = (usage: { user: number; system: number }) => (usage.user + usage.system) / 1000;
-let cpu = process.cpuUsage();
-const start = performance.now();
-const runIds = await manyTurns(store, "bench", count);
-const turns = count / ((performance.now() - start) / 1000);
-const turnCpuMs = cpuMs(process.cpuUsage(cpu)) / count;
-cpu = process.cpuUsage();
-const spawns = await bareSpawns();
-const spawnCpuMs = cpuMs(process.cpuUsage(cpu)) / count;
+const spent = { turns: { ms: 0, cpu: 0 }, spawns: { ms: 0, cpu: 0 } };
+const runIds: string[] = [];
+for (let round = 0; round < ROUNDS; round++) {
+  const order = round % 2 === 0 ? ["turns", "spawns"] as const : ["spawns", "turns"] as const;
+  for (const side of order) {
+    const cpu = process.cpuUsage();
+    const start = performance.now();
+    if (side === "turns") runIds.push(...await manyTurns(store, `bench-${round}`, share));
+    else await bareSpawns(share);
+    spent[side].ms += performance.now() - start;
+    spent[side].cpu += cpuMs(process.cpuUsage(cpu));
+  }
+}
 assertAllValid(store, runIds);
-console.log(JSON.stringify({ turns, spawns, turnCpuMs, spawnCpuMs }));
+console.log(JSON.stringify({
+  turns: count / (spent.turns.ms / 1000),
+  spawns: count / (spent.spawns.ms / 1000),
+  turnCpuMs: spent.turns.cpu / count,
+  spawnCpuMs: spent.spawns.cpu / count,
+}));

@@ -214,7 +214,8 @@ async function turnsInOneProcess(dir: string): Promise<void> {
     unit: "/s",
     better: "higher",
     goal: ">= 0.3",
-    baselineName: `${count} spawns of the same program, ${width} at a time, in that process`,
+    baselineName:
+      `${count} spawns of the same program, ${width} at a time, in that process, in rounds between`,
   });
   figure(
     "the three rounds (turns/s against spawns/s)",

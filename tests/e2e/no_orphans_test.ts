@@ -60,13 +60,21 @@ function exists(path: string): boolean {
 }
 
 /**
- * The two ways reins starts an agent as a group leader (lib/core/process_group.ts): Deno's
- * detached under the binary's sandbox (which does not list setsid), setsid(1) where reins may run
- * it (--allow-all here). The guarantees are the same either way.
+ * The ways reins starts an agent as a group leader (lib/core/process_group.ts): through the
+ * trampoline setsid(1) under the binary's sandbox and under --allow-all, and with Deno's detached
+ * spawn (a fork of reins) where the trampoline is not on the run list, as where it is missing. The
+ * guarantees are the same either way.
  */
-const STARTS: { name: string; options: { allowRun?: string[]; allowAll?: boolean } }[] = [
+const STARTS: {
+  name: string;
+  options: { allowRun?: string[]; allowAll?: boolean; withoutTrampoline?: boolean };
+}[] = [
   { name: "", options: { allowRun: ["sh"] } },
   { name: " (under --allow-all: the agent started through setsid)", options: { allowAll: true } },
+  {
+    name: " (no trampoline on the run list: the agent started by a fork of reins)",
+    options: { allowRun: ["sh"], withoutTrampoline: true },
+  },
 ];
 
 for (const via of STARTS) {

@@ -6,6 +6,7 @@ import {
   harnessConfigPaths,
   permissionFlags,
   PROCESS_TOOLS,
+  TRAMPOLINE,
 } from "../../scripts/permissions.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
@@ -31,9 +32,14 @@ export interface ReinsOptions {
   allowPaths?: string[];
   /**
    * Run main.ts with --allow-all instead of the sandbox: what a program embedding reins without
-   * one sees (reins then starts its agents through setsid(1): lib/core/process_group.ts).
+   * one sees (reins starts its agents through setsid(1) there too: lib/core/process_group.ts).
    */
   allowAll?: boolean;
+  /**
+   * Leave the trampoline (/usr/bin/setsid) off the run list: reins then starts agents with Deno's
+   * detached spawn, as where setsid is missing.
+   */
+  withoutTrampoline?: boolean;
   /** A bundle's entry to run instead of main.ts (and of REINS_TEST_BUNDLE): its directory is read. */
   bundle?: string;
 }
@@ -64,6 +70,9 @@ function command(args: string[], options: ReinsOptions): Deno.Command {
     // in ~150 runs as "Requires read access to …/lib/core/ids.ts" while lazy imports loaded.
     if (flag.startsWith("--allow-read=")) return [flag, ...extra, codeDir].join(",");
     if (flag.startsWith("--allow-write=") && extra.length) return [flag, ...extra].join(",");
+    if (flag.startsWith("--allow-run=") && options.withoutTrampoline) {
+      return flag.split(",").filter((program) => program !== TRAMPOLINE).join(",");
+    }
     return flag;
   });
   return new Deno.Command(Deno.execPath(), {
