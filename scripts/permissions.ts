@@ -4,7 +4,8 @@
 // root's tmp/). Net: loopback, the platform host, the model hosts and the OTLP collector. Run: the
 // harness programs, `kill` and `ps` (to stop an agent's process group and check it is the one
 // reins started), what REINS_ALLOW_RUN adds, and with any of them the trampoline /usr/bin/setsid
-// (which starts each agent as a group leader without forking reins). Env: the variables lib/core/env.ts reads.
+// (which starts each agent as a group leader without forking reins). Env: the variables
+// lib/core/env.ts reads.
 // Deno cannot confine a child process: whatever may run, runs with reins's own rights.
 import { ENV_VARS } from "../lib/core/env.ts";
 
