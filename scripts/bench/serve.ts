@@ -358,16 +358,18 @@ export default async function (): Promise<void> {
     });
 
     // The peer: the SDK's own server doing the least of the same work (spawn, durable journal).
+    const PEER = new URL("./_a2a_peer.ts", import.meta.url).pathname;
+    await cacheModules(CONFIG, PEER);
     const peer = await start([
       "run",
       "--quiet",
       "--config",
       CONFIG,
       "--allow-all",
-      new URL("./_a2a_peer.ts", import.meta.url).pathname,
+      PEER,
       `${dir}/peer-journal.jsonl`,
       "true",
-    ], { HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" });
+    ], withDenoCache({ HOME: dir, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" }));
     servers.push(peer);
     const peerProbe = await Connection.open(peer.port);
     const peerAnswer = JSON.parse(await peerProbe.exchange(request(send, token)));
