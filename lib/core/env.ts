@@ -63,6 +63,10 @@ export const ENV_VARS = [
   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
   "OTEL_EXPORTER_OTLP_HEADERS",
   "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+  // Not read by reins (it exports traces only), but the collector's credentials all the same:
+  // listed so that the sandbox lets reins withhold them from agents (withholdFromAgents).
+  "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+  "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
   "OTEL_EXPORTER_OTLP_TIMEOUT",
   "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
   "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -110,13 +114,25 @@ export const PLATFORM_ENV_VARS = ENV_VARS.filter((name) =>
 );
 
 /**
- * Removes the platform's variables from this process's environment once `readEnv` has read them,
- * so that no agent reins starts inherits the platform's key and secret (a child gets the
- * environment of the moment it is spawned; clearing it per child would need all of --allow-env).
- * Agents keep everything else, their own model keys included.
+ * The OTLP exporter's headers (OTEL_EXPORTER_OTLP_HEADERS and its per-signal forms): the
+ * collector's token, reins's to send with its traces, never an agent's to see.
+ */
+export const OTLP_HEADER_VARS = ENV_VARS.filter((name) =>
+  /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$/.test(name)
+);
+
+/** What withholdFromAgents() removes: the platform's variables and the collector's headers. */
+export const WITHHELD_ENV_VARS: readonly EnvName[] = [...PLATFORM_ENV_VARS, ...OTLP_HEADER_VARS];
+
+/**
+ * Removes the platform's variables and the OTLP exporter's headers from this process's
+ * environment once `readEnv` has read them, so that no agent reins starts inherits the
+ * platform's key and secret or the collector's token (a child gets the environment of the moment
+ * it is spawned; clearing it per child would need all of --allow-env). Agents keep everything
+ * else, their own model keys included.
  */
 export function withholdFromAgents(env: Env): void {
-  for (const name of PLATFORM_ENV_VARS) {
+  for (const name of WITHHELD_ENV_VARS) {
     if (env[name] === undefined) continue;
     try {
       Deno.env.delete(name);

@@ -202,3 +202,31 @@ Deno.test("regression: an agent started by reins does not inherit the platform's
   assert.match(printed, /^OPENAI_API_KEY=\[redacted\]$/m);
   assert.match(printed, /^REINS_RUN_ID=/m);
 });
+
+Deno.test("regression: an agent started by reins does not inherit the collector's OTLP headers", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/env.sh`, "env\n");
+  const token = "sentinel-collector-token-3e9d";
+  const result = await reins(
+    ["run", "--driver", "command", "--exec", `sh ${dir.path}/env.sh`, "--json", "print env"],
+    {
+      home: dir.path,
+      allowRun: ["sh"],
+      env: {
+        // No endpoint: nothing is exported, so the run does not wait on a collector.
+        OTEL_EXPORTER_OTLP_HEADERS: `x-honeycomb-team=${token}`,
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: `authorization=Bearer%20${token}-traces`,
+        OTEL_EXPORTER_OTLP_METRICS_HEADERS: `x-token=${token}-metrics`,
+        OTEL_EXPORTER_OTLP_LOGS_HEADERS: `x-token=${token}-logs`,
+        OTEL_SERVICE_NAME: "agents",
+      },
+    },
+  );
+  assert.equal(result.code, 0, result.stderr);
+  const { result: printed } = JSON.parse(result.stdout);
+  assert.doesNotMatch(printed, /^OTEL_EXPORTER_OTLP_[A-Z_]*HEADERS=/m);
+  assert.ok(!printed.includes(token), printed);
+  // The rest of the OTel settings are not secrets: the agent keeps them.
+  assert.match(printed, /^OTEL_SERVICE_NAME=agents$/m);
+  assert.match(printed, /^REINS_RUN_ID=/m);
+});

@@ -290,14 +290,15 @@ Deno.test("reins export otel says what is wrong with its arguments, exit 2", asy
 
 Deno.test("the collector's credential never reaches a run's files, even when the agent prints it", async () => {
   // regression: only the export redacted the header values; an agent that echoed its
-  // environment wrote the collector's key into events.jsonl.
+  // environment wrote the collector's key into events.jsonl. Agents no longer inherit the
+  // variable (tests/e2e/secrets_test.ts), so this one prints the key it learned some other way.
   await using dir = await tempDir();
   await using collector = startFakeCollector();
   const home = `${dir.path}/home`;
   const key = "hc-team-key-0a1b2c3d4e5f";
   await Deno.writeTextFile(
     `${dir.path}/leaky.sh`,
-    'printf "%s\\n" "$OTEL_EXPORTER_OTLP_HEADERS"\n',
+    `printf "%s\\n" "[$OTEL_EXPORTER_OTLP_HEADERS]" "x-honeycomb-team=${key}"\n`,
   );
   const env = {
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
@@ -313,6 +314,11 @@ Deno.test("the collector's credential never reaches a run's files, even when the
   const events = await Deno.readTextFile(`${home}/runs/${runId}/events.jsonl`);
   assert.ok(!events.includes(key), "not in events.jsonl");
   assert.match(events, /x-honeycomb-team=\[redacted\]/);
+  assert.match(
+    events,
+    /"\[\]\\nx-honeycomb-team=\[redacted\]/,
+    "the agent did not see the variable",
+  );
   const exported = await reins(["export", "otel", runId, "--otel-content"], { home, env });
   assert.equal(exported.code, 0, exported.stderr);
   for (const request of collector.received) assert.ok(!request.raw.includes(key));
