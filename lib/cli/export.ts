@@ -194,6 +194,19 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
     }
     return { record, events: read.events };
   };
+  // What an export sends: the events read line by line as the trace is made (more than once), each
+  // skipped line said once.
+  const stream = (record: RunRecord) => {
+    const said = new Set<number>();
+    const events = store.streamEvents(record.id, (problem) => {
+      if (said.has(problem.line)) return;
+      said.add(problem.line);
+      ctx.io.warn(
+        `${shownPath(record.id, EVENTS_FILE)}:${problem.line}: skipped: ${problem.reason}`,
+      );
+    });
+    return { record, events };
+  };
 
   const { buildTrace, exportNow, USER_AGENT } = await importLazily<
     typeof import("../otel/export.ts")
@@ -208,7 +221,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const onRetry = (message: string, waitMs: number) =>
     ctx.io.note(`retrying in ${(waitMs / 1000).toFixed(1)} s: ${message}`);
   for (let i = 0; i < records.length; i += RUNS_PER_REQUEST) {
-    const batch = records.slice(i, i + RUNS_PER_REQUEST).map(load);
+    const batch = records.slice(i, i + RUNS_PER_REQUEST).map(stream);
     outcomes.push(
       await exportNow(batch, settings, exporting, target!, { onRetry }),
     );

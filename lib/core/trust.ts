@@ -196,3 +196,22 @@ export function readPrivateText(
     throw error;
   }
 }
+
+/**
+ * Opens a file below the root for reading, or null when it does not exist: the checks of
+ * readPrivateText, for a reader that takes the file a piece at a time.
+ */
+export function openPrivateFile(
+  root: string,
+  path: string,
+  checked?: CheckedDirs,
+): Deno.FsFile | null {
+  const absPath = resolvePath(path, resolvePath(root));
+  if (checkFile(root, absPath, "read", checked) === null) return null;
+  try {
+    return Deno.openSync(absPath, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+}

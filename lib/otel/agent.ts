@@ -35,35 +35,49 @@ function fillIn(facts: RecordedFacts, more: RecordedFacts | undefined): void {
 
 /** The facts of a run's agent. */
 export function agentOf(record: RunRecord, events: readonly RunEvent[]): AgentFacts {
-  const recorded: RecordedFacts = {};
+  const scan = new AgentScan();
+  for (const event of events) scan.add(event);
+  return scan.facts(record);
+}
+
+/** agentOf() taken event by event, for a reader that sees the events once and holds none. */
+export class AgentScan {
+  readonly #recorded: RecordedFacts = {};
   /** The loop's `--model` spec, as its model.requested events name it. */
-  let spec: string | null = null;
+  #spec: string | null = null;
   /** The model that answered the first model call the harness reported. */
-  let answered: string | null = null;
-  // Only the events that carry facts matter here, so this picks types rather than switching.
-  for (const event of events) {
+  #answered: string | null = null;
+
+  add(event: RunEvent): void {
+    // Only the events that carry facts matter here, so this picks types rather than switching.
     if (event.type === "run.started" || event.type === "session.linked") {
-      fillIn(recorded, event.payload.agent);
+      fillIn(this.#recorded, event.payload.agent);
     } else if (event.type === "model.requested") {
       const model = (event.payload as { model?: unknown }).model;
-      if (spec === null && typeof model === "string" && model !== "") spec = model;
+      if (this.#spec === null && typeof model === "string" && model !== "") this.#spec = model;
     } else if (event.type === "message.completed" || event.type === "tool.started") {
-      answered ??= event.payload.modelCall?.model ?? null;
+      this.#answered ??= event.payload.modelCall?.model ?? null;
     }
   }
-  // A loop run an older reins recorded has no agent facts, but names its model by spec: the spec
-  // says what run.started's agent now would (lib/model/model_facts.ts).
-  if (record.harness === "reins" && recorded.provider === undefined) {
-    fillIn(recorded, spec === null ? { provider: "reins", inProcess: true } : modelFacts(spec));
+
+  /** The facts, once every event is in. */
+  facts(record: RunRecord): AgentFacts {
+    const recorded: RecordedFacts = { ...this.#recorded };
+    const spec = this.#spec;
+    // A loop run an older reins recorded has no agent facts, but names its model by spec: the
+    // spec says what run.started's agent now would (lib/model/model_facts.ts).
+    if (record.harness === "reins" && recorded.provider === undefined) {
+      fillIn(recorded, spec === null ? { provider: "reins", inProcess: true } : modelFacts(spec));
+    }
+    return {
+      name: record.harness,
+      version: recorded.version ?? null,
+      // Without a recorded provider (the command driver, a run of an older reins) reins says which
+      // agent it was instead, a custom value as the conventions allow.
+      provider: recorded.provider ?? record.harness,
+      requestModel: recorded.model ?? this.#answered,
+      inputExcludesCache: recorded.inputExcludesCache ?? false,
+      inProcess: recorded.inProcess ?? false,
+    };
   }
-  return {
-    name: record.harness,
-    version: recorded.version ?? null,
-    // Without a recorded provider (the command driver, a run of an older reins) reins says which
-    // agent it was instead, a custom value as the conventions allow.
-    provider: recorded.provider ?? record.harness,
-    requestModel: recorded.model ?? answered,
-    inputExcludesCache: recorded.inputExcludesCache ?? false,
-    inProcess: recorded.inProcess ?? false,
-  };
 }

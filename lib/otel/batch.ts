@@ -86,3 +86,70 @@ export function splitRequest(
   flush();
   return batches.length === 0 ? [request] : batches;
 }
+
+/**
+ * splitRequest() as the spans come, for a request of one resource and one scope (what
+ * traceRequest makes): `wrapper` is that request without its spans. add() returns a request
+ * once the next span would not fit in it; end() the last (or, with no span at all, the wrapper
+ * itself, as splitRequest returns an empty request). The same requests as splitRequest of the
+ * whole request, in the same order: tests/otel/stream_test.ts compares them.
+ */
+export class SpanBatcher {
+  readonly #wrapper: ExportTraceServiceRequest;
+  readonly #rs: ResourceSpans;
+  readonly #ss: ScopeSpans;
+  readonly #limits: BatchLimits;
+  readonly #empty = bytesOf({ resourceSpans: [] });
+  readonly #wrapperBytes: number;
+  #spans: Span[] = [];
+  #bytes: number;
+  #made = 0;
+
+  constructor(wrapper: ExportTraceServiceRequest, limits: BatchLimits = BATCH_LIMITS) {
+    const [rs] = wrapper.resourceSpans;
+    if (wrapper.resourceSpans.length !== 1 || rs.scopeSpans.length !== 1) {
+      throw new Error("SpanBatcher takes a request of one resource and one scope");
+    }
+    this.#wrapper = wrapper;
+    this.#rs = rs;
+    this.#ss = rs.scopeSpans[0];
+    this.#limits = limits;
+    this.#wrapperBytes = bytesOf({ ...rs, scopeSpans: [] }) + 1 +
+      bytesOf({ ...this.#ss, spans: [] }) + 1;
+    this.#bytes = this.#empty;
+  }
+
+  /** Takes the next span; returns the request it closed, if any. */
+  add(span: Span): ExportTraceServiceRequest | null {
+    const size = bytesOf(span) + 1;
+    let full: ExportTraceServiceRequest | null = null;
+    const count = this.#spans.length;
+    if (
+      count > 0 &&
+      (count >= this.#limits.spans || this.#bytes + size > this.#limits.bytes)
+    ) {
+      full = this.#flush();
+    }
+    if (this.#spans.length === 0) this.#bytes += this.#wrapperBytes;
+    this.#spans.push(span);
+    this.#bytes += size;
+    return full;
+  }
+
+  /** The last request (none left when every span went already, but for an empty trace). */
+  *end(): Generator<ExportTraceServiceRequest> {
+    if (this.#spans.length > 0) yield this.#flush();
+    else if (this.#made === 0) yield this.#wrapper;
+  }
+
+  #flush(): ExportTraceServiceRequest {
+    const request = {
+      ...this.#wrapper,
+      resourceSpans: [{ ...this.#rs, scopeSpans: [{ ...this.#ss, spans: this.#spans }] }],
+    };
+    this.#spans = [];
+    this.#bytes = this.#empty;
+    this.#made++;
+    return request;
+  }
+}

@@ -76,33 +76,45 @@ export interface BatchesSent {
 
 /**
  * Sends the requests `batches` from `from` on, in order, each with sendWithRetry(), stopping at the
- * first one not accepted. `acknowledged` is told the count after each one accepted, before the next
+ * first one not accepted (the rest are counted, not sent). `acknowledged` is told the count after each one accepted, before the next
  * is sent (the outbox writes it down there).
  */
 export async function sendBatches(
-  batches: readonly ExportTraceServiceRequest[],
+  batches: Iterable<ExportTraceServiceRequest>,
   from: number,
   policy: SendPolicy,
   acknowledged: (sent: number) => void = () => {},
 ): Promise<BatchesSent> {
   let rejectedSpans = 0;
   const messages: string[] = [];
-  for (let i = from; i < batches.length; i++) {
-    const outcome = await sendWithRetry(encoder.encode(JSON.stringify(batches[i])), policy);
+  let failed: SendOutcome | null = null;
+  let sent = 0;
+  let total = 0;
+  // Made as they are taken (streamTraceRequests): each one is sent before the next is made. After
+  // a failure the rest are only counted, for the message.
+  for (const batch of batches) {
+    const i = total++;
+    if (i < from || failed !== null) continue;
+    const outcome = await sendWithRetry(encoder.encode(JSON.stringify(batch)), policy);
     if (outcome.kind !== "accepted") {
-      const reason = batches.length > 1
-        ? `${outcome.reason} (request ${i + 1} of ${batches.length}; ${i} acknowledged)`
-        : outcome.reason;
-      return { outcome: { ...outcome, reason }, sent: i, total: batches.length };
+      failed = outcome;
+      sent = i;
+      continue;
     }
     rejectedSpans += outcome.rejectedSpans;
     if (outcome.message) messages.push(outcome.message);
     acknowledged(i + 1);
   }
+  if (failed !== null) {
+    const reason = total > 1
+      ? `${failed.reason} (request ${sent + 1} of ${total}; ${sent} acknowledged)`
+      : failed.reason;
+    return { outcome: { ...failed, reason } as SendOutcome, sent, total };
+  }
   return {
     outcome: { kind: "accepted", rejectedSpans, message: messages.join("; ") || null },
-    sent: batches.length,
-    total: batches.length,
+    sent: total,
+    total,
   };
 }
 

@@ -18,7 +18,13 @@ import {
 import { countSpans, splitRequest } from "./batch.ts";
 import { createOtlpEntry } from "./outbox.ts";
 import { exportRedactor } from "./redact.ts";
-import { type RecordedRun, traceRequest } from "./request.ts";
+import {
+  type RecordedRun,
+  type StreamedRun,
+  streamTraceRequests,
+  type TraceOptions,
+  traceRequest,
+} from "./request.ts";
 import { type ExportSettings, exportSettings, type OtlpTarget } from "./target.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
 
@@ -35,6 +41,21 @@ export interface TraceBuild {
   spans: number;
 }
 
+function traceOptions(
+  settings: Settings,
+  exporting: ExportSettings,
+  target: OtlpTarget | null,
+): TraceOptions {
+  return {
+    content: exporting.content,
+    serviceName: exporting.serviceName,
+    serviceVersion: VERSION,
+    resourceAttributes: exporting.resourceAttributes,
+    valueLengthLimit: exporting.valueLengthLimit,
+    redact: exportRedactor({ ...settings.otel.file.headers, ...target?.headers }),
+  };
+}
+
 /** The request for `runs` under these settings, redacted, and the requests it is sent as. */
 export function buildTrace(
   runs: readonly RecordedRun[],
@@ -42,14 +63,7 @@ export function buildTrace(
   exporting: ExportSettings,
   target: OtlpTarget | null = exporting.target,
 ): TraceBuild {
-  const request = traceRequest(runs, {
-    content: exporting.content,
-    serviceName: exporting.serviceName,
-    serviceVersion: VERSION,
-    resourceAttributes: exporting.resourceAttributes,
-    valueLengthLimit: exporting.valueLengthLimit,
-    redact: exportRedactor({ ...settings.otel.file.headers, ...target?.headers }),
-  });
+  const request = traceRequest(runs, traceOptions(settings, exporting, target));
   return { request, batches: splitRequest(request), spans: countSpans(request) };
 }
 
@@ -57,17 +71,25 @@ export const USER_AGENT = `reins/${VERSION} (OTLP/HTTP JSON exporter)`;
 
 /**
  * Sends `runs` now, as the requests of at most 512 spans and 4 MiB it splits into, in order, each
- * with retries, stopping at the first not accepted; nothing is written anywhere.
+ * with retries, stopping at the first not accepted; nothing is written anywhere. The requests are
+ * made as they are sent, from events read as they are needed (streamTraceRequests), so a run of
+ * a million events goes out in bounded memory.
  */
 export async function exportNow(
-  runs: readonly RecordedRun[],
+  runs: readonly StreamedRun[],
   settings: Settings,
   exporting: ExportSettings,
   target: OtlpTarget,
   options: { onRetry?: (reason: string, waitMs: number) => void } = {},
 ): Promise<ExportOutcome> {
-  const built = buildTrace(runs, settings, exporting, target);
-  const { outcome } = await sendBatches(built.batches, 0, {
+  const requests = streamTraceRequests(runs, traceOptions(settings, exporting, target));
+  let spans = 0;
+  const batches = {
+    *[Symbol.iterator]() {
+      spans = yield* requests;
+    },
+  };
+  const { outcome } = await sendBatches(batches, 0, {
     target,
     proxy: settings.proxy,
     attempts: EXPLICIT_ATTEMPTS,
@@ -78,7 +100,7 @@ export async function exportNow(
   return exportOutcomeOf(outcome, {
     id: null,
     runIds: runs.map((run) => run.record.id),
-    spans: built.spans,
+    spans,
     url: target.url,
   });
 }

@@ -4,7 +4,8 @@
 // through the caller's redactor here, in one pass over the finished payload, so no attribute,
 // event or status message can carry a secret whatever the spans put in them.
 import type { RunEvent, RunRecord } from "../store/mod.ts";
-import { runSpans } from "./spans.ts";
+import { BATCH_LIMITS, type BatchLimits, SpanBatcher } from "./batch.ts";
+import { type EventSource, runSpans, streamRunSpans } from "./spans.ts";
 import {
   type AnyValue,
   attributes,
@@ -38,6 +39,15 @@ export interface RecordedRun {
   events: readonly RunEvent[];
 }
 
+/**
+ * A run to export without holding its events: `events` is read twice (see streamRunSpans), so it
+ * must give the same events each time it is iterated (a reader of events.jsonl does).
+ */
+export interface StreamedRun {
+  record: RunRecord;
+  events: EventSource;
+}
+
 function scrubValue(value: AnyValue, scrub: (text: string) => string): AnyValue {
   if ("stringValue" in value) return { stringValue: scrub(value.stringValue) };
   if ("arrayValue" in value) {
@@ -69,21 +79,59 @@ function scrubSpan(
   };
 }
 
+/** What every string of the payload goes through: the redactor, then the length limit. */
+function scrubberOf(options: TraceOptions): (text: string) => string {
+  const limit = options.valueLengthLimit ?? null;
+  return (text: string) => {
+    const clean = options.redact(text);
+    return limit !== null && clean.length > limit ? clean.slice(0, limit) : clean;
+  };
+}
+
 /** The export request for `runs`, in the order given. */
 export function traceRequest(
   runs: readonly RecordedRun[],
   options: TraceOptions,
 ): ExportTraceServiceRequest {
-  const limit = options.valueLengthLimit ?? null;
-  const scrub = (text: string) => {
-    const clean = options.redact(text);
-    return limit !== null && clean.length > limit ? clean.slice(0, limit) : clean;
-  };
+  const scrub = scrubberOf(options);
   const spans = runs.flatMap(({ record, events }) =>
     runSpans(record, events, { content: options.content }).map((span) =>
       scrubSpan(span, scrub, options.redact)
     )
   );
+  return requestOf(spans, options, scrub);
+}
+
+/**
+ * The requests traceRequest(runs) is sent as (splitRequest of lib/otel/batch.ts), the same ones
+ * in the same order, made as they fill: each run's events are read as they are needed
+ * (streamRunSpans), so what is held is one request and each run's open spans, never the trace.
+ * Returns the number of spans.
+ */
+export function* streamTraceRequests(
+  runs: readonly StreamedRun[],
+  options: TraceOptions,
+  limits: BatchLimits = BATCH_LIMITS,
+): Generator<ExportTraceServiceRequest, number> {
+  const scrub = scrubberOf(options);
+  const batcher = new SpanBatcher(requestOf([], options, scrub), limits);
+  let spans = 0;
+  for (const { record, events } of runs) {
+    for (const span of streamRunSpans(record, events, { content: options.content })) {
+      spans++;
+      const full = batcher.add(scrubSpan(span, scrub, options.redact));
+      if (full !== null) yield full;
+    }
+  }
+  yield* batcher.end();
+  return spans;
+}
+
+function requestOf(
+  spans: Span[],
+  options: TraceOptions,
+  scrub: (text: string) => string,
+): ExportTraceServiceRequest {
   const resource = {
     ...options.resourceAttributes,
     "service.name": options.serviceName,

@@ -8,7 +8,7 @@
 // what the trace needs (docs/events.md).
 import { assertNever } from "../core/assert_never.ts";
 import type { ModelCallRef, RunEvent, RunRecord, ToolCall, Usage } from "../store/mod.ts";
-import { type AgentFacts, agentOf } from "./agent.ts";
+import { type AgentFacts, agentOf, AgentScan } from "./agent.ts";
 import { finishReasonOf, inputMessages, outputMessages, toolValue } from "./content.ts";
 import { rootSpanIdOf, spanIdOf, traceIdOf } from "./ids.ts";
 import {
@@ -43,6 +43,8 @@ export interface SpanOptions {
 }
 
 interface ToolDraft extends Draft {
+  /** Its place among the children in the order they were made. */
+  index: number;
   callId: string;
   tool: string;
   /** The tool's error text when it failed. */
@@ -78,10 +80,194 @@ export function runSpans(
   options: SpanOptions,
 ): Span[] {
   // What arrived after the run settled is evidence, not part of the run.
-  const events = allEvents.filter((event) => event.ignored === undefined);
-  const builder = new RunSpans(record, agentOf(record, events), events, options);
+  const events = allEvents.filter(isOfTheRun);
+  const builder = new RunSpans(record, agentOf(record, events), events.at(-1)?.timestamp, options);
   for (const event of events) builder.add(event);
-  return builder.finish();
+  builder.finish();
+  return builder.spans();
+}
+
+const isOfTheRun = (event: RunEvent) => event.ignored === undefined;
+
+/**
+ * How a builder that streams hands over its children (streamRunSpans): each child's draft as
+ * soon as nothing more can change it, with its place in the order children are made. A tool call
+ * an approval may still land on is held until the end: one whose call id is in `hold` (which the
+ * builder adds to), or that an approval already gated.
+ */
+interface Streaming {
+  hold: Set<string>;
+  /** `reported`: one of the chat spans of the calls a harness only reported. */
+  release: (draft: Draft, index: number, reported: boolean) => void;
+  /** Whether to make the chat spans of the calls a harness only reported (see finish). */
+  reportedChats: boolean;
+}
+
+/**
+ * Raised when an approval names a call that may have been a tool call released already (its
+ * spans handed over without the approval): the first pass starts again holding that call.
+ */
+class HoldAndRestart extends Error {
+  constructor(readonly callId: string) {
+    super(`hold tool call ${callId}`);
+  }
+}
+
+/** A set of strings in 1 MiB that may say yes for one never added, never no for one added. */
+class Bloom {
+  readonly #bits = new Uint8Array(1 << 20);
+  #positions(text: string): number[] {
+    let a = 0x811c9dc5;
+    let b = 0x01000193;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
+    }
+    const size = this.#bits.length * 8;
+    return [0, 1, 2, 3].map((k) => ((a + Math.imul(k, b | 1)) >>> 0) % size);
+  }
+  add(text: string): void {
+    for (const at of this.#positions(text)) this.#bits[at >>> 3] |= 1 << (at & 7);
+  }
+  mayHave(text: string): boolean {
+    return this.#positions(text).every((at) => (this.#bits[at >>> 3] & (1 << (at & 7))) !== 0);
+  }
+}
+
+/** What a source of a run's events gives: its events, in the log's order, each time it is read. */
+export type EventSource = Iterable<RunEvent>;
+
+/**
+ * The spans of one run as runSpans() makes them, same spans in the same order, without holding
+ * them: the events are read twice, and each child span is yielded as soon as it and every span
+ * before it are final. The first reading finds the root span (which needs the whole run and goes
+ * first), where each child falls in the order (by start, then creation), and the chat spans of
+ * calls a harness only reported; the second makes the children again and yields them in that
+ * order. What stays in memory is the open spans, those done but waiting for one that started
+ * before them, 16 bytes a child for the order, the approvals, and, for a harness that reports its
+ * calls only through what they produced (no model events), one entry a model call and tool call.
+ */
+export function* streamRunSpans(
+  record: RunRecord,
+  source: EventSource,
+  options: SpanOptions,
+): Generator<Span, number> {
+  const first = firstPass(record, source, options);
+  yield first.root;
+  const { order, count } = first;
+  const waiting = new Map<number, Draft>();
+  const spanOf = spanMaker(record);
+  let next = 0;
+  const ready: Span[] = [];
+  const drain = () => {
+    while (next < count) {
+      const index = order[next];
+      const draft = waiting.get(index) ?? first.reported.get(index);
+      if (draft === undefined) return;
+      waiting.delete(index);
+      ready.push(spanOf(draft, false));
+      next++;
+    }
+  };
+  const builder = new RunSpans(record, first.agent, first.lastTimestamp, options, {
+    hold: new Set(first.hold),
+    release: (draft, index) => {
+      waiting.set(index, draft);
+      if (index === order[next]) drain();
+    },
+    reportedChats: false,
+  });
+  drain();
+  for (const event of source) {
+    if (!isOfTheRun(event)) continue;
+    builder.add(event);
+    if (ready.length) yield* ready.splice(0);
+  }
+  builder.finish();
+  drain();
+  yield* ready.splice(0);
+  if (next !== count) {
+    throw new Error(`the second reading of run ${record.id} made ${next} of ${count} spans`);
+  }
+  return count + 1;
+}
+
+interface FirstPass {
+  root: Span;
+  agent: AgentFacts;
+  lastTimestamp: string | undefined;
+  /** The children's creation indices, in the order they go. */
+  order: Uint32Array;
+  count: number;
+  /** The chat spans of calls a harness only reported, by creation index. */
+  reported: Map<number, Draft>;
+  /** The call ids whose tool calls are held to the end. */
+  hold: Set<string>;
+}
+
+function firstPass(record: RunRecord, source: EventSource, options: SpanOptions): FirstPass {
+  const hold = new Set<string>();
+  for (;;) {
+    try {
+      return firstPassHolding(record, source, options, hold);
+    } catch (error) {
+      if (!(error instanceof HoldAndRestart)) throw error;
+      hold.add(error.callId);
+    }
+  }
+}
+
+function firstPassHolding(
+  record: RunRecord,
+  source: EventSource,
+  options: SpanOptions,
+  holding: ReadonlySet<string>,
+): FirstPass {
+  const scan = new AgentScan();
+  let starts = new Float64Array(1024);
+  let count = 0;
+  const reported = new Map<number, Draft>();
+  let lastTimestamp: string | undefined;
+  const hold = new Set(holding);
+  const builder = new RunSpans(record, scan.facts(record), undefined, options, {
+    hold,
+    release: (draft, index, isReported) => {
+      if (index >= starts.length) {
+        const more = new Float64Array(starts.length * 2);
+        more.set(starts);
+        starts = more;
+      }
+      starts[index] = draft.startMs;
+      count = Math.max(count, index + 1);
+      // Made at the end, from what every event said: the second reading takes them from here.
+      if (isReported) reported.set(index, draft);
+    },
+    reportedChats: true,
+  });
+  for (const event of source) {
+    if (!isOfTheRun(event)) continue;
+    scan.add(event);
+    lastTimestamp = event.timestamp;
+    builder.add(event);
+  }
+  const agent = scan.facts(record);
+  builder.conclude(agent, lastTimestamp);
+  builder.finish();
+  const order = new Uint32Array(count);
+  for (let i = 0; i < count; i++) order[i] = i;
+  const at = starts;
+  order.sort((a, b) => at[a] - at[b] || a - b);
+  return {
+    root: spanMaker(record)(builder.rootDraft, true),
+    agent,
+    lastTimestamp,
+    order,
+    count,
+    reported,
+    // What the first reading learned: the second holds what it held and every approval's call.
+    hold: new Set([...hold, ...builder.approvalCallIds]),
+  };
 }
 
 /**
@@ -95,7 +281,7 @@ class RunSpans {
   readonly #approvals = new Map<string, Approval>();
   readonly #reportedCalls = new Map<string, ReportedCall>();
   readonly #callUsage: Record<string, number> = {};
-  readonly #runEndMs: number;
+  #runEndMs: number;
   #pendingChat: { atMs: number; purpose: string | null; sequence: number } | null = null;
   /** The calls the model gateway recorded, by call id, until they complete. */
   readonly #wireCalls = new Map<
@@ -108,34 +294,95 @@ class RunSpans {
   #problems = 0;
   #previousMs: number;
   #terminal: { status: string; reason: string | null } | null = null;
+  /** The last `completed` or `failed` event: its result is the run's answer. */
+  #lastOutcome: RunEvent | null = null;
+  /** Children made so far (their creation index). */
+  #made = 0;
+  readonly #streaming: Streaming | null;
+  /** Tool calls an approval gated: held to the end when streaming. */
+  readonly #gated = new Set<ToolDraft>();
+  /** When streaming: the call ids of tool calls released, and the earliest start of each. */
+  readonly #released = new Bloom();
+  readonly #releasedStarts = new Map<string, number>();
+  /** Every call id an approval named. */
+  readonly approvalCallIds = new Set<string>();
 
   constructor(
     readonly record: RunRecord,
-    readonly agent: AgentFacts,
-    readonly events: readonly RunEvent[],
+    public agent: AgentFacts,
+    lastTimestamp: string | undefined,
     readonly options: SpanOptions,
+    streaming: Streaming | null = null,
   ) {
+    this.#streaming = streaming;
     const runStartMs = timeOf(record.startedAt, 0);
-    const lastEventMs = events.length ? timeOf(events.at(-1)!.timestamp, runStartMs) : runStartMs;
-    this.#runEndMs = Math.max(runStartMs, timeOf(record.endedAt, lastEventMs));
     this.#previousMs = runStartMs;
     this.#root = {
       key: "root",
       name: `invoke_agent ${agent.name}`,
       kind: SpanKind.internal,
       startMs: runStartMs,
-      endMs: this.#runEndMs,
+      endMs: runStartMs,
       attrs: {},
       events: [],
       error: null,
     };
+    this.#runEndMs = runStartMs;
+    this.conclude(agent, lastTimestamp);
+  }
+
+  /**
+   * What only the whole run says, known before its end when the events were read before: the
+   * agent and the last event's time (undefined without events).
+   */
+  conclude(agent: AgentFacts, lastTimestamp: string | undefined): void {
+    this.agent = agent;
+    const runStartMs = this.#root.startMs;
+    const lastEventMs = lastTimestamp === undefined
+      ? runStartMs
+      : timeOf(lastTimestamp, runStartMs);
+    this.#runEndMs = Math.max(runStartMs, timeOf(this.record.endedAt, lastEventMs));
+    this.#root.endMs = this.#runEndMs;
+  }
+
+  get rootDraft(): Draft {
+    return this.#root;
+  }
+
+  /** Whether the chat spans are those of the calls the harness reported (see finish). */
+  get reportsChats(): boolean {
+    return this.#modelCalls === 0 && this.#wireChats === 0;
   }
 
   /** Takes in one event (in the log's order). */
   add(event: RunEvent): void {
     const atMs = timeOf(event.timestamp, this.#previousMs);
+    if (event.type === "completed" || event.type === "failed") this.#lastOutcome = event;
     this.#apply(event, atMs);
     this.#previousMs = atMs;
+  }
+
+  /** A chat span, final once made: kept, or when streaming handed over. */
+  #addChat(draft: Draft, reported = false): void {
+    const index = this.#made++;
+    if (this.#streaming === null) this.#children.push(draft);
+    else this.#streaming.release(draft, index, reported);
+  }
+
+  /** Hands over a finished tool call when streaming, unless an approval may still land on it. */
+  #releaseTool(draft: ToolDraft): void {
+    const streaming = this.#streaming;
+    if (streaming === null || streaming.hold.has(draft.callId) || this.#gated.has(draft)) return;
+    this.#settleTool(draft);
+    this.#tools.splice(this.#tools.lastIndexOf(draft), 1);
+    this.#released.add(draft.callId);
+    if (streaming.reportedChats && this.reportsChats) {
+      const before = this.#releasedStarts.get(draft.callId) ?? Infinity;
+      this.#releasedStarts.set(draft.callId, Math.min(before, draft.startMs));
+    } else if (this.#releasedStarts.size) {
+      this.#releasedStarts.clear();
+    }
+    streaming.release(draft, draft.index, false);
   }
 
   #apply(event: RunEvent, atMs: number): void {
@@ -225,7 +472,7 @@ class RunSpans {
     for (const [name, value] of Object.entries(payload.usage ?? {})) {
       if (typeof value === "number") this.#callUsage[name] = (this.#callUsage[name] ?? 0) + value;
     }
-    this.#children.push(draft);
+    this.#addChat(draft);
     this.#pendingChat = null;
   }
 
@@ -266,12 +513,12 @@ class RunSpans {
         message: payload.error ?? null,
       };
     }
-    this.#children.push(draft);
+    this.#addChat(draft);
   }
 
   /** An event of a model call the harness reported: the call runs from before its first to its last. */
   #reportedCall(ref: ModelCallRef | undefined, atMs: number, toolCallId: string | null): void {
-    if (ref === undefined) return;
+    if (ref === undefined || this.#streaming?.reportedChats === false) return;
     const call = this.#reportedCalls.get(ref.id) ??
       { startMs: this.#previousMs, endMs: atMs, last: ref, toolCallIds: new Set<string>() };
     call.endMs = atMs;
@@ -289,7 +536,10 @@ class RunSpans {
     const gate = [...this.#approvals.values()].find((approval) =>
       approval.callId === null && approval.gated === null && approval.tool === tool
     );
-    if (gate) gate.gated = draft;
+    if (gate) {
+      gate.gated = draft;
+      this.#gated.add(draft);
+    }
   }
 
   #toolCompleted(event: EventOf<"tool.completed">, atMs: number): void {
@@ -301,6 +551,7 @@ class RunSpans {
     draft.endMs = Math.max(draft.startMs, timeOf(event.payload.finishedAt, atMs));
     if (!ok) draft.failure = error ?? "";
     else if (this.options.content) draft.attrs["gen_ai.tool.call.result"] = toolValue(result);
+    this.#releaseTool(draft);
   }
 
   #approvalRequested(event: EventOf<"approval.requested">, atMs: number): void {
@@ -315,6 +566,17 @@ class RunSpans {
       events: [],
       gated: callId === null ? null : this.#openTool(callId) ?? null,
     };
+    if (callId !== null) {
+      this.approvalCallIds.add(callId);
+      if (approval.gated !== null) this.#gated.add(approval.gated);
+      const streaming = this.#streaming;
+      // It lands, at the end, on the first tool call of that id: one released already would
+      // miss it, so the reading starts again holding this call (see firstPass).
+      if (streaming !== null && approval.gated === null && !streaming.hold.has(callId)) {
+        if (this.#released.mayHave(callId)) throw new HoldAndRestart(callId);
+        streaming.hold.add(callId);
+      }
+    }
     approval.events.push(spanEvent("reins.approval.requested", atMs, {
       "reins.approval.id": approvalId,
       "gen_ai.tool.name": tool,
@@ -379,7 +641,7 @@ class RunSpans {
     );
     draft.attrs["reins.model.purpose"] = pending.purpose;
     draft.error = { type: "incomplete", message: "the model call never answered" };
-    this.#children.push(draft);
+    this.#addChat(draft);
     this.#pendingChat = null;
   }
 
@@ -396,13 +658,14 @@ class RunSpans {
       );
       draft.attrs["reins.model.call.id"] = callId;
       draft.error = { type: "incomplete", message: "the model call never answered" };
-      this.#children.push(draft);
+      this.#addChat(draft);
     }
     this.#wireCalls.clear();
   }
 
   #toolDraft(callId: string, tool: string, sequence: number, atMs: number): ToolDraft {
     const draft: ToolDraft = {
+      index: this.#made++,
       key: `tool:${callId}:${sequence}`,
       name: `execute_tool ${tool}`,
       kind: SpanKind.internal,
@@ -421,7 +684,7 @@ class RunSpans {
       done: false,
     };
     this.#tools.push(draft);
-    this.#children.push(draft);
+    if (this.#streaming === null) this.#children.push(draft);
     return draft;
   }
 
@@ -429,17 +692,19 @@ class RunSpans {
     return this.#tools.findLast((draft) => draft.callId === callId && !draft.done);
   }
 
-  /** The spans, once every event is in. */
-  finish(): Span[] {
+  /** Finishes the spans once every event is in (and, when streaming, hands over the rest). */
+  finish(): void {
     this.#closeUnansweredChat(this.#runEndMs);
     this.#closeUnansweredWireCalls();
     // A harness that reports its calls only through what they produced (Claude Code) has no
     // model events: its calls are the chat spans, unless the gateway recorded them at the wire.
-    if (this.#modelCalls === 0 && this.#wireChats === 0) this.#addReportedChats();
+    if (this.reportsChats && this.#streaming?.reportedChats !== false) this.#addReportedChats();
     this.#placeApprovals();
     this.#settleTools();
     this.#describeRoot();
-    return this.#spans();
+    if (this.#streaming !== null) {
+      for (const draft of this.#tools) this.#streaming.release(draft, draft.index, false);
+    }
   }
 
   #addReportedChats(): void {
@@ -447,13 +712,20 @@ class RunSpans {
       const { model, stopReason, usage } = call.last;
       // The call is over once a tool it asked for starts (the driver stamps that moment itself,
       // a hair before the store stamps the event).
-      const toolStarts = this.#tools.filter((draft) => call.toolCallIds.has(draft.callId))
-        .map((draft) => draft.startMs);
+      let firstToolStart = Infinity;
+      for (const tool of this.#tools) {
+        if (call.toolCallIds.has(tool.callId)) {
+          firstToolStart = Math.min(firstToolStart, tool.startMs);
+        }
+      }
+      for (const callId of call.toolCallIds) {
+        firstToolStart = Math.min(firstToolStart, this.#releasedStarts.get(callId) ?? Infinity);
+      }
       const draft = this.#chatDraft(
         `chat:${id}`,
         model ?? this.agent.requestModel,
         call.startMs,
-        Math.max(call.startMs, Math.min(call.endMs, ...toolStarts)),
+        Math.max(call.startMs, Math.min(call.endMs, firstToolStart)),
       );
       Object.assign(draft.attrs, {
         "gen_ai.response.id": id,
@@ -461,7 +733,7 @@ class RunSpans {
         "gen_ai.response.finish_reasons": stopReason == null ? null : [finishReasonOf(stopReason)],
         ...usageAttrs(usage ?? null, this.agent),
       });
-      this.#children.push(draft);
+      this.#addChat(draft, true);
     }
   }
 
@@ -483,22 +755,24 @@ class RunSpans {
   }
 
   #settleTools(): void {
-    for (const draft of this.#tools) {
-      draft.events.sort((a, b) => a.timeUnixNano < b.timeUnixNano ? -1 : 1);
-      if (!draft.done) {
-        // A tool call the run never saw finish.
-        draft.endMs = Math.max(draft.startMs, this.#runEndMs);
-        draft.error = {
-          type: "incomplete",
-          message: "the run ended before the tool call finished",
-        };
-      } else if (draft.failure !== null) {
-        const denied = draft.error?.type === "denied" || /^denied by\b/i.test(draft.failure);
-        draft.error = {
-          type: denied ? "denied" : "tool_error",
-          message: this.options.content && draft.failure !== "" ? draft.failure : null,
-        };
-      }
+    for (const draft of this.#tools) this.#settleTool(draft);
+  }
+
+  #settleTool(draft: ToolDraft): void {
+    draft.events.sort((a, b) => a.timeUnixNano < b.timeUnixNano ? -1 : 1);
+    if (!draft.done) {
+      // A tool call the run never saw finish.
+      draft.endMs = Math.max(draft.startMs, this.#runEndMs);
+      draft.error = {
+        type: "incomplete",
+        message: "the run ended before the tool call finished",
+      };
+    } else if (draft.failure !== null) {
+      const denied = draft.error?.type === "denied" || /^denied by\b/i.test(draft.failure);
+      draft.error = {
+        type: denied ? "denied" : "tool_error",
+        message: this.options.content && draft.failure !== "" ? draft.failure : null,
+      };
     }
   }
 
@@ -534,7 +808,9 @@ class RunSpans {
       "gen_ai.input.messages": options.content && record.goal !== null
         ? inputMessages(record.goal)
         : null,
-      "gen_ai.output.messages": options.content ? finalAnswer(this.events, status) : null,
+      "gen_ai.output.messages": options.content
+        ? finalAnswer(this.#lastOutcome === null ? [] : [this.#lastOutcome], status)
+        : null,
     };
     if (status === "failed" || status === "interrupted") {
       this.#root.error = {
@@ -548,33 +824,38 @@ class RunSpans {
     }
   }
 
-  #spans(): Span[] {
-    const { record } = this;
-    const traceId = traceIdOf(record.id);
-    const rootSpanId = rootSpanIdOf(record.id);
-    const links = familyLinks(record);
-    const toSpan = (draft: Draft, isRoot: boolean): Span => ({
-      traceId,
-      spanId: isRoot ? rootSpanId : spanIdOf(record.id, draft.key),
-      ...(isRoot ? {} : { parentSpanId: rootSpanId }),
-      name: draft.name,
-      kind: draft.kind,
-      startTimeUnixNano: unixNano(draft.startMs),
-      endTimeUnixNano: unixNano(Math.max(draft.startMs, draft.endMs)),
-      attributes: withError(draft),
-      droppedAttributesCount: 0,
-      events: draft.events,
-      droppedEventsCount: 0,
-      status: draft.error === null
-        ? { code: StatusCode.unset }
-        : draft.error.message
-        ? { code: StatusCode.error, message: draft.error.message }
-        : { code: StatusCode.error },
-      links: isRoot ? links : [],
-      droppedLinksCount: 0,
-      flags: SPAN_FLAGS,
-    });
+  /** The spans, root first, then the children by start (those that start together as made). */
+  spans(): Span[] {
+    const spanOf = spanMaker(this.record);
     const children = [...this.#children].sort((a, b) => a.startMs - b.startMs);
-    return [toSpan(this.#root, true), ...children.map((draft) => toSpan(draft, false))];
+    return [spanOf(this.#root, true), ...children.map((draft) => spanOf(draft, false))];
   }
+}
+
+/** Makes the span of a run's draft: its ids, its times, its status. */
+function spanMaker(record: RunRecord): (draft: Draft, isRoot: boolean) => Span {
+  const traceId = traceIdOf(record.id);
+  const rootSpanId = rootSpanIdOf(record.id);
+  const links = familyLinks(record);
+  return (draft, isRoot) => ({
+    traceId,
+    spanId: isRoot ? rootSpanId : spanIdOf(record.id, draft.key),
+    ...(isRoot ? {} : { parentSpanId: rootSpanId }),
+    name: draft.name,
+    kind: draft.kind,
+    startTimeUnixNano: unixNano(draft.startMs),
+    endTimeUnixNano: unixNano(Math.max(draft.startMs, draft.endMs)),
+    attributes: withError(draft),
+    droppedAttributesCount: 0,
+    events: draft.events,
+    droppedEventsCount: 0,
+    status: draft.error === null
+      ? { code: StatusCode.unset }
+      : draft.error.message
+      ? { code: StatusCode.error, message: draft.error.message }
+      : { code: StatusCode.error },
+    links: isRoot ? links : [],
+    droppedLinksCount: 0,
+    flags: SPAN_FLAGS,
+  });
 }

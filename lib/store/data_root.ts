@@ -17,7 +17,7 @@ import { Layout } from "../core/layout.ts";
 import { dirnameOf, resolvePath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_dir.ts";
 import { OpenLogs, PrivateLog } from "../core/private_log.ts";
-import { CheckedDirs, readPrivateText, trustProblem } from "../core/trust.ts";
+import { CheckedDirs, openPrivateFile, readPrivateText, trustProblem } from "../core/trust.ts";
 
 /** What readText throws for a file someone else could have written. */
 export { UntrustedFileError } from "../core/trust.ts";
@@ -111,6 +111,14 @@ export class DataRoot implements Disposable {
    */
   readText(path: string): string | null {
     return readPrivateText(this.home, path, this.#checked);
+  }
+
+  /**
+   * A file below the root opened for reading, or null when it does not exist; the same checks
+   * as readText. Closed by disposing of it.
+   */
+  openForReading(path: string): Deno.FsFile | null {
+    return openPrivateFile(this.home, path, this.#checked);
   }
 
   /** The entries of a directory below the root, as listed; none when it does not exist. */

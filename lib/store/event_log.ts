@@ -36,6 +36,37 @@ export interface EventsRead {
 
 export { validateStoredEvent };
 
+/** One complete line of an events.jsonl: its event, why it was skipped, or null when blank. */
+function parseEventLine(
+  body: string,
+  line: number,
+  runId: string | undefined,
+): RunEvent | LineProblem | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    // An empty or blank line holds nothing (garbage an appender set aside is blanked).
+    if (body.trim() === "") return null;
+    return { line, reason: `not JSON: ${(error as Error).message}` };
+  }
+  // The common case without an allocation: the generated check passes and the run matches.
+  if (isRunEvent(value) && (runId === undefined || value.runId === runId)) {
+    return value as RunEvent;
+  }
+  const checked = validateStoredEvent(value);
+  if (!checked.ok) return { line, reason: checked.reason };
+  if (runId !== undefined && checked.event.runId !== runId) {
+    return {
+      line,
+      reason: `belongs to run ${JSON.stringify(checked.event.runId)}, not this one`,
+    };
+  }
+  return checked.event;
+}
+
+const isProblem = (read: RunEvent | LineProblem): read is LineProblem => "reason" in read;
+
 /** Parses the text of an events.jsonl. Lines of another run are problems when `runId` is given. */
 export function parseEventLog(text: string, runId?: string): EventsRead {
   const events: RunEvent[] = [];
@@ -50,36 +81,56 @@ export function parseEventLog(text: string, runId?: string): EventsRead {
       tornLine = line;
       break;
     }
-    const body = text.slice(start, end);
+    const read = parseEventLine(text.slice(start, end), line, runId);
     start = end + 1;
-    let value: unknown;
-    try {
-      value = JSON.parse(body);
-    } catch (error) {
-      // An empty or blank line holds nothing (garbage an appender set aside is blanked).
-      if (body.trim() !== "") {
-        problems.push({ line, reason: `not JSON: ${(error as Error).message}` });
-      }
-      continue;
-    }
-    // The common case without an allocation: the generated check passes and the run matches.
-    if (isRunEvent(value) && (runId === undefined || value.runId === runId)) {
-      events.push(value as RunEvent);
-      continue;
-    }
-    const checked = validateStoredEvent(value);
-    if (!checked.ok) {
-      problems.push({ line, reason: checked.reason });
-    } else if (runId !== undefined && checked.event.runId !== runId) {
-      problems.push({
-        line,
-        reason: `belongs to run ${JSON.stringify(checked.event.runId)}, not this one`,
-      });
-    } else {
-      events.push(checked.event);
-    }
+    if (read === null) continue;
+    if (isProblem(read)) problems.push(read);
+    else events.push(read);
   }
   return { events, problems, tornLine };
+}
+
+/** How much of an events.jsonl streamEvents() reads at a time. */
+const STREAM_CHUNK = 256 * 1024;
+
+/**
+ * A run's events read line by line, for a reader that must not hold the whole log (a trace export
+ * of a million events): what parseEventLog() returns, as it goes. Each skipped line is told to
+ * `onProblem` when reached; a torn final line is left out, as parseEventLog() leaves it. Each
+ * iteration opens the file again (under the same checks as readText), so the result may be read
+ * more than once; a missing log reads as empty.
+ */
+export function streamEvents(
+  root: DataRoot,
+  runId: string,
+  onProblem: (problem: LineProblem) => void = () => {},
+): Iterable<RunEvent> {
+  return {
+    *[Symbol.iterator]() {
+      using file = root.openForReading(root.layout.events(runId));
+      if (file === null) return;
+      const bytes = new Uint8Array(STREAM_CHUNK);
+      const lineDecoder = new TextDecoder();
+      let pending = "";
+      let line = 0;
+      for (;;) {
+        const n = file.readSync(bytes);
+        if (n === null) break;
+        pending += lineDecoder.decode(bytes.subarray(0, n), { stream: true });
+        let start = 0;
+        for (let end = pending.indexOf("\n"); end >= 0; end = pending.indexOf("\n", start)) {
+          line++;
+          const read = parseEventLine(pending.slice(start, end), line, runId);
+          start = end + 1;
+          if (read === null) continue;
+          if (isProblem(read)) onProblem(read);
+          else yield read;
+        }
+        pending = pending.slice(start);
+      }
+      // What is left has no newline: a torn final line, never an event.
+    },
+  };
 }
 
 /** Reads and validates a run's events; a missing log reads as empty. */

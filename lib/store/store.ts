@@ -18,7 +18,7 @@ import type { EventInput, PayloadOf, RunEvent, RunRecord } from "./contracts.ts"
 import { ContextMap } from "./contexts.ts";
 import { DataRoot, type DataRootOptions } from "./data_root.ts";
 import { type PendingDecision, pendingDecisions } from "./decisions.ts";
-import { type EventsRead, readEvents } from "./event_log.ts";
+import { type EventsRead, type LineProblem, readEvents, streamEvents } from "./event_log.ts";
 import { EventTail } from "./event_tail.ts";
 import { conversationEvents, type RunFamily, runFamily, sessionEvents } from "./family.ts";
 import { connectIndex, openedIndex, resetIndex, type RunIndex } from "./index_db.ts";
@@ -97,6 +97,11 @@ export class Store extends DataRoot {
 
   readEvents(runId: string): EventsRead {
     return readEvents(this, runId);
+  }
+
+  /** The run's events read line by line as they are iterated (see streamEvents). */
+  streamEvents(runId: string, onProblem?: (problem: LineProblem) => void): Iterable<RunEvent> {
+    return streamEvents(this, runId, onProblem);
   }
 
   /** The id of the run `ref` names: a full id, a unique prefix of one, or `last`. */

@@ -324,3 +324,28 @@ Deno.test("the collector's credential never reaches a run's files, even when the
   for (const request of collector.received) assert.ok(!request.raw.includes(key));
   assert.equal(collector.received.at(-1)!.headers.get("x-honeycomb-team"), key, "it is still sent");
 });
+
+Deno.test("reins export otel reads the log as it goes: what it sends is what --print shows, a damaged line said once", async () => {
+  await using dir = await tempDir();
+  await using collector = startFakeCollector();
+  const home = `${dir.path}/home`;
+  const runId = await recordLoopRun(home, `${dir.path}/work`);
+  // A line of garbage in the middle of the log: skipped, said once, though the export reads the
+  // log twice.
+  const log = `${home}/runs/${runId}/events.jsonl`;
+  const lines = (await Deno.readTextFile(log)).split("\n");
+  lines.splice(4, 0, "{garbage");
+  await Deno.writeTextFile(log, lines.join("\n"));
+  const env = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OPENAI_API_KEY: SENTINEL };
+  const printed = await reins(["export", "otel", runId, "--print", "--otel-content"], {
+    home,
+    env,
+  });
+  assert.equal(printed.code, 0, printed.stderr);
+  const sent = await reins(["export", "otel", runId, "--otel-content"], { home, env });
+  assert.equal(sent.code, 0, sent.stderr);
+  const said = sent.stderr.match(/events\.jsonl:5: skipped: not JSON/g) ?? [];
+  assert.equal(said.length, 1, sent.stderr);
+  assert.equal(collector.received.length, 1);
+  assert.deepEqual(collector.received[0].body, JSON.parse(printed.stdout));
+});
