@@ -75,37 +75,63 @@ function rotr(x: number, n: number): number {
   return (x >>> n) | (x << (32 - n));
 }
 
-/** The SHA-256 of `input` (a text is hashed as UTF-8), as 64 lowercase hex digits. */
+const encoder = new TextEncoder();
+/** The padded message, reused (grown when a message needs more). */
+let padded = new Uint8Array(256);
+const w = new Uint32Array(64);
+const h = new Uint32Array(8);
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/**
+ * The SHA-256 of `input` (a text is hashed as UTF-8), as 64 lowercase hex digits. Allocates
+ * nothing but its answer for a short text: a trace export hashes a third of a million span ids
+ * (lib/otel/ids.ts).
+ */
 export function sha256Hex(input: string | Uint8Array): string {
-  const bytes = typeof input === "string" ? new TextEncoder().encode(input) : input;
   // The message, a 1 bit, zeros, and its length in bits (64-bit big-endian), in 64-byte blocks.
-  const blocks = Math.ceil((bytes.length + 9) / 64);
-  const padded = new Uint8Array(blocks * 64);
-  padded.set(bytes);
-  padded[bytes.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  const bits = bytes.length * 8;
-  view.setUint32(padded.length - 8, Math.floor(bits / 0x1_0000_0000));
-  view.setUint32(padded.length - 4, bits >>> 0);
-  const h = new Uint32Array([
-    0x6a09e667,
-    0xbb67ae85,
-    0x3c6ef372,
-    0xa54ff53a,
-    0x510e527f,
-    0x9b05688c,
-    0x1f83d9ab,
-    0x5be0cd19,
-  ]);
-  const w = new Uint32Array(64);
+  const most = typeof input === "string" ? input.length * 3 : input.length;
+  if (padded.length < most + 72) padded = new Uint8Array(Math.max(most + 72, padded.length * 2));
+  let length: number;
+  if (typeof input === "string") length = encoder.encodeInto(input, padded).written;
+  else {
+    padded.set(input);
+    length = input.length;
+  }
+  const blocks = Math.ceil((length + 9) / 64);
+  const end = blocks * 64;
+  padded.fill(0, length, end);
+  padded[length] = 0x80;
+  const bits = length * 8;
+  const high = Math.floor(bits / 0x1_0000_0000);
+  const low = bits >>> 0;
+  padded[end - 8] = high >>> 24;
+  padded[end - 7] = (high >>> 16) & 0xff;
+  padded[end - 6] = (high >>> 8) & 0xff;
+  padded[end - 5] = high & 0xff;
+  padded[end - 4] = low >>> 24;
+  padded[end - 3] = (low >>> 16) & 0xff;
+  padded[end - 2] = (low >>> 8) & 0xff;
+  padded[end - 1] = low & 0xff;
+  h[0] = 0x6a09e667;
+  h[1] = 0xbb67ae85;
+  h[2] = 0x3c6ef372;
+  h[3] = 0xa54ff53a;
+  h[4] = 0x510e527f;
+  h[5] = 0x9b05688c;
+  h[6] = 0x1f83d9ab;
+  h[7] = 0x5be0cd19;
   for (let block = 0; block < blocks; block++) {
-    for (let i = 0; i < 16; i++) w[i] = view.getUint32(block * 64 + i * 4);
+    const at = block * 64;
+    for (let i = 0; i < 16; i++) {
+      const j = at + i * 4;
+      w[i] = (padded[j] << 24) | (padded[j + 1] << 16) | (padded[j + 2] << 8) | padded[j + 3];
+    }
     for (let i = 16; i < 64; i++) {
       const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
       const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    let [a, b, c, d, e, f, g, hh] = h;
+    let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
     for (let i = 0; i < 64; i++) {
       const t1 = (hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i] +
         w[i]) >>> 0;
@@ -128,5 +154,11 @@ export function sha256Hex(input: string | Uint8Array): string {
     h[6] += g;
     h[7] += hh;
   }
-  return [...h].map((word) => word.toString(16).padStart(8, "0")).join("");
+  let hex = "";
+  for (let i = 0; i < 8; i++) {
+    const word = h[i];
+    hex += HEX[word >>> 24] + HEX[(word >>> 16) & 0xff] + HEX[(word >>> 8) & 0xff] +
+      HEX[word & 0xff];
+  }
+  return hex;
 }

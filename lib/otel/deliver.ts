@@ -7,7 +7,7 @@
 // Nothing here throws for what a collector or the network does; the outcome says what happened.
 import { sleep } from "../core/clock.ts";
 import { describeError } from "../core/errors.ts";
-import { splitRequest } from "./batch.ts";
+import { splitRequest, type TraceBody } from "./batch.ts";
 import type { ExportTraceServiceRequest } from "./wire.ts";
 import {
   listOtlpEntryIds,
@@ -80,7 +80,7 @@ export interface BatchesSent {
  * is sent (the outbox writes it down there).
  */
 export async function sendBatches(
-  batches: Iterable<ExportTraceServiceRequest>,
+  batches: Iterable<ExportTraceServiceRequest | TraceBody>,
   from: number,
   policy: SendPolicy,
   acknowledged: (sent: number) => void = () => {},
@@ -95,7 +95,8 @@ export async function sendBatches(
   for (const batch of batches) {
     const i = total++;
     if (i < from || failed !== null) continue;
-    const outcome = await sendWithRetry(encoder.encode(JSON.stringify(batch)), policy);
+    const json = "json" in batch ? batch.json : JSON.stringify(batch);
+    const outcome = await sendWithRetry(encoder.encode(json), policy);
     if (outcome.kind !== "accepted") {
       failed = outcome;
       sent = i;

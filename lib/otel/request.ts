@@ -4,7 +4,7 @@
 // through the caller's redactor here, in one pass over the finished payload, so no attribute,
 // event or status message can carry a secret whatever the spans put in them.
 import type { RunEvent, RunRecord } from "../store/mod.ts";
-import { BATCH_LIMITS, type BatchLimits, SpanBatcher } from "./batch.ts";
+import { BATCH_LIMITS, type BatchLimits, SpanBatcher, type TraceBody } from "./batch.ts";
 import { type EventSource, runSpans, streamRunSpans } from "./spans.ts";
 import {
   type AnyValue,
@@ -104,7 +104,7 @@ export function traceRequest(
 
 /**
  * The requests traceRequest(runs) is sent as (splitRequest of lib/otel/batch.ts), the same ones
- * in the same order, made as they fill: each run's events are read as they are needed
+ * in the same order, in JSON, made as they fill: each run's events are read as they are needed
  * (streamRunSpans), so what is held is one request and each run's open spans, never the trace.
  * Returns the number of spans.
  */
@@ -112,7 +112,7 @@ export function* streamTraceRequests(
   runs: readonly StreamedRun[],
   options: TraceOptions,
   limits: BatchLimits = BATCH_LIMITS,
-): Generator<ExportTraceServiceRequest, number> {
+): Generator<TraceBody, number> {
   const scrub = scrubberOf(options);
   const batcher = new SpanBatcher(requestOf([], options, scrub), limits);
   let spans = 0;

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import fc from "fast-check";
 import { sha256Hex } from "../../lib/core/sha256.ts";
 
 Deno.test("sha256Hex() gives the digests of the standard test vectors", () => {
@@ -21,4 +22,18 @@ Deno.test("sha256Hex() agrees with node:crypto around every block boundary and o
   }
   const path = "/home/ä/プロジェクト/🦕";
   assert.equal(sha256Hex(path), createHash("sha256").update(path).digest("hex"));
+});
+
+Deno.test("sha256Hex() agrees with node:crypto on any text, one after another (its buffers are reused)", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.string({ unit: "binary", maxLength: 300 }), { maxLength: 8 }),
+      (texts) => {
+        for (const text of texts) {
+          assert.equal(sha256Hex(text), createHash("sha256").update(text).digest("hex"));
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
 });

@@ -4,7 +4,7 @@
 // trace, and spans handed over while the log is still being read, not after it.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { splitRequest } from "../../lib/otel/batch.ts";
+import { splitRequest, utf8Length } from "../../lib/otel/batch.ts";
 import { streamTraceRequests, type TraceOptions, traceRequest } from "../../lib/otel/request.ts";
 import { runSpans, streamRunSpans } from "../../lib/otel/spans.ts";
 import type { EventInput, RunEvent } from "../../lib/store/contracts.ts";
@@ -188,6 +188,18 @@ const TRACE_OPTIONS: TraceOptions = {
   valueLengthLimit: 40,
 };
 
+Deno.test("utf8Length() is TextEncoder's length, lone surrogates included", () => {
+  fc.assert(
+    fc.property(fc.string({ unit: "binary" }), (text) => {
+      assert.equal(utf8Length(text), new TextEncoder().encode(text).length);
+    }),
+    { numRuns: 2000 },
+  );
+  for (const text of ["\ud800", "a\udc00b", "\ud83d\ude00", "\ud83d", "é€𝄞"]) {
+    assert.equal(utf8Length(text), new TextEncoder().encode(text).length, JSON.stringify(text));
+  }
+});
+
 Deno.test("streamTraceRequests() makes the requests splitRequest() makes of the whole trace", () => {
   fc.assert(
     fc.property(
@@ -201,7 +213,12 @@ Deno.test("streamTraceRequests() makes the requests splitRequest() makes of the 
         const streamed = [];
         let next = stream.next();
         for (; !next.done; next = stream.next()) streamed.push(next.value);
-        assert.deepEqual(streamed, whole);
+        // Byte for byte what the whole trace's requests are as JSON, span counts told right.
+        assert.deepEqual(streamed.map((body) => body.json), whole.map((r) => JSON.stringify(r)));
+        assert.deepEqual(
+          streamed.map((body) => body.spans),
+          whole.map((r) => r.resourceSpans[0].scopeSpans[0].spans.length),
+        );
         const count = runs.reduce(
           (n, run) => n + runSpans(run.record, run.events, { content: true }).length,
           0,
