@@ -37,7 +37,15 @@ export const AGENT_FLAGS = defineFlags({
   model: {
     type: "string",
     value: "SPEC",
-    description: "loop model: mock:FILE, replay:RUN, openai:MODEL (default: the demo model)",
+    description: "loop: mock:FILE, replay:RUN, openai:MODEL (default: the demo model); " +
+      "claude, codex, gemini: the CLI's model; opencode: PROVIDER/MODEL",
+  },
+  arg: {
+    type: "string",
+    multiple: true,
+    value: "X",
+    description: "claude, codex, gemini, opencode: one more raw argument for the CLI " +
+      "(repeatable; --arg=--flag for one that starts with --)",
   },
   "base-url": {
     type: "string",
@@ -65,6 +73,7 @@ export const flags = defineFlags({
   driver: AGENT_FLAGS.driver,
   context: { type: "string", value: "ID", description: "thread turns into one conversation" },
   model: AGENT_FLAGS.model,
+  arg: AGENT_FLAGS.arg,
   "base-url": AGENT_FLAGS["base-url"],
   exec: AGENT_FLAGS.exec,
   "exec-stdin": AGENT_FLAGS["exec-stdin"],
@@ -163,6 +172,8 @@ export interface AgentFlagValues {
   readonly exec: string | undefined;
   readonly model: string | undefined;
   readonly "base-url": string | undefined;
+  /** Raw arguments for a harness CLI (a front end without the flag passes none). */
+  readonly arg?: readonly string[];
   /** reins run's; a front end without it runs command agents with the prompt on stdin. */
   readonly "exec-stdin"?: CommandStdin | undefined;
 }
@@ -180,10 +191,17 @@ export function agentFlags(f: AgentFlagValues, driverName: DriverName): AgentSpe
     });
   }
   const model = f.model ?? null;
-  if (model !== null && driverName !== "loop") {
-    throw new UsageError(`--model goes with --driver loop, not ${driverName}`, {
-      hint:
-        `configure ${driverName}'s model in its own settings, or pass it with the driver's args`,
+  if (model !== null && driverName === "command") {
+    throw new UsageError("--model does not go with --driver command", {
+      hint: "name the model in the program's own arguments: --exec 'PROGRAM --model M'",
+    });
+  }
+  const args = f.arg ?? [];
+  if (args.length > 0 && (driverName === "loop" || driverName === "command")) {
+    throw new UsageError(`--arg goes with a harness driver (claude, codex, gemini, opencode)`, {
+      hint: driverName === "command"
+        ? "put the program's arguments in --exec 'PROGRAM ARGS'"
+        : "the built-in loop takes no arguments; --model picks its model",
     });
   }
   if (driverName === "loop") {
@@ -194,7 +212,19 @@ export function agentFlags(f: AgentFlagValues, driverName: DriverName): AgentSpe
     return { kind: "command", exec, idleTimeoutSeconds, stdin: f["exec-stdin"] ?? "prompt" };
   }
   const driver = HARNESS_DRIVERS.find((name) => name === driverName)!;
-  return { kind: "harness", driver, idleTimeoutSeconds };
+  if (driver === "opencode" && model !== null && !/^[^/\s]+\/\S+$/.test(model)) {
+    throw new UsageError(
+      `--model for opencode takes PROVIDER/MODEL: got ${JSON.stringify(model)}`,
+      { hint: "name the provider of its config: --model openai/gpt-5-mini" },
+    );
+  }
+  return {
+    kind: "harness",
+    driver,
+    idleTimeoutSeconds,
+    ...(model !== null ? { model } : {}),
+    ...(args.length > 0 ? { args: [...args] } : {}),
+  };
 }
 
 export async function run(ctx: CommandContext<Flags>): Promise<number> {

@@ -21,7 +21,7 @@ import {
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit, HarnessProcess } from "./process.ts";
-import { estimateCostUsd, priceOf } from "./prices.ts";
+import { estimateCostUsd, priceOf, unpricedNotes } from "./prices.ts";
 import type {
   CodexError,
   CodexItem,
@@ -64,7 +64,7 @@ export function codexArgs(input: DriverInput): string[] {
 }
 
 /** The model a turn runs: the configured one, else one named in the extra arguments. */
-export function codexModel(input: DriverInput): string | null {
+export function codexModel(input: Pick<DriverInput, "settings" | "agent">): string | null {
   const { extraArgs, model } = driverSettings(input, "codex");
   if (model !== null) return model;
   let found: string | null = null;
@@ -308,6 +308,7 @@ export function createCodexDriver(): Driver {
     name: "codex",
     harness: "codex",
     budgetNotes: (input) => budgetNotes(input.budget, CODEX_BUDGET, CLI),
+    costNotes: (input) => unpricedNotes(codexModel(input), input.settings.prices, CLI),
     modelRoutes: codexRoutes,
     agentFacts: (input) =>
       harnessFacts(input, "codex", { provider: "openai", inputExcludesCache: false }),

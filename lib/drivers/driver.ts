@@ -31,7 +31,18 @@ export type AgentSpec =
      */
     stdin?: CommandStdin;
   }
-  | { kind: "harness"; driver: HarnessDriver; idleTimeoutSeconds: number | null };
+  | {
+    kind: "harness";
+    driver: HarnessDriver;
+    idleTimeoutSeconds: number | null;
+    /**
+     * This run's model, passed with the CLI's own model flag (opencode: PROVIDER/MODEL), over the
+     * config's `drivers.<name>.model`; null or absent: the config's.
+     */
+    model?: string | null;
+    /** This run's raw arguments, appended after the config's `drivers.<name>.args`. */
+    args?: readonly string[];
+  };
 
 export const COMMAND_STDIN = ["prompt", "events"] as const;
 export type CommandStdin = typeof COMMAND_STDIN[number];
@@ -185,6 +196,11 @@ export interface Driver {
    * agent to while it runs, in words said before it starts; none when it enforces all of it.
    */
   budgetNotes?(input: Pick<DriverInput, "budget" | "agent" | "settings">): string[];
+  /**
+   * What of the turn's cost this driver cannot tell, in words said before it starts: a CLI that
+   * reports tokens but no cost, on a model reins has no price for. None when the cost is known.
+   */
+  costNotes?(input: Pick<DriverInput, "agent" | "settings">): string[];
   /**
    * What it knows of its agent before starting it — the model's provider, the model asked for,
    * how its harness counts input tokens — recorded on run.started (AgentFacts, docs/events.md).

@@ -19,7 +19,7 @@ import {
 } from "./harness.ts";
 import { budgetNotes, type BudgetSupport } from "./budget_watch.ts";
 import type { HarnessExit } from "./process.ts";
-import { estimateCostUsd, priceOf } from "./prices.ts";
+import { estimateCostUsd, priceOf, unpricedNotes } from "./prices.ts";
 import type {
   GeminiError,
   GeminiInit,
@@ -267,6 +267,8 @@ export function createGeminiDriver(): Driver {
     name: "gemini",
     harness: "gemini-cli",
     budgetNotes: (input) => budgetNotes(input.budget, GEMINI_BUDGET, CLI),
+    costNotes: (input) =>
+      unpricedNotes(driverSettings(input, "gemini").model, input.settings.prices, CLI),
     modelRoutes: geminiRoutes,
     agentFacts: (input) =>
       harnessFacts(input, "gemini", { provider: "gcp.gemini", inputExcludesCache: false }),

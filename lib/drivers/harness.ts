@@ -67,34 +67,52 @@ export interface HarnessCall {
   budget: BudgetSupport & { usageEvents: "live" | "final" };
 }
 
-/** The program, its configured extra arguments and the idle timeout of a harness driver. */
-export function driverSettings(input: DriverInput, driver: HarnessDriver) {
+/**
+ * The program, its extra arguments (the config's, then this run's), the model (this run's, else
+ * the config's) and the idle timeout of a harness driver.
+ */
+export function driverSettings(
+  input: Pick<DriverInput, "settings" | "agent">,
+  driver: HarnessDriver,
+) {
   const configured = input.settings.drivers[driver];
+  const agent = agentOf(input, "harness", driver);
   return {
     program: harnessProgram(input.settings, driver),
-    extraArgs: configured.args,
-    model: configured.model ?? null,
-    idleTimeoutSeconds: agentOf(input, "harness", driver).idleTimeoutSeconds ??
+    extraArgs: [...configured.args, ...(agent.args ?? [])],
+    model: agent.model ?? configured.model ?? null,
+    idleTimeoutSeconds: agent.idleTimeoutSeconds ??
       configured.idleTimeoutSeconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
   };
 }
 
 /**
  * A harness driver's facts of its agent before it starts (run.started's `agent`): the provider and
- * the input-token accounting the driver knows its CLI by, and the model the settings give it.
+ * the input-token accounting the driver knows its CLI by, and the model it is told to use (this
+ * run's, else the settings').
  */
 export function harnessFacts(
-  input: Pick<DriverInput, "settings">,
+  input: Pick<DriverInput, "settings" | "agent">,
   driver: HarnessDriver,
   known: { provider: string; inputExcludesCache: boolean },
 ): AgentFacts {
-  const model = input.settings.drivers[driver].model;
+  const { model } = driverSettings(input, driver);
+  const perRun = perRunOf(input);
   return {
     provider: known.provider,
     ...(model ? { model } : {}),
     inputExcludesCache: known.inputExcludesCache,
     inProcess: false,
+    ...(perRun ? { perRun } : {}),
   };
+}
+
+/** The run's own model and arguments (AgentFacts' `perRun`), or null when it has neither. */
+export function perRunOf(input: Pick<DriverInput, "agent">): AgentFacts["perRun"] | null {
+  if (input.agent.kind !== "harness") return null;
+  const { model, args } = input.agent;
+  if (!model && !(args && args.length > 0)) return null;
+  return { ...(model ? { model } : {}), ...(args && args.length > 0 ? { args: [...args] } : {}) };
 }
 
 /**

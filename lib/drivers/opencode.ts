@@ -52,7 +52,7 @@ const OPENCODE_PROVIDERS: Record<string, string> = {
  * The facts of an opencode agent: the provider and model of its configured `PROVIDER/MODEL`
  * (opencode itself when none is configured), counted as Anthropic counts input (cache left out).
  */
-export function opencodeFacts(input: Pick<DriverInput, "settings">): AgentFacts {
+export function opencodeFacts(input: Pick<DriverInput, "settings" | "agent">): AgentFacts {
   const facts = harnessFacts(input, "opencode", { provider: CLI, inputExcludesCache: true });
   const slash = facts.model?.indexOf("/") ?? -1;
   if (facts.model === undefined || slash <= 0) return facts;

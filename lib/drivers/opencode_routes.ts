@@ -126,8 +126,9 @@ export async function opencodeRoutes(
   const slash = model?.indexOf("/") ?? -1;
   if (model === null || slash <= 0) {
     return {
-      unavailable: "opencode's model is not named (drivers.opencode.model, or `model` in its " +
-        "config): reins cannot tell which provider it calls",
+      unavailable:
+        "opencode's model is not named (--model, drivers.opencode.model, or `model` in " +
+        "its config): reins cannot tell which provider it calls",
     };
   }
   const provider = model.slice(0, slash);

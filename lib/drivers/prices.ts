@@ -19,6 +19,8 @@ export const DEFAULT_PRICES: Readonly<Record<string, ModelPrice>> = {
   "gpt-5-mini": { inputPerMillion: 0.25, cachedInputPerMillion: 0.025, outputPerMillion: 2 },
   "gpt-5-nano": { inputPerMillion: 0.05, cachedInputPerMillion: 0.005, outputPerMillion: 0.4 },
   "gpt-4.1": { inputPerMillion: 2, cachedInputPerMillion: 0.5, outputPerMillion: 8 },
+  "gpt-4.1-mini": { inputPerMillion: 0.4, cachedInputPerMillion: 0.1, outputPerMillion: 1.6 },
+  "gpt-4o-mini": { inputPerMillion: 0.15, cachedInputPerMillion: 0.075, outputPerMillion: 0.6 },
   "o3": { inputPerMillion: 2, cachedInputPerMillion: 0.5, outputPerMillion: 8 },
   "o4-mini": { inputPerMillion: 1.1, cachedInputPerMillion: 0.275, outputPerMillion: 4.4 },
   "gemini-2.5-pro": { inputPerMillion: 1.25, cachedInputPerMillion: 0.31, outputPerMillion: 10 },
@@ -70,4 +72,21 @@ export function estimateCostUsd(price: ModelPrice, tokens: BilledTokens): number
     tokens.outputTokens * price.outputPerMillion;
   // Rounded to a millionth of a cent so sums do not show float noise.
   return Math.round(cost / 1e6 * 1e8) / 1e8;
+}
+
+/**
+ * The line that says a model has no price, for a CLI that reports tokens but no cost (its cost is
+ * then null, not guessed); none when `model` is unnamed or priced.
+ */
+export function unpricedNotes(
+  model: string | null,
+  overrides: Settings["prices"],
+  cli: string,
+): string[] {
+  if (model === null || priceOf(model, overrides) !== null) return [];
+  return [
+    `no price is known for the model ${JSON.stringify(model)} (not in the config file's prices ` +
+    `nor in reins's table): ${cli} reports no cost, so the run's cost is left unknown; add ` +
+    `it under prices in the config file (docs/harnesses.md)`,
+  ];
 }

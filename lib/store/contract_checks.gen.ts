@@ -94,40 +94,57 @@ let v11 = v6["inProcess"];
 if (v11 !== undefined) {
 if (typeof v11 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v11) };
 }
-}
-let v12 = value["gateway"];
+let v12 = v6["perRun"];
 if (v12 !== undefined) {
-if (typeof v12 !== "object" || v12 === null || Array.isArray(v12)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v12) };
-let v13 = v12["enabled"];
-if (typeof v13 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v13) };
-let v14 = v12["reason"];
+if (typeof v12 !== "object" || v12 === null || Array.isArray(v12)) return { path: join(at, "agent.perRun"), message: "Invalid input: expected object, received " + received(v12) };
+let v13 = v12["model"];
+if (v13 !== undefined) {
+if (typeof v13 !== "string") return { path: join(at, "agent.perRun.model"), message: "Invalid input: expected string, received " + received(v13) };
+if (v13.length < 1) return { path: join(at, "agent.perRun.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v14 = v12["args"];
 if (v14 !== undefined) {
-if (typeof v14 !== "string") return { path: join(at, "gateway.reason"), message: "Invalid input: expected string, received " + received(v14) };
+if (!Array.isArray(v14)) return { path: join(at, "agent.perRun.args"), message: "Invalid input: expected array, received " + received(v14) };
+for (let v15 = 0; v15 < v14.length; v15++) {
+const v16 = v14[v15];
+if (typeof v16 !== "string") return { path: join(at, "agent.perRun.args." + v15), message: "Invalid input: expected string, received " + received(v16) };
 }
 }
-let v15 = value["budget"];
-if (v15 !== undefined) {
-if (typeof v15 !== "object" || v15 === null || Array.isArray(v15)) return { path: join(at, "budget"), message: "Invalid input: expected object, received " + received(v15) };
-let v16 = v15["maxTurns"];
-if (v16 !== undefined) {
-if (typeof v16 !== "number" || !Number.isFinite(v16)) return { path: join(at, "budget.maxTurns"), message: "Invalid input: expected number, received " + received(v16) };
-if (!Number.isInteger(v16)) return { path: join(at, "budget.maxTurns"), message: "Invalid input: expected int, received " + received(v16) };
-if (v16 > 9007199254740991) return { path: join(at, "budget.maxTurns"), message: "Too big: expected int to be <=9007199254740991" };
-if (v16 < -9007199254740991) return { path: join(at, "budget.maxTurns"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v16 >= 0)) return { path: join(at, "budget.maxTurns"), message: "Too small: expected number to be >=0" };
 }
-let v17 = v15["maxTokens"];
+}
+let v17 = value["gateway"];
 if (v17 !== undefined) {
-if (typeof v17 !== "number" || !Number.isFinite(v17)) return { path: join(at, "budget.maxTokens"), message: "Invalid input: expected number, received " + received(v17) };
-if (!Number.isInteger(v17)) return { path: join(at, "budget.maxTokens"), message: "Invalid input: expected int, received " + received(v17) };
-if (v17 > 9007199254740991) return { path: join(at, "budget.maxTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v17 < -9007199254740991) return { path: join(at, "budget.maxTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v17 >= 0)) return { path: join(at, "budget.maxTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v17 !== "object" || v17 === null || Array.isArray(v17)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v17) };
+let v18 = v17["enabled"];
+if (typeof v18 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v18) };
+let v19 = v17["reason"];
+if (v19 !== undefined) {
+if (typeof v19 !== "string") return { path: join(at, "gateway.reason"), message: "Invalid input: expected string, received " + received(v19) };
 }
-let v18 = v15["maxUsd"];
-if (v18 !== undefined) {
-if (typeof v18 !== "number" || !Number.isFinite(v18)) return { path: join(at, "budget.maxUsd"), message: "Invalid input: expected number, received " + received(v18) };
-if (!(v18 >= 0)) return { path: join(at, "budget.maxUsd"), message: "Too small: expected number to be >=0" };
+}
+let v20 = value["budget"];
+if (v20 !== undefined) {
+if (typeof v20 !== "object" || v20 === null || Array.isArray(v20)) return { path: join(at, "budget"), message: "Invalid input: expected object, received " + received(v20) };
+let v21 = v20["maxTurns"];
+if (v21 !== undefined) {
+if (typeof v21 !== "number" || !Number.isFinite(v21)) return { path: join(at, "budget.maxTurns"), message: "Invalid input: expected number, received " + received(v21) };
+if (!Number.isInteger(v21)) return { path: join(at, "budget.maxTurns"), message: "Invalid input: expected int, received " + received(v21) };
+if (v21 > 9007199254740991) return { path: join(at, "budget.maxTurns"), message: "Too big: expected int to be <=9007199254740991" };
+if (v21 < -9007199254740991) return { path: join(at, "budget.maxTurns"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v21 >= 0)) return { path: join(at, "budget.maxTurns"), message: "Too small: expected number to be >=0" };
+}
+let v22 = v20["maxTokens"];
+if (v22 !== undefined) {
+if (typeof v22 !== "number" || !Number.isFinite(v22)) return { path: join(at, "budget.maxTokens"), message: "Invalid input: expected number, received " + received(v22) };
+if (!Number.isInteger(v22)) return { path: join(at, "budget.maxTokens"), message: "Invalid input: expected int, received " + received(v22) };
+if (v22 > 9007199254740991) return { path: join(at, "budget.maxTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v22 < -9007199254740991) return { path: join(at, "budget.maxTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v22 >= 0)) return { path: join(at, "budget.maxTokens"), message: "Too small: expected number to be >=0" };
+}
+let v23 = v20["maxUsd"];
+if (v23 !== undefined) {
+if (typeof v23 !== "number" || !Number.isFinite(v23)) return { path: join(at, "budget.maxUsd"), message: "Invalid input: expected number, received " + received(v23) };
+if (!(v23 >= 0)) return { path: join(at, "budget.maxUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;
@@ -135,34 +152,51 @@ return null;
 // session.linked
 const validatePayload_1 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v19 = value["nativeSessionId"];
-if (typeof v19 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v19) };
-if (v19.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
-let v20 = value["agent"];
-if (v20 !== undefined) {
-if (typeof v20 !== "object" || v20 === null || Array.isArray(v20)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v20) };
-let v21 = v20["provider"];
-if (v21 !== undefined) {
-if (typeof v21 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v21) };
-if (v21.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
-}
-let v22 = v20["model"];
-if (v22 !== undefined) {
-if (typeof v22 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v22) };
-if (v22.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v23 = v20["version"];
-if (v23 !== undefined) {
-if (typeof v23 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v23) };
-if (v23.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
-}
-let v24 = v20["inputExcludesCache"];
-if (v24 !== undefined) {
-if (typeof v24 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v24) };
-}
-let v25 = v20["inProcess"];
+let v24 = value["nativeSessionId"];
+if (typeof v24 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v24) };
+if (v24.length < 1) return { path: join(at, "nativeSessionId"), message: "Too small: expected string to have >=1 characters" };
+let v25 = value["agent"];
 if (v25 !== undefined) {
-if (typeof v25 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v25) };
+if (typeof v25 !== "object" || v25 === null || Array.isArray(v25)) return { path: join(at, "agent"), message: "Invalid input: expected object, received " + received(v25) };
+let v26 = v25["provider"];
+if (v26 !== undefined) {
+if (typeof v26 !== "string") return { path: join(at, "agent.provider"), message: "Invalid input: expected string, received " + received(v26) };
+if (v26.length < 1) return { path: join(at, "agent.provider"), message: "Too small: expected string to have >=1 characters" };
+}
+let v27 = v25["model"];
+if (v27 !== undefined) {
+if (typeof v27 !== "string") return { path: join(at, "agent.model"), message: "Invalid input: expected string, received " + received(v27) };
+if (v27.length < 1) return { path: join(at, "agent.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v28 = v25["version"];
+if (v28 !== undefined) {
+if (typeof v28 !== "string") return { path: join(at, "agent.version"), message: "Invalid input: expected string, received " + received(v28) };
+if (v28.length < 1) return { path: join(at, "agent.version"), message: "Too small: expected string to have >=1 characters" };
+}
+let v29 = v25["inputExcludesCache"];
+if (v29 !== undefined) {
+if (typeof v29 !== "boolean") return { path: join(at, "agent.inputExcludesCache"), message: "Invalid input: expected boolean, received " + received(v29) };
+}
+let v30 = v25["inProcess"];
+if (v30 !== undefined) {
+if (typeof v30 !== "boolean") return { path: join(at, "agent.inProcess"), message: "Invalid input: expected boolean, received " + received(v30) };
+}
+let v31 = v25["perRun"];
+if (v31 !== undefined) {
+if (typeof v31 !== "object" || v31 === null || Array.isArray(v31)) return { path: join(at, "agent.perRun"), message: "Invalid input: expected object, received " + received(v31) };
+let v32 = v31["model"];
+if (v32 !== undefined) {
+if (typeof v32 !== "string") return { path: join(at, "agent.perRun.model"), message: "Invalid input: expected string, received " + received(v32) };
+if (v32.length < 1) return { path: join(at, "agent.perRun.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v33 = v31["args"];
+if (v33 !== undefined) {
+if (!Array.isArray(v33)) return { path: join(at, "agent.perRun.args"), message: "Invalid input: expected array, received " + received(v33) };
+for (let v34 = 0; v34 < v33.length; v34++) {
+const v35 = v33[v34];
+if (typeof v35 !== "string") return { path: join(at, "agent.perRun.args." + v34), message: "Invalid input: expected string, received " + received(v35) };
+}
+}
 }
 }
 return null;
@@ -170,83 +204,83 @@ return null;
 // message.delta
 const validatePayload_2 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v26 = value["role"];
-if (v26 !== "user" && v26 !== "assistant" && v26 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v27 = value["text"];
-if (typeof v27 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v27) };
+let v36 = value["role"];
+if (v36 !== "user" && v36 !== "assistant" && v36 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v37 = value["text"];
+if (typeof v37 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v37) };
 return null;
 };
 // message.completed
 const validatePayload_3 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v28 = value["role"];
-if (v28 !== "user" && v28 !== "assistant" && v28 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
-let v29 = value["text"];
-if (typeof v29 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v29) };
-let v30 = value["modelCall"];
-if (v30 !== undefined) {
-if (typeof v30 !== "object" || v30 === null || Array.isArray(v30)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v30) };
-let v31 = v30["id"];
-if (typeof v31 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v31) };
-if (v31.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v32 = v30["model"];
-if (v32 !== undefined) {
-if (typeof v32 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v32) };
-if (v32.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v33 = v30["stopReason"];
-if (v33 !== undefined) {
-if (v33 !== null) {
-if (typeof v33 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v33) };
-}
-}
-let v34 = v30["usage"];
-if (v34 !== undefined) {
-if (typeof v34 !== "object" || v34 === null || Array.isArray(v34)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v34) };
-let v35 = v34["inputTokens"];
-if (v35 !== undefined) {
-if (typeof v35 !== "number" || !Number.isFinite(v35)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v35) };
-if (!Number.isInteger(v35)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v35) };
-if (v35 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v35 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v35 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v36 = v34["outputTokens"];
-if (v36 !== undefined) {
-if (typeof v36 !== "number" || !Number.isFinite(v36)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v36) };
-if (!Number.isInteger(v36)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v36) };
-if (v36 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v36 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v36 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v37 = v34["cacheReadTokens"];
-if (v37 !== undefined) {
-if (typeof v37 !== "number" || !Number.isFinite(v37)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v37) };
-if (!Number.isInteger(v37)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v37) };
-if (v37 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v37 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v37 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v38 = v34["cacheWriteTokens"];
-if (v38 !== undefined) {
-if (typeof v38 !== "number" || !Number.isFinite(v38)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v38) };
-if (!Number.isInteger(v38)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v38) };
-if (v38 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v38 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v38 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v39 = v34["reasoningTokens"];
-if (v39 !== undefined) {
-if (typeof v39 !== "number" || !Number.isFinite(v39)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v39) };
-if (!Number.isInteger(v39)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v39) };
-if (v39 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v39 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v39 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
-}
-let v40 = v34["costUsd"];
+let v38 = value["role"];
+if (v38 !== "user" && v38 !== "assistant" && v38 !== "system") return { path: join(at, "role"), message: "Invalid option: expected one of \"user\"|\"assistant\"|\"system\"" };
+let v39 = value["text"];
+if (typeof v39 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v39) };
+let v40 = value["modelCall"];
 if (v40 !== undefined) {
-if (typeof v40 !== "number" || !Number.isFinite(v40)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v40) };
-if (!(v40 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v40 !== "object" || v40 === null || Array.isArray(v40)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v40) };
+let v41 = v40["id"];
+if (typeof v41 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v41) };
+if (v41.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v42 = v40["model"];
+if (v42 !== undefined) {
+if (typeof v42 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v42) };
+if (v42.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v43 = v40["stopReason"];
+if (v43 !== undefined) {
+if (v43 !== null) {
+if (typeof v43 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v43) };
+}
+}
+let v44 = v40["usage"];
+if (v44 !== undefined) {
+if (typeof v44 !== "object" || v44 === null || Array.isArray(v44)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v44) };
+let v45 = v44["inputTokens"];
+if (v45 !== undefined) {
+if (typeof v45 !== "number" || !Number.isFinite(v45)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v45) };
+if (!Number.isInteger(v45)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v45) };
+if (v45 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v45 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v45 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v46 = v44["outputTokens"];
+if (v46 !== undefined) {
+if (typeof v46 !== "number" || !Number.isFinite(v46)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v46) };
+if (!Number.isInteger(v46)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v46) };
+if (v46 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v46 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v46 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v47 = v44["cacheReadTokens"];
+if (v47 !== undefined) {
+if (typeof v47 !== "number" || !Number.isFinite(v47)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v47) };
+if (!Number.isInteger(v47)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v47) };
+if (v47 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v47 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v47 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v48 = v44["cacheWriteTokens"];
+if (v48 !== undefined) {
+if (typeof v48 !== "number" || !Number.isFinite(v48)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v48) };
+if (!Number.isInteger(v48)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v48) };
+if (v48 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v48 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v48 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v49 = v44["reasoningTokens"];
+if (v49 !== undefined) {
+if (typeof v49 !== "number" || !Number.isFinite(v49)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v49) };
+if (!Number.isInteger(v49)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v49) };
+if (v49 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v49 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v49 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v50 = v44["costUsd"];
+if (v50 !== undefined) {
+if (typeof v50 !== "number" || !Number.isFinite(v50)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v50) };
+if (!(v50 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -255,340 +289,340 @@ return null;
 // model.requested
 const validatePayload_4 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v41 = value["historyLength"];
-if (typeof v41 !== "number" || !Number.isFinite(v41)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v41) };
-if (!Number.isInteger(v41)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v41) };
-if (v41 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
-if (v41 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v41 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
-let v42 = value["toolCount"];
-if (typeof v42 !== "number" || !Number.isFinite(v42)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v42) };
-if (!Number.isInteger(v42)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v42) };
-if (v42 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
-if (v42 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v42 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
+let v51 = value["historyLength"];
+if (typeof v51 !== "number" || !Number.isFinite(v51)) return { path: join(at, "historyLength"), message: "Invalid input: expected number, received " + received(v51) };
+if (!Number.isInteger(v51)) return { path: join(at, "historyLength"), message: "Invalid input: expected int, received " + received(v51) };
+if (v51 > 9007199254740991) return { path: join(at, "historyLength"), message: "Too big: expected int to be <=9007199254740991" };
+if (v51 < -9007199254740991) return { path: join(at, "historyLength"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v51 >= 0)) return { path: join(at, "historyLength"), message: "Too small: expected number to be >=0" };
+let v52 = value["toolCount"];
+if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "toolCount"), message: "Invalid input: expected number, received " + received(v52) };
+if (!Number.isInteger(v52)) return { path: join(at, "toolCount"), message: "Invalid input: expected int, received " + received(v52) };
+if (v52 > 9007199254740991) return { path: join(at, "toolCount"), message: "Too big: expected int to be <=9007199254740991" };
+if (v52 < -9007199254740991) return { path: join(at, "toolCount"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v52 >= 0)) return { path: join(at, "toolCount"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // model.completed
 const validatePayload_5 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v43 = value["text"];
-if (v43 !== null) {
-if (typeof v43 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v43) };
+let v53 = value["text"];
+if (v53 !== null) {
+if (typeof v53 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v53) };
 }
-let v44 = value["toolCalls"];
-if (!Array.isArray(v44)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v44) };
-for (let v45 = 0; v45 < v44.length; v45++) {
-const v46 = v44[v45];
-if (typeof v46 !== "object" || v46 === null || Array.isArray(v46)) return { path: join(at, "toolCalls." + v45), message: "Invalid input: expected object, received " + received(v46) };
-let v47 = v46["id"];
-if (typeof v47 !== "string") return { path: join(at, "toolCalls." + v45 + ".id"), message: "Invalid input: expected string, received " + received(v47) };
-if (v47.length < 1) return { path: join(at, "toolCalls." + v45 + ".id"), message: "Too small: expected string to have >=1 characters" };
-let v48 = v46["name"];
-if (typeof v48 !== "string") return { path: join(at, "toolCalls." + v45 + ".name"), message: "Invalid input: expected string, received " + received(v48) };
-if (v48.length < 1) return { path: join(at, "toolCalls." + v45 + ".name"), message: "Too small: expected string to have >=1 characters" };
-let v49 = v46["args"];
-if (v49 === undefined && !("args" in v46)) return { path: join(at, "toolCalls." + v45 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v54 = value["toolCalls"];
+if (!Array.isArray(v54)) return { path: join(at, "toolCalls"), message: "Invalid input: expected array, received " + received(v54) };
+for (let v55 = 0; v55 < v54.length; v55++) {
+const v56 = v54[v55];
+if (typeof v56 !== "object" || v56 === null || Array.isArray(v56)) return { path: join(at, "toolCalls." + v55), message: "Invalid input: expected object, received " + received(v56) };
+let v57 = v56["id"];
+if (typeof v57 !== "string") return { path: join(at, "toolCalls." + v55 + ".id"), message: "Invalid input: expected string, received " + received(v57) };
+if (v57.length < 1) return { path: join(at, "toolCalls." + v55 + ".id"), message: "Too small: expected string to have >=1 characters" };
+let v58 = v56["name"];
+if (typeof v58 !== "string") return { path: join(at, "toolCalls." + v55 + ".name"), message: "Invalid input: expected string, received " + received(v58) };
+if (v58.length < 1) return { path: join(at, "toolCalls." + v55 + ".name"), message: "Too small: expected string to have >=1 characters" };
+let v59 = v56["args"];
+if (v59 === undefined && !("args" in v56)) return { path: join(at, "toolCalls." + v55 + ".args"), message: "Invalid input: expected nonoptional, received undefined" };
 }
-let v50 = value["stopReason"];
-if (v50 !== null) {
-if (typeof v50 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v50) };
+let v60 = value["stopReason"];
+if (v60 !== null) {
+if (typeof v60 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v60) };
 }
-let v51 = value["usage"];
-if (v51 !== null) {
-if (typeof v51 !== "object" || v51 === null || Array.isArray(v51)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v51) };
-let v52 = v51["inputTokens"];
-if (v52 !== undefined) {
-if (typeof v52 !== "number" || !Number.isFinite(v52)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v52) };
-if (!Number.isInteger(v52)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v52) };
-if (v52 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v52 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v52 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
+let v61 = value["usage"];
+if (v61 !== null) {
+if (typeof v61 !== "object" || v61 === null || Array.isArray(v61)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v61) };
+let v62 = v61["inputTokens"];
+if (v62 !== undefined) {
+if (typeof v62 !== "number" || !Number.isFinite(v62)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v62) };
+if (!Number.isInteger(v62)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v62) };
+if (v62 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v62 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v62 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v53 = v51["outputTokens"];
-if (v53 !== undefined) {
-if (typeof v53 !== "number" || !Number.isFinite(v53)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v53) };
-if (!Number.isInteger(v53)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v53) };
-if (v53 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v53 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v53 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+let v63 = v61["outputTokens"];
+if (v63 !== undefined) {
+if (typeof v63 !== "number" || !Number.isFinite(v63)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v63) };
+if (!Number.isInteger(v63)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v63) };
+if (v63 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v63 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v63 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v54 = v51["cacheReadTokens"];
-if (v54 !== undefined) {
-if (typeof v54 !== "number" || !Number.isFinite(v54)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v54) };
-if (!Number.isInteger(v54)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v54) };
-if (v54 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v54 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v54 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+let v64 = v61["cacheReadTokens"];
+if (v64 !== undefined) {
+if (typeof v64 !== "number" || !Number.isFinite(v64)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v64) };
+if (!Number.isInteger(v64)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v64) };
+if (v64 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v64 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v64 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v55 = v51["cacheWriteTokens"];
-if (v55 !== undefined) {
-if (typeof v55 !== "number" || !Number.isFinite(v55)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v55) };
-if (!Number.isInteger(v55)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v55) };
-if (v55 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v55 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v55 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+let v65 = v61["cacheWriteTokens"];
+if (v65 !== undefined) {
+if (typeof v65 !== "number" || !Number.isFinite(v65)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v65) };
+if (!Number.isInteger(v65)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v65) };
+if (v65 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v65 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v65 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v56 = v51["reasoningTokens"];
-if (v56 !== undefined) {
-if (typeof v56 !== "number" || !Number.isFinite(v56)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v56) };
-if (!Number.isInteger(v56)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v56) };
-if (v56 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v56 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v56 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+let v66 = v61["reasoningTokens"];
+if (v66 !== undefined) {
+if (typeof v66 !== "number" || !Number.isFinite(v66)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v66) };
+if (!Number.isInteger(v66)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v66) };
+if (v66 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v66 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v66 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v57 = v51["costUsd"];
-if (v57 !== undefined) {
-if (typeof v57 !== "number" || !Number.isFinite(v57)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v57) };
-if (!(v57 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+let v67 = v61["costUsd"];
+if (v67 !== undefined) {
+if (typeof v67 !== "number" || !Number.isFinite(v67)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v67) };
+if (!(v67 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
-let v58 = value["reasoning"];
-if (v58 !== null) {
-if (typeof v58 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v58) };
+let v68 = value["reasoning"];
+if (v68 !== null) {
+if (typeof v68 !== "string") return { path: join(at, "reasoning"), message: "Invalid input: expected string, received " + received(v68) };
 }
 return null;
 };
 // model.call.started
 const validatePayload_6 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v59 = value["callId"];
-if (typeof v59 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v59) };
-if (v59.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v60 = value["wire"];
-if (v60 !== "anthropic.messages" && v60 !== "anthropic.count_tokens" && v60 !== "openai.responses" && v60 !== "openai.chat" && v60 !== "gemini.generate" && v60 !== "gemini.stream" && v60 !== "opaque") return { path: join(at, "wire"), message: "Invalid option: expected one of \"anthropic.messages\"|\"anthropic.count_tokens\"|\"openai.responses\"|\"openai.chat\"|\"gemini.generate\"|\"gemini.stream\"|\"opaque\"" };
-let v61 = value["generates"];
-if (typeof v61 !== "boolean") return { path: join(at, "generates"), message: "Invalid input: expected boolean, received " + received(v61) };
-let v62 = value["route"];
-if (typeof v62 !== "string") return { path: join(at, "route"), message: "Invalid input: expected string, received " + received(v62) };
-let v63 = value["method"];
-if (typeof v63 !== "string") return { path: join(at, "method"), message: "Invalid input: expected string, received " + received(v63) };
-let v64 = value["path"];
-if (typeof v64 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v64) };
-let v65 = value["model"];
-if (v65 !== null) {
-if (typeof v65 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v65) };
+let v69 = value["callId"];
+if (typeof v69 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v69) };
+if (v69.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v70 = value["wire"];
+if (v70 !== "anthropic.messages" && v70 !== "anthropic.count_tokens" && v70 !== "openai.responses" && v70 !== "openai.chat" && v70 !== "gemini.generate" && v70 !== "gemini.stream" && v70 !== "opaque") return { path: join(at, "wire"), message: "Invalid option: expected one of \"anthropic.messages\"|\"anthropic.count_tokens\"|\"openai.responses\"|\"openai.chat\"|\"gemini.generate\"|\"gemini.stream\"|\"opaque\"" };
+let v71 = value["generates"];
+if (typeof v71 !== "boolean") return { path: join(at, "generates"), message: "Invalid input: expected boolean, received " + received(v71) };
+let v72 = value["route"];
+if (typeof v72 !== "string") return { path: join(at, "route"), message: "Invalid input: expected string, received " + received(v72) };
+let v73 = value["method"];
+if (typeof v73 !== "string") return { path: join(at, "method"), message: "Invalid input: expected string, received " + received(v73) };
+let v74 = value["path"];
+if (typeof v74 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v74) };
+let v75 = value["model"];
+if (v75 !== null) {
+if (typeof v75 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v75) };
 }
-let v66 = value["stream"];
-if (v66 !== null) {
-if (typeof v66 !== "boolean") return { path: join(at, "stream"), message: "Invalid input: expected boolean, received " + received(v66) };
+let v76 = value["stream"];
+if (v76 !== null) {
+if (typeof v76 !== "boolean") return { path: join(at, "stream"), message: "Invalid input: expected boolean, received " + received(v76) };
 }
-let v67 = value["headers"];
-if (typeof v67 !== "object" || v67 === null || Array.isArray(v67)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v67) };
-for (const v68 of Object.keys(v67)) {
-const v69 = v67[v68];
-if (typeof v69 !== "string") return { path: join(at, "headers." + v68), message: "Invalid input: expected string, received " + received(v69) };
+let v77 = value["headers"];
+if (typeof v77 !== "object" || v77 === null || Array.isArray(v77)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v77) };
+for (const v78 of Object.keys(v77)) {
+const v79 = v77[v78];
+if (typeof v79 !== "string") return { path: join(at, "headers." + v78), message: "Invalid input: expected string, received " + received(v79) };
 }
-let v70 = value["body"];
-if (v70 !== null) {
-if (typeof v70 !== "object" || v70 === null || Array.isArray(v70)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v70) };
-let v71 = v70["sha256"];
-if (typeof v71 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v71) };
-if (!c0.test(v71)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
-let v72 = v70["bytes"];
-if (typeof v72 !== "number" || !Number.isFinite(v72)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v72) };
-if (!Number.isInteger(v72)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v72) };
-if (v72 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v72 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v72 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
+let v80 = value["body"];
+if (v80 !== null) {
+if (typeof v80 !== "object" || v80 === null || Array.isArray(v80)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v80) };
+let v81 = v80["sha256"];
+if (typeof v81 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v81) };
+if (!c0.test(v81)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v82 = v80["bytes"];
+if (typeof v82 !== "number" || !Number.isFinite(v82)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v82) };
+if (!Number.isInteger(v82)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v82) };
+if (v82 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v82 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v82 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
 }
 return null;
 };
 // model.call.completed
 const validatePayload_7 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v73 = value["callId"];
-if (typeof v73 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v73) };
-if (v73.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v74 = value["outcome"];
-if (v74 !== "ok" && v74 !== "error" && v74 !== "refused" && v74 !== "failed" && v74 !== "aborted") return { path: join(at, "outcome"), message: "Invalid option: expected one of \"ok\"|\"error\"|\"refused\"|\"failed\"|\"aborted\"" };
-let v75 = value["status"];
-if (v75 !== null) {
-if (typeof v75 !== "number" || !Number.isFinite(v75)) return { path: join(at, "status"), message: "Invalid input: expected number, received " + received(v75) };
-if (!Number.isInteger(v75)) return { path: join(at, "status"), message: "Invalid input: expected int, received " + received(v75) };
-if (v75 > 9007199254740991) return { path: join(at, "status"), message: "Too big: expected int to be <=9007199254740991" };
-if (v75 < -9007199254740991) return { path: join(at, "status"), message: "Too small: expected int to be >=-9007199254740991" };
+let v83 = value["callId"];
+if (typeof v83 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v83) };
+if (v83.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v84 = value["outcome"];
+if (v84 !== "ok" && v84 !== "error" && v84 !== "refused" && v84 !== "failed" && v84 !== "aborted") return { path: join(at, "outcome"), message: "Invalid option: expected one of \"ok\"|\"error\"|\"refused\"|\"failed\"|\"aborted\"" };
+let v85 = value["status"];
+if (v85 !== null) {
+if (typeof v85 !== "number" || !Number.isFinite(v85)) return { path: join(at, "status"), message: "Invalid input: expected number, received " + received(v85) };
+if (!Number.isInteger(v85)) return { path: join(at, "status"), message: "Invalid input: expected int, received " + received(v85) };
+if (v85 > 9007199254740991) return { path: join(at, "status"), message: "Too big: expected int to be <=9007199254740991" };
+if (v85 < -9007199254740991) return { path: join(at, "status"), message: "Too small: expected int to be >=-9007199254740991" };
 }
-let v76 = value["headers"];
-if (typeof v76 !== "object" || v76 === null || Array.isArray(v76)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v76) };
-for (const v77 of Object.keys(v76)) {
-const v78 = v76[v77];
-if (typeof v78 !== "string") return { path: join(at, "headers." + v77), message: "Invalid input: expected string, received " + received(v78) };
+let v86 = value["headers"];
+if (typeof v86 !== "object" || v86 === null || Array.isArray(v86)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v86) };
+for (const v87 of Object.keys(v86)) {
+const v88 = v86[v87];
+if (typeof v88 !== "string") return { path: join(at, "headers." + v87), message: "Invalid input: expected string, received " + received(v88) };
 }
-let v79 = value["body"];
-if (v79 !== null) {
-if (typeof v79 !== "object" || v79 === null || Array.isArray(v79)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v79) };
-let v80 = v79["sha256"];
-if (typeof v80 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v80) };
-if (!c0.test(v80)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
-let v81 = v79["bytes"];
-if (typeof v81 !== "number" || !Number.isFinite(v81)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v81) };
-if (!Number.isInteger(v81)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v81) };
-if (v81 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v81 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v81 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
-}
-let v82 = value["chunks"];
-if (!Array.isArray(v82)) return { path: join(at, "chunks"), message: "Invalid input: expected array, received " + received(v82) };
-for (let v83 = 0; v83 < v82.length; v83++) {
-const v84 = v82[v83];
-if (!Array.isArray(v84)) return { path: join(at, "chunks." + v83), message: "Invalid input: expected array, received " + received(v84) };
-if (v84.length !== 2) return { path: join(at, "chunks." + v83), message: "Too big: expected array to have 2 items" };
-for (let v85 = 0; v85 < v84.length; v85++) {
-const v86 = v84[v85];
-if (typeof v86 !== "number" || !Number.isFinite(v86)) return { path: join(at, "chunks." + v83 + "." + v85), message: "Invalid input: expected number, received " + received(v86) };
-if (!(v86 >= 0)) return { path: join(at, "chunks." + v83 + "." + v85), message: "Too small: expected number to be >=0" };
-}
-}
-let v87 = value["model"];
-if (v87 !== null) {
-if (typeof v87 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v87) };
-}
-let v88 = value["responseId"];
-if (v88 !== undefined) {
-if (typeof v88 !== "string") return { path: join(at, "responseId"), message: "Invalid input: expected string, received " + received(v88) };
-}
-let v89 = value["stopReason"];
+let v89 = value["body"];
 if (v89 !== null) {
-if (typeof v89 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v89) };
+if (typeof v89 !== "object" || v89 === null || Array.isArray(v89)) return { path: join(at, "body"), message: "Invalid input: expected object, received " + received(v89) };
+let v90 = v89["sha256"];
+if (typeof v90 !== "string") return { path: join(at, "body.sha256"), message: "Invalid input: expected string, received " + received(v90) };
+if (!c0.test(v90)) return { path: join(at, "body.sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v91 = v89["bytes"];
+if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "body.bytes"), message: "Invalid input: expected number, received " + received(v91) };
+if (!Number.isInteger(v91)) return { path: join(at, "body.bytes"), message: "Invalid input: expected int, received " + received(v91) };
+if (v91 > 9007199254740991) return { path: join(at, "body.bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v91 < -9007199254740991) return { path: join(at, "body.bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v91 >= 0)) return { path: join(at, "body.bytes"), message: "Too small: expected number to be >=0" };
 }
-let v90 = value["usage"];
-if (v90 !== null) {
-if (typeof v90 !== "object" || v90 === null || Array.isArray(v90)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v90) };
-let v91 = v90["inputTokens"];
-if (v91 !== undefined) {
-if (typeof v91 !== "number" || !Number.isFinite(v91)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v91) };
-if (!Number.isInteger(v91)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v91) };
-if (v91 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v91 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v91 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v92 = v90["outputTokens"];
-if (v92 !== undefined) {
-if (typeof v92 !== "number" || !Number.isFinite(v92)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v92) };
-if (!Number.isInteger(v92)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v92) };
-if (v92 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v92 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v92 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v93 = v90["cacheReadTokens"];
-if (v93 !== undefined) {
-if (typeof v93 !== "number" || !Number.isFinite(v93)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v93) };
-if (!Number.isInteger(v93)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v93) };
-if (v93 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v93 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v93 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v94 = v90["cacheWriteTokens"];
-if (v94 !== undefined) {
-if (typeof v94 !== "number" || !Number.isFinite(v94)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v94) };
-if (!Number.isInteger(v94)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v94) };
-if (v94 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v94 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v94 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v95 = v90["reasoningTokens"];
-if (v95 !== undefined) {
-if (typeof v95 !== "number" || !Number.isFinite(v95)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v95) };
-if (!Number.isInteger(v95)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v95) };
-if (v95 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v95 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v95 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
-}
-let v96 = v90["costUsd"];
-if (v96 !== undefined) {
-if (typeof v96 !== "number" || !Number.isFinite(v96)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v96) };
-if (!(v96 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+let v92 = value["chunks"];
+if (!Array.isArray(v92)) return { path: join(at, "chunks"), message: "Invalid input: expected array, received " + received(v92) };
+for (let v93 = 0; v93 < v92.length; v93++) {
+const v94 = v92[v93];
+if (!Array.isArray(v94)) return { path: join(at, "chunks." + v93), message: "Invalid input: expected array, received " + received(v94) };
+if (v94.length !== 2) return { path: join(at, "chunks." + v93), message: "Too big: expected array to have 2 items" };
+for (let v95 = 0; v95 < v94.length; v95++) {
+const v96 = v94[v95];
+if (typeof v96 !== "number" || !Number.isFinite(v96)) return { path: join(at, "chunks." + v93 + "." + v95), message: "Invalid input: expected number, received " + received(v96) };
+if (!(v96 >= 0)) return { path: join(at, "chunks." + v93 + "." + v95), message: "Too small: expected number to be >=0" };
 }
 }
-let v97 = value["firstByteMs"];
+let v97 = value["model"];
 if (v97 !== null) {
-if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v97) };
-if (!(v97 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
+if (typeof v97 !== "string") return { path: join(at, "model"), message: "Invalid input: expected string, received " + received(v97) };
 }
-let v98 = value["durationMs"];
-if (typeof v98 !== "number" || !Number.isFinite(v98)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v98) };
-if (!(v98 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
-let v99 = value["error"];
-if (v99 !== undefined) {
-if (typeof v99 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v99) };
+let v98 = value["responseId"];
+if (v98 !== undefined) {
+if (typeof v98 !== "string") return { path: join(at, "responseId"), message: "Invalid input: expected string, received " + received(v98) };
+}
+let v99 = value["stopReason"];
+if (v99 !== null) {
+if (typeof v99 !== "string") return { path: join(at, "stopReason"), message: "Invalid input: expected string, received " + received(v99) };
+}
+let v100 = value["usage"];
+if (v100 !== null) {
+if (typeof v100 !== "object" || v100 === null || Array.isArray(v100)) return { path: join(at, "usage"), message: "Invalid input: expected object, received " + received(v100) };
+let v101 = v100["inputTokens"];
+if (v101 !== undefined) {
+if (typeof v101 !== "number" || !Number.isFinite(v101)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected number, received " + received(v101) };
+if (!Number.isInteger(v101)) return { path: join(at, "usage.inputTokens"), message: "Invalid input: expected int, received " + received(v101) };
+if (v101 > 9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v101 < -9007199254740991) return { path: join(at, "usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v101 >= 0)) return { path: join(at, "usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v102 = v100["outputTokens"];
+if (v102 !== undefined) {
+if (typeof v102 !== "number" || !Number.isFinite(v102)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected number, received " + received(v102) };
+if (!Number.isInteger(v102)) return { path: join(at, "usage.outputTokens"), message: "Invalid input: expected int, received " + received(v102) };
+if (v102 > 9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v102 < -9007199254740991) return { path: join(at, "usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v102 >= 0)) return { path: join(at, "usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v103 = v100["cacheReadTokens"];
+if (v103 !== undefined) {
+if (typeof v103 !== "number" || !Number.isFinite(v103)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v103) };
+if (!Number.isInteger(v103)) return { path: join(at, "usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v103) };
+if (v103 > 9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v103 < -9007199254740991) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v103 >= 0)) return { path: join(at, "usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v104 = v100["cacheWriteTokens"];
+if (v104 !== undefined) {
+if (typeof v104 !== "number" || !Number.isFinite(v104)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v104) };
+if (!Number.isInteger(v104)) return { path: join(at, "usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v104) };
+if (v104 > 9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v104 < -9007199254740991) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v104 >= 0)) return { path: join(at, "usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v105 = v100["reasoningTokens"];
+if (v105 !== undefined) {
+if (typeof v105 !== "number" || !Number.isFinite(v105)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v105) };
+if (!Number.isInteger(v105)) return { path: join(at, "usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v105) };
+if (v105 > 9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v105 < -9007199254740991) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v105 >= 0)) return { path: join(at, "usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v106 = v100["costUsd"];
+if (v106 !== undefined) {
+if (typeof v106 !== "number" || !Number.isFinite(v106)) return { path: join(at, "usage.costUsd"), message: "Invalid input: expected number, received " + received(v106) };
+if (!(v106 >= 0)) return { path: join(at, "usage.costUsd"), message: "Too small: expected number to be >=0" };
+}
+}
+let v107 = value["firstByteMs"];
+if (v107 !== null) {
+if (typeof v107 !== "number" || !Number.isFinite(v107)) return { path: join(at, "firstByteMs"), message: "Invalid input: expected number, received " + received(v107) };
+if (!(v107 >= 0)) return { path: join(at, "firstByteMs"), message: "Too small: expected number to be >=0" };
+}
+let v108 = value["durationMs"];
+if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "durationMs"), message: "Invalid input: expected number, received " + received(v108) };
+if (!(v108 >= 0)) return { path: join(at, "durationMs"), message: "Too small: expected number to be >=0" };
+let v109 = value["error"];
+if (v109 !== undefined) {
+if (typeof v109 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v109) };
 }
 return null;
 };
 // tool.started
 const validatePayload_8 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v100 = value["callId"];
-if (typeof v100 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v100) };
-if (v100.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v101 = value["tool"];
-if (typeof v101 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v101) };
-let v102 = value["args"];
-if (v102 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
-let v103 = value["modelCall"];
-if (v103 !== undefined) {
-if (typeof v103 !== "object" || v103 === null || Array.isArray(v103)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v103) };
-let v104 = v103["id"];
-if (typeof v104 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v104) };
-if (v104.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v105 = v103["model"];
-if (v105 !== undefined) {
-if (typeof v105 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v105) };
-if (v105.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
-}
-let v106 = v103["stopReason"];
-if (v106 !== undefined) {
-if (v106 !== null) {
-if (typeof v106 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v106) };
-}
-}
-let v107 = v103["usage"];
-if (v107 !== undefined) {
-if (typeof v107 !== "object" || v107 === null || Array.isArray(v107)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v107) };
-let v108 = v107["inputTokens"];
-if (v108 !== undefined) {
-if (typeof v108 !== "number" || !Number.isFinite(v108)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v108) };
-if (!Number.isInteger(v108)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v108) };
-if (v108 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v108 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v108 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v109 = v107["outputTokens"];
-if (v109 !== undefined) {
-if (typeof v109 !== "number" || !Number.isFinite(v109)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v109) };
-if (!Number.isInteger(v109)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v109) };
-if (v109 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v109 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v109 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v110 = v107["cacheReadTokens"];
-if (v110 !== undefined) {
-if (typeof v110 !== "number" || !Number.isFinite(v110)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v110) };
-if (!Number.isInteger(v110)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v110) };
-if (v110 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v110 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v110 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v111 = v107["cacheWriteTokens"];
-if (v111 !== undefined) {
-if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v111) };
-if (!Number.isInteger(v111)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v111) };
-if (v111 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v111 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v111 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v112 = v107["reasoningTokens"];
-if (v112 !== undefined) {
-if (typeof v112 !== "number" || !Number.isFinite(v112)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v112) };
-if (!Number.isInteger(v112)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v112) };
-if (v112 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v112 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v112 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
-}
-let v113 = v107["costUsd"];
+let v110 = value["callId"];
+if (typeof v110 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v110) };
+if (v110.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v111 = value["tool"];
+if (typeof v111 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v111) };
+let v112 = value["args"];
+if (v112 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v113 = value["modelCall"];
 if (v113 !== undefined) {
-if (typeof v113 !== "number" || !Number.isFinite(v113)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v113) };
-if (!(v113 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v113 !== "object" || v113 === null || Array.isArray(v113)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v113) };
+let v114 = v113["id"];
+if (typeof v114 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v114) };
+if (v114.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v115 = v113["model"];
+if (v115 !== undefined) {
+if (typeof v115 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v115) };
+if (v115.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
+}
+let v116 = v113["stopReason"];
+if (v116 !== undefined) {
+if (v116 !== null) {
+if (typeof v116 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v116) };
+}
+}
+let v117 = v113["usage"];
+if (v117 !== undefined) {
+if (typeof v117 !== "object" || v117 === null || Array.isArray(v117)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v117) };
+let v118 = v117["inputTokens"];
+if (v118 !== undefined) {
+if (typeof v118 !== "number" || !Number.isFinite(v118)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v118) };
+if (!Number.isInteger(v118)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v118) };
+if (v118 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v118 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v118 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v119 = v117["outputTokens"];
+if (v119 !== undefined) {
+if (typeof v119 !== "number" || !Number.isFinite(v119)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v119) };
+if (!Number.isInteger(v119)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v119) };
+if (v119 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v119 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v119 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v120 = v117["cacheReadTokens"];
+if (v120 !== undefined) {
+if (typeof v120 !== "number" || !Number.isFinite(v120)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v120) };
+if (!Number.isInteger(v120)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v120) };
+if (v120 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v120 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v120 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v121 = v117["cacheWriteTokens"];
+if (v121 !== undefined) {
+if (typeof v121 !== "number" || !Number.isFinite(v121)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v121) };
+if (!Number.isInteger(v121)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v121) };
+if (v121 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v121 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v121 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v122 = v117["reasoningTokens"];
+if (v122 !== undefined) {
+if (typeof v122 !== "number" || !Number.isFinite(v122)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v122) };
+if (!Number.isInteger(v122)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v122) };
+if (v122 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v122 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v122 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v123 = v117["costUsd"];
+if (v123 !== undefined) {
+if (typeof v123 !== "number" || !Number.isFinite(v123)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v123) };
+if (!(v123 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
@@ -597,56 +631,56 @@ return null;
 // tool.completed
 const validatePayload_9 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v114 = value["callId"];
-if (typeof v114 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v114) };
-if (v114.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v115 = value["ok"];
-if (typeof v115 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v115) };
-let v116 = value["result"];
-if (v116 !== undefined) {
+let v124 = value["callId"];
+if (typeof v124 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v124) };
+if (v124.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v125 = value["ok"];
+if (typeof v125 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v125) };
+let v126 = value["result"];
+if (v126 !== undefined) {
 }
-let v117 = value["error"];
-if (v117 !== undefined) {
-if (typeof v117 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v117) };
+let v127 = value["error"];
+if (v127 !== undefined) {
+if (typeof v127 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v127) };
 }
-let v118 = value["startedAt"];
-if (v118 !== null) {
-if (typeof v118 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v118) };
-if (!isDatetime(c1, v118)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v128 = value["startedAt"];
+if (v128 !== null) {
+if (typeof v128 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v128) };
+if (!isDatetime(c1, v128)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 }
-let v119 = value["finishedAt"];
-if (v119 !== null) {
-if (typeof v119 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v119) };
-if (!isDatetime(c1, v119)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+let v129 = value["finishedAt"];
+if (v129 !== null) {
+if (typeof v129 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v129) };
+if (!isDatetime(c1, v129)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
 // approval.requested
 const validatePayload_10 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v120 = value["approvalId"];
-if (typeof v120 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v120) };
-if (v120.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v121 = value["tool"];
-if (typeof v121 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v121) };
-let v122 = value["args"];
-if (v122 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v130 = value["approvalId"];
+if (typeof v130 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v130) };
+if (v130.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v131 = value["tool"];
+if (typeof v131 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v131) };
+let v132 = value["args"];
+if (v132 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // approval.resolved
 const validatePayload_11 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v123 = value["approvalId"];
-if (typeof v123 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v123) };
-if (v123.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v124 = value["decision"];
-if (v124 !== "allow" && v124 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v125 = value["by"];
-if (typeof v125 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v125) };
-let v126 = value["reason"];
-if (v126 !== undefined) {
-if (v126 !== null) {
-if (typeof v126 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v126) };
+let v133 = value["approvalId"];
+if (typeof v133 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v133) };
+if (v133.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v134 = value["decision"];
+if (v134 !== "allow" && v134 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v135 = value["by"];
+if (typeof v135 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v135) };
+let v136 = value["reason"];
+if (v136 !== undefined) {
+if (v136 !== null) {
+if (typeof v136 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v136) };
 }
 }
 return null;
@@ -654,200 +688,200 @@ return null;
 // question.requested
 const validatePayload_12 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v127 = value["questionId"];
-if (typeof v127 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v127) };
-if (v127.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v128 = value["text"];
-if (typeof v128 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v128) };
+let v137 = value["questionId"];
+if (typeof v137 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v137) };
+if (v137.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v138 = value["text"];
+if (typeof v138 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v138) };
 return null;
 };
 // question.answered
 const validatePayload_13 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v129 = value["questionId"];
-if (typeof v129 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v129) };
-if (v129.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v130 = value["answer"];
-if (typeof v130 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v130) };
+let v139 = value["questionId"];
+if (typeof v139 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v139) };
+if (v139.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v140 = value["answer"];
+if (typeof v140 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v140) };
 return null;
 };
 // usage.updated
 const validatePayload_14 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v131 = value["inputTokens"];
-if (v131 !== null) {
-if (typeof v131 !== "number" || !Number.isFinite(v131)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v131) };
-if (!Number.isInteger(v131)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v131) };
-if (v131 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v131 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v131 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
+let v141 = value["inputTokens"];
+if (v141 !== null) {
+if (typeof v141 !== "number" || !Number.isFinite(v141)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v141) };
+if (!Number.isInteger(v141)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v141) };
+if (v141 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v141 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v141 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v132 = value["outputTokens"];
-if (v132 !== null) {
-if (typeof v132 !== "number" || !Number.isFinite(v132)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v132) };
-if (!Number.isInteger(v132)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v132) };
-if (v132 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v132 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v132 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
+let v142 = value["outputTokens"];
+if (v142 !== null) {
+if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v142) };
+if (!Number.isInteger(v142)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v142) };
+if (v142 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v142 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v142 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v133 = value["cacheReadTokens"];
-if (v133 !== null) {
-if (typeof v133 !== "number" || !Number.isFinite(v133)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v133) };
-if (!Number.isInteger(v133)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v133) };
-if (v133 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v133 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v133 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
+let v143 = value["cacheReadTokens"];
+if (v143 !== null) {
+if (typeof v143 !== "number" || !Number.isFinite(v143)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v143) };
+if (!Number.isInteger(v143)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v143) };
+if (v143 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v143 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v143 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
 }
-let v134 = value["cacheWriteTokens"];
-if (v134 !== null) {
-if (typeof v134 !== "number" || !Number.isFinite(v134)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v134) };
-if (!Number.isInteger(v134)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v134) };
-if (v134 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v134 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v134 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+let v144 = value["cacheWriteTokens"];
+if (v144 !== null) {
+if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v144) };
+if (!Number.isInteger(v144)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v144) };
+if (v144 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v144 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v144 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
 }
-let v135 = value["reasoningTokens"];
-if (v135 !== null) {
-if (typeof v135 !== "number" || !Number.isFinite(v135)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v135) };
-if (!Number.isInteger(v135)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v135) };
-if (v135 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v135 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v135 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+let v145 = value["reasoningTokens"];
+if (v145 !== null) {
+if (typeof v145 !== "number" || !Number.isFinite(v145)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v145) };
+if (!Number.isInteger(v145)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v145) };
+if (v145 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v145 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v145 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
 }
-let v136 = value["costUsd"];
-if (v136 !== null) {
-if (typeof v136 !== "number" || !Number.isFinite(v136)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v136) };
-if (!(v136 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+let v146 = value["costUsd"];
+if (v146 !== null) {
+if (typeof v146 !== "number" || !Number.isFinite(v146)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v146) };
+if (!(v146 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
 }
-let v137 = value["requests"];
-if (v137 !== null) {
-if (typeof v137 !== "number" || !Number.isFinite(v137)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v137) };
-if (!Number.isInteger(v137)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v137) };
-if (v137 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
-if (v137 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v137 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+let v147 = value["requests"];
+if (v147 !== null) {
+if (typeof v147 !== "number" || !Number.isFinite(v147)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v147) };
+if (!Number.isInteger(v147)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v147) };
+if (v147 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v147 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v147 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
 }
-let v138 = value["costEstimated"];
-if (v138 !== undefined) {
-if (typeof v138 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v138) };
+let v148 = value["costEstimated"];
+if (v148 !== undefined) {
+if (typeof v148 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v148) };
 }
 return null;
 };
 // compaction.started
 const validatePayload_15 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v139 = value["stage"];
-if (typeof v139 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v139) };
+let v149 = value["stage"];
+if (typeof v149 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v149) };
 return null;
 };
 // compaction.completed
 const validatePayload_16 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v140 = value["stage"];
-if (typeof v140 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v140) };
-let v141 = value["before"];
-if (typeof v141 !== "number" || !Number.isFinite(v141)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v141) };
-if (!Number.isInteger(v141)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v141) };
-if (v141 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
-if (v141 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v141 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
-let v142 = value["after"];
-if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v142) };
-if (!Number.isInteger(v142)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v142) };
-if (v142 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
-if (v142 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v142 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+let v150 = value["stage"];
+if (typeof v150 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v150) };
+let v151 = value["before"];
+if (typeof v151 !== "number" || !Number.isFinite(v151)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v151) };
+if (!Number.isInteger(v151)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v151) };
+if (v151 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v151 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v151 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v152 = value["after"];
+if (typeof v152 !== "number" || !Number.isFinite(v152)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v152) };
+if (!Number.isInteger(v152)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v152) };
+if (v152 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v152 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v152 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // budget.warning
 const validatePayload_17 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v143 = value["ratio"];
-if (typeof v143 !== "number" || !Number.isFinite(v143)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v143) };
-if (!(v143 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
-let v144 = value["limit"];
-if (v144 !== undefined) {
-if (typeof v144 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v144) };
+let v153 = value["ratio"];
+if (typeof v153 !== "number" || !Number.isFinite(v153)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v153) };
+if (!(v153 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v154 = value["limit"];
+if (v154 !== undefined) {
+if (typeof v154 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v154) };
 }
 return null;
 };
 // heartbeat
 const validatePayload_18 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v145 = value["iteration"];
-if (typeof v145 !== "number" || !Number.isFinite(v145)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v145) };
-if (!Number.isInteger(v145)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v145) };
-if (v145 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
-if (v145 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v145 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+let v155 = value["iteration"];
+if (typeof v155 !== "number" || !Number.isFinite(v155)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v155) };
+if (!Number.isInteger(v155)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v155) };
+if (v155 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v155 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v155 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // attachment.added
 const validatePayload_19 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v146 = value["name"];
-if (typeof v146 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v146) };
-if (v146.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
-let v147 = value["path"];
-if (typeof v147 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v147) };
-if (v147.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
-let v148 = value["contentType"];
-if (typeof v148 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v148) };
-let v149 = value["bytes"];
-if (typeof v149 !== "number" || !Number.isFinite(v149)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v149) };
-if (!Number.isInteger(v149)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v149) };
-if (v149 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v149 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v149 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
-let v150 = value["sha256"];
-if (typeof v150 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v150) };
-if (!c0.test(v150)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v156 = value["name"];
+if (typeof v156 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v156) };
+if (v156.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v157 = value["path"];
+if (typeof v157 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v157) };
+if (v157.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v158 = value["contentType"];
+if (typeof v158 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v158) };
+let v159 = value["bytes"];
+if (typeof v159 !== "number" || !Number.isFinite(v159)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v159) };
+if (!Number.isInteger(v159)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v159) };
+if (v159 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v159 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v159 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v160 = value["sha256"];
+if (typeof v160 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v160) };
+if (!c0.test(v160)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 return null;
 };
 // status.changed
 const validatePayload_20 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v151 = value["status"];
-if (v151 !== "queued" && v151 !== "running" && v151 !== "waiting" && v151 !== "completed" && v151 !== "failed" && v151 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v152 = value["reason"];
-if (v152 !== null) {
-if (typeof v152 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v152) };
+let v161 = value["status"];
+if (v161 !== "queued" && v161 !== "running" && v161 !== "waiting" && v161 !== "completed" && v161 !== "failed" && v161 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v162 = value["reason"];
+if (v162 !== null) {
+if (typeof v162 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v162) };
 }
 return null;
 };
 // problem
 const validatePayload_21 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v153 = value["source"];
-if (typeof v153 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v153) };
-let v154 = value["reason"];
-if (typeof v154 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v154) };
-let v155 = value["text"];
-if (v155 !== undefined) {
-if (typeof v155 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v155) };
+let v163 = value["source"];
+if (typeof v163 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v163) };
+let v164 = value["reason"];
+if (typeof v164 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v164) };
+let v165 = value["text"];
+if (v165 !== undefined) {
+if (typeof v165 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v165) };
 }
 return null;
 };
 // completed
 const validatePayload_22 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v156 = value["reason"];
-if (v156 !== null) {
-if (typeof v156 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v156) };
+let v166 = value["reason"];
+if (v166 !== null) {
+if (typeof v166 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v166) };
 }
-let v157 = value["result"];
-if (v157 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v167 = value["result"];
+if (v167 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // failed
 const validatePayload_23 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v158 = value["reason"];
-if (v158 !== null) {
-if (typeof v158 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v158) };
+let v168 = value["reason"];
+if (v168 !== null) {
+if (typeof v168 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v168) };
 }
-let v159 = value["result"];
-if (v159 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+let v169 = value["result"];
+if (v169 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 
@@ -879,295 +913,295 @@ export const validatePayload: Record<string, Validator> = {
 };
 export const validateRunEvent: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-const v232 = value["type"];
-if (!c2.has(v232)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
-let v233 = value["id"];
-if (typeof v233 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v233) };
-if (v233.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v234 = value["runId"];
-if (typeof v234 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v234) };
-if (v234.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
-let v235 = value["sessionId"];
-if (typeof v235 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v235) };
-if (v235.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v236 = value["sequence"];
-if (typeof v236 !== "number" || !Number.isFinite(v236)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v236) };
-if (!Number.isInteger(v236)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v236) };
-if (v236 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
-if (v236 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v236 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
-let v237 = value["timestamp"];
-if (typeof v237 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v237) };
-if (!isDatetime(c1, v237)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
-let v238 = value["native"];
-if (v238 !== undefined) {
+const v242 = value["type"];
+if (!c2.has(v242)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v243 = value["id"];
+if (typeof v243 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v243) };
+if (v243.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v244 = value["runId"];
+if (typeof v244 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v244) };
+if (v244.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v245 = value["sessionId"];
+if (typeof v245 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v245) };
+if (v245.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v246 = value["sequence"];
+if (typeof v246 !== "number" || !Number.isFinite(v246)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v246) };
+if (!Number.isInteger(v246)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v246) };
+if (v246 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v246 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v246 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v247 = value["timestamp"];
+if (typeof v247 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v247) };
+if (!isDatetime(c1, v247)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v248 = value["native"];
+if (v248 !== undefined) {
 }
-let v239 = value["ignored"];
-if (v239 !== undefined) {
-if (typeof v239 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v239) };
+let v249 = value["ignored"];
+if (v249 !== undefined) {
+if (typeof v249 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v249) };
 }
-switch (v232) {
+switch (v242) {
 case "run.started":
 {
-let v160 = value["type"];
-if (v160 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
-let v161 = value["payload"];
+let v170 = value["type"];
+if (v170 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v171 = value["payload"];
 {
-const v162 = validatePayload_0(v161, join(at, "payload"));
-if (v162 !== null) return v162;
+const v172 = validatePayload_0(v171, join(at, "payload"));
+if (v172 !== null) return v172;
 }
 break;
 }
 case "session.linked":
 {
-let v163 = value["type"];
-if (v163 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
-let v164 = value["payload"];
+let v173 = value["type"];
+if (v173 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v174 = value["payload"];
 {
-const v165 = validatePayload_1(v164, join(at, "payload"));
-if (v165 !== null) return v165;
+const v175 = validatePayload_1(v174, join(at, "payload"));
+if (v175 !== null) return v175;
 }
 break;
 }
 case "message.delta":
 {
-let v166 = value["type"];
-if (v166 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
-let v167 = value["payload"];
+let v176 = value["type"];
+if (v176 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v177 = value["payload"];
 {
-const v168 = validatePayload_2(v167, join(at, "payload"));
-if (v168 !== null) return v168;
+const v178 = validatePayload_2(v177, join(at, "payload"));
+if (v178 !== null) return v178;
 }
 break;
 }
 case "message.completed":
 {
-let v169 = value["type"];
-if (v169 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
-let v170 = value["payload"];
+let v179 = value["type"];
+if (v179 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v180 = value["payload"];
 {
-const v171 = validatePayload_3(v170, join(at, "payload"));
-if (v171 !== null) return v171;
+const v181 = validatePayload_3(v180, join(at, "payload"));
+if (v181 !== null) return v181;
 }
 break;
 }
 case "model.requested":
 {
-let v172 = value["type"];
-if (v172 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
-let v173 = value["payload"];
+let v182 = value["type"];
+if (v182 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v183 = value["payload"];
 {
-const v174 = validatePayload_4(v173, join(at, "payload"));
-if (v174 !== null) return v174;
+const v184 = validatePayload_4(v183, join(at, "payload"));
+if (v184 !== null) return v184;
 }
 break;
 }
 case "model.completed":
 {
-let v175 = value["type"];
-if (v175 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
-let v176 = value["payload"];
+let v185 = value["type"];
+if (v185 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v186 = value["payload"];
 {
-const v177 = validatePayload_5(v176, join(at, "payload"));
-if (v177 !== null) return v177;
+const v187 = validatePayload_5(v186, join(at, "payload"));
+if (v187 !== null) return v187;
 }
 break;
 }
 case "model.call.started":
 {
-let v178 = value["type"];
-if (v178 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
-let v179 = value["payload"];
+let v188 = value["type"];
+if (v188 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
+let v189 = value["payload"];
 {
-const v180 = validatePayload_6(v179, join(at, "payload"));
-if (v180 !== null) return v180;
+const v190 = validatePayload_6(v189, join(at, "payload"));
+if (v190 !== null) return v190;
 }
 break;
 }
 case "model.call.completed":
 {
-let v181 = value["type"];
-if (v181 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
-let v182 = value["payload"];
+let v191 = value["type"];
+if (v191 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
+let v192 = value["payload"];
 {
-const v183 = validatePayload_7(v182, join(at, "payload"));
-if (v183 !== null) return v183;
+const v193 = validatePayload_7(v192, join(at, "payload"));
+if (v193 !== null) return v193;
 }
 break;
 }
 case "tool.started":
 {
-let v184 = value["type"];
-if (v184 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
-let v185 = value["payload"];
+let v194 = value["type"];
+if (v194 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v195 = value["payload"];
 {
-const v186 = validatePayload_8(v185, join(at, "payload"));
-if (v186 !== null) return v186;
+const v196 = validatePayload_8(v195, join(at, "payload"));
+if (v196 !== null) return v196;
 }
 break;
 }
 case "tool.completed":
 {
-let v187 = value["type"];
-if (v187 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
-let v188 = value["payload"];
+let v197 = value["type"];
+if (v197 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v198 = value["payload"];
 {
-const v189 = validatePayload_9(v188, join(at, "payload"));
-if (v189 !== null) return v189;
+const v199 = validatePayload_9(v198, join(at, "payload"));
+if (v199 !== null) return v199;
 }
 break;
 }
 case "approval.requested":
 {
-let v190 = value["type"];
-if (v190 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
-let v191 = value["payload"];
+let v200 = value["type"];
+if (v200 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v201 = value["payload"];
 {
-const v192 = validatePayload_10(v191, join(at, "payload"));
-if (v192 !== null) return v192;
+const v202 = validatePayload_10(v201, join(at, "payload"));
+if (v202 !== null) return v202;
 }
 break;
 }
 case "approval.resolved":
 {
-let v193 = value["type"];
-if (v193 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
-let v194 = value["payload"];
+let v203 = value["type"];
+if (v203 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v204 = value["payload"];
 {
-const v195 = validatePayload_11(v194, join(at, "payload"));
-if (v195 !== null) return v195;
+const v205 = validatePayload_11(v204, join(at, "payload"));
+if (v205 !== null) return v205;
 }
 break;
 }
 case "question.requested":
 {
-let v196 = value["type"];
-if (v196 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
-let v197 = value["payload"];
+let v206 = value["type"];
+if (v206 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v207 = value["payload"];
 {
-const v198 = validatePayload_12(v197, join(at, "payload"));
-if (v198 !== null) return v198;
+const v208 = validatePayload_12(v207, join(at, "payload"));
+if (v208 !== null) return v208;
 }
 break;
 }
 case "question.answered":
 {
-let v199 = value["type"];
-if (v199 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
-let v200 = value["payload"];
+let v209 = value["type"];
+if (v209 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v210 = value["payload"];
 {
-const v201 = validatePayload_13(v200, join(at, "payload"));
-if (v201 !== null) return v201;
+const v211 = validatePayload_13(v210, join(at, "payload"));
+if (v211 !== null) return v211;
 }
 break;
 }
 case "usage.updated":
 {
-let v202 = value["type"];
-if (v202 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
-let v203 = value["payload"];
+let v212 = value["type"];
+if (v212 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v213 = value["payload"];
 {
-const v204 = validatePayload_14(v203, join(at, "payload"));
-if (v204 !== null) return v204;
+const v214 = validatePayload_14(v213, join(at, "payload"));
+if (v214 !== null) return v214;
 }
 break;
 }
 case "compaction.started":
 {
-let v205 = value["type"];
-if (v205 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
-let v206 = value["payload"];
+let v215 = value["type"];
+if (v215 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v216 = value["payload"];
 {
-const v207 = validatePayload_15(v206, join(at, "payload"));
-if (v207 !== null) return v207;
+const v217 = validatePayload_15(v216, join(at, "payload"));
+if (v217 !== null) return v217;
 }
 break;
 }
 case "compaction.completed":
 {
-let v208 = value["type"];
-if (v208 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
-let v209 = value["payload"];
+let v218 = value["type"];
+if (v218 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v219 = value["payload"];
 {
-const v210 = validatePayload_16(v209, join(at, "payload"));
-if (v210 !== null) return v210;
+const v220 = validatePayload_16(v219, join(at, "payload"));
+if (v220 !== null) return v220;
 }
 break;
 }
 case "budget.warning":
 {
-let v211 = value["type"];
-if (v211 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
-let v212 = value["payload"];
+let v221 = value["type"];
+if (v221 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v222 = value["payload"];
 {
-const v213 = validatePayload_17(v212, join(at, "payload"));
-if (v213 !== null) return v213;
+const v223 = validatePayload_17(v222, join(at, "payload"));
+if (v223 !== null) return v223;
 }
 break;
 }
 case "heartbeat":
 {
-let v214 = value["type"];
-if (v214 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
-let v215 = value["payload"];
+let v224 = value["type"];
+if (v224 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v225 = value["payload"];
 {
-const v216 = validatePayload_18(v215, join(at, "payload"));
-if (v216 !== null) return v216;
+const v226 = validatePayload_18(v225, join(at, "payload"));
+if (v226 !== null) return v226;
 }
 break;
 }
 case "attachment.added":
 {
-let v217 = value["type"];
-if (v217 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
-let v218 = value["payload"];
+let v227 = value["type"];
+if (v227 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v228 = value["payload"];
 {
-const v219 = validatePayload_19(v218, join(at, "payload"));
-if (v219 !== null) return v219;
+const v229 = validatePayload_19(v228, join(at, "payload"));
+if (v229 !== null) return v229;
 }
 break;
 }
 case "status.changed":
 {
-let v220 = value["type"];
-if (v220 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
-let v221 = value["payload"];
+let v230 = value["type"];
+if (v230 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v231 = value["payload"];
 {
-const v222 = validatePayload_20(v221, join(at, "payload"));
-if (v222 !== null) return v222;
+const v232 = validatePayload_20(v231, join(at, "payload"));
+if (v232 !== null) return v232;
 }
 break;
 }
 case "problem":
 {
-let v223 = value["type"];
-if (v223 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
-let v224 = value["payload"];
+let v233 = value["type"];
+if (v233 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v234 = value["payload"];
 {
-const v225 = validatePayload_21(v224, join(at, "payload"));
-if (v225 !== null) return v225;
+const v235 = validatePayload_21(v234, join(at, "payload"));
+if (v235 !== null) return v235;
 }
 break;
 }
 case "completed":
 {
-let v226 = value["type"];
-if (v226 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
-let v227 = value["payload"];
+let v236 = value["type"];
+if (v236 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v237 = value["payload"];
 {
-const v228 = validatePayload_22(v227, join(at, "payload"));
-if (v228 !== null) return v228;
+const v238 = validatePayload_22(v237, join(at, "payload"));
+if (v238 !== null) return v238;
 }
 break;
 }
 case "failed":
 {
-let v229 = value["type"];
-if (v229 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
-let v230 = value["payload"];
+let v239 = value["type"];
+if (v239 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v240 = value["payload"];
 {
-const v231 = validatePayload_23(v230, join(at, "payload"));
-if (v231 !== null) return v231;
+const v241 = validatePayload_23(v240, join(at, "payload"));
+if (v241 !== null) return v241;
 }
 break;
 }
@@ -1176,131 +1210,131 @@ return null;
 };
 export const validateRunRecord: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v240 = value["id"];
-if (typeof v240 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v240) };
-if (v240.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v241 = value["sessionId"];
-if (typeof v241 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v241) };
-if (v241.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v242 = value["contextId"];
-if (v242 !== null) {
-if (typeof v242 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v242) };
+let v250 = value["id"];
+if (typeof v250 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v250) };
+if (v250.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v251 = value["sessionId"];
+if (typeof v251 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v251) };
+if (v251.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v252 = value["contextId"];
+if (v252 !== null) {
+if (typeof v252 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v252) };
 }
-let v243 = value["nativeSessionId"];
-if (v243 !== null) {
-if (typeof v243 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v243) };
-}
-let v244 = value["parentRunId"];
-if (v244 !== null) {
-if (typeof v244 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v244) };
-}
-let v245 = value["resumedFromRunId"];
-if (v245 !== null) {
-if (typeof v245 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v245) };
-}
-let v246 = value["relation"];
-if (v246 !== null) {
-if (typeof v246 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v246) };
-}
-let v247 = value["harness"];
-if (typeof v247 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v247) };
-if (v247.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v248 = value["driver"];
-if (typeof v248 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v248) };
-if (v248.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v249 = value["trigger"];
-if (v249 !== "cli" && v249 !== "api" && v249 !== "a2a" && v249 !== "suite" && v249 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v250 = value["cwd"];
-if (typeof v250 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v250) };
-let v251 = value["goal"];
-if (v251 !== null) {
-if (typeof v251 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v251) };
-}
-let v252 = value["startedAt"];
-if (typeof v252 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v252) };
-if (!isDatetime(c1, v252)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
-let v253 = value["endedAt"];
+let v253 = value["nativeSessionId"];
 if (v253 !== null) {
-if (typeof v253 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v253) };
-if (!isDatetime(c1, v253)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+if (typeof v253 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v253) };
 }
-let v254 = value["status"];
-if (v254 !== "queued" && v254 !== "running" && v254 !== "waiting" && v254 !== "completed" && v254 !== "failed" && v254 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v255 = value["exitCode"];
+let v254 = value["parentRunId"];
+if (v254 !== null) {
+if (typeof v254 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v254) };
+}
+let v255 = value["resumedFromRunId"];
 if (v255 !== null) {
-if (typeof v255 !== "number" || !Number.isFinite(v255)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v255) };
-if (!Number.isInteger(v255)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v255) };
-if (v255 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
-if (v255 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+if (typeof v255 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v255) };
 }
-let v256 = value["terminalReason"];
+let v256 = value["relation"];
 if (v256 !== null) {
-if (typeof v256 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v256) };
+if (typeof v256 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v256) };
+}
+let v257 = value["harness"];
+if (typeof v257 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v257) };
+if (v257.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v258 = value["driver"];
+if (typeof v258 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v258) };
+if (v258.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v259 = value["trigger"];
+if (v259 !== "cli" && v259 !== "api" && v259 !== "a2a" && v259 !== "suite" && v259 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v260 = value["cwd"];
+if (typeof v260 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v260) };
+let v261 = value["goal"];
+if (v261 !== null) {
+if (typeof v261 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v261) };
+}
+let v262 = value["startedAt"];
+if (typeof v262 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v262) };
+if (!isDatetime(c1, v262)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v263 = value["endedAt"];
+if (v263 !== null) {
+if (typeof v263 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v263) };
+if (!isDatetime(c1, v263)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+}
+let v264 = value["status"];
+if (v264 !== "queued" && v264 !== "running" && v264 !== "waiting" && v264 !== "completed" && v264 !== "failed" && v264 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v265 = value["exitCode"];
+if (v265 !== null) {
+if (typeof v265 !== "number" || !Number.isFinite(v265)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v265) };
+if (!Number.isInteger(v265)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v265) };
+if (v265 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v265 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+let v266 = value["terminalReason"];
+if (v266 !== null) {
+if (typeof v266 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v266) };
 }
 return null;
 };
 export const validateHarnessSession: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v257 = value["type"];
-if (v257 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
-let v258 = value["session_id"];
-if (typeof v258 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v258) };
-if (v258.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
-let v259 = value["native_session_id"];
-if (v259 !== null) {
-if (typeof v259 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v259) };
-if (v259.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v267 = value["type"];
+if (v267 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v268 = value["session_id"];
+if (typeof v268 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v268) };
+if (v268.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v269 = value["native_session_id"];
+if (v269 !== null) {
+if (typeof v269 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v269) };
+if (v269.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v260 = value["harness"];
-if (typeof v260 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v260) };
-if (v260.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v261 = value["driver"];
-if (typeof v261 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v261) };
-if (v261.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v262 = value["created_ms"];
-if (typeof v262 !== "number" || !Number.isFinite(v262)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v262) };
-if (!Number.isInteger(v262)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v262) };
-if (v262 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v262 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v262 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
-let v263 = value["updated_ms"];
-if (typeof v263 !== "number" || !Number.isFinite(v263)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v263) };
-if (!Number.isInteger(v263)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v263) };
-if (v263 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v263 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v263 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
-let v264 = value["sessions"];
-if (v264 !== undefined) {
-if (!Array.isArray(v264)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v264) };
-for (let v265 = 0; v265 < v264.length; v265++) {
-const v266 = v264[v265];
-if (typeof v266 !== "object" || v266 === null || Array.isArray(v266)) return { path: join(at, "sessions." + v265), message: "Invalid input: expected object, received " + received(v266) };
-let v267 = v266["driver"];
-if (typeof v267 !== "string") return { path: join(at, "sessions." + v265 + ".driver"), message: "Invalid input: expected string, received " + received(v267) };
-if (v267.length < 1) return { path: join(at, "sessions." + v265 + ".driver"), message: "Too small: expected string to have >=1 characters" };
-let v268 = v266["harness"];
-if (typeof v268 !== "string") return { path: join(at, "sessions." + v265 + ".harness"), message: "Invalid input: expected string, received " + received(v268) };
-if (v268.length < 1) return { path: join(at, "sessions." + v265 + ".harness"), message: "Too small: expected string to have >=1 characters" };
-let v269 = v266["session_id"];
-if (typeof v269 !== "string") return { path: join(at, "sessions." + v265 + ".session_id"), message: "Invalid input: expected string, received " + received(v269) };
-if (v269.length < 1) return { path: join(at, "sessions." + v265 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
-let v270 = v266["native_session_id"];
-if (v270 !== null) {
-if (typeof v270 !== "string") return { path: join(at, "sessions." + v265 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v270) };
-if (v270.length < 1) return { path: join(at, "sessions." + v265 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v270 = value["harness"];
+if (typeof v270 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v270) };
+if (v270.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v271 = value["driver"];
+if (typeof v271 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v271) };
+if (v271.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v272 = value["created_ms"];
+if (typeof v272 !== "number" || !Number.isFinite(v272)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v272) };
+if (!Number.isInteger(v272)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v272) };
+if (v272 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v272 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v272 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v273 = value["updated_ms"];
+if (typeof v273 !== "number" || !Number.isFinite(v273)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v273) };
+if (!Number.isInteger(v273)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v273) };
+if (v273 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v273 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v273 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v274 = value["sessions"];
+if (v274 !== undefined) {
+if (!Array.isArray(v274)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v274) };
+for (let v275 = 0; v275 < v274.length; v275++) {
+const v276 = v274[v275];
+if (typeof v276 !== "object" || v276 === null || Array.isArray(v276)) return { path: join(at, "sessions." + v275), message: "Invalid input: expected object, received " + received(v276) };
+let v277 = v276["driver"];
+if (typeof v277 !== "string") return { path: join(at, "sessions." + v275 + ".driver"), message: "Invalid input: expected string, received " + received(v277) };
+if (v277.length < 1) return { path: join(at, "sessions." + v275 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v278 = v276["harness"];
+if (typeof v278 !== "string") return { path: join(at, "sessions." + v275 + ".harness"), message: "Invalid input: expected string, received " + received(v278) };
+if (v278.length < 1) return { path: join(at, "sessions." + v275 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v279 = v276["session_id"];
+if (typeof v279 !== "string") return { path: join(at, "sessions." + v275 + ".session_id"), message: "Invalid input: expected string, received " + received(v279) };
+if (v279.length < 1) return { path: join(at, "sessions." + v275 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v280 = v276["native_session_id"];
+if (v280 !== null) {
+if (typeof v280 !== "string") return { path: join(at, "sessions." + v275 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v280) };
+if (v280.length < 1) return { path: join(at, "sessions." + v275 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v271 = v266["created_ms"];
-if (typeof v271 !== "number" || !Number.isFinite(v271)) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Invalid input: expected number, received " + received(v271) };
-if (!Number.isInteger(v271)) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Invalid input: expected int, received " + received(v271) };
-if (v271 > 9007199254740991) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v271 < -9007199254740991) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v271 >= 0)) return { path: join(at, "sessions." + v265 + ".created_ms"), message: "Too small: expected number to be >=0" };
-let v272 = v266["updated_ms"];
-if (typeof v272 !== "number" || !Number.isFinite(v272)) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v272) };
-if (!Number.isInteger(v272)) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v272) };
-if (v272 > 9007199254740991) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v272 < -9007199254740991) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v272 >= 0)) return { path: join(at, "sessions." + v265 + ".updated_ms"), message: "Too small: expected number to be >=0" };
+let v281 = v276["created_ms"];
+if (typeof v281 !== "number" || !Number.isFinite(v281)) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Invalid input: expected number, received " + received(v281) };
+if (!Number.isInteger(v281)) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Invalid input: expected int, received " + received(v281) };
+if (v281 > 9007199254740991) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v281 < -9007199254740991) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v281 >= 0)) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v282 = v276["updated_ms"];
+if (typeof v282 !== "number" || !Number.isFinite(v282)) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v282) };
+if (!Number.isInteger(v282)) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v282) };
+if (v282 > 9007199254740991) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v282 < -9007199254740991) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v282 >= 0)) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;

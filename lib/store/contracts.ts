@@ -102,6 +102,14 @@ export const AgentFacts = z.looseObject({
   inputExcludesCache: z.boolean().optional(),
   /** True when the model answers inside reins's process (the loop's demo, mock and replay models). */
   inProcess: z.boolean().optional(),
+  /**
+   * This run's own model and raw arguments, as given (`reins run --model/--arg`, a suite agent's
+   * `model`/`args`), over the config's: what a replay, or a later turn of its context, passes again.
+   */
+  perRun: z.looseObject({
+    model: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+  }).optional(),
 });
 export type AgentFacts = z.infer<typeof AgentFacts>;
 

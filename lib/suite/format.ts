@@ -137,8 +137,10 @@ const Overridable = {
   driver: z.enum(DRIVER_NAMES).optional(),
   /** The program, for the command driver; a relative path is from the suite file's folder. */
   exec: Text.optional(),
-  /** The loop's model spec, or the model a harness is told to use. */
+  /** The loop's model spec, or the model a harness is told to use (opencode: PROVIDER/MODEL). */
   model: Text.optional(),
+  /** Raw arguments for a harness CLI, after the config's (`reins run --arg`). */
+  args: z.array(z.string()).optional(),
   approve: z.enum(["auto", "ask", "deny"]).optional(),
   budget: Budget.optional(),
   timeouts: Timeouts.optional(),

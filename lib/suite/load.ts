@@ -45,6 +45,8 @@ export interface ScenarioSpec {
   driver: DriverName;
   exec: string | null;
   model: string | null;
+  /** A harness CLI's extra arguments (`args`), after the config's. */
+  args: string[];
   approve: "auto" | "ask" | "deny";
   budget: Budget;
   turnSeconds: number | null;
@@ -315,6 +317,17 @@ function resolveScenarios(
     const inherits = driver === (file.driver ?? "loop");
     const exec = scenario.exec ?? (inherits ? file.exec : undefined) ?? null;
     const model = scenario.model ?? (inherits ? file.model : undefined) ?? null;
+    const args = scenario.args ?? (inherits ? file.args : undefined) ?? [];
+    const harness = driver !== "loop" && driver !== "command";
+    if (!harness && args.length > 0) {
+      problems.add(
+        scenario.args !== undefined ? at("args") : ["args"],
+        `args go with a harness driver (claude, codex, gemini, opencode), not ${driver}`,
+      );
+    }
+    if (driver === "opencode" && model !== null && !/^[^/\s]+\/\S+$/.test(model)) {
+      problems.add(from("model"), "opencode's model must be PROVIDER/MODEL");
+    }
     if (driver === "command" && exec === null) {
       problems.add(scenario.driver ? at("driver") : ["driver"], "the command driver needs exec");
     }
@@ -398,6 +411,7 @@ function resolveScenarios(
       driver,
       exec: exec === null ? null : resolveExec(exec, suiteDir),
       model: loopModel,
+      args,
       approve: scenario.approve ?? file.approve ?? "auto",
       budget: { ...file.budget, ...scenario.budget },
       turnSeconds: timeouts.turnSeconds ?? null,

@@ -42,20 +42,6 @@ export interface TurnResult {
 
 export type TurnRunner = (turn: SuiteTurn) => Promise<TurnResult>;
 
-/** The settings a scenario's turn runs with: a harness model named in the suite file wins. */
-export function scenarioSettings(settings: Settings, scenario: ScenarioSpec): Settings {
-  if (scenario.model === null || scenario.driver === "loop" || scenario.driver === "command") {
-    return settings;
-  }
-  return {
-    ...settings,
-    drivers: {
-      ...settings.drivers,
-      [scenario.driver]: { ...settings.drivers[scenario.driver], model: scenario.model },
-    },
-  };
-}
-
 /** The engine's agent for a scenario (load.ts made sure a command scenario has its exec). */
 export function agentOf(scenario: ScenarioSpec): AgentSpec {
   switch (scenario.driver) {
@@ -71,6 +57,8 @@ export function agentOf(scenario: ScenarioSpec): AgentSpec {
         kind: "harness",
         driver: HARNESS_DRIVERS.find((name) => name === scenario.driver)!,
         idleTimeoutSeconds: null,
+        ...(scenario.model === null ? {} : { model: scenario.model }),
+        ...(scenario.args.length === 0 ? {} : { args: scenario.args }),
       };
     default:
       return assertNever(scenario.driver, "driver");
@@ -172,7 +160,7 @@ export function engineTurns(
     const server = lease?.server ?? null;
     const { summary, error } = await runTurn(
       store,
-      scenarioSettings(settings, scenario),
+      settings,
       {
         agent: agentOf(scenario),
         prompt: turn.prompt,

@@ -16,6 +16,7 @@ import type { RunRecord, Store } from "../store/mod.ts";
 import { replayPlan, terminalOutcome } from "../session/replay.ts";
 import type { CallDivergence, RecordedCall, ReplayPaths } from "../gateway/mod.ts";
 import { runTurn } from "./run_turn.ts";
+import { perRunOfEvents } from "./agent.ts";
 import type { RunSummary, TurnHooks, TurnSignals } from "./types.ts";
 
 export interface HarnessReplayOptions {
@@ -218,7 +219,8 @@ export async function replayHarnessRun(
         store,
         settings,
         {
-          agent: { kind: "harness", driver, idleTimeoutSeconds: null },
+          // The model and arguments the recorded turn was given of its own, given again.
+          agent: { kind: "harness", driver, idleTimeoutSeconds: null, ...perRunOfEvents(events) },
           prompt: plan.prompt,
           cwd,
           contextId,

@@ -12,7 +12,7 @@ import type { Driver, DriverInput, DriverResult, EventSink } from "../drivers/mo
 import type { EventInput, RunEvent, RunWriter, Store } from "../store/mod.ts";
 import { loadSqlite } from "../core/sqlite.ts";
 import { endpointConfigured } from "../otel/target.ts";
-import { prepareAgent } from "./agent.ts";
+import { continuedAgent, prepareAgent } from "./agent.ts";
 import { ContextLock } from "./context_lock.ts";
 import { logDecisions } from "./decisions.ts";
 import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
@@ -47,9 +47,10 @@ export async function runTurn(
   if (signals.stop.aborted) {
     throw new ReinsError("run_failed", "Stopped before the turn started: no run was started");
   }
+  const asked = await continuedAgent(store, request.agent, request.contextId);
   const prepared = request.driver
-    ? { driver: request.driver, agent: request.agent }
-    : await prepareAgent(store, settings, request.agent);
+    ? { driver: request.driver, agent: asked }
+    : await prepareAgent(store, settings, asked);
   // Through the model gateway, a harness is held to its whole budget; otherwise what of the
   // budget the agent cannot be held to is said before anything runs, never ignored.
   const gateway = await decideGateway(
@@ -67,6 +68,9 @@ export async function runTurn(
     ) {
       hooks.warn?.(note);
     }
+  }
+  for (const note of prepared.driver.costNotes?.({ agent: prepared.agent, settings }) ?? []) {
+    hooks.warn?.(note);
   }
   const lock = request.contextId === null ? null : await ContextLock.acquire(
     store,

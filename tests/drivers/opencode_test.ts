@@ -187,7 +187,10 @@ Deno.test("opencode driver start() keeps a line that fails its wire schema as a 
 Deno.test("opencodeFacts() takes the provider and model from the configured PROVIDER/MODEL", async () => {
   await using dir = await scratchDir();
   const facts = (model?: string) =>
-    opencodeFacts({ settings: testSettings(dir.path, { opencode: { model } }) });
+    opencodeFacts({
+      settings: testSettings(dir.path, { opencode: { model } }),
+      agent: { kind: "harness", driver: "opencode", idleTimeoutSeconds: null },
+    });
   const counting = { inputExcludesCache: true, inProcess: false };
   assert.deepEqual(facts(), { provider: "opencode", ...counting });
   assert.deepEqual(facts("anthropic/claude-sonnet-4-5"), {

@@ -317,3 +317,43 @@ Deno.test("regression: loadSuite() refuses a file past 4 MiB unread, a FIFO, and
     `suite.yaml:2:10: workdir: ${dir.path}/loop cannot be read: too many levels of symbolic links`,
   ]);
 });
+
+Deno.test("parseSuite() takes a harness's model and args per scenario, over the suite's, and refuses them elsewhere", () => {
+  const suite = parseSuite(
+    "/x/suite.yaml",
+    encoder.encode([
+      "suite: s",
+      "driver: codex",
+      "model: gpt-5",
+      "args: ['-c', 'x=1']",
+      "scenarios:",
+      "  - {key: a, turns: [hi]}",
+      "  - {key: b, turns: [hi], model: gpt-5-mini, args: ['--ephemeral']}",
+      "  - {key: c, turns: [hi], driver: opencode, model: fake/m}",
+    ].join("\n")),
+  );
+  assert.deepEqual(
+    suite.scenarios.map((s) => [s.key, s.driver, s.model, s.args]),
+    [
+      ["a", "codex", "gpt-5", ["-c", "x=1"]],
+      ["b", "codex", "gpt-5-mini", ["--ephemeral"]],
+      // Another driver takes none of the top's model and args.
+      ["c", "opencode", "fake/m", []],
+    ],
+  );
+  assert.deepEqual(
+    problemsOf(
+      "/x/suite.yaml",
+      [
+        "suite: s",
+        "scenarios:",
+        "  - {key: a, turns: [hi], args: [x]}",
+        "  - {key: b, turns: [hi], driver: opencode, model: gpt-5}",
+      ].join("\n"),
+    ),
+    [
+      "suite.yaml:3:33: scenarios[0].args: args go with a harness driver (claude, codex, gemini, opencode), not loop",
+      "suite.yaml:4:52: scenarios[1].model: opencode's model must be PROVIDER/MODEL",
+    ],
+  );
+});
