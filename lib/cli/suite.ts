@@ -7,13 +7,14 @@ import { UsageError } from "../core/errors.ts";
 import { nearest } from "../core/suggest.ts";
 
 export const usage = [
-  "reins suite run FILE [--jobs N] [--filter GLOB] [--repeat N] [--resume [ID]]",
+  "reins suite run FILE [--jobs N] [--filter GLOB] [--agent NAME]... [--epochs K] [--resume [ID]]",
   "                [--rerun failed|errors --from ID] [--plan FILE [--shard I/N]]",
   "                [--reuse ID] [--junit FILE] [--no-report] [--json]",
   "       reins suite validate FILE",
   "       reins suite show [ID] [--junit FILE]",
   "       reins suite list [--limit N]",
-  "       reins suite plan FILE --shards N --out FILE [--filter GLOB] [--repeat N] [--no-report]",
+  "       reins suite plan FILE --shards N --out FILE [--filter GLOB] [--agent NAME]... [--epochs K]",
+  "                [--no-report]",
   "       reins suite merge DIR... [--junit FILE]",
   "       reins suite compare A B [--agent X [--agent Y]] [--fail-on regressed|any] [--markdown]",
   "       reins suite compare ID --agent X --agent Y",
@@ -22,7 +23,9 @@ export const usage = [
 
 export const description =
   "Runs a suite file (YAML or JSON: scenarios, each a persona in a situation with scripted turns " +
-  "or a simulated user, and the checks that judge it) against an agent, `--jobs` scenarios at " +
+  "or a simulated user, and the checks that judge it) against an agent — or, with agents: in " +
+  "the file, against each of its named agents (a matrix; --agent picks some), --epochs K times " +
+  "each (--repeat N is the same) — `--jobs` scenarios at " +
   "once, each in a fresh copy of the workdir and as one context, so its turns continue one " +
   "session. Prints a line as each scenario starts and ends, then a table; exit 0 when every " +
   "scenario passed, 1 when any failed or could not run, 2 for a suite file that cannot be used. " +
@@ -57,6 +60,8 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
     "jobs",
     "filter",
     "repeat",
+    "epochs",
+    "agent",
     "resume",
     "rerun",
     "from",
@@ -69,7 +74,7 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
   validate: [],
   show: ["junit"],
   list: ["limit"],
-  plan: ["shards", "out", "filter", "repeat", "no-report"],
+  plan: ["shards", "out", "filter", "repeat", "epochs", "agent", "no-report"],
   merge: ["junit"],
   compare: ["agent", "fail-on", "markdown"],
   regrade: ["junit"],

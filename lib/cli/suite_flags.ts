@@ -2,6 +2,7 @@
 // subcommand modules (which suite.ts loads lazily) need nothing back from it.
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
+import { UsageError } from "../core/errors.ts";
 
 export const flags = defineFlags({
   jobs: {
@@ -15,7 +16,19 @@ export const flags = defineFlags({
     value: "GLOB",
     description: "only scenarios whose key matches (a,b*)",
   },
-  repeat: { type: "integer", max: 1000, value: "N", description: "play each scenario N times" },
+  epochs: {
+    type: "integer",
+    max: 1000,
+    value: "K",
+    description: "play each scenario (each cell) K times, each its own context (default: epochs:)",
+  },
+  repeat: { type: "integer", max: 1000, value: "N", description: "the same as --epochs N" },
+  agent: {
+    type: "string",
+    multiple: true,
+    value: "NAME",
+    description: "play only this agent of agents: (repeatable; default: all)",
+  },
   resume: {
     type: "boolean",
     description: "finish a suite run cut short (ID after FILE; default: the latest)",
@@ -66,6 +79,23 @@ export const flags = defineFlags({
     description: "suite compare: print Markdown (a PR comment, $GITHUB_STEP_SUMMARY)",
   },
 });
+
+/**
+ * The epochs a fresh suite run (or plan) plays: --epochs, or --repeat (its older name; both given
+ * must agree), else the file's `epochs:`, else 1.
+ */
+export function epochsOf(
+  given: { epochs: number | undefined; repeat: number | undefined },
+  fileEpochs: number | null,
+): number {
+  if (given.epochs !== undefined && given.repeat !== undefined && given.epochs !== given.repeat) {
+    throw new UsageError(
+      `--epochs ${given.epochs} and --repeat ${given.repeat} say two things: --repeat is --epochs`,
+      { hint: "give one of them" },
+    );
+  }
+  return given.epochs ?? given.repeat ?? fileEpochs ?? 1;
+}
 
 /** What each subcommand is handed: the suite command's typed flags. */
 export type SuiteContext = CommandContext<typeof flags>;

@@ -4,11 +4,11 @@
 // exit code, saying which shards are missing.
 import { importLazily } from "../core/lazy_import.ts";
 import { nowIso } from "../core/clock.ts";
-import type { SuiteContext } from "./suite_flags.ts";
+import { epochsOf, type SuiteContext } from "./suite_flags.ts";
 import { ExitCode, PlatformError, UsageError } from "../core/errors.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { newId } from "../core/ids.ts";
-import { instancesOf } from "../suite/start.ts";
+import { instancesOf, selectedAgents } from "../suite/start.ts";
 import {
   assignShards,
   mergeShards,
@@ -41,8 +41,11 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
   const loaded = await loadOrExplain(ctx.io, path);
   if ("exit" in loaded) return loaded.exit;
   const filter = ctx.flags.filter ?? null;
-  const repeat = ctx.flags.repeat ?? 1;
-  const instances = instancesOf(loaded, { filter, repeat }).map(({ name: _, ...bare }) => bare);
+  const repeat = epochsOf(ctx.flags, loaded.epochs);
+  const agents = selectedAgents(loaded, ctx.flags.agent);
+  const instances = instancesOf(loaded, { filter, repeat, agents }).map(({ name: _, ...bare }) =>
+    bare
+  );
   const allocated = ctx.flags["no-report"] ? null : await allocateCalls(ctx, loaded, instances);
   const plan: PlanFile = {
     type: "reins.suite-plan",
@@ -53,6 +56,7 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
     createdAt: nowIso(),
     shards,
     repeat,
+    agents,
     filter,
     instances: assignShards(instances, shards).map((instance) => ({
       ...instance,

@@ -3,7 +3,7 @@
 // JUnit, and reports to the platform when it is configured. SIGINT/SIGTERM stop it: the scenarios
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
 import { importLazily } from "../core/lazy_import.ts";
-import type { SuiteContext } from "./suite_flags.ts";
+import { epochsOf, type SuiteContext } from "./suite_flags.ts";
 import { nowIso } from "../core/clock.ts";
 import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
@@ -51,6 +51,8 @@ export async function suiteValidate(ctx: SuiteContext): Promise<number> {
       file: loaded.file,
       suite: loaded.name,
       digest: loaded.digest,
+      agents: loaded.agents,
+      epochs: loaded.epochs,
       scenarios: loaded.scenarios.map((s) => ({
         key: s.key,
         name: s.name,
@@ -66,7 +68,13 @@ export async function suiteValidate(ctx: SuiteContext): Promise<number> {
         loaded.scenarios.length === 1 ? "" : "s"
       } (${
         loaded.scenarios.length - simulated
-      } scripted, ${simulated} with a simulated user), ${checks} check${checks === 1 ? "" : "s"}`,
+      } scripted, ${simulated} with a simulated user), ${checks} check${checks === 1 ? "" : "s"}${
+        loaded.agents === null
+          ? ""
+          : `, against ${loaded.agents.length} agent${loaded.agents.length === 1 ? "" : "s"} (${
+            loaded.agents.join(", ")
+          })`
+      }`,
     );
   }
   return ExitCode.ok;
@@ -86,10 +94,9 @@ function rerunWhich(value: string): ("failed" | "error")[] {
   return [...which];
 }
 
-async function modeOf(ctx: SuiteContext, extra: string[]): Promise<StartMode> {
+async function modeOf(ctx: SuiteContext, suite: Suite, extra: string[]): Promise<StartMode> {
   const f = ctx.flags;
   const filter = f.filter ?? null;
-  const repeat = f.repeat ?? 1;
   const rerun = f.rerun;
   const from = f.from;
   const planPath = f.plan;
@@ -116,9 +123,10 @@ async function modeOf(ctx: SuiteContext, extra: string[]): Promise<StartMode> {
   }
   if (
     (resume || rerun !== undefined || planPath !== undefined) &&
-    (f.filter !== undefined || f.repeat !== undefined)
+    (f.filter !== undefined || f.repeat !== undefined || f.epochs !== undefined ||
+      f.agent.length > 0)
   ) {
-    throw new UsageError("--filter and --repeat go with a fresh suite run", {
+    throw new UsageError("--filter, --agent and --epochs (--repeat) go with a fresh suite run", {
       hint: "a resume, a rerun and a shard keep the scenarios they were given",
     });
   }
@@ -145,7 +153,12 @@ async function modeOf(ctx: SuiteContext, extra: string[]): Promise<StartMode> {
     }
     return { kind: "shard", plan, planFile: planPath, index: shard.index };
   }
-  return { kind: "fresh", filter, repeat };
+  return {
+    kind: "fresh",
+    filter,
+    repeat: epochsOf(f, suite.epochs),
+    agents: f.agent.length > 0 ? f.agent : null,
+  };
 }
 
 function reportJson(reporter: SuiteReporter | null, reported: ReportSummary | undefined) {
@@ -234,7 +247,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const loaded = await loadOrExplain(ctx.io, path);
   if ("exit" in loaded) return loaded.exit;
   const suite = loaded;
-  const mode = await modeOf(ctx, extra);
+  const mode = await modeOf(ctx, suite, extra);
   const jobs = ctx.flags.jobs ?? suite.jobs ?? 1;
   const junit = ctx.flags.junit;
   const settings = await ctx.settings();
@@ -275,6 +288,12 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
       ? `resuming suite run ${handle.id}: ${started.todo.length} of ${handle.header.instances.length} scenarios left`
       : `suite run ${handle.id}: ${handle.header.instances.length} scenario${
         handle.header.instances.length === 1 ? "" : "s"
+      }${
+        handle.header.options.agents
+          ? ` (× ${handle.header.options.agents.length} agents: ${
+            handle.header.options.agents.join(", ")
+          })`
+          : ""
       }, ${jobs} at a time`;
     io.note(`${suite.name} · ${what}`);
   }

@@ -155,6 +155,25 @@ const Overridable = {
   user: SimulatedUser.optional(),
 };
 
+/** An agent's name in `agents:`: it goes in row names (`key.NAME.N`) and state file names. */
+export const AGENT_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/**
+ * One named agent of a matrix (`agents:`): what runs every scenario as this agent. The same keys
+ * as a scenario's, and they mean the same; a scenario's own approve, budget and env go over them.
+ */
+export const SuiteAgent = z.object({
+  driver: z.enum(DRIVER_NAMES),
+  exec: Text.optional(),
+  model: Text.optional(),
+  args: z.array(z.string()).optional(),
+  approve: z.enum(["auto", "ask", "deny"]).optional(),
+  budget: Budget.optional(),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "is not a variable name"), z.string())
+    .optional(),
+}).strict();
+export type SuiteAgent = z.infer<typeof SuiteAgent>;
+
 export const ScenarioFile = z.object({
   key: z.string().regex(
     SCENARIO_KEY,
@@ -184,6 +203,16 @@ export const SuiteFile = z.object({
   modality: z.enum(["text", "voice"]).optional(),
   /** Checks every scenario gets, after its own. */
   checks: RawChecks.optional(),
+  /** Named agents: every scenario runs against each (a matrix), each cell its own context. */
+  agents: z.record(
+    z.string().regex(
+      AGENT_NAME,
+      "must be 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter",
+    ),
+    SuiteAgent,
+  ).optional(),
+  /** Times each scenario (each cell) is played, every epoch its own context (--epochs). */
+  epochs: z.number().int().positive().max(1000).optional(),
   ...Overridable,
   scenarios: z.array(ScenarioFile).min(1, "needs at least one scenario"),
 }).strict();

@@ -3,7 +3,7 @@
 import { aggregate, cellsOf } from "./aggregate.ts";
 import { tally } from "./results.ts";
 import type { ScenarioState, SuiteRunFile, SuiteRunState } from "./state.ts";
-import { totalsOf } from "./table.ts";
+import { byAgent, totalsOf } from "./table.ts";
 
 /** One scenario as the JSON output shows it. */
 export function scenarioJson(state: ScenarioState) {
@@ -11,6 +11,10 @@ export function scenarioJson(state: ScenarioState) {
   return {
     instance: state.instance.id,
     key: state.instance.key,
+    /** The agent of `agents:` (null: a suite without agents) and the epoch, from 1. */
+    agent: state.instance.agent,
+    epoch: state.instance.repeat,
+    /** The epoch's older name, kept for readers of --repeat's output. */
     repeat: state.instance.repeat,
     name: state.name,
     status: state.status,
@@ -45,6 +49,9 @@ export function suiteRunJson(
     finishedAt: header.finishedAt,
     options: header.options,
     totals: totalsOf(states),
+    /** A matrix's totals per agent, in the suite run's order; null without agents. */
+    agents: byAgent(states)?.map(({ agent, states }) => ({ agent, totals: totalsOf(states) })) ??
+      null,
     scenarios: states.map(scenarioJson),
     // Only over more than one epoch, as the table shows it (docs/suites.md, "Aggregation").
     ...(over.epochs > 1 ? { aggregate: over } : {}),

@@ -1,12 +1,12 @@
-// JUnit XML of a suite run, the report format CI systems render: one testsuite, one testcase per
-// scenario; a failed scenario carries a <failure> with its failing checks' details, one that could
+// JUnit XML of a suite run, the report format CI systems render: one testsuite (a matrix: one per
+// agent), one testcase per scenario; a failed scenario carries a <failure> with its failing checks' details, one that could
 // not run an <error> with the reason, a skipped one <skipped>. Text that XML 1.0 cannot hold
 // (most control characters) is replaced, so the file always parses.
 import { resolvePath } from "../core/paths.ts";
 import { redact } from "../core/redact.ts";
 import type { ScenarioState } from "./state.ts";
 import { tally } from "./results.ts";
-import { totalsOf } from "./table.ts";
+import { byAgent, totalsOf } from "./table.ts";
 
 // XML 1.0 allows tab, LF, CR and everything from U+0020 but the surrogates and U+FFFE/U+FFFF.
 // deno-lint-ignore no-control-regex
@@ -26,9 +26,9 @@ function seconds(ms: number | null): string {
   return ((ms ?? 0) / 1000).toFixed(3);
 }
 
-function testcase(suite: string, state: ScenarioState): string[] {
+function testcase(classname: string, state: ScenarioState): string[] {
   const open = `    <testcase${
-    attributes({ name: state.instance.id, classname: suite, time: seconds(state.durationMs) })
+    attributes({ name: state.instance.id, classname, time: seconds(state.durationMs) })
   }>`;
   const body: string[] = [];
   const { met, of, firstFailing } = tally(state.checks);
@@ -84,34 +84,51 @@ function testcase(suite: string, state: ScenarioState): string[] {
   return [open, ...body, "    </testcase>"];
 }
 
+function countsOf(states: readonly ScenarioState[], elapsedMs: number | null | undefined) {
+  const totals = totalsOf(states);
+  return {
+    tests: totals.scenarios,
+    failures: totals.failed,
+    errors: totals.error,
+    skipped: totals.skipped + totals.unfinished,
+    time: seconds(elapsedMs ?? states.reduce((sum, state) => sum + (state.durationMs ?? 0), 0)),
+  };
+}
+
+/** A matrix agent's name for people and the platform: `AGENT · SUITE` (the seed's agent first). */
+export function agentSuiteName(suite: string, agent: string): string {
+  return `${agent} · ${suite}`.slice(0, 255);
+}
+
+/**
+ * The JUnit XML of a suite run: one testsuite; a matrix, one testsuite per agent (named
+ * `AGENT · SUITE`, its testcases' classname `SUITE.AGENT`), in the suite run's order.
+ */
 export function junitXml(
   suite: string,
   states: readonly ScenarioState[],
   options: { timestamp?: string; elapsedMs?: number | null } = {},
 ): string {
-  const totals = totalsOf(states);
-  const time = seconds(
-    options.elapsedMs ?? states.reduce((sum, state) => sum + (state.durationMs ?? 0), 0),
-  );
-  const counts = {
-    tests: totals.scenarios,
-    failures: totals.failed,
-    errors: totals.error,
-    skipped: totals.skipped + totals.unfinished,
-    time,
-  };
+  const stamp: Record<string, string> = options.timestamp ? { timestamp: options.timestamp } : {};
+  const groups = byAgent(states);
+  const suites = groups === null
+    ? [{ name: suite, classname: suite, states: [...states], elapsedMs: options.elapsedMs }]
+    : groups.map(({ agent, states }) => ({
+      name: agentSuiteName(suite, agent),
+      classname: `${suite}.${agent}`,
+      states,
+      elapsedMs: undefined,
+    }));
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites${attributes({ name: suite, ...counts })}>`,
-    `  <testsuite${
-      attributes({
-        name: suite,
-        ...counts,
-        ...(options.timestamp ? { timestamp: options.timestamp } : {}),
-      })
-    }>`,
-    ...states.flatMap((state) => testcase(suite, state)),
-    "  </testsuite>",
+    `<testsuites${attributes({ name: suite, ...countsOf(states, options.elapsedMs) })}>`,
+    ...suites.flatMap((one) => [
+      `  <testsuite${
+        attributes({ name: one.name, ...countsOf(one.states, one.elapsedMs), ...stamp })
+      }>`,
+      ...one.states.flatMap((state) => testcase(one.classname, state)),
+      "  </testsuite>",
+    ]),
     "</testsuites>",
     "",
   ].join("\n");

@@ -20,6 +20,7 @@ import {
   Retry,
   ScenarioFile,
   SimulatedUser,
+  SuiteAgent,
   SuiteFile,
   Timeouts,
 } from "./format.ts";
@@ -34,10 +35,24 @@ export type Conversation =
   | { kind: "simulated"; user: SimulatedUser };
 
 /** One scenario with the suite's defaults applied and its paths made absolute. */
+/** What an agent of `agents:` makes of one scenario: the fields it sets of the scenario's spec. */
+export type AgentPart = Pick<
+  ScenarioSpec,
+  "driver" | "exec" | "model" | "args" | "approve" | "budget" | "env"
+>;
+
 export interface ScenarioSpec {
   /** Its place in the file, from 0. */
   index: number;
   key: string;
+  /**
+   * The agent of `agents:` this spec is played by (cellSpec), or null: the scenario's own. A
+   * matrix scenario's own spec carries its first agent's part, so that what reads it alone (the
+   * sandbox's needs of one cell) reads a real agent.
+   */
+  agent: string | null;
+  /** In a suite with `agents:`, each agent's part of this scenario, in the file's order. */
+  perAgent: Record<string, AgentPart> | null;
   name: string;
   persona: Record<string, unknown>;
   instruction: string;
@@ -70,6 +85,10 @@ export interface Suite {
   /** `sha256:<hex>` of the file's bytes. */
   digest: string;
   jobs: number | null;
+  /** The agents of `agents:` in the file's order; null: the suite has none (no matrix). */
+  agents: string[] | null;
+  /** `epochs:`; null: not given (one, unless --epochs says). */
+  epochs: number | null;
   /** How the platform shows the calls. */
   modality: "text" | "voice";
   scenarios: ScenarioSpec[];
@@ -85,6 +104,7 @@ function knownKeys(path: readonly Segment[], raw: unknown): string[] {
   const keysOf = (schema: z.ZodObject) => Object.keys(schema.shape);
   if (path.length === 0) return keysOf(SuiteFile);
   if (path.length === 2 && path[0] === "scenarios") return keysOf(ScenarioFile);
+  if (path.length === 2 && path[0] === "agents") return keysOf(SuiteAgent);
   if (typeof last === "number" && parent === "checks") {
     const check = valueAt(raw, path) as Record<string, unknown> | undefined;
     const kind = CHECK_KINDS.find(([key]) => check && key in check)?.[0];
@@ -140,7 +160,11 @@ function addZodIssues(
       continue;
     }
     const missing = issue.code === "invalid_type" && valueAt(raw, path) === undefined;
-    problems.add(path, missing ? "is required" : lowerFirst(issue.message));
+    // A key of a record (an agent's name) that its pattern refuses: the pattern's own words.
+    const message = issue.code === "invalid_key"
+      ? issue.issues[0]?.message ?? issue.message
+      : issue.message;
+    problems.add(path, missing ? "is required" : lowerFirst(message));
   }
 }
 
@@ -271,6 +295,120 @@ function checkModelFile(spec: string, path: readonly Segment[], problems: Proble
   }
 }
 
+/** The keys that say what the agent is: an agent's of `agents:`, or a scenario's own. */
+const AGENT_KEYS = ["driver", "exec", "model", "args"] as const;
+
+/**
+ * An agent's exec, model and args for `driver`, checked (each problem at the path that set it),
+ * relative paths resolved from the suite file's folder.
+ */
+function agentFields(
+  given: { driver: DriverName; exec?: string; model?: string; args?: string[] },
+  paths: Record<"driver" | "exec" | "model" | "args", readonly Segment[]>,
+  problems: Problems,
+  suiteDir: string,
+): Pick<ScenarioSpec, "exec" | "model" | "args"> {
+  const { driver } = given;
+  const exec = given.exec ?? null;
+  const model = given.model ?? null;
+  const args = given.args ?? [];
+  if (driver === "command" && exec === null) {
+    problems.add(paths.driver, "the command driver needs exec");
+  }
+  if (driver !== "command" && exec !== null) {
+    problems.add(paths.exec, `exec goes with driver: command, not ${driver}`);
+  }
+  if (driver === "command" && model !== null) {
+    problems.add(paths.model, "model does not go with driver: command");
+  }
+  const harness = driver !== "loop" && driver !== "command";
+  if (!harness && args.length > 0) {
+    problems.add(
+      paths.args,
+      `args go with a harness driver (claude, codex, gemini, opencode), not ${driver}`,
+    );
+  }
+  if (driver === "opencode" && model !== null && !/^[^/\s]+\/\S+$/.test(model)) {
+    problems.add(paths.model, "opencode's model must be PROVIDER/MODEL");
+  }
+  if (driver === "loop" && model !== null && model !== "demo") {
+    if (!/^(mock|replay|openai):.+$/.test(model)) {
+      problems.add(
+        paths.model,
+        "the loop's model must be demo, mock:FILE, replay:RUN or openai:MODEL",
+      );
+    }
+  }
+  const loopModel = driver === "loop" && model !== null ? resolveModelPath(model, suiteDir) : model;
+  if (driver === "loop" && loopModel !== null) checkModelFile(loopModel, paths.model, problems);
+  return { exec: exec === null ? null : resolveExec(exec, suiteDir), model: loopModel, args };
+}
+
+/** An agent of `agents:` with its exec, model and args checked and resolved. */
+type ResolvedAgent =
+  & Pick<ScenarioSpec, "driver" | "exec" | "model" | "args">
+  & Pick<SuiteAgent, "approve" | "budget" | "env">;
+
+/** The agents of `agents:`, checked, in the file's order; null when the file has none. */
+function resolveAgents(
+  file: SuiteFile,
+  problems: Problems,
+  suiteDir: string,
+): [string, ResolvedAgent][] | null {
+  if (file.agents === undefined) return null;
+  const entries = Object.entries(file.agents);
+  if (entries.length === 0) {
+    problems.add(["agents"], "needs at least one agent (or leave agents out)");
+    return null;
+  }
+  for (const key of AGENT_KEYS) {
+    if (file[key] !== undefined) {
+      problems.add([key], `${key} goes in agents: (the suite is a matrix of its agents)`);
+    }
+  }
+  const seen = new Map<string, string>();
+  return entries.map(([name, agent]) => {
+    const at = (key: string): Segment[] => ["agents", name, key];
+    // By lower case, as scenario keys: the name goes in state file names.
+    const clash = seen.get(name.toLowerCase());
+    if (clash !== undefined) {
+      problems.add(["agents", name], `"${name}" differs from the agent "${clash}" only in case`);
+    }
+    seen.set(name.toLowerCase(), name);
+    const fields = agentFields(
+      agent,
+      { driver: at("driver"), exec: at("exec"), model: at("model"), args: at("args") },
+      problems,
+      suiteDir,
+    );
+    const resolved: ResolvedAgent = {
+      driver: agent.driver,
+      ...fields,
+      approve: agent.approve,
+      budget: agent.budget,
+      env: agent.env,
+    };
+    return [name, resolved];
+  });
+}
+
+/**
+ * The spec of one cell of a matrix: the scenario played by `agent` (its part over the scenario's
+ * spec); the scenario's own spec when `agent` is null. A name the scenario has no part for is a
+ * suite run of another version of the file: an internal error here, refused earlier by the
+ * digest checks.
+ */
+export function cellSpec(spec: ScenarioSpec, agent: string | null): ScenarioSpec {
+  if (agent === null || spec.perAgent === null) return spec;
+  const part = spec.perAgent[agent];
+  if (part === undefined) {
+    throw new UsageError(`The suite file has no agent ${JSON.stringify(agent)}`, {
+      hint: `its agents are ${Object.keys(spec.perAgent).join(", ")}`,
+    });
+  }
+  return { ...spec, ...part, agent };
+}
+
 /** Builds each scenario from the file's raw value (already structurally valid). */
 function resolveScenarios(
   file: SuiteFile,
@@ -278,6 +416,7 @@ function resolveScenarios(
   problems: Problems,
   suiteDir: string,
 ): ScenarioSpec[] {
+  const agents = resolveAgents(file, problems, suiteDir);
   const suiteChecks: Check[] = [];
   (file.checks ?? []).forEach((check, j) => {
     const parsed = parseCheck(check, ["checks", j], problems, raw, suiteDir);
@@ -311,44 +450,56 @@ function resolveScenarios(
     // Where an effective value came from, to point a problem at the line that set it.
     const from = (key: keyof SuiteFile & keyof ScenarioFile) =>
       scenario[key] !== undefined ? at(key) : [key];
-    const driver = scenario.driver ?? file.driver ?? "loop";
-    // The top's exec and model go with the top's driver: a scenario that changes the driver
-    // gives its own.
-    const inherits = driver === (file.driver ?? "loop");
-    const exec = scenario.exec ?? (inherits ? file.exec : undefined) ?? null;
-    const model = scenario.model ?? (inherits ? file.model : undefined) ?? null;
-    const args = scenario.args ?? (inherits ? file.args : undefined) ?? [];
-    const harness = driver !== "loop" && driver !== "command";
-    if (!harness && args.length > 0) {
-      problems.add(
-        scenario.args !== undefined ? at("args") : ["args"],
-        `args go with a harness driver (claude, codex, gemini, opencode), not ${driver}`,
-      );
-    }
-    if (driver === "opencode" && model !== null && !/^[^/\s]+\/\S+$/.test(model)) {
-      problems.add(from("model"), "opencode's model must be PROVIDER/MODEL");
-    }
-    if (driver === "command" && exec === null) {
-      problems.add(scenario.driver ? at("driver") : ["driver"], "the command driver needs exec");
-    }
-    if (driver !== "command" && exec !== null) {
-      problems.add(from("exec"), `exec goes with driver: command, not ${driver}`);
-    }
-    if (driver === "command" && model !== null) {
-      problems.add(from("model"), "model does not go with driver: command");
-    }
-    if (driver === "loop" && model !== null && model !== "demo") {
-      if (!/^(mock|replay|openai):.+$/.test(model)) {
-        problems.add(
-          from("model"),
-          "the loop's model must be demo, mock:FILE, replay:RUN or openai:MODEL",
-        );
+    let own: AgentPart;
+    let perAgent: Record<string, AgentPart> | null = null;
+    if (agents === null) {
+      const driver = scenario.driver ?? file.driver ?? "loop";
+      // The top's exec, model and args go with the top's driver: a scenario that changes the
+      // driver gives its own.
+      const inherits = driver === (file.driver ?? "loop");
+      own = {
+        driver,
+        ...agentFields(
+          {
+            driver,
+            exec: scenario.exec ?? (inherits ? file.exec : undefined),
+            model: scenario.model ?? (inherits ? file.model : undefined),
+            args: scenario.args ?? (inherits ? file.args : undefined),
+          },
+          {
+            driver: scenario.driver ? at("driver") : ["driver"],
+            exec: from("exec"),
+            model: from("model"),
+            args: scenario.args !== undefined ? at("args") : ["args"],
+          },
+          problems,
+          suiteDir,
+        ),
+        approve: scenario.approve ?? file.approve ?? "auto",
+        budget: { ...file.budget, ...scenario.budget },
+        env: { ...file.env, ...scenario.env },
+      };
+    } else {
+      // The agent is the agents' to say: a scenario's own would leave the comparison unclear.
+      for (const key of AGENT_KEYS) {
+        if (scenario[key] !== undefined) {
+          problems.add(at(key), `${key} goes in agents: (the suite is a matrix of its agents)`);
+        }
       }
+      perAgent = {};
+      for (const [name, agent] of agents) {
+        perAgent[name] = {
+          driver: agent.driver,
+          exec: agent.exec,
+          model: agent.model,
+          args: agent.args,
+          approve: scenario.approve ?? agent.approve ?? file.approve ?? "auto",
+          budget: { ...file.budget, ...agent.budget, ...scenario.budget },
+          env: { ...file.env, ...agent.env, ...scenario.env },
+        };
+      }
+      own = perAgent[agents[0][0]];
     }
-    const loopModel = driver === "loop" && model !== null
-      ? resolveModelPath(model, suiteDir)
-      : model;
-    if (driver === "loop" && loopModel !== null) checkModelFile(loopModel, from("model"), problems);
 
     let conversation: Conversation | null = null;
     if (scenario.turns !== undefined && scenario.user !== undefined) {
@@ -408,18 +559,14 @@ function resolveScenarios(
       persona: scenario.persona ?? {},
       instruction: scenario.instruction ?? "",
       tests: scenario.tests ?? "",
-      driver,
-      exec: exec === null ? null : resolveExec(exec, suiteDir),
-      model: loopModel,
-      args,
-      approve: scenario.approve ?? file.approve ?? "auto",
-      budget: { ...file.budget, ...scenario.budget },
+      ...own,
+      agent: agents === null ? null : agents[0][0],
+      perAgent,
       turnSeconds: timeouts.turnSeconds ?? null,
       scenarioSeconds: timeouts.scenarioSeconds ?? null,
       retryErrors: (scenario.retry ?? file.retry)?.errors ?? 0,
       workdir,
       setup: scenario.setup ?? file.setup ?? [],
-      env: { ...file.env, ...scenario.env },
       conversation,
       skip,
       checks: all,
@@ -470,6 +617,8 @@ export function parseSuite(file: string, bytes: Uint8Array): Suite {
     file,
     digest: sha256(bytes),
     jobs: parsed.data.jobs ?? null,
+    agents: parsed.data.agents === undefined ? null : Object.keys(parsed.data.agents),
+    epochs: parsed.data.epochs ?? null,
     modality: parsed.data.modality ?? "text",
     scenarios,
   };

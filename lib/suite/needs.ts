@@ -5,7 +5,7 @@
 // say what the harness drivers need: their programs are the sandbox's own (scripts/permissions.ts).
 import type { SandboxNeed } from "../core/mod.ts";
 import { splitCommandLine } from "../core/command_line.ts";
-import type { Suite } from "./load.ts";
+import { cellSpec, type Suite } from "./load.ts";
 
 /** The shell every setup command and command check runs through (lib/suite/shell.ts). */
 export const SUITE_SHELL = "sh";
@@ -39,21 +39,30 @@ export function suiteNeeds(
   for (const scenario of suite.scenarios) {
     if (scenario.skip !== null || !which(scenario.key)) continue;
     const at = (what: string) => `scenarios[${scenario.index}] (${scenario.key}): ${what}`;
-    if (scenario.exec !== null) {
-      let program: string | null = null;
-      try {
-        program = splitCommandLine(scenario.exec)[0];
-      } catch {
-        // An exec the command driver cannot split fails that scenario on its own.
+    // Each agent of a matrix plays it: what each runs and reads.
+    const cells = scenario.perAgent === null
+      ? [{ spec: scenario, where: at }]
+      : Object.keys(scenario.perAgent).map((agent) => ({
+        spec: cellSpec(scenario, agent),
+        where: (what: string) => `agents.${agent}: ${what}`,
+      }));
+    for (const { spec, where } of cells) {
+      if (spec.exec !== null) {
+        let program: string | null = null;
+        try {
+          program = splitCommandLine(spec.exec)[0];
+        } catch {
+          // An exec the command driver cannot split fails that scenario on its own.
+        }
+        add("run", program, where("exec"));
       }
-      add("run", program, at("exec"));
+      if (spec.driver === "loop") add("read", mockFile(spec.model), where("model"));
     }
     if (scenario.setup.length > 0) add("run", SUITE_SHELL, at("setup"));
     if (scenario.checks.some((check) => check.kind === "command")) {
       add("run", SUITE_SHELL, at("a command check"));
     }
     add("read", scenario.workdir, at("workdir"));
-    if (scenario.driver === "loop") add("read", mockFile(scenario.model), at("model"));
     if (scenario.conversation.kind === "simulated") {
       const user = scenario.conversation.user;
       add("read", mockFile(user.model), at("user.model"));

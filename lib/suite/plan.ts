@@ -38,6 +38,8 @@ export const PlanFile = z.object({
   createdAt: z.iso.datetime({ offset: true }),
   shards: z.number().int().positive(),
   repeat: z.number().int().positive(),
+  /** The agents planned (a matrix), or null. */
+  agents: z.array(z.string()).nullable().default(null),
   filter: z.string().nullable(),
   instances: z.array(PlannedInstance),
   platform: PlanPlatform.nullable(),
@@ -90,7 +92,7 @@ export function planProblems(plan: PlanFile, expected: readonly Instance[]): str
       problems.push(`${at}.id: ${id} is not one of the suite's scenarios as planned`);
       return;
     }
-    for (const field of ["key", "repeat", "index"] as const) {
+    for (const field of ["key", "repeat", "agent", "index"] as const) {
       if (instance[field] !== mine[field]) {
         problems.push(
           `${at}.${field}: ${JSON.stringify(instance[field])}, but the suite's ${id} has ${
@@ -202,8 +204,14 @@ export function mergeShards(runs: readonly ShardRun[]): Merged {
     if (!byShard.has(index)) missingShards.push(index);
   }
   const states = [...byShard.values()].flatMap((run) => run.states);
+  // The plan's order: scenario, agent (by the order the plan names them), epoch.
+  const agentOrder = new Map(
+    planned[0].header.options.agents?.map((name, i) => [name, i]) ?? [],
+  );
+  const agentRank = (state: ScenarioState) => agentOrder.get(state.instance.agent ?? "") ?? 0;
   states.sort((a, b) =>
-    a.instance.index - b.instance.index || a.instance.repeat - b.instance.repeat
+    a.instance.index - b.instance.index || agentRank(a) - agentRank(b) ||
+    a.instance.repeat - b.instance.repeat
   );
   return {
     suite: planned[0].header.suite,

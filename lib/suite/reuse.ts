@@ -2,8 +2,8 @@
 // answered from the recordings of that suite run's same scenario where the requests match (by the
 // replay's rules, lib/gateway/replay_rules.ts), and passed on to the model where they do not; the
 // checks and judges run anew. A scenario's attempt takes the next recorded attempt of the same
-// scenario key (the last attempt of each, in the suite run's order), its turn N the recorded
-// attempt's turn N. Scenarios of the loop or a command run as they would.
+// scenario key — and, in a matrix, of the same agent — (the last attempt of each, in the suite
+// run's order), its turn N the recorded attempt's turn N. Scenarios of the loop or a command run as they would.
 import { HARNESS_DRIVERS, type Settings } from "../core/config.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { Store } from "../store/mod.ts";
@@ -12,7 +12,8 @@ import { readScenarioStates, readSuiteRun, resolveSuiteRunId } from "./state.ts"
 
 /** What of a scenario's turn a lease needs (turns.ts's SuiteTurn; not imported: no cycle). */
 export interface ReusedTurn {
-  scenario: { driver: string; key: string };
+  /** `agent`: a matrix cell's agent, whose recordings only it reuses (null: no matrix). */
+  scenario: { driver: string; key: string; agent: string | null };
   contextId: string;
   cwd: string;
 }
@@ -34,7 +35,7 @@ export class SuiteReuse {
   readonly from: string;
   readonly #store: Store;
   readonly #settings: Settings;
-  /** Each scenario key's recorded attempts not yet taken: the run ids of their turns. */
+  /** Each cell's (scenario key, agent) recorded attempts not yet taken: their turns' run ids. */
   readonly #pool = new Map<string, string[][]>();
   /** The recorded attempt each context (one scenario attempt) took. */
   readonly #taken = new Map<string, { runIds: string[]; next: number }>();
@@ -54,9 +55,10 @@ export class SuiteReuse {
     const header = readSuiteRun(store, id);
     for (const state of readScenarioStates(store, header)) {
       if (state.runIds.length === 0) continue;
-      const attempts = reuse.#pool.get(state.instance.key) ?? [];
+      const cell = cellOf(state.instance.key, state.instance.agent);
+      const attempts = reuse.#pool.get(cell) ?? [];
       attempts.push(state.runIds);
-      reuse.#pool.set(state.instance.key, attempts);
+      reuse.#pool.set(cell, attempts);
     }
     return reuse;
   }
@@ -68,7 +70,7 @@ export class SuiteReuse {
     }
     let taken = this.#taken.get(turn.contextId);
     if (taken === undefined) {
-      const runIds = this.#pool.get(turn.scenario.key)?.shift();
+      const runIds = this.#pool.get(cellOf(turn.scenario.key, turn.scenario.agent))?.shift();
       if (runIds === undefined) return { server: null };
       taken = { runIds, next: 0 };
       this.#taken.set(turn.contextId, taken);
@@ -105,6 +107,11 @@ export class SuiteReuse {
   get counts(): ReuseCounts {
     return { from: this.from, matched: this.matched, passedOn: this.passedOn };
   }
+}
+
+/** A matrix cell's name in the pool: the scenario's key, and its agent's name when it has one. */
+function cellOf(key: string, agent: string | null): string {
+  return agent === null ? key : `${key}\0${agent}`;
 }
 
 function readHome(): string | undefined {

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Model } from "../model/mod.ts";
 import type { TranscriptItem } from "../platform/mod.ts";
 import type { Check } from "./format.ts";
-import type { ScenarioSpec, Suite } from "./load.ts";
+import { cellSpec, type ScenarioSpec, type Suite } from "./load.ts";
 import { runCheck } from "./checks.ts";
 import { PatternMatcher } from "./matcher.ts";
 import { runJudge } from "./judge.ts";
@@ -421,12 +421,13 @@ export async function runSuite(given: RunSuiteOptions): Promise<{ stopped: boole
     while (!options.stop.aborted) {
       const instance = options.todo[next++];
       if (instance === undefined) return;
-      const spec = specs.get(instance.index);
-      if (spec === undefined) {
+      const scenario = specs.get(instance.index);
+      if (scenario === undefined) {
         throw new ReinsError("internal", `Scenario ${instance.key} is not in the suite file`);
       }
       try {
-        await runScenario(options, spec, instance);
+        // A matrix cell: the scenario as its agent plays it.
+        await runScenario(options, cellSpec(scenario, instance.agent), instance);
       } catch (error) {
         fatal ??= error;
         halt.abort();

@@ -3,6 +3,7 @@
 // are), a rerun of another's failures or errors (a new suite run linked to it), or one shard of a
 // plan. Everything here is checked before anything runs.
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
+import { nearest } from "../core/suggest.ts";
 import type { DataRoot } from "../store/mod.ts";
 import type { Suite } from "./load.ts";
 import { globMatcher } from "./glob.ts";
@@ -20,7 +21,8 @@ import {
 } from "./state.ts";
 
 export type StartMode =
-  | { kind: "fresh"; filter: string | null; repeat: number }
+  /** `repeat`: the epochs; `agents`: those of a matrix to play (null: all, or none). */
+  | { kind: "fresh"; filter: string | null; repeat: number; agents?: string[] | null }
   | { kind: "resume"; ref: string | null }
   | { kind: "rerun"; from: string; which: ("failed" | "error")[] }
   /** `planFile`: where the plan was read, for messages. */
@@ -34,10 +36,57 @@ export interface Started {
   resumed: boolean;
 }
 
-/** The suite's scenarios as instances: each `repeat` times, `key.N` when repeated. */
+/**
+ * A row's name (its instance id): `key`, `key.N` for the Nth of several epochs; in a matrix
+ * `key.AGENT`, `key.AGENT.N`. Unambiguous — a key has no dot, an agent's name starts with a letter
+ * — and stable: the same cell of the same suite is named the same in every suite run of it.
+ */
+export function instanceIdOf(
+  key: string,
+  agent: string | null,
+  epoch: number,
+  epochs: number,
+): string {
+  const cell = agent === null ? key : `${key}.${agent}`;
+  return epochs === 1 ? cell : `${cell}.${epoch}`;
+}
+
+/**
+ * The agents of a matrix to play: `wanted` (from --agent), each one of the suite's, in the file's
+ * order; all of them when none is wanted; null for a suite without agents.
+ */
+export function selectedAgents(suite: Suite, wanted: readonly string[] | null): string[] | null {
+  if (suite.agents === null) {
+    if (wanted !== null && wanted.length > 0) {
+      throw new UsageError(`--agent ${wanted[0]}: ${suite.file} has no agents:`, {
+        hint:
+          "name agents in the suite file (docs/suites.md, Matrix and epochs), or leave --agent out",
+      });
+    }
+    return null;
+  }
+  if (wanted === null || wanted.length === 0) return [...suite.agents];
+  for (const name of wanted) {
+    if (!suite.agents.includes(name)) {
+      const guess = nearest(name, suite.agents);
+      throw new UsageError(
+        `--agent ${JSON.stringify(name)} is not one of the suite's agents${
+          guess ? ` (did you mean '${guess}'?)` : ""
+        }`,
+        { hint: `its agents are ${suite.agents.join(", ")}` },
+      );
+    }
+  }
+  return suite.agents.filter((name) => wanted.includes(name));
+}
+
+/**
+ * The suite's cells as instances, in the order they are played: each scenario, against each agent
+ * (`agents`, a matrix; null: the scenario's own), `repeat` epochs of each.
+ */
 export function instancesOf(
   suite: Suite,
-  options: { filter: string | null; repeat: number },
+  options: { filter: string | null; repeat: number; agents?: readonly string[] | null },
 ): (Instance & { name: string })[] {
   const matches = options.filter === null ? () => true : globMatcher(options.filter);
   const chosen = suite.scenarios.filter((spec) => matches(spec.key));
@@ -53,14 +102,18 @@ export function instancesOf(
       },
     );
   }
+  const agents: readonly (string | null)[] = options.agents ?? [null];
   return chosen.flatMap((spec) =>
-    Array.from({ length: options.repeat }, (_, i) => ({
-      id: options.repeat === 1 ? spec.key : `${spec.key}.${i + 1}`,
-      key: spec.key,
-      repeat: i + 1,
-      index: spec.index,
-      name: spec.name,
-    }))
+    agents.flatMap((agent) =>
+      Array.from({ length: options.repeat }, (_, i) => ({
+        id: instanceIdOf(spec.key, agent, i + 1, options.repeat),
+        key: spec.key,
+        repeat: i + 1,
+        agent,
+        index: spec.index,
+        name: spec.name,
+      }))
+    )
   );
 }
 
@@ -109,18 +162,26 @@ export function startSuiteRun(
   mode: StartMode,
   options: { jobs: number; report: boolean },
 ): Started {
-  const base: Omit<SuiteRunOptions, "filter" | "repeat" | "shard" | "rerunOf"> = {
+  const base: Omit<SuiteRunOptions, "filter" | "repeat" | "agents" | "shard" | "rerunOf"> = {
     jobs: options.jobs,
     report: options.report,
   };
   switch (mode.kind) {
     case "fresh": {
-      const instances = instancesOf(suite, mode);
+      const agents = selectedAgents(suite, mode.agents ?? null);
+      const instances = instancesOf(suite, { ...mode, agents });
       const handle = SuiteRunHandle.create(root, {
         suite: suite.name,
         file: suite.file,
         digest: suite.digest,
-        options: { ...base, filter: mode.filter, repeat: mode.repeat, shard: null, rerunOf: null },
+        options: {
+          ...base,
+          filter: mode.filter,
+          repeat: mode.repeat,
+          agents,
+          shard: null,
+          rerunOf: null,
+        },
         instances,
       });
       return { handle, todo: instances.map(({ name: _, ...bare }) => bare), resumed: false };
@@ -162,7 +223,9 @@ export function startSuiteRun(
       for (const state of states) {
         const spec = keys.get(state.instance.key);
         if (spec === undefined) gone.push(state.instance.key);
-        else instances.push({ ...state.instance, index: spec.index, name: spec.name });
+        else if (state.instance.agent !== null && !suite.agents?.includes(state.instance.agent)) {
+          gone.push(`${state.instance.key} (agent ${state.instance.agent})`);
+        } else instances.push({ ...state.instance, index: spec.index, name: spec.name });
       }
       if (gone.length > 0) {
         throw new UsageError(
@@ -187,6 +250,7 @@ export function startSuiteRun(
           ...base,
           filter: from.options.filter,
           repeat: from.options.repeat,
+          agents: from.options.agents,
           shard: null,
           rerunOf: { suiteRunId: fromId, which: mode.which },
         },
@@ -227,6 +291,7 @@ export function startSuiteRun(
           ...base,
           filter: plan.filter,
           repeat: plan.repeat,
+          agents: plan.agents,
           shard: { planId: plan.id, index, count: plan.shards, total: plan.instances.length },
           rerunOf: null,
         },

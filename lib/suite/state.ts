@@ -17,10 +17,16 @@ export const SCENARIO_STATE_TYPE = "reins.suite-scenario";
 const IsoTime = z.iso.datetime({ offset: true });
 
 export const Instance = z.object({
-  /** `key`, or `key.N` for the Nth of --repeat N. */
+  /**
+   * The row's name, which names its state file: `key`, `key.N` for the Nth epoch of several
+   * (--epochs, --repeat); in a matrix `key.AGENT`, `key.AGENT.N` (instanceIdOf, start.ts).
+   */
   id: z.string(),
   key: z.string(),
+  /** The epoch, from 1 (the Nth of --epochs N). */
   repeat: z.number().int().positive(),
+  /** The agent of `agents:` that plays it; null: a suite without agents. */
+  agent: z.string().nullable().default(null),
   /** The scenario's place in the suite file. */
   index: z.number().int().nonnegative(),
 }).strict();
@@ -39,7 +45,10 @@ export type ShardInfo = z.infer<typeof ShardInfo>;
 export const SuiteRunOptions = z.object({
   jobs: z.number().int().positive(),
   filter: z.string().nullable(),
+  /** The epochs (--epochs, --repeat, `epochs:`). */
   repeat: z.number().int().positive(),
+  /** The agents of `agents:` played (--agent; all by default); null: a suite without agents. */
+  agents: z.array(z.string()).nullable().default(null),
   report: z.boolean(),
   shard: ShardInfo.nullable(),
   rerunOf: z.object({
@@ -268,7 +277,13 @@ export class SuiteRunHandle implements Disposable {
       createdAt: now,
       updatedAt: now,
       options: init.options,
-      instances: init.instances.map(({ id, key, repeat, index }) => ({ id, key, repeat, index })),
+      instances: init.instances.map(({ id, key, repeat, agent, index }) => ({
+        id,
+        key,
+        repeat,
+        agent,
+        index,
+      })),
       state: "running",
       finishedAt: null,
       sessions: [{ pid: Deno.pid, startedAt: now, endedAt: null, resumed: false }],

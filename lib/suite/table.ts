@@ -125,19 +125,52 @@ export function summaryLine(totals: Totals, elapsedMs: number | null): string {
   return `${count}: ${parts.join(", ")}${time}${cost}`;
 }
 
-/** The table as lines: headings, a row per scenario, then the totals line. */
+/**
+ * A matrix's rows by agent, in the order the agents first come (the suite run's); null when no
+ * row has an agent (a suite without agents).
+ */
+export function byAgent(
+  states: readonly ScenarioState[],
+): { agent: string; states: ScenarioState[] }[] | null {
+  const groups = new Map<string, ScenarioState[]>();
+  for (const state of states) {
+    if (state.instance.agent === null) continue;
+    const group = groups.get(state.instance.agent) ?? [];
+    group.push(state);
+    groups.set(state.instance.agent, group);
+  }
+  if (groups.size === 0) return null;
+  return [...groups].map(([agent, states]) => ({ agent, states }));
+}
+
+/**
+ * The table as lines: headings, a row per scenario, then the totals line. A matrix: a block per
+ * agent (its name, its rows, its totals), then the totals of all.
+ */
 export function formatTable(
   states: readonly ScenarioState[],
   options: { elapsedMs?: number | null; noteWidth?: number } = {},
 ): string[] {
-  const rows = [HEADINGS, ...states.map((state) => rowOf(state, options))];
   const keys = Object.keys(HEADINGS) as (keyof Row)[];
-  const widths = keys.map((key) => Math.max(...rows.map((row) => row[key].length)));
-  const lines = rows.map((row) =>
+  const all = [HEADINGS, ...states.map((state) => rowOf(state, options))];
+  // One set of widths for every block, so the agents' columns line up.
+  const widths = keys.map((key) => Math.max(...all.map((row) => row[key].length)));
+  const line = (row: Row) =>
     keys.map((key, i) => i === keys.length - 1 ? row[key] : row[key].padEnd(widths[i])).join("  ")
-      .trimEnd()
+      .trimEnd();
+  const groups = byAgent(states);
+  if (groups === null) {
+    return [...all.map(line), "", summaryLine(totalsOf(states), options.elapsedMs ?? null)];
+  }
+  const lines: string[] = [];
+  for (const { agent, states: mine } of groups) {
+    lines.push(`agent ${agent}`, line(HEADINGS));
+    for (const state of mine) lines.push(line(rowOf(state, options)));
+    lines.push(`${agent}: ${summaryLine(totalsOf(mine), null)}`, "");
+  }
+  lines.push(
+    `all ${groups.length} agents: ${summaryLine(totalsOf(states), options.elapsedMs ?? null)}`,
   );
-  lines.push("", summaryLine(totalsOf(states), options.elapsedMs ?? null));
   return lines;
 }
 

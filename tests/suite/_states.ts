@@ -31,7 +31,7 @@ export function stateOf(
 ): ScenarioState {
   const id = repeat === 1 ? key : `${key}.${repeat}`;
   return ScenarioState.parse({
-    ...pendingScenario({ id, key, repeat, index }, key),
+    ...pendingScenario({ id, key, repeat, agent: null, index }, key),
     status,
     ...fields,
   });

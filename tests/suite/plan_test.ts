@@ -20,6 +20,7 @@ Deno.test("assignShards() deals the scenarios round robin, the same every time",
     id: key,
     key,
     repeat: 1,
+    agent: null,
     index,
   }));
   const shards = assignShards(instances, 3).map((i) => [i.id, i.shard]);
@@ -61,7 +62,13 @@ function shardRun(
 }
 
 Deno.test("regression: planProblems() finds an instance not in the suite, one removed, doubled or moved, a shard past N and a shared call", () => {
-  const expected = ["a", "b", "c"].map((key, index) => ({ id: key, key, repeat: 1, index }));
+  const expected = ["a", "b", "c"].map((key, index) => ({
+    id: key,
+    key,
+    repeat: 1,
+    agent: null,
+    index,
+  }));
   const plan = (instances: PlanFile["instances"]): PlanFile => ({
     type: "reins.suite-plan",
     version: 1,
@@ -71,6 +78,7 @@ Deno.test("regression: planProblems() finds an instance not in the suite, one re
     createdAt: "2026-01-05T14:03:00.000Z",
     shards: 2,
     repeat: 1,
+    agents: null,
     filter: null,
     instances,
     platform: null,

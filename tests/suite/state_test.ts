@@ -12,10 +12,18 @@ import { tempDir } from "../support/reins.ts";
 import { DataRoot } from "../../lib/store/data_root.ts";
 import { ReinsError } from "../../lib/core/errors.ts";
 
-const OPTIONS = { jobs: 2, filter: null, repeat: 1, report: false, shard: null, rerunOf: null };
+const OPTIONS = {
+  jobs: 2,
+  filter: null,
+  repeat: 1,
+  agents: null,
+  report: false,
+  shard: null,
+  rerunOf: null,
+};
 const INSTANCES = [
-  { id: "a", key: "a", repeat: 1, index: 0, name: "A" },
-  { id: "b", key: "b", repeat: 1, index: 1, name: "B" },
+  { id: "a", key: "a", repeat: 1, agent: null, index: 0, name: "A" },
+  { id: "b", key: "b", repeat: 1, agent: null, index: 1, name: "B" },
 ];
 
 function create(home: string) {
