@@ -107,6 +107,17 @@ async function allocateCalls(
     }
     return null;
   }
+  if (suite.agents !== null) {
+    // Each agent is a test and each epoch an execution of it (docs/platform.md): a plan holds
+    // one test's execution, so a matrix's shards are not reported yet.
+    if (!ctx.io.quiet && !ctx.io.jsonMode) {
+      ctx.io.note(
+        "not reported to the platform: a plan of a matrix (agents:) does not allocate calls " +
+          "yet; run it unsharded to report it, each agent its own test",
+      );
+    }
+    return null;
+  }
   const target = platformTarget(settings.platform);
   const skipped = new Set(suite.scenarios.filter((spec) => spec.skip !== null).map((s) => s.index));
   const reported = instances.filter((instance) => !skipped.has(instance.index));

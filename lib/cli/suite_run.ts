@@ -9,7 +9,15 @@ import { ExitCode, UsageError } from "../core/errors.ts";
 import { resolvePath } from "../core/paths.ts";
 import { refusedNeed } from "../core/sandbox.ts";
 import { openStore, type Store } from "../store/store.ts";
-import type { ReportSummary, Suite, SuiteReporter, SuiteRunHandle } from "../suite/mod.ts";
+import type {
+  MatrixReporter,
+  MatrixReportSummary,
+  ReportSummary,
+  ScenarioState,
+  Suite,
+  SuiteReporter,
+  SuiteRunHandle,
+} from "../suite/mod.ts";
 import { type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
 import { suiteNeeds } from "../suite/needs.ts";
@@ -161,10 +169,27 @@ async function modeOf(ctx: SuiteContext, suite: Suite, extra: string[]): Promise
   };
 }
 
-function reportJson(reporter: SuiteReporter | null, reported: ReportSummary | undefined) {
+type LiveReport = SuiteReporter | MatrixReporter;
+
+function reportJson(reporter: LiveReport | null, reported: ReportSummary | undefined) {
   if (!reporter || !reported) return null;
   const outcome = reported.outcome;
+  const matrix = "reports" in reported
+    ? {
+      // A matrix: one report per agent and epoch (each agent a test, each epoch an execution).
+      reports: (reported as MatrixReportSummary).reports.map((one) => ({
+        agent: one.agent,
+        epoch: one.epoch,
+        outboxId: one.outboxId,
+        state: one.outcome?.state ?? null,
+        url: one.outcome?.url ?? null,
+        runTestId: one.outcome?.runTestId ?? null,
+        testExecutionId: one.outcome?.testExecutionId ?? null,
+      })),
+    }
+    : {};
   return {
+    ...matrix,
     outboxId: reporter.outboxId,
     state: outcome?.state ?? null,
     url: outcome?.url ?? null,
@@ -187,7 +212,7 @@ async function startReport(given: {
   handle: SuiteRunHandle;
   mode: StartMode;
   quiet: boolean;
-}): Promise<SuiteReporter | null> {
+}): Promise<LiveReport | null> {
   const { ctx, store, settings, suite, handle, mode, quiet } = given;
   const note = (line: string) => {
     if (!quiet) ctx.io.note(line);
@@ -221,6 +246,32 @@ async function startReport(given: {
   const { SuiteReporter } = await importLazily<typeof import("../suite/report.ts")>(
     "suite/report.ts",
   );
+  const options = {
+    root: handle.root,
+    settings,
+    target,
+    suite,
+    handle,
+    instances: handle.header.instances,
+    plan,
+    note,
+    recorded: (state: ScenarioState) => recordedScenario(store, state),
+  };
+  if (handle.header.options.agents !== null) {
+    if (plan !== undefined) {
+      note(
+        "not reported to the platform: a matrix's shards are not reported yet (see docs/suites.md)",
+      );
+      return null;
+    }
+    const { MatrixReporter } = await importLazily<typeof import("../suite/matrix_report.ts")>(
+      "suite/matrix_report.ts",
+    );
+    const matrix = MatrixReporter.begin(options);
+    handle.header.options.report = true;
+    handle.saveHeader();
+    return matrix;
+  }
   const reporter = SuiteReporter.begin({
     root: handle.root,
     settings,

@@ -69,6 +69,12 @@ export interface NewReport {
     testExecutionId: string;
     callExecutionIds: readonly string[];
   };
+  /**
+   * The run test to add this report's execution to, known from another report of the same test
+   * (a matrix's later epochs join the test its first one provisioned): taken as a remembered
+   * test, so that one the platform no longer has is provisioned afresh.
+   */
+  joinTest?: string;
 }
 
 /** Makes each scenario key unique within one report (two runs of the same task). */
@@ -130,8 +136,8 @@ export function createReport(root: DataRoot, report: NewReport): OutboxEntry {
       modality,
     },
     selectors: scenarios.map((item) => selectorOf(item.scenario)),
-    runTestId: given ? given.runTestId : joins ? remembered.run_test_id : null,
-    runTestSource: given ? "provisioned" : joins ? "remembered" : null,
+    runTestId: given ? given.runTestId : report.joinTest ?? (joins ? remembered.run_test_id : null),
+    runTestSource: given ? "provisioned" : report.joinTest || joins ? "remembered" : null,
     provisions: 0,
     scenarioIds: [],
     testExecutionId: given ? given.testExecutionId : null,

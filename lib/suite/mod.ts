@@ -11,8 +11,8 @@ export { endStateId } from "./end_state.ts";
 export { scenarioJson, suiteRunJson } from "./json.ts";
 export { readCells } from "./read_cells.ts";
 export { regradeSuiteRun } from "./regrade.ts";
-export { writeJunitFile } from "./junit.ts";
-export { loadSuite, SuiteFileError } from "./load.ts";
+export { agentSuiteName, writeJunitFile } from "./junit.ts";
+export { cellSpec, loadSuite, SuiteFileError } from "./load.ts";
 export type { Suite } from "./load.ts";
 export { suiteNeeds } from "./needs.ts";
 export {
@@ -24,10 +24,11 @@ export {
   writePlan,
 } from "./plan.ts";
 export type { PlanFile, PlanPlatform, ShardRun } from "./plan.ts";
+export type { MatrixReporter, MatrixReportSummary } from "./matrix_report.ts";
 export type { ReportSummary, SuiteReporter } from "./report.ts";
 export { tally } from "./results.ts";
 export { runSuite } from "./runner.ts";
-export { instancesOf, startSuiteRun } from "./start.ts";
+export { instanceIdOf, instancesOf, selectedAgents, startSuiteRun } from "./start.ts";
 export type { StartMode } from "./start.ts";
 export {
   currentState,
@@ -46,6 +47,7 @@ export type {
   SuiteRunState,
 } from "./state.ts";
 export {
+  byAgent,
   exitCodeOf,
   followUps,
   formatCost,

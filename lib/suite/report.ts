@@ -35,7 +35,7 @@ import { isFinished } from "./results.ts";
 import type { ScenarioSpec, Suite } from "./load.ts";
 import type { PlanFile, PlanPlatform } from "./plan.ts";
 import type { ScenarioEnd } from "./runner.ts";
-import type { Instance, ScenarioState, SuiteRunHandle } from "./state.ts";
+import type { Instance, ReportRef, ScenarioState, SuiteRunHandle } from "./state.ts";
 
 /** The platform's scenario for one of the suite's. */
 export function scenarioInputOf(spec: ScenarioSpec): ScenarioInput {
@@ -88,6 +88,9 @@ export function scenarioOutcomeOf(
       reins_suite: suite.name,
       reins_suite_run_id: suite.suiteRunId,
       reins_instance: state.instance.id,
+      ...(state.instance.agent === null
+        ? {}
+        : { reins_agent: state.instance.agent, reins_epoch: state.instance.repeat }),
       reins_status: state.status,
       reins_run_ids: state.runIds,
       reins_attempts: state.attempts.length,
@@ -115,6 +118,14 @@ export interface ReporterOptions {
    * Null when it cannot be read.
    */
   recorded?(state: ScenarioState): { evidence: Evidence; recordings: RecordingSource[] } | null;
+  /** The test's name on the platform; default: the suite's. */
+  name?: string;
+  /** Where the suite run keeps this report's entry (default: its header's `report`). */
+  slot?: { get(): ReportRef | null; set(ref: ReportRef): void };
+  /** The run test to add the execution to (a matrix's later epochs: the first one's test). */
+  joinTest?: string;
+  /** Told once the platform has given the report its run test (after a delivery). */
+  onTest?(runTestId: string): void;
 }
 
 /** What the report came to, in lines for people. */
@@ -140,6 +151,7 @@ export class SuiteReporter {
   #last: ReportOutcome | null = null;
   /** What stopped reporting for good (the sandbox refused the host, say). */
   #broken: string | null = null;
+  #toldTest = false;
 
   private constructor(options: ReporterOptions, outboxId: string, keys: Record<string, string>) {
     this.#options = options;
@@ -159,7 +171,13 @@ export class SuiteReporter {
    */
   static begin(options: ReporterOptions): SuiteReporter | null {
     const { root, handle } = options;
-    const kept = handle.header.report;
+    const slot = options.slot ?? {
+      get: () => handle.header.report,
+      set: (ref: ReportRef) => {
+        handle.header.report = ref;
+      },
+    };
+    const kept = slot.get();
     const keptEntry = kept ? readEntry(root, kept.outboxId) : null;
     if (kept && keptEntry?.ok) {
       const reporter = new SuiteReporter(options, kept.outboxId, kept.keys);
@@ -180,10 +198,11 @@ export class SuiteReporter {
     const planned = options.plan;
     const byInstance = new Map(planned?.file.instances.map((i) => [i.id, i.callExecutionId]) ?? []);
     const entry = createReport(root, {
-      name: options.suite.name,
+      name: options.name ?? options.suite.name,
       target: options.target,
       live: true,
       modality: options.suite.modality,
+      ...(options.joinTest ? { joinTest: options.joinTest } : {}),
       scenarios: instances.map((instance) => ({
         runId: null,
         scenario: scenarioInputOf(specs.get(instance.index)!),
@@ -199,7 +218,7 @@ export class SuiteReporter {
         : undefined,
     });
     const keys = callKeysOf(instances, entry.calls.map((call) => call.scenarioKey));
-    handle.header.report = { outboxId: entry.id, keys };
+    slot.set({ outboxId: entry.id, keys });
     handle.saveHeader();
     const reporter = new SuiteReporter(options, entry.id, keys);
     reporter.#schedule();
@@ -298,6 +317,11 @@ export class SuiteReporter {
       this.#last = await deliverEntry(this.#options.root, this.#outboxId, this.#client, {
         retry: this.#options.retry,
       });
+      const test = this.#last.runTestId;
+      if (test !== null && !this.#toldTest) {
+        this.#toldTest = true;
+        this.#options.onTest?.(test);
+      }
     } catch (error) {
       // Not the platform's doing (a sandbox that may not reach it): stop trying, say so.
       this.#broken = isSandboxRefusal(error)

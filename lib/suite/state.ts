@@ -60,6 +60,13 @@ export const SuiteRunOptions = z.object({
 }).strict();
 export type SuiteRunOptions = z.infer<typeof SuiteRunOptions>;
 
+/** A platform report of a suite run: its outbox entry, and each row's scenario key in it. */
+export const ReportRef = z.object({
+  outboxId: z.string(),
+  keys: z.record(z.string(), z.string()),
+}).strict();
+export type ReportRef = z.infer<typeof ReportRef>;
+
 export const SuiteRunFile = z.object({
   type: z.literal(SUITE_RUN_TYPE),
   version: z.literal(1),
@@ -85,10 +92,12 @@ export const SuiteRunFile = z.object({
     }).strict(),
   ),
   /** The platform report's outbox entry, and each scenario's key in it, when it is reported. */
-  report: z.object({
-    outboxId: z.string(),
-    keys: z.record(z.string(), z.string()),
-  }).strict().nullable(),
+  report: ReportRef.nullable(),
+  /**
+   * A matrix's reports, one per agent and epoch (`AGENT.N`): each agent is a test of its own on
+   * the platform, each epoch an execution of it (docs/platform.md).
+   */
+  reports: z.record(z.string(), ReportRef).default({}),
 }).strict();
 export type SuiteRunFile = z.infer<typeof SuiteRunFile>;
 
@@ -288,6 +297,7 @@ export class SuiteRunHandle implements Disposable {
       finishedAt: null,
       sessions: [{ pid: Deno.pid, startedAt: now, endedAt: null, resumed: false }],
       report: null,
+      reports: {},
     };
     const handle = new SuiteRunHandle(root, header, lock);
     root.ensureDir(joinPath(dir, "scenarios"));

@@ -1,0 +1,120 @@
+// A matrix suite run reported to the ingestion API on Python's http.server: each agent a test of
+// its own (named `AGENT · SUITE`, so the seed's agent_name is the agent), each epoch an execution
+// of it with the same scenario_selectors — K epochs make one test with K executions, never K
+// tests; each call's result names its agent and epoch.
+import assert from "node:assert/strict";
+import { hasPython, startPythonPlatform } from "../fixtures/python_platform.ts";
+import { reins, tempDir } from "../support/reins.ts";
+
+const PYTHON = hasPython();
+if (!PYTHON) {
+  console.warn(
+    "SKIPPED tests/platform/matrix_report_test.ts: python3 is not on PATH, so the matrix's " +
+      "report cannot be checked against Python's http.server",
+  );
+}
+
+const AGENT = `#!/bin/sh
+prompt=$(cat)
+if [ "$MODE" = sloppy ] && [ "$prompt" = two ]; then echo "no idea"; exit 0; fi
+echo "answer to $prompt"
+`;
+
+Deno.test({
+  name: "reins suite run of a matrix: one test per agent, one execution per epoch, like with like",
+  ignore: !PYTHON,
+  async fn() {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/agent.sh`, AGENT);
+    await Deno.chmod(`${dir.path}/agent.sh`, 0o755);
+    await Deno.writeTextFile(
+      `${dir.path}/suite.yaml`,
+      [
+        "suite: cmp",
+        "epochs: 3",
+        "agents:",
+        "  careful: {driver: command, exec: ./agent.sh}",
+        "  sloppy: {driver: command, exec: ./agent.sh, env: {MODE: sloppy}}",
+        "scenarios:",
+        "  - {key: one, persona: {name: Ann}, turns: [one], checks: [{regex: 'answer to one'}]}",
+        "  - {key: two, persona: {name: Bob}, turns: [two], checks: [{regex: 'answer to two'}]}",
+      ].join("\n"),
+    );
+    await using platform = await startPythonPlatform();
+    const ran = await reins(["suite", "run", "suite.yaml", "--jobs", "3", "--json"], {
+      home: `${dir.path}/home`,
+      cwd: dir.path,
+      env: platform.env,
+      allowRun: [`${dir.path}/agent.sh`, "sh"],
+    });
+    assert.equal(ran.code, 1, ran.stderr);
+    const json = JSON.parse(ran.stdout);
+    const log = await platform.log();
+
+    // One provision per agent, named with the agent first, the suite's scenarios its personas.
+    const provisions = log.requests.filter((r) => r.route === "provision");
+    assert.deepEqual(
+      provisions.map((r) => [r.body!.name, r.body!.agent_name]).sort(),
+      [["careful · cmp", "careful"], ["sloppy · cmp", "sloppy"]],
+    );
+    for (const provision of provisions) {
+      assert.deepEqual(
+        (provision.body!.personas as { scenario_key?: string; name: string }[]).map((p) => p.name),
+        ["Ann", "Bob"],
+      );
+      assert.equal(provision.body!.modality, "text");
+    }
+    // Three executions of each test, each with the same selectors: the scenarios' own keys.
+    const starts = log.requests.filter((r) => r.route === "start");
+    assert.equal(starts.length, 6);
+    const tests = Object.values(log.tests);
+    assert.equal(tests.length, 2, "K epochs make one test per agent, not K");
+    for (const test of tests) {
+      const executions = Object.values(log.executions).filter((e) => e.run_test_id === test.id);
+      assert.equal(executions.length, 3, `${test.body.name}: an execution per epoch`);
+      for (const execution of executions) {
+        const selectors = (execution.body as { scenario_selectors: unknown[] }).scenario_selectors;
+        assert.deepEqual(selectors, [
+          { scenario_key: "one", persona_name: "Ann" },
+          { scenario_key: "two", persona_name: "Bob" },
+        ]);
+        assert.equal(execution.calls.length, 2);
+      }
+    }
+    // Every cell's result is in, naming its agent and epoch.
+    const results = Object.values(log.calls).map((call) => call.result!);
+    assert.equal(results.length, 12);
+    const seen = results.map((result) => {
+      const metadata = result.call_metadata as Record<string, unknown>;
+      return `${metadata.reins_agent}.${metadata.reins_epoch}:${metadata.reins_instance}`;
+    }).sort();
+    assert.deepEqual(seen, [
+      "careful.1:one.careful.1",
+      "careful.1:two.careful.1",
+      "careful.2:one.careful.2",
+      "careful.2:two.careful.2",
+      "careful.3:one.careful.3",
+      "careful.3:two.careful.3",
+      "sloppy.1:one.sloppy.1",
+      "sloppy.1:two.sloppy.1",
+      "sloppy.2:one.sloppy.2",
+      "sloppy.2:two.sloppy.2",
+      "sloppy.3:one.sloppy.3",
+      "sloppy.3:two.sloppy.3",
+    ]);
+    assert.deepEqual(
+      json.report.reports.map((r: { agent: string; epoch: number; state: string }) =>
+        `${r.agent}.${r.epoch}:${r.state}`
+      ).sort(),
+      [
+        "careful.1:reported",
+        "careful.2:reported",
+        "careful.3:reported",
+        "sloppy.1:reported",
+        "sloppy.2:reported",
+        "sloppy.3:reported",
+      ],
+    );
+    assert.match(ran.stderr, /careful, epoch 1: reported to the platform: /);
+  },
+});
