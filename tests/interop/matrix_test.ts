@@ -178,3 +178,46 @@ interopTest(
     });
   },
 );
+
+interopTest(
+  claude,
+  "reins replay of a Claude Code run started with --model M runs the replay on M again (real Claude Code)",
+  async (program) => {
+    await withDeadline(300, async () => {
+      const seen: string[] = [];
+      await using server = startFakeAnthropic((request) => {
+        seen.push(String((request.body as { model?: string }).model));
+        return text("Replayed hello.");
+      });
+      await using scratch = await makeScratch("claude", server.url);
+      await Deno.mkdir(scratch.reinsHome, { recursive: true });
+      const options = {
+        home: scratch.reinsHome,
+        cwd: scratch.cwd,
+        env: { ...scratch.env, REINS_CLAUDE_BIN: program },
+        allowRun: [program],
+      };
+      const ran = await reins(
+        ["run", "--driver", "claude", "--model", "claude-haiku-4-5", "--json", "say hello"],
+        options,
+      );
+      assert.equal(ran.code, 0, ran.stderr);
+      const { runId } = JSON.parse(ran.stdout);
+      const replayed = await reins(["replay", runId, "--json"], options);
+      assert.equal(replayed.code, 0, `${replayed.stderr}\n${replayed.stdout}`);
+      const verdict = JSON.parse(replayed.stdout);
+      assert.equal(verdict.diverged, false, JSON.stringify(verdict.divergences));
+      const shown = await reins(["show", verdict.runId, "--json"], options);
+      const events = JSON.parse(shown.stdout).events as {
+        type: string;
+        payload: { model?: string | null; agent?: { perRun?: unknown } };
+      }[];
+      const started = events.find((event) => event.type === "run.started")!;
+      assert.deepEqual(started.payload.agent?.perRun, { model: "claude-haiku-4-5" });
+      const calls = events.filter((event) => event.type === "model.call.started");
+      assert.ok(calls.length > 0);
+      for (const call of calls) assert.match(String(call.payload.model), /^claude-haiku-4-5/);
+      assert.ok(seen.every((model) => model.startsWith("claude-haiku-4-5")), seen.join(", "));
+    });
+  },
+);
