@@ -200,3 +200,37 @@ Deno.test("currentState() is the header's, or interrupted when it says running a
   resumed.end("stopped");
   assert.equal(currentState(root, readSuiteRun(root, handle.id)), "stopped");
 });
+
+Deno.test("readSuiteRun() reads a suite run an older reins wrote, before agents and epochs: no agent, no matrix reports", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const root = new DataRoot(home);
+  let id: string;
+  {
+    using handle = create(home);
+    id = handle.id;
+    const [first] = readScenarioStates(root, handle.header);
+    await handle.writeScenario({ ...first, status: "passed" });
+  }
+  // As an older reins wrote them: no options.agents, no reports, no instance agent.
+  const headerPath = `${home}/suites/${id}/suite-run.json`;
+  const old = JSON.parse(await Deno.readTextFile(headerPath));
+  delete old.options.agents;
+  delete old.reports;
+  for (const instance of old.instances) delete instance.agent;
+  await Deno.writeTextFile(headerPath, JSON.stringify(old));
+  const statePath = `${home}/suites/${id}/scenarios/a.json`;
+  const state = JSON.parse(await Deno.readTextFile(statePath));
+  delete state.instance.agent;
+  await Deno.writeTextFile(statePath, JSON.stringify(state));
+
+  const header = readSuiteRun(root, id);
+  assert.equal(header.options.agents, null);
+  assert.deepEqual(header.reports, {});
+  assert.deepEqual(header.instances.map((i) => [i.id, i.agent]), [["a", null], ["b", null]]);
+  const states = readScenarioStates(root, header);
+  assert.deepEqual(states.map((s) => [s.instance.id, s.instance.agent, s.status]), [
+    ["a", null, "passed"],
+    ["b", null, "pending"],
+  ]);
+});
