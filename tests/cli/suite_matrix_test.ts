@@ -105,6 +105,29 @@ Deno.test("reins suite run of a matrix: every scenario × agent × epoch its own
   assert.ok(lines.some((line) => line.startsWith("careful: 4 scenarios: 4 passed, 0 failed")));
   assert.ok(lines.some((line) => line.startsWith("sloppy: 4 scenarios: 2 passed, 2 failed")));
   assert.match(lines.at(-2) ?? lines.at(-1)!, /^all 2 agents: 8 scenarios: 6 passed, 2 failed/);
+
+  // A rerun of the failures plays those cells again, each by its own agent.
+  const rerun = await reins(
+    [
+      "suite",
+      "run",
+      "suite.yaml",
+      "--rerun",
+      "failed",
+      "--from",
+      json.suiteRunId,
+      "--no-report",
+      "--json",
+    ],
+    options,
+  );
+  assert.equal(rerun.code, 1, rerun.stderr);
+  const again = JSON.parse(rerun.stdout);
+  assert.deepEqual(again.scenarios.map((r: Row) => [r.instance, r.agent, r.epoch, r.status]), [
+    ["two.sloppy.1", "sloppy", 1, "failed"],
+    ["two.sloppy.2", "sloppy", 2, "failed"],
+  ]);
+  assert.deepEqual(again.options.agents, ["careful", "sloppy"]);
 });
 
 Deno.test("reins suite run --agent picks agents, --epochs (--repeat) the epochs; a wrong name or two epoch counts are refused", async () => {
