@@ -23,12 +23,6 @@ export const flags = defineFlags({
     description: "play each scenario (each cell) K times, each its own context (default: epochs:)",
   },
   repeat: { type: "integer", max: 1000, value: "N", description: "the same as --epochs N" },
-  agent: {
-    type: "string",
-    multiple: true,
-    value: "NAME",
-    description: "play only this agent of agents: (repeatable; default: all)",
-  },
   resume: {
     type: "boolean",
     description: "finish a suite run cut short (ID after FILE; default: the latest)",
@@ -67,7 +61,8 @@ export const flags = defineFlags({
     type: "string",
     multiple: true,
     value: "NAME",
-    description: "suite compare: the agent of each side (repeatable: A's, then B's)",
+    description: "run, plan: play only this agent of agents: (repeatable; default: all); " +
+      "compare: the agent of each side (A's, then B's)",
   },
   "fail-on": {
     type: "string",

@@ -37,7 +37,7 @@ function writeRun(root: DataRoot, id: string, failEvery: number): void {
   const now = new Date().toISOString();
   for (let s = 0; s < SCENARIOS; s++) {
     for (let e = 1; e <= EPOCHS; e++) {
-      const instance = { id: `s${s}.${e}`, key: `s${s}`, repeat: e, index: s };
+      const instance = { id: `s${s}.${e}`, key: `s${s}`, repeat: e, agent: null, index: s };
       instances.push(instance);
       const pass = (s * EPOCHS + e) % failEvery !== 0;
       const state: ScenarioState = {
@@ -80,12 +80,21 @@ function writeRun(root: DataRoot, id: string, failEvery: number): void {
     digest: "0".repeat(64),
     createdAt: now,
     updatedAt: now,
-    options: { jobs: 8, filter: null, repeat: EPOCHS, report: false, shard: null, rerunOf: null },
+    options: {
+      jobs: 8,
+      filter: null,
+      repeat: EPOCHS,
+      agents: null,
+      report: false,
+      shard: null,
+      rerunOf: null,
+    },
     instances,
     state: "finished",
     finishedAt: now,
     sessions: [{ pid: 1, startedAt: now, endedAt: now, resumed: false }],
     report: null,
+    reports: {},
   };
   root.writeFileAtomic(`${dir}/suite-run.json`, `${JSON.stringify(header, null, 2)}\n`);
 }

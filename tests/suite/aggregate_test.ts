@@ -157,7 +157,10 @@ Deno.test("aggregateLines() is empty for one epoch", () => {
 
 Deno.test("cellsOf() reads today's --repeat instances key.N as epochs of key, and one agent", () => {
   const states: ScenarioState[] = [1, 2].map((repeat) => ({
-    ...pendingScenario({ id: `login.${repeat}`, key: "login", repeat, index: 0 }, "login"),
+    ...pendingScenario(
+      { id: `login.${repeat}`, key: "login", repeat, agent: null, index: 0 },
+      "login",
+    ),
     status: repeat === 1 ? "passed" : "running",
     costUsd: 0.5,
     durationMs: 20,

@@ -7,11 +7,19 @@ import { pendingScenario, readScenarioStates, SuiteRunHandle } from "../../lib/s
 import { DataRoot } from "../../lib/store/data_root.ts";
 import { tempDir } from "../support/reins.ts";
 
-const OPTIONS = { jobs: 1, filter: null, repeat: 2, report: false, shard: null, rerunOf: null };
+const OPTIONS = {
+  jobs: 1,
+  filter: null,
+  repeat: 2,
+  agents: null,
+  report: false,
+  shard: null,
+  rerunOf: null,
+};
 const INSTANCES = [
-  { id: "a.1", key: "a", repeat: 1, index: 0, name: "A" },
-  { id: "a.2", key: "a", repeat: 2, index: 0, name: "A" },
-  { id: "b.1", key: "b", repeat: 1, index: 1, name: "B" },
+  { id: "a.1", key: "a", repeat: 1, agent: null, index: 0, name: "A" },
+  { id: "a.2", key: "a", repeat: 2, agent: null, index: 0, name: "A" },
+  { id: "b.1", key: "b", repeat: 1, agent: null, index: 1, name: "B" },
 ];
 
 Deno.test("readCells() reads what readScenarioStates() and cellsOf() read, pending ones included", async () => {
