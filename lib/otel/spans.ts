@@ -722,7 +722,7 @@ class RunSpans {
         firstToolStart = Math.min(firstToolStart, this.#releasedStarts.get(callId) ?? Infinity);
       }
       const draft = this.#chatDraft(
-        `chat:${id}`,
+        `reported:${id}`,
         model ?? this.agent.requestModel,
         call.startMs,
         Math.max(call.startMs, Math.min(call.endMs, firstToolStart)),

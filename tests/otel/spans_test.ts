@@ -610,6 +610,26 @@ Deno.test("runSpans() leaves out what arrived after the run settled", () => {
   assert.ok(!spans.some((span) => span.name === "execute_tool late_tool"));
 });
 
+// regression: a call the harness reported as model call "3" took the span id of the chat span of
+// the model.requested event at sequence 3 (fast-check found it)
+Deno.test("runSpans() gives a reported model call and the loop's own call at its id's sequence distinct span ids", () => {
+  const { record, events } = recordedRun({
+    events: [
+      { type: "problem", payload: { source: "", reason: "" } },
+      { type: "completed", payload: { reason: null, result: {} } },
+      { type: "model.requested", payload: { historyLength: 0, toolCount: 0 } },
+      {
+        type: "tool.started",
+        payload: { callId: " ", tool: "", args: null, modelCall: { id: "3" } },
+      },
+    ],
+  });
+  for (const content of [false, true]) {
+    const spans = runSpans(record, events, { content });
+    assert.equal(new Set(spans.map((span) => span.spanId)).size, spans.length);
+  }
+});
+
 Deno.test("runSpans() makes well-formed spans of any recorded events (property)", () => {
   fc.assert(
     fc.property(fc.array(eventInput, { maxLength: 30 }), fc.boolean(), (inputs, content) => {
