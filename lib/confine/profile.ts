@@ -1,0 +1,165 @@
+// The confinement profile: an agent's command line turned into the command line that runs it
+// under bubblewrap (docs/confinement.md). Pure: it is given every fact (what exists, where the
+// state of the context is, which ports the bridges listen on) and touches nothing; the spawn site
+// applies what it returns, and network.ts sets up what the sockets it names lead to.
+
+/** Where the sandbox's own directories are, inside it (all under its private /tmp). */
+export const INSIDE = {
+  /** The agent's $HOME: a directory of its own, its harness's state bound into it. */
+  home: "/tmp/.reins-home",
+  /** The Unix sockets of the bridges out (network.ts), bound read-only. */
+  sockets: "/tmp/.reins-net",
+} as const;
+
+export const GATEWAY_SOCKET = "gateway.sock";
+export const PROXY_SOCKET = "proxy.sock";
+
+/** The command as the spawn site would run it unconfined. */
+export interface AgentCommand {
+  program: string;
+  args: string[];
+  cwd: string;
+  /** What reins sets for the agent, on top of what it keeps of its own environment. */
+  env: Record<string, string>;
+}
+
+/** The facts of one confined spawn. */
+export interface ConfineFacts {
+  /** The data root: not there at all inside (an empty directory where it was). */
+  dataRoot: string;
+  /** Paths that exist and are hidden: a directory becomes empty, a file empty. */
+  hidden: { path: string; kind: "dir" | "file" }[];
+  /**
+   * Bound into the agent's home, relative to it: the harness's state read-write from the
+   * context's directory, its credentials read-only from yours.
+   */
+  binds: { source: string; target: string; readOnly: boolean }[];
+  /** Variables of reins's environment the agent keeps (a trailing `*`: a prefix). */
+  keepEnv: string[];
+  /**
+   * The bridges out: the directory (outside) holding the sockets, and the loopback port each is
+   * bridged to inside (null: none). Absent: the agent has no network but its own loopback.
+   */
+  network: { socketDir: string; gatewayPort: number | null; proxyPort: number | null } | null;
+}
+
+/** What to spawn instead: `env` is added to reins's environment (the sandbox trims it inside). */
+export interface ConfinedCommand {
+  program: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+}
+
+/**
+ * The script the sandbox runs first, as `sh -c SCRIPT reins-confine GATEWAY_PORT PROXY_PORT
+ * PROGRAM ARGS…`: it drops what the agent is not to keep of the environment, starts the bridges
+ * (socat, each in a session of its own so that the signals that stop the agent's group leave
+ * them be until the agent is gone), waits until each listens, then becomes the agent.
+ */
+export const INNER_SCRIPT = `set -f
+keep=$REINS_CONFINE_KEEP
+unset REINS_CONFINE_KEEP
+for name in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do
+  kept=
+  for pattern in $keep; do case $name in $pattern) kept=1; break;; esac; done
+  [ -n "$kept" ] || unset "$name" 2>/dev/null || true
+done
+bridge() {
+  setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$2" </dev/null >/dev/null 2>&1 &
+  hex=$(printf '%04X' "$1")
+  tries=0
+  until grep -q ": 0100007F:$hex 00000000:0000 0A" /proc/net/tcp; do
+    tries=$((tries + 1))
+    if [ $tries -gt 500 ]; then
+      echo "reins: the sandbox's bridge to 127.0.0.1:$1 did not start (is socat installed?)" >&2
+      exit 125
+    fi
+    sleep 0.01
+  done
+}
+[ "$1" = 0 ] || bridge "$1" ${INSIDE.sockets}/${GATEWAY_SOCKET}
+[ "$2" = 0 ] || bridge "$2" ${INSIDE.sockets}/${PROXY_SOCKET}
+shift 2
+exec "$@"`;
+
+/** The directories of the system a confined agent has no use for and should not reach. */
+const EMPTIED = ["/tmp", "/run"];
+
+function under(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
+}
+
+/**
+ * The command that runs `command` confined. bubblewrap is started through `env
+ * --ignore-signal=INT --ignore-signal=TERM`: its outer process would otherwise die of the SIGINT
+ * that asks the agent to stop, and take the sandbox with it at once (--die-with-parent), with no
+ * grace; inside, `env --default-signal` gives the agent the signals back. There is no
+ * --new-session: the agent must stay in the process group reins signals, and it is in a session
+ * of its own already, as reins starts every agent as a session leader (process_group.ts).
+ */
+export function confinedCommand(command: AgentCommand, facts: ConfineFacts): ConfinedCommand {
+  const args = [
+    "--ignore-signal=INT",
+    "--ignore-signal=TERM",
+    "bwrap",
+    "--unshare-all",
+    "--die-with-parent",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+  ];
+  for (const dir of EMPTIED) args.push("--tmpfs", dir);
+  // The data root goes (an empty directory where it was), the working directory stays: a
+  // suite's working copy is in the data root's tmp/, so whichever holds the other is mounted first.
+  const gone = (path: string) => EMPTIED.some((dir) => under(path, dir));
+  const hideRoot = gone(facts.dataRoot) ? [] : ["--tmpfs", facts.dataRoot];
+  const bindCwd = ["--bind", command.cwd, command.cwd];
+  if (under(command.cwd, facts.dataRoot)) args.push(...hideRoot, ...bindCwd);
+  else args.push(...bindCwd, ...hideRoot);
+  for (const { path, kind } of facts.hidden) {
+    if (gone(path) && !under(path, command.cwd)) continue;
+    if (kind === "dir") args.push("--tmpfs", path);
+    else args.push("--ro-bind", "/dev/null", path);
+  }
+  args.push("--dir", INSIDE.home);
+  for (const bind of facts.binds) {
+    args.push(bind.readOnly ? "--ro-bind" : "--bind", bind.source, `${INSIDE.home}/${bind.target}`);
+  }
+  if (facts.network !== null) args.push("--ro-bind", facts.network.socketDir, INSIDE.sockets);
+  args.push(
+    "--chdir",
+    command.cwd,
+    "--",
+    "env",
+    "--default-signal=INT,TERM",
+    "sh",
+    "-c",
+    INNER_SCRIPT,
+    "reins-confine",
+    String(facts.network?.gatewayPort ?? 0),
+    String(facts.network?.proxyPort ?? 0),
+    command.program,
+    ...command.args,
+  );
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(command.env)) {
+    env[name] = value.startsWith("~/") ? `${INSIDE.home}${value.slice(1)}` : value;
+  }
+  env.HOME = INSIDE.home;
+  env.TMPDIR = "/tmp";
+  const proxyPort = facts.network?.proxyPort ?? null;
+  if (proxyPort !== null) {
+    const proxy = `http://127.0.0.1:${proxyPort}`;
+    for (const name of ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY"]) {
+      env[name] = proxy;
+    }
+    env.NO_PROXY = env.no_proxy = "127.0.0.1,localhost";
+  }
+  env.REINS_CONFINE_KEEP = [...new Set([...facts.keepEnv, ...Object.keys(env)])].join(" ");
+  return { program: "env", args, cwd: command.cwd, env };
+}
