@@ -15,6 +15,7 @@ import { runTurn } from "../turn/run_turn.ts";
 import { type Progress, startProgress } from "./progress.ts";
 import { WaitingAnnouncer } from "./waiting.ts";
 import { turnSignals } from "./signals.ts";
+import { CONFINE_FLAGS, confineOfFlags } from "./confine_flags.ts";
 
 export const usage = "reins run [PROMPT | -] [--driver NAME] [--context ID] [flags]";
 export const description =
@@ -116,6 +117,7 @@ export const flags = defineFlags({
     type: "boolean",
     description: "let a harness call its model directly, not through reins's model gateway",
   },
+  ...CONFINE_FLAGS,
   "idle-timeout": AGENT_FLAGS["idle-timeout"],
   attach: {
     type: "string",
@@ -298,6 +300,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       contextBusy: f["no-wait"] ? "fail" : "wait",
       ...(contextLimited ? { contextBudget } : {}),
       ...(f["no-gateway"] ? { gateway: false, noGatewayReason: "--no-gateway" } : {}),
+      ...confineOfFlags(f),
     },
     signals,
     {

@@ -142,6 +142,7 @@ export function loadSettings(
     prices: file.prices,
     snapshot: file.snapshot,
     gateway: file.gateway,
+    confine: file.confine,
     // HOME too: where a CLI finds its own config (~/.codex, ~/.config/opencode).
     harnessEnv: Object.fromEntries(
       [...HARNESS_UPSTREAM_VARS, "HOME" as const].flatMap((name) =>

@@ -49,8 +49,9 @@ const c2 = new Set(["endpoint","tracesEndpoint","headers","serviceName","content
 const c3 = new RegExp("^https?$", "");
 const c4 = new Set(["maxBytes","maxEntries"]);
 const c5 = new Set(["enabled"]);
-const c6 = new Set(["claude","codex","gemini","opencode"]);
-const c7 = new Set(["drivers","prices","otel","snapshot","gateway"]);
+const c6 = new Set(["enabled","allowHosts","hide"]);
+const c7 = new Set(["claude","codex","gemini","opencode"]);
+const c8 = new Set(["drivers","prices","otel","snapshot","gateway","confine"]);
 
 const driverSettings = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
@@ -261,106 +262,153 @@ if (v60 === undefined) { v60 = true; v59["enabled"] = v60; }
 if (typeof v60 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v60) };
 const v61 = Object.keys(v59).filter((k) => !c5.has(k));
 if (v61.length > 0) return { path: join(at, "gateway"), message: (v61.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v61.map((k) => '"' + k + '"').join(", ") };
-let v62 = value["harnessEnv"];
-if (typeof v62 !== "object" || v62 === null || Array.isArray(v62)) return { path: join(at, "harnessEnv"), message: "Invalid input: expected record, received " + received(v62) };
-for (const v63 of Object.keys(v62)) {
-const v64 = v62[v63];
-if (typeof v64 !== "string") return { path: join(at, "harnessEnv." + v63), message: "Invalid input: expected string, received " + received(v64) };
+let v62 = value["confine"];
+if (typeof v62 !== "object" || v62 === null || Array.isArray(v62)) return { path: join(at, "confine"), message: "Invalid input: expected object, received " + received(v62) };
+let v63 = v62["enabled"];
+if (v63 === undefined) { v63 = false; v62["enabled"] = v63; }
+if (typeof v63 !== "boolean") return { path: join(at, "confine.enabled"), message: "Invalid input: expected boolean, received " + received(v63) };
+let v64 = v62["allowHosts"];
+if (v64 === undefined) { v64 = []; v62["allowHosts"] = v64; }
+if (!Array.isArray(v64)) return { path: join(at, "confine.allowHosts"), message: "Invalid input: expected array, received " + received(v64) };
+for (let v65 = 0; v65 < v64.length; v65++) {
+const v66 = v64[v65];
+if (typeof v66 !== "string") return { path: join(at, "confine.allowHosts." + v65), message: "Invalid input: expected string, received " + received(v66) };
+if (v66.length < 1) return { path: join(at, "confine.allowHosts." + v65), message: "Too small: expected string to have >=1 characters" };
 }
-let v65 = value["otel"];
-if (typeof v65 !== "object" || v65 === null || Array.isArray(v65)) return { path: join(at, "otel"), message: "Invalid input: expected object, received " + received(v65) };
-let v66 = v65["env"];
-if (typeof v66 !== "object" || v66 === null || Array.isArray(v66)) return { path: join(at, "otel.env"), message: "Invalid input: expected record, received " + received(v66) };
-for (const v67 of Object.keys(v66)) {
-const v68 = v66[v67];
-if (typeof v68 !== "string") return { path: join(at, "otel.env." + v67), message: "Invalid input: expected string, received " + received(v68) };
+let v67 = v62["hide"];
+if (v67 === undefined) { v67 = []; v62["hide"] = v67; }
+if (!Array.isArray(v67)) return { path: join(at, "confine.hide"), message: "Invalid input: expected array, received " + received(v67) };
+for (let v68 = 0; v68 < v67.length; v68++) {
+const v69 = v67[v68];
+if (typeof v69 !== "string") return { path: join(at, "confine.hide." + v68), message: "Invalid input: expected string, received " + received(v69) };
+if (v69.length < 1) return { path: join(at, "confine.hide." + v68), message: "Too small: expected string to have >=1 characters" };
 }
-let v69 = v65["file"];
+const v70 = Object.keys(v62).filter((k) => !c6.has(k));
+if (v70.length > 0) return { path: join(at, "confine"), message: (v70.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v70.map((k) => '"' + k + '"').join(", ") };
+let v71 = value["harnessEnv"];
+if (typeof v71 !== "object" || v71 === null || Array.isArray(v71)) return { path: join(at, "harnessEnv"), message: "Invalid input: expected record, received " + received(v71) };
+for (const v72 of Object.keys(v71)) {
+const v73 = v71[v72];
+if (typeof v73 !== "string") return { path: join(at, "harnessEnv." + v72), message: "Invalid input: expected string, received " + received(v73) };
+}
+let v74 = value["otel"];
+if (typeof v74 !== "object" || v74 === null || Array.isArray(v74)) return { path: join(at, "otel"), message: "Invalid input: expected object, received " + received(v74) };
+let v75 = v74["env"];
+if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: join(at, "otel.env"), message: "Invalid input: expected record, received " + received(v75) };
+for (const v76 of Object.keys(v75)) {
+const v77 = v75[v76];
+if (typeof v77 !== "string") return { path: join(at, "otel.env." + v76), message: "Invalid input: expected string, received " + received(v77) };
+}
+let v78 = v74["file"];
 {
-const v70 = otelSettings(v69, join(at, "otel.file"));
-if (v70 !== null) return v70;
+const v79 = otelSettings(v78, join(at, "otel.file"));
+if (v79 !== null) return v79;
 }
 return null;
 };
 export const validateConfigFile: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v71 = value["drivers"];
-if (v71 === undefined) { v71 = {}; value["drivers"] = v71; }
-if (typeof v71 !== "object" || v71 === null || Array.isArray(v71)) return { path: join(at, "drivers"), message: "Invalid input: expected object, received " + received(v71) };
-let v72 = v71["claude"];
-if (v72 !== undefined) {
+let v80 = value["drivers"];
+if (v80 === undefined) { v80 = {}; value["drivers"] = v80; }
+if (typeof v80 !== "object" || v80 === null || Array.isArray(v80)) return { path: join(at, "drivers"), message: "Invalid input: expected object, received " + received(v80) };
+let v81 = v80["claude"];
+if (v81 !== undefined) {
 {
-const v73 = driverSettings(v72, join(at, "drivers.claude"));
-if (v73 !== null) return v73;
+const v82 = driverSettings(v81, join(at, "drivers.claude"));
+if (v82 !== null) return v82;
 }
 }
-let v74 = v71["codex"];
-if (v74 !== undefined) {
+let v83 = v80["codex"];
+if (v83 !== undefined) {
 {
-const v75 = driverSettings(v74, join(at, "drivers.codex"));
-if (v75 !== null) return v75;
-}
-}
-let v76 = v71["gemini"];
-if (v76 !== undefined) {
-{
-const v77 = driverSettings(v76, join(at, "drivers.gemini"));
-if (v77 !== null) return v77;
-}
-}
-let v78 = v71["opencode"];
-if (v78 !== undefined) {
-{
-const v79 = driverSettings(v78, join(at, "drivers.opencode"));
-if (v79 !== null) return v79;
-}
-}
-const v80 = Object.keys(v71).filter((k) => !c6.has(k));
-if (v80.length > 0) return { path: join(at, "drivers"), message: (v80.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v80.map((k) => '"' + k + '"').join(", ") };
-let v81 = value["prices"];
-if (v81 === undefined) { v81 = {}; value["prices"] = v81; }
-if (typeof v81 !== "object" || v81 === null || Array.isArray(v81)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v81) };
-for (const v82 of Object.keys(v81)) {
-const v83 = v81[v82];
-{
-const v84 = modelPrice(v83, join(at, "prices." + v82));
+const v84 = driverSettings(v83, join(at, "drivers.codex"));
 if (v84 !== null) return v84;
 }
 }
-let v85 = value["otel"];
-if (v85 === undefined) { v85 = {}; value["otel"] = v85; }
+let v85 = v80["gemini"];
+if (v85 !== undefined) {
 {
-const v86 = otelSettings(v85, join(at, "otel"));
+const v86 = driverSettings(v85, join(at, "drivers.gemini"));
 if (v86 !== null) return v86;
 }
-let v87 = value["snapshot"];
-if (v87 === undefined) { v87 = {"maxBytes":67108864,"maxEntries":100000}; value["snapshot"] = v87; }
-if (typeof v87 !== "object" || v87 === null || Array.isArray(v87)) return { path: join(at, "snapshot"), message: "Invalid input: expected object, received " + received(v87) };
-let v88 = v87["maxBytes"];
-if (v88 === undefined) { v88 = 67108864; v87["maxBytes"] = v88; }
-if (typeof v88 !== "number" || !Number.isFinite(v88)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected number, received " + received(v88) };
-if (!Number.isInteger(v88)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected int, received " + received(v88) };
-if (v88 > 9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v88 < -9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v88 >= 0)) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected number to be >=0" };
-let v89 = v87["maxEntries"];
-if (v89 === undefined) { v89 = 100000; v87["maxEntries"] = v89; }
-if (typeof v89 !== "number" || !Number.isFinite(v89)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected number, received " + received(v89) };
-if (!Number.isInteger(v89)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected int, received " + received(v89) };
-if (v89 > 9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too big: expected int to be <=9007199254740991" };
-if (v89 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v89 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
-const v90 = Object.keys(v87).filter((k) => !c4.has(k));
-if (v90.length > 0) return { path: join(at, "snapshot"), message: (v90.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v90.map((k) => '"' + k + '"').join(", ") };
-let v91 = value["gateway"];
-if (v91 === undefined) { v91 = {"enabled":true}; value["gateway"] = v91; }
-if (typeof v91 !== "object" || v91 === null || Array.isArray(v91)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v91) };
-let v92 = v91["enabled"];
-if (v92 === undefined) { v92 = true; v91["enabled"] = v92; }
-if (typeof v92 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v92) };
-const v93 = Object.keys(v91).filter((k) => !c5.has(k));
-if (v93.length > 0) return { path: join(at, "gateway"), message: (v93.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v93.map((k) => '"' + k + '"').join(", ") };
-const v94 = Object.keys(value).filter((k) => !c7.has(k));
-if (v94.length > 0) return { path: join(at, ""), message: (v94.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v94.map((k) => '"' + k + '"').join(", ") };
+}
+let v87 = v80["opencode"];
+if (v87 !== undefined) {
+{
+const v88 = driverSettings(v87, join(at, "drivers.opencode"));
+if (v88 !== null) return v88;
+}
+}
+const v89 = Object.keys(v80).filter((k) => !c7.has(k));
+if (v89.length > 0) return { path: join(at, "drivers"), message: (v89.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v89.map((k) => '"' + k + '"').join(", ") };
+let v90 = value["prices"];
+if (v90 === undefined) { v90 = {}; value["prices"] = v90; }
+if (typeof v90 !== "object" || v90 === null || Array.isArray(v90)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v90) };
+for (const v91 of Object.keys(v90)) {
+const v92 = v90[v91];
+{
+const v93 = modelPrice(v92, join(at, "prices." + v91));
+if (v93 !== null) return v93;
+}
+}
+let v94 = value["otel"];
+if (v94 === undefined) { v94 = {}; value["otel"] = v94; }
+{
+const v95 = otelSettings(v94, join(at, "otel"));
+if (v95 !== null) return v95;
+}
+let v96 = value["snapshot"];
+if (v96 === undefined) { v96 = {"maxBytes":67108864,"maxEntries":100000}; value["snapshot"] = v96; }
+if (typeof v96 !== "object" || v96 === null || Array.isArray(v96)) return { path: join(at, "snapshot"), message: "Invalid input: expected object, received " + received(v96) };
+let v97 = v96["maxBytes"];
+if (v97 === undefined) { v97 = 67108864; v96["maxBytes"] = v97; }
+if (typeof v97 !== "number" || !Number.isFinite(v97)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected number, received " + received(v97) };
+if (!Number.isInteger(v97)) return { path: join(at, "snapshot.maxBytes"), message: "Invalid input: expected int, received " + received(v97) };
+if (v97 > 9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v97 < -9007199254740991) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v97 >= 0)) return { path: join(at, "snapshot.maxBytes"), message: "Too small: expected number to be >=0" };
+let v98 = v96["maxEntries"];
+if (v98 === undefined) { v98 = 100000; v96["maxEntries"] = v98; }
+if (typeof v98 !== "number" || !Number.isFinite(v98)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected number, received " + received(v98) };
+if (!Number.isInteger(v98)) return { path: join(at, "snapshot.maxEntries"), message: "Invalid input: expected int, received " + received(v98) };
+if (v98 > 9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too big: expected int to be <=9007199254740991" };
+if (v98 < -9007199254740991) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v98 > 0)) return { path: join(at, "snapshot.maxEntries"), message: "Too small: expected number to be >0" };
+const v99 = Object.keys(v96).filter((k) => !c4.has(k));
+if (v99.length > 0) return { path: join(at, "snapshot"), message: (v99.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v99.map((k) => '"' + k + '"').join(", ") };
+let v100 = value["gateway"];
+if (v100 === undefined) { v100 = {"enabled":true}; value["gateway"] = v100; }
+if (typeof v100 !== "object" || v100 === null || Array.isArray(v100)) return { path: join(at, "gateway"), message: "Invalid input: expected object, received " + received(v100) };
+let v101 = v100["enabled"];
+if (v101 === undefined) { v101 = true; v100["enabled"] = v101; }
+if (typeof v101 !== "boolean") return { path: join(at, "gateway.enabled"), message: "Invalid input: expected boolean, received " + received(v101) };
+const v102 = Object.keys(v100).filter((k) => !c5.has(k));
+if (v102.length > 0) return { path: join(at, "gateway"), message: (v102.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v102.map((k) => '"' + k + '"').join(", ") };
+let v103 = value["confine"];
+if (v103 === undefined) { v103 = {"enabled":false,"allowHosts":[],"hide":[]}; value["confine"] = v103; }
+if (typeof v103 !== "object" || v103 === null || Array.isArray(v103)) return { path: join(at, "confine"), message: "Invalid input: expected object, received " + received(v103) };
+let v104 = v103["enabled"];
+if (v104 === undefined) { v104 = false; v103["enabled"] = v104; }
+if (typeof v104 !== "boolean") return { path: join(at, "confine.enabled"), message: "Invalid input: expected boolean, received " + received(v104) };
+let v105 = v103["allowHosts"];
+if (v105 === undefined) { v105 = []; v103["allowHosts"] = v105; }
+if (!Array.isArray(v105)) return { path: join(at, "confine.allowHosts"), message: "Invalid input: expected array, received " + received(v105) };
+for (let v106 = 0; v106 < v105.length; v106++) {
+const v107 = v105[v106];
+if (typeof v107 !== "string") return { path: join(at, "confine.allowHosts." + v106), message: "Invalid input: expected string, received " + received(v107) };
+if (v107.length < 1) return { path: join(at, "confine.allowHosts." + v106), message: "Too small: expected string to have >=1 characters" };
+}
+let v108 = v103["hide"];
+if (v108 === undefined) { v108 = []; v103["hide"] = v108; }
+if (!Array.isArray(v108)) return { path: join(at, "confine.hide"), message: "Invalid input: expected array, received " + received(v108) };
+for (let v109 = 0; v109 < v108.length; v109++) {
+const v110 = v108[v109];
+if (typeof v110 !== "string") return { path: join(at, "confine.hide." + v109), message: "Invalid input: expected string, received " + received(v110) };
+if (v110.length < 1) return { path: join(at, "confine.hide." + v109), message: "Too small: expected string to have >=1 characters" };
+}
+const v111 = Object.keys(v103).filter((k) => !c6.has(k));
+if (v111.length > 0) return { path: join(at, "confine"), message: (v111.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v111.map((k) => '"' + k + '"').join(", ") };
+const v112 = Object.keys(value).filter((k) => !c8.has(k));
+if (v112.length > 0) return { path: join(at, ""), message: (v112.length === 1 ? "Unrecognized key: " : "Unrecognized keys: ") + v112.map((k) => '"' + k + '"').join(", ") };
 return null;
 };

@@ -47,6 +47,16 @@ export const GatewaySettings = z.object({
   enabled: z.boolean().default(true),
 }).strict();
 
+/**
+ * Confining agents under bubblewrap (docs/confinement.md) — not reins's own sandbox: `enabled`
+ * as --confine for every turn, `allowHosts` as --allow-host, `hide` more paths kept from agents.
+ */
+export const ConfineSettings = z.object({
+  enabled: z.boolean().default(false),
+  allowHosts: z.array(z.string().min(1)).default([]),
+  hide: z.array(z.string().min(1)).default([]),
+}).strict();
+
 /** The config file, `$REINS_HOME/config.json` or `$REINS_CONFIG`. Every key is optional. */
 export const ConfigFile = z.object({
   drivers: z.object({
@@ -59,6 +69,7 @@ export const ConfigFile = z.object({
   otel: OtelSettings.default({}),
   snapshot: SnapshotSettings.default({ maxBytes: 64 * 1024 * 1024, maxEntries: 100_000 }),
   gateway: GatewaySettings.default({ enabled: true }),
+  confine: ConfineSettings.default({ enabled: false, allowHosts: [], hide: [] }),
 }).strict();
 export type ConfigFile = z.infer<typeof ConfigFile>;
 
@@ -100,6 +111,7 @@ export const Settings = z.object({
   prices: z.record(z.string(), ModelPrice),
   snapshot: SnapshotSettings,
   gateway: GatewaySettings,
+  confine: ConfineSettings,
   /** The harness CLIs' base-URL variables that are set (lib/core/env.ts, HARNESS_UPSTREAM_VARS). */
   harnessEnv: z.record(z.string(), z.string()),
   otel: z.object({

@@ -148,6 +148,19 @@ export class Layout {
     return joinPath(this.contexts(), safeName(contextId, "context id"));
   }
 
+  /**
+   * `contexts/<context id>/harness/<driver>`: a confined harness's own state for the context
+   * (bound into its sandbox as ~/.claude and the like: docs/confinement.md).
+   */
+  harnessState(contextId: string, driver: string): string {
+    return joinPath(this.context(contextId), "harness", safeName(driver, "driver"));
+  }
+
+  /** `runs/<run id>/harness/<driver>`: the same for a run with no context. */
+  runHarnessState(runId: string, driver: string): string {
+    return joinPath(this.run(runId), "harness", safeName(driver, "driver"));
+  }
+
   harnessSession(contextId: string): string {
     return joinPath(this.context(contextId), HARNESS_SESSION_FILE);
   }

@@ -107,11 +107,14 @@ function takeEvent(
       sink.emit(event);
       return;
     case "run.started":
+    case "network.connection":
       sink.emit({
         type: "problem",
         payload: {
           source: "command",
-          reason: "a program may not start a run: line ignored",
+          reason: event.type === "run.started"
+            ? "a program may not start a run: line ignored"
+            : "a program may not report its own connections (reins's proxy does): line ignored",
           text: JSON.stringify(event),
         },
       });
@@ -203,6 +206,7 @@ export function createCommandDriver(): Driver {
           signal,
           kill: input.kill,
           onStarted: input.onProcess,
+          confine: input.confine,
         });
       } catch (error) {
         if (error instanceof HarnessStartError) {

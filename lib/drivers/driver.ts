@@ -11,6 +11,7 @@ import type {
 } from "../core/mod.ts";
 import { UsageError } from "../core/errors.ts";
 import type { AgentFacts, EventInput } from "../store/mod.ts";
+import type { Confinement } from "../confine/mod.ts";
 
 /**
  * What to run, by kind of driver: each kind carries only the fields it uses. `loop`: the built-in
@@ -165,6 +166,11 @@ export interface DriverInput {
    * it before each model call. Absent: a driver makes its own from `budget`.
    */
   ledger?: BudgetLedger;
+  /**
+   * The turn's confinement (--confine, docs/confinement.md): every process the driver starts is
+   * wrapped in it. Absent or null: they run with reins's rights.
+   */
+  confine?: Confinement | null;
 }
 
 /** Receives a driver's events; each is validated and appended before emit returns. */

@@ -162,6 +162,7 @@ export async function driveHarness(
     signal,
     kill: input.kill,
     onStarted: input.onProcess,
+    confine: input.confine,
   };
   try {
     child = HarnessProcess.start(spawn);

@@ -6,6 +6,7 @@
 import { Countdown, onceAfter } from "../core/clock.ts";
 import { sandboxRefusal } from "../core/sandbox.ts";
 import { type AgentProcess, signalGroup, spawnGroupLeader } from "../core/process_group.ts";
+import type { Confinement } from "../confine/mod.ts";
 
 const STDERR_KEEP = 64 * 1024;
 const DEFAULT_GRACE_MS = 5_000;
@@ -32,6 +33,8 @@ export interface HarnessSpawn {
   graceMs?: number;
   /** Told once the child runs: what a later reins needs to stop its group (process_group.ts). */
   onStarted?: (agent: AgentProcess) => void;
+  /** The turn's confinement (--confine): the child runs under bubblewrap. Absent: as it is. */
+  confine?: Confinement | null;
 }
 
 /** Why reins ended the child, when it did. */
@@ -114,11 +117,14 @@ export class HarnessProcess {
   /** Starts the CLI; throws HarnessStartError when the program cannot be run. */
   static start(spec: HarnessSpawn): HarnessProcess {
     let child: Deno.ChildProcess;
+    const command = spec.confine
+      ? spec.confine.wrap({ program: spec.program, args: spec.args, cwd: spec.cwd, env: spec.env })
+      : spec;
     try {
-      child = spawnGroupLeader(spec.program, {
-        args: spec.args,
-        cwd: spec.cwd,
-        env: spec.env,
+      child = spawnGroupLeader(command.program, {
+        args: command.args,
+        cwd: command.cwd,
+        env: command.env,
         stdin: spec.stdin,
         stdout: "piped",
         stderr: "piped",

@@ -432,6 +432,7 @@ class RunSpans {
       case "message.delta":
       case "heartbeat":
       case "attachment.added":
+      case "network.connection":
         return;
       default:
         assertNever(event, "event");

@@ -81,6 +81,7 @@ function showsActivity(event: RunEvent): boolean {
     case "compaction.completed":
     case "budget.warning":
     case "heartbeat":
+    case "network.connection":
     case "attachment.added":
     case "status.changed":
     case "problem":
@@ -180,6 +181,7 @@ function transcriptOf(record: RunRecord, events: readonly RunEvent[]): Transcrip
       case "compaction.completed":
       case "budget.warning":
       case "heartbeat":
+      case "network.connection":
       case "attachment.added":
       case "status.changed":
       case "problem":

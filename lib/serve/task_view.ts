@@ -280,6 +280,7 @@ export class TaskView {
       case "compaction.completed":
       case "heartbeat":
       case "attachment.added":
+      case "network.connection":
         break;
       default:
         assertNever(event, "event");

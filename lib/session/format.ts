@@ -324,6 +324,13 @@ export class EventFormatter {
       }
       case "heartbeat":
         return `iteration ${event.payload.iteration}`;
+      case "network.connection": {
+        const p = event.payload;
+        const verdict = p.allowed ? "→" : "✗ refused";
+        if (p.reason) details.push(`reason: ${p.reason}`);
+        return `${verdict} ${p.host}:${p.port} (${formatBytes(p.bytesSent)} out, ` +
+          `${formatBytes(p.bytesReceived)} in)`;
+      }
       case "attachment.added": {
         const p = event.payload;
         if (verbose) details.push(`path: ${p.path}`, `sha256: ${p.sha256}`);

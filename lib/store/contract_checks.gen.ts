@@ -45,7 +45,7 @@ function isUrl(v) {
 
 const c0 = new RegExp("^[0-9a-f]{64}$", "");
 const c1 = { pattern: new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", ""), minute: "" };
-const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
+const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","network.connection","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
 
 // run.started
 const validatePayload_0 = function (value, at = "") {
@@ -549,339 +549,371 @@ if (typeof v109 !== "string") return { path: join(at, "error"), message: "Invali
 }
 return null;
 };
-// tool.started
+// network.connection
 const validatePayload_8 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v110 = value["callId"];
-if (typeof v110 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v110) };
-if (v110.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v111 = value["tool"];
-if (typeof v111 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v111) };
-let v112 = value["args"];
-if (v112 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
-let v113 = value["modelCall"];
-if (v113 !== undefined) {
-if (typeof v113 !== "object" || v113 === null || Array.isArray(v113)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v113) };
-let v114 = v113["id"];
-if (typeof v114 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v114) };
-if (v114.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
-let v115 = v113["model"];
+let v110 = value["host"];
+if (typeof v110 !== "string") return { path: join(at, "host"), message: "Invalid input: expected string, received " + received(v110) };
+if (v110.length < 1) return { path: join(at, "host"), message: "Too small: expected string to have >=1 characters" };
+let v111 = value["port"];
+if (typeof v111 !== "number" || !Number.isFinite(v111)) return { path: join(at, "port"), message: "Invalid input: expected number, received " + received(v111) };
+if (!Number.isInteger(v111)) return { path: join(at, "port"), message: "Invalid input: expected int, received " + received(v111) };
+if (v111 > 9007199254740991) return { path: join(at, "port"), message: "Too big: expected int to be <=9007199254740991" };
+if (v111 < -9007199254740991) return { path: join(at, "port"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v111 > 0)) return { path: join(at, "port"), message: "Too small: expected number to be >0" };
+let v112 = value["allowed"];
+if (typeof v112 !== "boolean") return { path: join(at, "allowed"), message: "Invalid input: expected boolean, received " + received(v112) };
+let v113 = value["bytesSent"];
+if (typeof v113 !== "number" || !Number.isFinite(v113)) return { path: join(at, "bytesSent"), message: "Invalid input: expected number, received " + received(v113) };
+if (!Number.isInteger(v113)) return { path: join(at, "bytesSent"), message: "Invalid input: expected int, received " + received(v113) };
+if (v113 > 9007199254740991) return { path: join(at, "bytesSent"), message: "Too big: expected int to be <=9007199254740991" };
+if (v113 < -9007199254740991) return { path: join(at, "bytesSent"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v113 >= 0)) return { path: join(at, "bytesSent"), message: "Too small: expected number to be >=0" };
+let v114 = value["bytesReceived"];
+if (typeof v114 !== "number" || !Number.isFinite(v114)) return { path: join(at, "bytesReceived"), message: "Invalid input: expected number, received " + received(v114) };
+if (!Number.isInteger(v114)) return { path: join(at, "bytesReceived"), message: "Invalid input: expected int, received " + received(v114) };
+if (v114 > 9007199254740991) return { path: join(at, "bytesReceived"), message: "Too big: expected int to be <=9007199254740991" };
+if (v114 < -9007199254740991) return { path: join(at, "bytesReceived"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v114 >= 0)) return { path: join(at, "bytesReceived"), message: "Too small: expected number to be >=0" };
+let v115 = value["reason"];
 if (v115 !== undefined) {
-if (typeof v115 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v115) };
-if (v115.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
+if (typeof v115 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v115) };
 }
-let v116 = v113["stopReason"];
-if (v116 !== undefined) {
-if (v116 !== null) {
-if (typeof v116 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v116) };
-}
-}
-let v117 = v113["usage"];
-if (v117 !== undefined) {
-if (typeof v117 !== "object" || v117 === null || Array.isArray(v117)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v117) };
-let v118 = v117["inputTokens"];
-if (v118 !== undefined) {
-if (typeof v118 !== "number" || !Number.isFinite(v118)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v118) };
-if (!Number.isInteger(v118)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v118) };
-if (v118 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v118 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v118 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v119 = v117["outputTokens"];
+return null;
+};
+// tool.started
+const validatePayload_9 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v116 = value["callId"];
+if (typeof v116 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v116) };
+if (v116.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v117 = value["tool"];
+if (typeof v117 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v117) };
+let v118 = value["args"];
+if (v118 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v119 = value["modelCall"];
 if (v119 !== undefined) {
-if (typeof v119 !== "number" || !Number.isFinite(v119)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v119) };
-if (!Number.isInteger(v119)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v119) };
-if (v119 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v119 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v119 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v120 = v117["cacheReadTokens"];
-if (v120 !== undefined) {
-if (typeof v120 !== "number" || !Number.isFinite(v120)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v120) };
-if (!Number.isInteger(v120)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v120) };
-if (v120 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v120 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v120 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v121 = v117["cacheWriteTokens"];
+if (typeof v119 !== "object" || v119 === null || Array.isArray(v119)) return { path: join(at, "modelCall"), message: "Invalid input: expected object, received " + received(v119) };
+let v120 = v119["id"];
+if (typeof v120 !== "string") return { path: join(at, "modelCall.id"), message: "Invalid input: expected string, received " + received(v120) };
+if (v120.length < 1) return { path: join(at, "modelCall.id"), message: "Too small: expected string to have >=1 characters" };
+let v121 = v119["model"];
 if (v121 !== undefined) {
-if (typeof v121 !== "number" || !Number.isFinite(v121)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v121) };
-if (!Number.isInteger(v121)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v121) };
-if (v121 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v121 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v121 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+if (typeof v121 !== "string") return { path: join(at, "modelCall.model"), message: "Invalid input: expected string, received " + received(v121) };
+if (v121.length < 1) return { path: join(at, "modelCall.model"), message: "Too small: expected string to have >=1 characters" };
 }
-let v122 = v117["reasoningTokens"];
+let v122 = v119["stopReason"];
 if (v122 !== undefined) {
-if (typeof v122 !== "number" || !Number.isFinite(v122)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v122) };
-if (!Number.isInteger(v122)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v122) };
-if (v122 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v122 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v122 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+if (v122 !== null) {
+if (typeof v122 !== "string") return { path: join(at, "modelCall.stopReason"), message: "Invalid input: expected string, received " + received(v122) };
 }
-let v123 = v117["costUsd"];
+}
+let v123 = v119["usage"];
 if (v123 !== undefined) {
-if (typeof v123 !== "number" || !Number.isFinite(v123)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v123) };
-if (!(v123 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
+if (typeof v123 !== "object" || v123 === null || Array.isArray(v123)) return { path: join(at, "modelCall.usage"), message: "Invalid input: expected object, received " + received(v123) };
+let v124 = v123["inputTokens"];
+if (v124 !== undefined) {
+if (typeof v124 !== "number" || !Number.isFinite(v124)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected number, received " + received(v124) };
+if (!Number.isInteger(v124)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Invalid input: expected int, received " + received(v124) };
+if (v124 > 9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v124 < -9007199254740991) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v124 >= 0)) return { path: join(at, "modelCall.usage.inputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v125 = v123["outputTokens"];
+if (v125 !== undefined) {
+if (typeof v125 !== "number" || !Number.isFinite(v125)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected number, received " + received(v125) };
+if (!Number.isInteger(v125)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Invalid input: expected int, received " + received(v125) };
+if (v125 > 9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v125 < -9007199254740991) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v125 >= 0)) return { path: join(at, "modelCall.usage.outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v126 = v123["cacheReadTokens"];
+if (v126 !== undefined) {
+if (typeof v126 !== "number" || !Number.isFinite(v126)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected number, received " + received(v126) };
+if (!Number.isInteger(v126)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Invalid input: expected int, received " + received(v126) };
+if (v126 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v126 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v126 >= 0)) return { path: join(at, "modelCall.usage.cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v127 = v123["cacheWriteTokens"];
+if (v127 !== undefined) {
+if (typeof v127 !== "number" || !Number.isFinite(v127)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v127) };
+if (!Number.isInteger(v127)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v127) };
+if (v127 > 9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v127 < -9007199254740991) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v127 >= 0)) return { path: join(at, "modelCall.usage.cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v128 = v123["reasoningTokens"];
+if (v128 !== undefined) {
+if (typeof v128 !== "number" || !Number.isFinite(v128)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected number, received " + received(v128) };
+if (!Number.isInteger(v128)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Invalid input: expected int, received " + received(v128) };
+if (v128 > 9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v128 < -9007199254740991) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v128 >= 0)) return { path: join(at, "modelCall.usage.reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v129 = v123["costUsd"];
+if (v129 !== undefined) {
+if (typeof v129 !== "number" || !Number.isFinite(v129)) return { path: join(at, "modelCall.usage.costUsd"), message: "Invalid input: expected number, received " + received(v129) };
+if (!(v129 >= 0)) return { path: join(at, "modelCall.usage.costUsd"), message: "Too small: expected number to be >=0" };
 }
 }
 }
 return null;
 };
 // tool.completed
-const validatePayload_9 = function (value, at = "") {
+const validatePayload_10 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v124 = value["callId"];
-if (typeof v124 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v124) };
-if (v124.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
-let v125 = value["ok"];
-if (typeof v125 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v125) };
-let v126 = value["result"];
-if (v126 !== undefined) {
+let v130 = value["callId"];
+if (typeof v130 !== "string") return { path: join(at, "callId"), message: "Invalid input: expected string, received " + received(v130) };
+if (v130.length < 1) return { path: join(at, "callId"), message: "Too small: expected string to have >=1 characters" };
+let v131 = value["ok"];
+if (typeof v131 !== "boolean") return { path: join(at, "ok"), message: "Invalid input: expected boolean, received " + received(v131) };
+let v132 = value["result"];
+if (v132 !== undefined) {
 }
-let v127 = value["error"];
-if (v127 !== undefined) {
-if (typeof v127 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v127) };
+let v133 = value["error"];
+if (v133 !== undefined) {
+if (typeof v133 !== "string") return { path: join(at, "error"), message: "Invalid input: expected string, received " + received(v133) };
 }
-let v128 = value["startedAt"];
-if (v128 !== null) {
-if (typeof v128 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v128) };
-if (!isDatetime(c1, v128)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v134 = value["startedAt"];
+if (v134 !== null) {
+if (typeof v134 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v134) };
+if (!isDatetime(c1, v134)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
 }
-let v129 = value["finishedAt"];
-if (v129 !== null) {
-if (typeof v129 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v129) };
-if (!isDatetime(c1, v129)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
+let v135 = value["finishedAt"];
+if (v135 !== null) {
+if (typeof v135 !== "string") return { path: join(at, "finishedAt"), message: "Invalid input: expected string, received " + received(v135) };
+if (!isDatetime(c1, v135)) return { path: join(at, "finishedAt"), message: "Invalid ISO datetime" };
 }
 return null;
 };
 // approval.requested
-const validatePayload_10 = function (value, at = "") {
+const validatePayload_11 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v130 = value["approvalId"];
-if (typeof v130 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v130) };
-if (v130.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v131 = value["tool"];
-if (typeof v131 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v131) };
-let v132 = value["args"];
-if (v132 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
+let v136 = value["approvalId"];
+if (typeof v136 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v136) };
+if (v136.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v137 = value["tool"];
+if (typeof v137 !== "string") return { path: join(at, "tool"), message: "Invalid input: expected string, received " + received(v137) };
+let v138 = value["args"];
+if (v138 === undefined && !("args" in value)) return { path: join(at, "args"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 // approval.resolved
-const validatePayload_11 = function (value, at = "") {
+const validatePayload_12 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v133 = value["approvalId"];
-if (typeof v133 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v133) };
-if (v133.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
-let v134 = value["decision"];
-if (v134 !== "allow" && v134 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
-let v135 = value["by"];
-if (typeof v135 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v135) };
-let v136 = value["reason"];
-if (v136 !== undefined) {
-if (v136 !== null) {
-if (typeof v136 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v136) };
+let v139 = value["approvalId"];
+if (typeof v139 !== "string") return { path: join(at, "approvalId"), message: "Invalid input: expected string, received " + received(v139) };
+if (v139.length < 1) return { path: join(at, "approvalId"), message: "Too small: expected string to have >=1 characters" };
+let v140 = value["decision"];
+if (v140 !== "allow" && v140 !== "deny") return { path: join(at, "decision"), message: "Invalid option: expected one of \"allow\"|\"deny\"" };
+let v141 = value["by"];
+if (typeof v141 !== "string") return { path: join(at, "by"), message: "Invalid input: expected string, received " + received(v141) };
+let v142 = value["reason"];
+if (v142 !== undefined) {
+if (v142 !== null) {
+if (typeof v142 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v142) };
 }
 }
 return null;
 };
 // question.requested
-const validatePayload_12 = function (value, at = "") {
+const validatePayload_13 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v137 = value["questionId"];
-if (typeof v137 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v137) };
-if (v137.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v138 = value["text"];
-if (typeof v138 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v138) };
+let v143 = value["questionId"];
+if (typeof v143 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v143) };
+if (v143.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v144 = value["text"];
+if (typeof v144 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v144) };
 return null;
 };
 // question.answered
-const validatePayload_13 = function (value, at = "") {
+const validatePayload_14 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v139 = value["questionId"];
-if (typeof v139 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v139) };
-if (v139.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
-let v140 = value["answer"];
-if (typeof v140 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v140) };
+let v145 = value["questionId"];
+if (typeof v145 !== "string") return { path: join(at, "questionId"), message: "Invalid input: expected string, received " + received(v145) };
+if (v145.length < 1) return { path: join(at, "questionId"), message: "Too small: expected string to have >=1 characters" };
+let v146 = value["answer"];
+if (typeof v146 !== "string") return { path: join(at, "answer"), message: "Invalid input: expected string, received " + received(v146) };
 return null;
 };
 // usage.updated
-const validatePayload_14 = function (value, at = "") {
+const validatePayload_15 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v141 = value["inputTokens"];
-if (v141 !== null) {
-if (typeof v141 !== "number" || !Number.isFinite(v141)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v141) };
-if (!Number.isInteger(v141)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v141) };
-if (v141 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v141 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v141 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v142 = value["outputTokens"];
-if (v142 !== null) {
-if (typeof v142 !== "number" || !Number.isFinite(v142)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v142) };
-if (!Number.isInteger(v142)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v142) };
-if (v142 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v142 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v142 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
-}
-let v143 = value["cacheReadTokens"];
-if (v143 !== null) {
-if (typeof v143 !== "number" || !Number.isFinite(v143)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v143) };
-if (!Number.isInteger(v143)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v143) };
-if (v143 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v143 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v143 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
-}
-let v144 = value["cacheWriteTokens"];
-if (v144 !== null) {
-if (typeof v144 !== "number" || !Number.isFinite(v144)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v144) };
-if (!Number.isInteger(v144)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v144) };
-if (v144 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v144 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v144 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
-}
-let v145 = value["reasoningTokens"];
-if (v145 !== null) {
-if (typeof v145 !== "number" || !Number.isFinite(v145)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v145) };
-if (!Number.isInteger(v145)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v145) };
-if (v145 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
-if (v145 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v145 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
-}
-let v146 = value["costUsd"];
-if (v146 !== null) {
-if (typeof v146 !== "number" || !Number.isFinite(v146)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v146) };
-if (!(v146 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
-}
-let v147 = value["requests"];
+let v147 = value["inputTokens"];
 if (v147 !== null) {
-if (typeof v147 !== "number" || !Number.isFinite(v147)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v147) };
-if (!Number.isInteger(v147)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v147) };
-if (v147 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
-if (v147 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v147 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+if (typeof v147 !== "number" || !Number.isFinite(v147)) return { path: join(at, "inputTokens"), message: "Invalid input: expected number, received " + received(v147) };
+if (!Number.isInteger(v147)) return { path: join(at, "inputTokens"), message: "Invalid input: expected int, received " + received(v147) };
+if (v147 > 9007199254740991) return { path: join(at, "inputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v147 < -9007199254740991) return { path: join(at, "inputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v147 >= 0)) return { path: join(at, "inputTokens"), message: "Too small: expected number to be >=0" };
 }
-let v148 = value["costEstimated"];
-if (v148 !== undefined) {
-if (typeof v148 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v148) };
+let v148 = value["outputTokens"];
+if (v148 !== null) {
+if (typeof v148 !== "number" || !Number.isFinite(v148)) return { path: join(at, "outputTokens"), message: "Invalid input: expected number, received " + received(v148) };
+if (!Number.isInteger(v148)) return { path: join(at, "outputTokens"), message: "Invalid input: expected int, received " + received(v148) };
+if (v148 > 9007199254740991) return { path: join(at, "outputTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v148 < -9007199254740991) return { path: join(at, "outputTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v148 >= 0)) return { path: join(at, "outputTokens"), message: "Too small: expected number to be >=0" };
+}
+let v149 = value["cacheReadTokens"];
+if (v149 !== null) {
+if (typeof v149 !== "number" || !Number.isFinite(v149)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected number, received " + received(v149) };
+if (!Number.isInteger(v149)) return { path: join(at, "cacheReadTokens"), message: "Invalid input: expected int, received " + received(v149) };
+if (v149 > 9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v149 < -9007199254740991) return { path: join(at, "cacheReadTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v149 >= 0)) return { path: join(at, "cacheReadTokens"), message: "Too small: expected number to be >=0" };
+}
+let v150 = value["cacheWriteTokens"];
+if (v150 !== null) {
+if (typeof v150 !== "number" || !Number.isFinite(v150)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected number, received " + received(v150) };
+if (!Number.isInteger(v150)) return { path: join(at, "cacheWriteTokens"), message: "Invalid input: expected int, received " + received(v150) };
+if (v150 > 9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v150 < -9007199254740991) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v150 >= 0)) return { path: join(at, "cacheWriteTokens"), message: "Too small: expected number to be >=0" };
+}
+let v151 = value["reasoningTokens"];
+if (v151 !== null) {
+if (typeof v151 !== "number" || !Number.isFinite(v151)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected number, received " + received(v151) };
+if (!Number.isInteger(v151)) return { path: join(at, "reasoningTokens"), message: "Invalid input: expected int, received " + received(v151) };
+if (v151 > 9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too big: expected int to be <=9007199254740991" };
+if (v151 < -9007199254740991) return { path: join(at, "reasoningTokens"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v151 >= 0)) return { path: join(at, "reasoningTokens"), message: "Too small: expected number to be >=0" };
+}
+let v152 = value["costUsd"];
+if (v152 !== null) {
+if (typeof v152 !== "number" || !Number.isFinite(v152)) return { path: join(at, "costUsd"), message: "Invalid input: expected number, received " + received(v152) };
+if (!(v152 >= 0)) return { path: join(at, "costUsd"), message: "Too small: expected number to be >=0" };
+}
+let v153 = value["requests"];
+if (v153 !== null) {
+if (typeof v153 !== "number" || !Number.isFinite(v153)) return { path: join(at, "requests"), message: "Invalid input: expected number, received " + received(v153) };
+if (!Number.isInteger(v153)) return { path: join(at, "requests"), message: "Invalid input: expected int, received " + received(v153) };
+if (v153 > 9007199254740991) return { path: join(at, "requests"), message: "Too big: expected int to be <=9007199254740991" };
+if (v153 < -9007199254740991) return { path: join(at, "requests"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v153 >= 0)) return { path: join(at, "requests"), message: "Too small: expected number to be >=0" };
+}
+let v154 = value["costEstimated"];
+if (v154 !== undefined) {
+if (typeof v154 !== "boolean") return { path: join(at, "costEstimated"), message: "Invalid input: expected boolean, received " + received(v154) };
 }
 return null;
 };
 // compaction.started
-const validatePayload_15 = function (value, at = "") {
+const validatePayload_16 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v149 = value["stage"];
-if (typeof v149 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v149) };
+let v155 = value["stage"];
+if (typeof v155 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v155) };
 return null;
 };
 // compaction.completed
-const validatePayload_16 = function (value, at = "") {
+const validatePayload_17 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v150 = value["stage"];
-if (typeof v150 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v150) };
-let v151 = value["before"];
-if (typeof v151 !== "number" || !Number.isFinite(v151)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v151) };
-if (!Number.isInteger(v151)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v151) };
-if (v151 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
-if (v151 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v151 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
-let v152 = value["after"];
-if (typeof v152 !== "number" || !Number.isFinite(v152)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v152) };
-if (!Number.isInteger(v152)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v152) };
-if (v152 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
-if (v152 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v152 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
+let v156 = value["stage"];
+if (typeof v156 !== "string") return { path: join(at, "stage"), message: "Invalid input: expected string, received " + received(v156) };
+let v157 = value["before"];
+if (typeof v157 !== "number" || !Number.isFinite(v157)) return { path: join(at, "before"), message: "Invalid input: expected number, received " + received(v157) };
+if (!Number.isInteger(v157)) return { path: join(at, "before"), message: "Invalid input: expected int, received " + received(v157) };
+if (v157 > 9007199254740991) return { path: join(at, "before"), message: "Too big: expected int to be <=9007199254740991" };
+if (v157 < -9007199254740991) return { path: join(at, "before"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v157 >= 0)) return { path: join(at, "before"), message: "Too small: expected number to be >=0" };
+let v158 = value["after"];
+if (typeof v158 !== "number" || !Number.isFinite(v158)) return { path: join(at, "after"), message: "Invalid input: expected number, received " + received(v158) };
+if (!Number.isInteger(v158)) return { path: join(at, "after"), message: "Invalid input: expected int, received " + received(v158) };
+if (v158 > 9007199254740991) return { path: join(at, "after"), message: "Too big: expected int to be <=9007199254740991" };
+if (v158 < -9007199254740991) return { path: join(at, "after"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v158 >= 0)) return { path: join(at, "after"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // budget.warning
-const validatePayload_17 = function (value, at = "") {
+const validatePayload_18 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v153 = value["ratio"];
-if (typeof v153 !== "number" || !Number.isFinite(v153)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v153) };
-if (!(v153 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
-let v154 = value["limit"];
-if (v154 !== undefined) {
-if (typeof v154 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v154) };
+let v159 = value["ratio"];
+if (typeof v159 !== "number" || !Number.isFinite(v159)) return { path: join(at, "ratio"), message: "Invalid input: expected number, received " + received(v159) };
+if (!(v159 >= 0)) return { path: join(at, "ratio"), message: "Too small: expected number to be >=0" };
+let v160 = value["limit"];
+if (v160 !== undefined) {
+if (typeof v160 !== "string") return { path: join(at, "limit"), message: "Invalid input: expected string, received " + received(v160) };
 }
 return null;
 };
 // heartbeat
-const validatePayload_18 = function (value, at = "") {
+const validatePayload_19 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v155 = value["iteration"];
-if (typeof v155 !== "number" || !Number.isFinite(v155)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v155) };
-if (!Number.isInteger(v155)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v155) };
-if (v155 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
-if (v155 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v155 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
+let v161 = value["iteration"];
+if (typeof v161 !== "number" || !Number.isFinite(v161)) return { path: join(at, "iteration"), message: "Invalid input: expected number, received " + received(v161) };
+if (!Number.isInteger(v161)) return { path: join(at, "iteration"), message: "Invalid input: expected int, received " + received(v161) };
+if (v161 > 9007199254740991) return { path: join(at, "iteration"), message: "Too big: expected int to be <=9007199254740991" };
+if (v161 < -9007199254740991) return { path: join(at, "iteration"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v161 >= 0)) return { path: join(at, "iteration"), message: "Too small: expected number to be >=0" };
 return null;
 };
 // attachment.added
-const validatePayload_19 = function (value, at = "") {
+const validatePayload_20 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v156 = value["name"];
-if (typeof v156 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v156) };
-if (v156.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
-let v157 = value["path"];
-if (typeof v157 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v157) };
-if (v157.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
-let v158 = value["contentType"];
-if (typeof v158 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v158) };
-let v159 = value["bytes"];
-if (typeof v159 !== "number" || !Number.isFinite(v159)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v159) };
-if (!Number.isInteger(v159)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v159) };
-if (v159 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
-if (v159 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v159 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
-let v160 = value["sha256"];
-if (typeof v160 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v160) };
-if (!c0.test(v160)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
+let v162 = value["name"];
+if (typeof v162 !== "string") return { path: join(at, "name"), message: "Invalid input: expected string, received " + received(v162) };
+if (v162.length < 1) return { path: join(at, "name"), message: "Too small: expected string to have >=1 characters" };
+let v163 = value["path"];
+if (typeof v163 !== "string") return { path: join(at, "path"), message: "Invalid input: expected string, received " + received(v163) };
+if (v163.length < 1) return { path: join(at, "path"), message: "Too small: expected string to have >=1 characters" };
+let v164 = value["contentType"];
+if (typeof v164 !== "string") return { path: join(at, "contentType"), message: "Invalid input: expected string, received " + received(v164) };
+let v165 = value["bytes"];
+if (typeof v165 !== "number" || !Number.isFinite(v165)) return { path: join(at, "bytes"), message: "Invalid input: expected number, received " + received(v165) };
+if (!Number.isInteger(v165)) return { path: join(at, "bytes"), message: "Invalid input: expected int, received " + received(v165) };
+if (v165 > 9007199254740991) return { path: join(at, "bytes"), message: "Too big: expected int to be <=9007199254740991" };
+if (v165 < -9007199254740991) return { path: join(at, "bytes"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v165 >= 0)) return { path: join(at, "bytes"), message: "Too small: expected number to be >=0" };
+let v166 = value["sha256"];
+if (typeof v166 !== "string") return { path: join(at, "sha256"), message: "Invalid input: expected string, received " + received(v166) };
+if (!c0.test(v166)) return { path: join(at, "sha256"), message: "Invalid string: must match pattern /^[0-9a-f]{64}$/" };
 return null;
 };
 // status.changed
-const validatePayload_20 = function (value, at = "") {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v161 = value["status"];
-if (v161 !== "queued" && v161 !== "running" && v161 !== "waiting" && v161 !== "completed" && v161 !== "failed" && v161 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v162 = value["reason"];
-if (v162 !== null) {
-if (typeof v162 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v162) };
-}
-return null;
-};
-// problem
 const validatePayload_21 = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v163 = value["source"];
-if (typeof v163 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v163) };
-let v164 = value["reason"];
-if (typeof v164 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v164) };
-let v165 = value["text"];
-if (v165 !== undefined) {
-if (typeof v165 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v165) };
-}
-return null;
-};
-// completed
-const validatePayload_22 = function (value, at = "") {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v166 = value["reason"];
-if (v166 !== null) {
-if (typeof v166 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v166) };
-}
-let v167 = value["result"];
-if (v167 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
-return null;
-};
-// failed
-const validatePayload_23 = function (value, at = "") {
-if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v167 = value["status"];
+if (v167 !== "queued" && v167 !== "running" && v167 !== "waiting" && v167 !== "completed" && v167 !== "failed" && v167 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
 let v168 = value["reason"];
 if (v168 !== null) {
 if (typeof v168 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v168) };
 }
-let v169 = value["result"];
-if (v169 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+return null;
+};
+// problem
+const validatePayload_22 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v169 = value["source"];
+if (typeof v169 !== "string") return { path: join(at, "source"), message: "Invalid input: expected string, received " + received(v169) };
+let v170 = value["reason"];
+if (typeof v170 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v170) };
+let v171 = value["text"];
+if (v171 !== undefined) {
+if (typeof v171 !== "string") return { path: join(at, "text"), message: "Invalid input: expected string, received " + received(v171) };
+}
+return null;
+};
+// completed
+const validatePayload_23 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v172 = value["reason"];
+if (v172 !== null) {
+if (typeof v172 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v172) };
+}
+let v173 = value["result"];
+if (v173 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
+return null;
+};
+// failed
+const validatePayload_24 = function (value, at = "") {
+if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
+let v174 = value["reason"];
+if (v174 !== null) {
+if (typeof v174 !== "string") return { path: join(at, "reason"), message: "Invalid input: expected string, received " + received(v174) };
+}
+let v175 = value["result"];
+if (v175 === undefined && !("result" in value)) return { path: join(at, "result"), message: "Invalid input: expected nonoptional, received undefined" };
 return null;
 };
 
@@ -894,314 +926,326 @@ export const validatePayload: Record<string, Validator> = {
   "model.completed": validatePayload_5,
   "model.call.started": validatePayload_6,
   "model.call.completed": validatePayload_7,
-  "tool.started": validatePayload_8,
-  "tool.completed": validatePayload_9,
-  "approval.requested": validatePayload_10,
-  "approval.resolved": validatePayload_11,
-  "question.requested": validatePayload_12,
-  "question.answered": validatePayload_13,
-  "usage.updated": validatePayload_14,
-  "compaction.started": validatePayload_15,
-  "compaction.completed": validatePayload_16,
-  "budget.warning": validatePayload_17,
-  "heartbeat": validatePayload_18,
-  "attachment.added": validatePayload_19,
-  "status.changed": validatePayload_20,
-  "problem": validatePayload_21,
-  "completed": validatePayload_22,
-  "failed": validatePayload_23,
+  "network.connection": validatePayload_8,
+  "tool.started": validatePayload_9,
+  "tool.completed": validatePayload_10,
+  "approval.requested": validatePayload_11,
+  "approval.resolved": validatePayload_12,
+  "question.requested": validatePayload_13,
+  "question.answered": validatePayload_14,
+  "usage.updated": validatePayload_15,
+  "compaction.started": validatePayload_16,
+  "compaction.completed": validatePayload_17,
+  "budget.warning": validatePayload_18,
+  "heartbeat": validatePayload_19,
+  "attachment.added": validatePayload_20,
+  "status.changed": validatePayload_21,
+  "problem": validatePayload_22,
+  "completed": validatePayload_23,
+  "failed": validatePayload_24,
 };
 export const validateRunEvent: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-const v242 = value["type"];
-if (!c2.has(v242)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
-let v243 = value["id"];
-if (typeof v243 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v243) };
-if (v243.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v244 = value["runId"];
-if (typeof v244 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v244) };
-if (v244.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
-let v245 = value["sessionId"];
-if (typeof v245 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v245) };
-if (v245.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v246 = value["sequence"];
-if (typeof v246 !== "number" || !Number.isFinite(v246)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v246) };
-if (!Number.isInteger(v246)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v246) };
-if (v246 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
-if (v246 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v246 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
-let v247 = value["timestamp"];
-if (typeof v247 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v247) };
-if (!isDatetime(c1, v247)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
-let v248 = value["native"];
-if (v248 !== undefined) {
+const v251 = value["type"];
+if (!c2.has(v251)) return { path: join(at, "type"), message: "Invalid discriminator value. Expected 'run.started' | 'session.linked' | 'message.delta' | 'message.completed' | 'model.requested' | 'model.completed' | 'model.call.started' | 'model.call.completed' | 'network.connection' | 'tool.started' | 'tool.completed' | 'approval.requested' | 'approval.resolved' | 'question.requested' | 'question.answered' | 'usage.updated' | 'compaction.started' | 'compaction.completed' | 'budget.warning' | 'heartbeat' | 'attachment.added' | 'status.changed' | 'problem' | 'completed' | 'failed'" };
+let v252 = value["id"];
+if (typeof v252 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v252) };
+if (v252.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v253 = value["runId"];
+if (typeof v253 !== "string") return { path: join(at, "runId"), message: "Invalid input: expected string, received " + received(v253) };
+if (v253.length < 1) return { path: join(at, "runId"), message: "Too small: expected string to have >=1 characters" };
+let v254 = value["sessionId"];
+if (typeof v254 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v254) };
+if (v254.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v255 = value["sequence"];
+if (typeof v255 !== "number" || !Number.isFinite(v255)) return { path: join(at, "sequence"), message: "Invalid input: expected number, received " + received(v255) };
+if (!Number.isInteger(v255)) return { path: join(at, "sequence"), message: "Invalid input: expected int, received " + received(v255) };
+if (v255 > 9007199254740991) return { path: join(at, "sequence"), message: "Too big: expected int to be <=9007199254740991" };
+if (v255 < -9007199254740991) return { path: join(at, "sequence"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v255 >= 0)) return { path: join(at, "sequence"), message: "Too small: expected number to be >=0" };
+let v256 = value["timestamp"];
+if (typeof v256 !== "string") return { path: join(at, "timestamp"), message: "Invalid input: expected string, received " + received(v256) };
+if (!isDatetime(c1, v256)) return { path: join(at, "timestamp"), message: "Invalid ISO datetime" };
+let v257 = value["native"];
+if (v257 !== undefined) {
 }
-let v249 = value["ignored"];
-if (v249 !== undefined) {
-if (typeof v249 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v249) };
+let v258 = value["ignored"];
+if (v258 !== undefined) {
+if (typeof v258 !== "string") return { path: join(at, "ignored"), message: "Invalid input: expected string, received " + received(v258) };
 }
-switch (v242) {
+switch (v251) {
 case "run.started":
 {
-let v170 = value["type"];
-if (v170 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
-let v171 = value["payload"];
+let v176 = value["type"];
+if (v176 !== "run.started") return { path: join(at, "type"), message: "Invalid input: expected \"run.started\"" };
+let v177 = value["payload"];
 {
-const v172 = validatePayload_0(v171, join(at, "payload"));
-if (v172 !== null) return v172;
+const v178 = validatePayload_0(v177, join(at, "payload"));
+if (v178 !== null) return v178;
 }
 break;
 }
 case "session.linked":
 {
-let v173 = value["type"];
-if (v173 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
-let v174 = value["payload"];
+let v179 = value["type"];
+if (v179 !== "session.linked") return { path: join(at, "type"), message: "Invalid input: expected \"session.linked\"" };
+let v180 = value["payload"];
 {
-const v175 = validatePayload_1(v174, join(at, "payload"));
-if (v175 !== null) return v175;
+const v181 = validatePayload_1(v180, join(at, "payload"));
+if (v181 !== null) return v181;
 }
 break;
 }
 case "message.delta":
 {
-let v176 = value["type"];
-if (v176 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
-let v177 = value["payload"];
+let v182 = value["type"];
+if (v182 !== "message.delta") return { path: join(at, "type"), message: "Invalid input: expected \"message.delta\"" };
+let v183 = value["payload"];
 {
-const v178 = validatePayload_2(v177, join(at, "payload"));
-if (v178 !== null) return v178;
+const v184 = validatePayload_2(v183, join(at, "payload"));
+if (v184 !== null) return v184;
 }
 break;
 }
 case "message.completed":
 {
-let v179 = value["type"];
-if (v179 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
-let v180 = value["payload"];
+let v185 = value["type"];
+if (v185 !== "message.completed") return { path: join(at, "type"), message: "Invalid input: expected \"message.completed\"" };
+let v186 = value["payload"];
 {
-const v181 = validatePayload_3(v180, join(at, "payload"));
-if (v181 !== null) return v181;
+const v187 = validatePayload_3(v186, join(at, "payload"));
+if (v187 !== null) return v187;
 }
 break;
 }
 case "model.requested":
 {
-let v182 = value["type"];
-if (v182 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
-let v183 = value["payload"];
+let v188 = value["type"];
+if (v188 !== "model.requested") return { path: join(at, "type"), message: "Invalid input: expected \"model.requested\"" };
+let v189 = value["payload"];
 {
-const v184 = validatePayload_4(v183, join(at, "payload"));
-if (v184 !== null) return v184;
+const v190 = validatePayload_4(v189, join(at, "payload"));
+if (v190 !== null) return v190;
 }
 break;
 }
 case "model.completed":
 {
-let v185 = value["type"];
-if (v185 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
-let v186 = value["payload"];
+let v191 = value["type"];
+if (v191 !== "model.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.completed\"" };
+let v192 = value["payload"];
 {
-const v187 = validatePayload_5(v186, join(at, "payload"));
-if (v187 !== null) return v187;
+const v193 = validatePayload_5(v192, join(at, "payload"));
+if (v193 !== null) return v193;
 }
 break;
 }
 case "model.call.started":
 {
-let v188 = value["type"];
-if (v188 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
-let v189 = value["payload"];
+let v194 = value["type"];
+if (v194 !== "model.call.started") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.started\"" };
+let v195 = value["payload"];
 {
-const v190 = validatePayload_6(v189, join(at, "payload"));
-if (v190 !== null) return v190;
+const v196 = validatePayload_6(v195, join(at, "payload"));
+if (v196 !== null) return v196;
 }
 break;
 }
 case "model.call.completed":
 {
-let v191 = value["type"];
-if (v191 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
-let v192 = value["payload"];
+let v197 = value["type"];
+if (v197 !== "model.call.completed") return { path: join(at, "type"), message: "Invalid input: expected \"model.call.completed\"" };
+let v198 = value["payload"];
 {
-const v193 = validatePayload_7(v192, join(at, "payload"));
-if (v193 !== null) return v193;
+const v199 = validatePayload_7(v198, join(at, "payload"));
+if (v199 !== null) return v199;
+}
+break;
+}
+case "network.connection":
+{
+let v200 = value["type"];
+if (v200 !== "network.connection") return { path: join(at, "type"), message: "Invalid input: expected \"network.connection\"" };
+let v201 = value["payload"];
+{
+const v202 = validatePayload_8(v201, join(at, "payload"));
+if (v202 !== null) return v202;
 }
 break;
 }
 case "tool.started":
 {
-let v194 = value["type"];
-if (v194 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
-let v195 = value["payload"];
+let v203 = value["type"];
+if (v203 !== "tool.started") return { path: join(at, "type"), message: "Invalid input: expected \"tool.started\"" };
+let v204 = value["payload"];
 {
-const v196 = validatePayload_8(v195, join(at, "payload"));
-if (v196 !== null) return v196;
+const v205 = validatePayload_9(v204, join(at, "payload"));
+if (v205 !== null) return v205;
 }
 break;
 }
 case "tool.completed":
 {
-let v197 = value["type"];
-if (v197 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
-let v198 = value["payload"];
+let v206 = value["type"];
+if (v206 !== "tool.completed") return { path: join(at, "type"), message: "Invalid input: expected \"tool.completed\"" };
+let v207 = value["payload"];
 {
-const v199 = validatePayload_9(v198, join(at, "payload"));
-if (v199 !== null) return v199;
+const v208 = validatePayload_10(v207, join(at, "payload"));
+if (v208 !== null) return v208;
 }
 break;
 }
 case "approval.requested":
 {
-let v200 = value["type"];
-if (v200 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
-let v201 = value["payload"];
+let v209 = value["type"];
+if (v209 !== "approval.requested") return { path: join(at, "type"), message: "Invalid input: expected \"approval.requested\"" };
+let v210 = value["payload"];
 {
-const v202 = validatePayload_10(v201, join(at, "payload"));
-if (v202 !== null) return v202;
+const v211 = validatePayload_11(v210, join(at, "payload"));
+if (v211 !== null) return v211;
 }
 break;
 }
 case "approval.resolved":
 {
-let v203 = value["type"];
-if (v203 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
-let v204 = value["payload"];
+let v212 = value["type"];
+if (v212 !== "approval.resolved") return { path: join(at, "type"), message: "Invalid input: expected \"approval.resolved\"" };
+let v213 = value["payload"];
 {
-const v205 = validatePayload_11(v204, join(at, "payload"));
-if (v205 !== null) return v205;
+const v214 = validatePayload_12(v213, join(at, "payload"));
+if (v214 !== null) return v214;
 }
 break;
 }
 case "question.requested":
 {
-let v206 = value["type"];
-if (v206 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
-let v207 = value["payload"];
+let v215 = value["type"];
+if (v215 !== "question.requested") return { path: join(at, "type"), message: "Invalid input: expected \"question.requested\"" };
+let v216 = value["payload"];
 {
-const v208 = validatePayload_12(v207, join(at, "payload"));
-if (v208 !== null) return v208;
+const v217 = validatePayload_13(v216, join(at, "payload"));
+if (v217 !== null) return v217;
 }
 break;
 }
 case "question.answered":
 {
-let v209 = value["type"];
-if (v209 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
-let v210 = value["payload"];
+let v218 = value["type"];
+if (v218 !== "question.answered") return { path: join(at, "type"), message: "Invalid input: expected \"question.answered\"" };
+let v219 = value["payload"];
 {
-const v211 = validatePayload_13(v210, join(at, "payload"));
-if (v211 !== null) return v211;
+const v220 = validatePayload_14(v219, join(at, "payload"));
+if (v220 !== null) return v220;
 }
 break;
 }
 case "usage.updated":
 {
-let v212 = value["type"];
-if (v212 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
-let v213 = value["payload"];
+let v221 = value["type"];
+if (v221 !== "usage.updated") return { path: join(at, "type"), message: "Invalid input: expected \"usage.updated\"" };
+let v222 = value["payload"];
 {
-const v214 = validatePayload_14(v213, join(at, "payload"));
-if (v214 !== null) return v214;
+const v223 = validatePayload_15(v222, join(at, "payload"));
+if (v223 !== null) return v223;
 }
 break;
 }
 case "compaction.started":
 {
-let v215 = value["type"];
-if (v215 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
-let v216 = value["payload"];
+let v224 = value["type"];
+if (v224 !== "compaction.started") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.started\"" };
+let v225 = value["payload"];
 {
-const v217 = validatePayload_15(v216, join(at, "payload"));
-if (v217 !== null) return v217;
+const v226 = validatePayload_16(v225, join(at, "payload"));
+if (v226 !== null) return v226;
 }
 break;
 }
 case "compaction.completed":
 {
-let v218 = value["type"];
-if (v218 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
-let v219 = value["payload"];
+let v227 = value["type"];
+if (v227 !== "compaction.completed") return { path: join(at, "type"), message: "Invalid input: expected \"compaction.completed\"" };
+let v228 = value["payload"];
 {
-const v220 = validatePayload_16(v219, join(at, "payload"));
-if (v220 !== null) return v220;
+const v229 = validatePayload_17(v228, join(at, "payload"));
+if (v229 !== null) return v229;
 }
 break;
 }
 case "budget.warning":
 {
-let v221 = value["type"];
-if (v221 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
-let v222 = value["payload"];
+let v230 = value["type"];
+if (v230 !== "budget.warning") return { path: join(at, "type"), message: "Invalid input: expected \"budget.warning\"" };
+let v231 = value["payload"];
 {
-const v223 = validatePayload_17(v222, join(at, "payload"));
-if (v223 !== null) return v223;
+const v232 = validatePayload_18(v231, join(at, "payload"));
+if (v232 !== null) return v232;
 }
 break;
 }
 case "heartbeat":
 {
-let v224 = value["type"];
-if (v224 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
-let v225 = value["payload"];
+let v233 = value["type"];
+if (v233 !== "heartbeat") return { path: join(at, "type"), message: "Invalid input: expected \"heartbeat\"" };
+let v234 = value["payload"];
 {
-const v226 = validatePayload_18(v225, join(at, "payload"));
-if (v226 !== null) return v226;
+const v235 = validatePayload_19(v234, join(at, "payload"));
+if (v235 !== null) return v235;
 }
 break;
 }
 case "attachment.added":
 {
-let v227 = value["type"];
-if (v227 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
-let v228 = value["payload"];
+let v236 = value["type"];
+if (v236 !== "attachment.added") return { path: join(at, "type"), message: "Invalid input: expected \"attachment.added\"" };
+let v237 = value["payload"];
 {
-const v229 = validatePayload_19(v228, join(at, "payload"));
-if (v229 !== null) return v229;
+const v238 = validatePayload_20(v237, join(at, "payload"));
+if (v238 !== null) return v238;
 }
 break;
 }
 case "status.changed":
 {
-let v230 = value["type"];
-if (v230 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
-let v231 = value["payload"];
+let v239 = value["type"];
+if (v239 !== "status.changed") return { path: join(at, "type"), message: "Invalid input: expected \"status.changed\"" };
+let v240 = value["payload"];
 {
-const v232 = validatePayload_20(v231, join(at, "payload"));
-if (v232 !== null) return v232;
+const v241 = validatePayload_21(v240, join(at, "payload"));
+if (v241 !== null) return v241;
 }
 break;
 }
 case "problem":
 {
-let v233 = value["type"];
-if (v233 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
-let v234 = value["payload"];
+let v242 = value["type"];
+if (v242 !== "problem") return { path: join(at, "type"), message: "Invalid input: expected \"problem\"" };
+let v243 = value["payload"];
 {
-const v235 = validatePayload_21(v234, join(at, "payload"));
-if (v235 !== null) return v235;
+const v244 = validatePayload_22(v243, join(at, "payload"));
+if (v244 !== null) return v244;
 }
 break;
 }
 case "completed":
 {
-let v236 = value["type"];
-if (v236 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
-let v237 = value["payload"];
+let v245 = value["type"];
+if (v245 !== "completed") return { path: join(at, "type"), message: "Invalid input: expected \"completed\"" };
+let v246 = value["payload"];
 {
-const v238 = validatePayload_22(v237, join(at, "payload"));
-if (v238 !== null) return v238;
+const v247 = validatePayload_23(v246, join(at, "payload"));
+if (v247 !== null) return v247;
 }
 break;
 }
 case "failed":
 {
-let v239 = value["type"];
-if (v239 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
-let v240 = value["payload"];
+let v248 = value["type"];
+if (v248 !== "failed") return { path: join(at, "type"), message: "Invalid input: expected \"failed\"" };
+let v249 = value["payload"];
 {
-const v241 = validatePayload_23(v240, join(at, "payload"));
-if (v241 !== null) return v241;
+const v250 = validatePayload_24(v249, join(at, "payload"));
+if (v250 !== null) return v250;
 }
 break;
 }
@@ -1210,134 +1254,134 @@ return null;
 };
 export const validateRunRecord: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v250 = value["id"];
-if (typeof v250 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v250) };
-if (v250.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
-let v251 = value["sessionId"];
-if (typeof v251 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v251) };
-if (v251.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
-let v252 = value["contextId"];
-if (v252 !== null) {
-if (typeof v252 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v252) };
-}
-let v253 = value["nativeSessionId"];
-if (v253 !== null) {
-if (typeof v253 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v253) };
-}
-let v254 = value["parentRunId"];
-if (v254 !== null) {
-if (typeof v254 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v254) };
-}
-let v255 = value["resumedFromRunId"];
-if (v255 !== null) {
-if (typeof v255 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v255) };
-}
-let v256 = value["relation"];
-if (v256 !== null) {
-if (typeof v256 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v256) };
-}
-let v257 = value["harness"];
-if (typeof v257 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v257) };
-if (v257.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v258 = value["driver"];
-if (typeof v258 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v258) };
-if (v258.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v259 = value["trigger"];
-if (v259 !== "cli" && v259 !== "api" && v259 !== "a2a" && v259 !== "suite" && v259 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
-let v260 = value["cwd"];
-if (typeof v260 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v260) };
-let v261 = value["goal"];
+let v259 = value["id"];
+if (typeof v259 !== "string") return { path: join(at, "id"), message: "Invalid input: expected string, received " + received(v259) };
+if (v259.length < 1) return { path: join(at, "id"), message: "Too small: expected string to have >=1 characters" };
+let v260 = value["sessionId"];
+if (typeof v260 !== "string") return { path: join(at, "sessionId"), message: "Invalid input: expected string, received " + received(v260) };
+if (v260.length < 1) return { path: join(at, "sessionId"), message: "Too small: expected string to have >=1 characters" };
+let v261 = value["contextId"];
 if (v261 !== null) {
-if (typeof v261 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v261) };
+if (typeof v261 !== "string") return { path: join(at, "contextId"), message: "Invalid input: expected string, received " + received(v261) };
 }
-let v262 = value["startedAt"];
-if (typeof v262 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v262) };
-if (!isDatetime(c1, v262)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
-let v263 = value["endedAt"];
+let v262 = value["nativeSessionId"];
+if (v262 !== null) {
+if (typeof v262 !== "string") return { path: join(at, "nativeSessionId"), message: "Invalid input: expected string, received " + received(v262) };
+}
+let v263 = value["parentRunId"];
 if (v263 !== null) {
-if (typeof v263 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v263) };
-if (!isDatetime(c1, v263)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+if (typeof v263 !== "string") return { path: join(at, "parentRunId"), message: "Invalid input: expected string, received " + received(v263) };
 }
-let v264 = value["status"];
-if (v264 !== "queued" && v264 !== "running" && v264 !== "waiting" && v264 !== "completed" && v264 !== "failed" && v264 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
-let v265 = value["exitCode"];
+let v264 = value["resumedFromRunId"];
+if (v264 !== null) {
+if (typeof v264 !== "string") return { path: join(at, "resumedFromRunId"), message: "Invalid input: expected string, received " + received(v264) };
+}
+let v265 = value["relation"];
 if (v265 !== null) {
-if (typeof v265 !== "number" || !Number.isFinite(v265)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v265) };
-if (!Number.isInteger(v265)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v265) };
-if (v265 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
-if (v265 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+if (typeof v265 !== "string") return { path: join(at, "relation"), message: "Invalid input: expected string, received " + received(v265) };
 }
-let v266 = value["terminalReason"];
-if (v266 !== null) {
-if (typeof v266 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v266) };
+let v266 = value["harness"];
+if (typeof v266 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v266) };
+if (v266.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v267 = value["driver"];
+if (typeof v267 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v267) };
+if (v267.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v268 = value["trigger"];
+if (v268 !== "cli" && v268 !== "api" && v268 !== "a2a" && v268 !== "suite" && v268 !== "replay") return { path: join(at, "trigger"), message: "Invalid option: expected one of \"cli\"|\"api\"|\"a2a\"|\"suite\"|\"replay\"" };
+let v269 = value["cwd"];
+if (typeof v269 !== "string") return { path: join(at, "cwd"), message: "Invalid input: expected string, received " + received(v269) };
+let v270 = value["goal"];
+if (v270 !== null) {
+if (typeof v270 !== "string") return { path: join(at, "goal"), message: "Invalid input: expected string, received " + received(v270) };
+}
+let v271 = value["startedAt"];
+if (typeof v271 !== "string") return { path: join(at, "startedAt"), message: "Invalid input: expected string, received " + received(v271) };
+if (!isDatetime(c1, v271)) return { path: join(at, "startedAt"), message: "Invalid ISO datetime" };
+let v272 = value["endedAt"];
+if (v272 !== null) {
+if (typeof v272 !== "string") return { path: join(at, "endedAt"), message: "Invalid input: expected string, received " + received(v272) };
+if (!isDatetime(c1, v272)) return { path: join(at, "endedAt"), message: "Invalid ISO datetime" };
+}
+let v273 = value["status"];
+if (v273 !== "queued" && v273 !== "running" && v273 !== "waiting" && v273 !== "completed" && v273 !== "failed" && v273 !== "interrupted") return { path: join(at, "status"), message: "Invalid option: expected one of \"queued\"|\"running\"|\"waiting\"|\"completed\"|\"failed\"|\"interrupted\"" };
+let v274 = value["exitCode"];
+if (v274 !== null) {
+if (typeof v274 !== "number" || !Number.isFinite(v274)) return { path: join(at, "exitCode"), message: "Invalid input: expected number, received " + received(v274) };
+if (!Number.isInteger(v274)) return { path: join(at, "exitCode"), message: "Invalid input: expected int, received " + received(v274) };
+if (v274 > 9007199254740991) return { path: join(at, "exitCode"), message: "Too big: expected int to be <=9007199254740991" };
+if (v274 < -9007199254740991) return { path: join(at, "exitCode"), message: "Too small: expected int to be >=-9007199254740991" };
+}
+let v275 = value["terminalReason"];
+if (v275 !== null) {
+if (typeof v275 !== "string") return { path: join(at, "terminalReason"), message: "Invalid input: expected string, received " + received(v275) };
 }
 return null;
 };
 export const validateHarnessSession: Validator = function (value, at = "") {
 if (typeof value !== "object" || value === null || Array.isArray(value)) return { path: join(at, ""), message: "Invalid input: expected object, received " + received(value) };
-let v267 = value["type"];
-if (v267 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
-let v268 = value["session_id"];
-if (typeof v268 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v268) };
-if (v268.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
-let v269 = value["native_session_id"];
-if (v269 !== null) {
-if (typeof v269 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v269) };
-if (v269.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v276 = value["type"];
+if (v276 !== "reins.harness-session") return { path: join(at, "type"), message: "Invalid input: expected \"reins.harness-session\"" };
+let v277 = value["session_id"];
+if (typeof v277 !== "string") return { path: join(at, "session_id"), message: "Invalid input: expected string, received " + received(v277) };
+if (v277.length < 1) return { path: join(at, "session_id"), message: "Too small: expected string to have >=1 characters" };
+let v278 = value["native_session_id"];
+if (v278 !== null) {
+if (typeof v278 !== "string") return { path: join(at, "native_session_id"), message: "Invalid input: expected string, received " + received(v278) };
+if (v278.length < 1) return { path: join(at, "native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v270 = value["harness"];
-if (typeof v270 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v270) };
-if (v270.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
-let v271 = value["driver"];
-if (typeof v271 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v271) };
-if (v271.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
-let v272 = value["created_ms"];
-if (typeof v272 !== "number" || !Number.isFinite(v272)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v272) };
-if (!Number.isInteger(v272)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v272) };
-if (v272 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v272 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v272 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
-let v273 = value["updated_ms"];
-if (typeof v273 !== "number" || !Number.isFinite(v273)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v273) };
-if (!Number.isInteger(v273)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v273) };
-if (v273 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v273 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v273 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
-let v274 = value["sessions"];
-if (v274 !== undefined) {
-if (!Array.isArray(v274)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v274) };
-for (let v275 = 0; v275 < v274.length; v275++) {
-const v276 = v274[v275];
-if (typeof v276 !== "object" || v276 === null || Array.isArray(v276)) return { path: join(at, "sessions." + v275), message: "Invalid input: expected object, received " + received(v276) };
-let v277 = v276["driver"];
-if (typeof v277 !== "string") return { path: join(at, "sessions." + v275 + ".driver"), message: "Invalid input: expected string, received " + received(v277) };
-if (v277.length < 1) return { path: join(at, "sessions." + v275 + ".driver"), message: "Too small: expected string to have >=1 characters" };
-let v278 = v276["harness"];
-if (typeof v278 !== "string") return { path: join(at, "sessions." + v275 + ".harness"), message: "Invalid input: expected string, received " + received(v278) };
-if (v278.length < 1) return { path: join(at, "sessions." + v275 + ".harness"), message: "Too small: expected string to have >=1 characters" };
-let v279 = v276["session_id"];
-if (typeof v279 !== "string") return { path: join(at, "sessions." + v275 + ".session_id"), message: "Invalid input: expected string, received " + received(v279) };
-if (v279.length < 1) return { path: join(at, "sessions." + v275 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
-let v280 = v276["native_session_id"];
-if (v280 !== null) {
-if (typeof v280 !== "string") return { path: join(at, "sessions." + v275 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v280) };
-if (v280.length < 1) return { path: join(at, "sessions." + v275 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
+let v279 = value["harness"];
+if (typeof v279 !== "string") return { path: join(at, "harness"), message: "Invalid input: expected string, received " + received(v279) };
+if (v279.length < 1) return { path: join(at, "harness"), message: "Too small: expected string to have >=1 characters" };
+let v280 = value["driver"];
+if (typeof v280 !== "string") return { path: join(at, "driver"), message: "Invalid input: expected string, received " + received(v280) };
+if (v280.length < 1) return { path: join(at, "driver"), message: "Too small: expected string to have >=1 characters" };
+let v281 = value["created_ms"];
+if (typeof v281 !== "number" || !Number.isFinite(v281)) return { path: join(at, "created_ms"), message: "Invalid input: expected number, received " + received(v281) };
+if (!Number.isInteger(v281)) return { path: join(at, "created_ms"), message: "Invalid input: expected int, received " + received(v281) };
+if (v281 > 9007199254740991) return { path: join(at, "created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v281 < -9007199254740991) return { path: join(at, "created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v281 >= 0)) return { path: join(at, "created_ms"), message: "Too small: expected number to be >=0" };
+let v282 = value["updated_ms"];
+if (typeof v282 !== "number" || !Number.isFinite(v282)) return { path: join(at, "updated_ms"), message: "Invalid input: expected number, received " + received(v282) };
+if (!Number.isInteger(v282)) return { path: join(at, "updated_ms"), message: "Invalid input: expected int, received " + received(v282) };
+if (v282 > 9007199254740991) return { path: join(at, "updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v282 < -9007199254740991) return { path: join(at, "updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v282 >= 0)) return { path: join(at, "updated_ms"), message: "Too small: expected number to be >=0" };
+let v283 = value["sessions"];
+if (v283 !== undefined) {
+if (!Array.isArray(v283)) return { path: join(at, "sessions"), message: "Invalid input: expected array, received " + received(v283) };
+for (let v284 = 0; v284 < v283.length; v284++) {
+const v285 = v283[v284];
+if (typeof v285 !== "object" || v285 === null || Array.isArray(v285)) return { path: join(at, "sessions." + v284), message: "Invalid input: expected object, received " + received(v285) };
+let v286 = v285["driver"];
+if (typeof v286 !== "string") return { path: join(at, "sessions." + v284 + ".driver"), message: "Invalid input: expected string, received " + received(v286) };
+if (v286.length < 1) return { path: join(at, "sessions." + v284 + ".driver"), message: "Too small: expected string to have >=1 characters" };
+let v287 = v285["harness"];
+if (typeof v287 !== "string") return { path: join(at, "sessions." + v284 + ".harness"), message: "Invalid input: expected string, received " + received(v287) };
+if (v287.length < 1) return { path: join(at, "sessions." + v284 + ".harness"), message: "Too small: expected string to have >=1 characters" };
+let v288 = v285["session_id"];
+if (typeof v288 !== "string") return { path: join(at, "sessions." + v284 + ".session_id"), message: "Invalid input: expected string, received " + received(v288) };
+if (v288.length < 1) return { path: join(at, "sessions." + v284 + ".session_id"), message: "Too small: expected string to have >=1 characters" };
+let v289 = v285["native_session_id"];
+if (v289 !== null) {
+if (typeof v289 !== "string") return { path: join(at, "sessions." + v284 + ".native_session_id"), message: "Invalid input: expected string, received " + received(v289) };
+if (v289.length < 1) return { path: join(at, "sessions." + v284 + ".native_session_id"), message: "Too small: expected string to have >=1 characters" };
 }
-let v281 = v276["created_ms"];
-if (typeof v281 !== "number" || !Number.isFinite(v281)) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Invalid input: expected number, received " + received(v281) };
-if (!Number.isInteger(v281)) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Invalid input: expected int, received " + received(v281) };
-if (v281 > 9007199254740991) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v281 < -9007199254740991) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v281 >= 0)) return { path: join(at, "sessions." + v275 + ".created_ms"), message: "Too small: expected number to be >=0" };
-let v282 = v276["updated_ms"];
-if (typeof v282 !== "number" || !Number.isFinite(v282)) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v282) };
-if (!Number.isInteger(v282)) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v282) };
-if (v282 > 9007199254740991) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
-if (v282 < -9007199254740991) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
-if (!(v282 >= 0)) return { path: join(at, "sessions." + v275 + ".updated_ms"), message: "Too small: expected number to be >=0" };
+let v290 = v285["created_ms"];
+if (typeof v290 !== "number" || !Number.isFinite(v290)) return { path: join(at, "sessions." + v284 + ".created_ms"), message: "Invalid input: expected number, received " + received(v290) };
+if (!Number.isInteger(v290)) return { path: join(at, "sessions." + v284 + ".created_ms"), message: "Invalid input: expected int, received " + received(v290) };
+if (v290 > 9007199254740991) return { path: join(at, "sessions." + v284 + ".created_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v290 < -9007199254740991) return { path: join(at, "sessions." + v284 + ".created_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v290 >= 0)) return { path: join(at, "sessions." + v284 + ".created_ms"), message: "Too small: expected number to be >=0" };
+let v291 = v285["updated_ms"];
+if (typeof v291 !== "number" || !Number.isFinite(v291)) return { path: join(at, "sessions." + v284 + ".updated_ms"), message: "Invalid input: expected number, received " + received(v291) };
+if (!Number.isInteger(v291)) return { path: join(at, "sessions." + v284 + ".updated_ms"), message: "Invalid input: expected int, received " + received(v291) };
+if (v291 > 9007199254740991) return { path: join(at, "sessions." + v284 + ".updated_ms"), message: "Too big: expected int to be <=9007199254740991" };
+if (v291 < -9007199254740991) return { path: join(at, "sessions." + v284 + ".updated_ms"), message: "Too small: expected int to be >=-9007199254740991" };
+if (!(v291 >= 0)) return { path: join(at, "sessions." + v284 + ".updated_ms"), message: "Too small: expected number to be >=0" };
 }
 }
 return null;
 };
-export const EVENT_TYPE_NAMES = ["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"] as const;
+export const EVENT_TYPE_NAMES = ["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","network.connection","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"] as const;
 export const RECORD_FIELDS = ["id","sessionId","contextId","nativeSessionId","parentRunId","resumedFromRunId","relation","harness","driver","trigger","cwd","goal","startedAt","endedAt","status","exitCode","terminalReason"] as const;

@@ -229,6 +229,15 @@ export const PAYLOADS = {
     durationMs: z.number().nonnegative(),
     error: z.string().optional(),
   }),
+  /** A connection a confined agent asked reins's proxy for (docs/confinement.md). */
+  "network.connection": z.looseObject({
+    host: z.string().min(1),
+    port: z.number().int().positive(),
+    allowed: z.boolean(),
+    bytesSent: Count,
+    bytesReceived: Count,
+    reason: z.string().optional(),
+  }),
   "tool.started": z.looseObject({
     callId: z.string().min(1),
     tool: z.string(),

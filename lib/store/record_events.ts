@@ -60,6 +60,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): RunRecord | null
     case "budget.warning":
     case "heartbeat":
     case "attachment.added":
+    case "network.connection":
     case "problem":
       return null;
     default:

@@ -18,6 +18,10 @@ import { logDecisions } from "./decisions.ts";
 import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
 import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
 import { snapshotAtRunStart } from "../snapshot/run_start.ts";
+import type { ConfineRequest, OpenConfinement } from "../confine/mod.ts";
+import { parseAllowedHost } from "../confine/allow_host.ts";
+import { openConfinement } from "../confine/confinement.ts";
+import { requireConfinement } from "../confine/probe.ts";
 import {
   bindGateway,
   BUDGET_STOP_GRACE_MS,
@@ -47,6 +51,9 @@ export async function runTurn(
   if (signals.stop.aborted) {
     throw new ReinsError("run_failed", "Stopped before the turn started: no run was started");
   }
+  // Refused before any run exists where agents cannot be confined: never a silent unconfined run.
+  const confine = confineRequestOf(settings, request);
+  if (confine !== null) await requireConfinement();
   const asked = await continuedAgent(store, request.agent, request.contextId);
   const prepared = request.driver
     ? { driver: request.driver, agent: asked }
@@ -85,6 +92,7 @@ export async function runTurn(
       signals,
       hooks,
       gateway,
+      confine,
     });
   } finally {
     lock?.release();
@@ -107,6 +115,19 @@ export async function runTurn(
     await exportSettledRun(store, settings, outcome.summary.runId, (m) => hooks.warn?.(m));
   }
   return outcome;
+}
+
+/** The turn's confinement, from the request and the config; null: it runs unconfined. */
+function confineRequestOf(settings: Settings, request: TurnRequest): ConfineRequest | null {
+  if (!(request.confine ?? settings.confine.enabled)) return null;
+  const allowHosts = [...settings.confine.allowHosts, ...request.allowHosts ?? []].map((text) => {
+    try {
+      return parseAllowedHost(text);
+    } catch (error) {
+      throw new UsageError(describeError(error), { hint: "--allow-host HOST or HOST:PORT" });
+    }
+  });
+  return { allowHosts, hide: settings.confine.hide };
 }
 
 function checkRequest(request: TurnRequest): void {
@@ -136,6 +157,7 @@ interface TurnParts {
   signals: TurnSignals;
   hooks: TurnHooks;
   gateway: GatewayDecision;
+  confine: ConfineRequest | null;
 }
 
 async function recordTurn(
@@ -232,7 +254,7 @@ async function driveAndSettle(
   store: Store,
   settings: Settings,
   request: TurnRequest,
-  { driver, signals, hooks, gateway }: TurnParts,
+  { driver, signals, hooks, gateway, confine }: TurnParts,
   { writer, sessionId, resume, history, ledger }: RunParts,
 ): Promise<TurnOutcome> {
   const { runId } = writer;
@@ -282,6 +304,7 @@ async function driveAndSettle(
 
   let ended: { result: DriverResult } | { error: unknown };
   let turnGateway: TurnGateway | null = null;
+  let confined: OpenConfinement | null = null;
   let snapshotWritten: Promise<void> = Promise.resolve();
   try {
     await hooks.onCreated?.(runId);
@@ -323,6 +346,21 @@ async function driveAndSettle(
         warn: (message) => hooks.warn?.(message),
       });
     }
+    if (confine !== null) {
+      const layout = store.layout;
+      confined = await openConfinement(confine, {
+        dataRoot: store.home,
+        userHome: settings.harnessEnv.HOME ?? "/",
+        driver: driver.name,
+        stateDir: contextId === null
+          ? layout.runHarnessState(runId, driver.name)
+          : layout.harnessState(contextId, driver.name),
+        socketParent: layout.tmp(),
+        gatewayPort: turnGateway === null ? null : Number(new URL(turnGateway.route.baseUrl).port),
+        onConnection: (report) =>
+          void record({ type: "network.connection", payload: { ...report } }),
+      });
+    }
     const result = await driver.start(
       {
         prompt: request.prompt,
@@ -342,6 +380,7 @@ async function driveAndSettle(
         onProcess: (agent) => keepAgentProcess(writer, agent, hooks),
         gateway: turnGateway?.route ?? null,
         ledger,
+        confine: confined?.confinement ?? null,
       },
       sink,
       stop,
@@ -357,6 +396,8 @@ async function driveAndSettle(
     if (graceTimer !== undefined) clearTimeout(graceTimer);
     if (budgetTimer !== undefined) clearTimeout(budgetTimer);
   }
+  // The agent has exited: what it still had open through the proxy is reported before it settles.
+  if (confined !== null) await confined.close();
   // The harness has exited: its calls are over, their streamed text recorded and their bodies on
   // disk before the run settles.
   if (turnGateway !== null) {

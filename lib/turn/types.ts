@@ -52,6 +52,13 @@ export interface TurnRequest {
    * suite reuse's recorded answers, lib/gateway/replay_server.ts): the gateway is then required.
    */
   upstreamOf?: (route: string, upstream: string) => string;
+  /**
+   * Run the agent (and every process of the turn) under bubblewrap (--confine,
+   * docs/confinement.md). Absent or null: the config's `confine.enabled`.
+   */
+  confine?: boolean | null;
+  /** Hosts a confined agent may reach through reins's proxy (--allow-host), besides the config's. */
+  allowHosts?: readonly string[];
   /** Limits on the sum over the context's turns, this one included (--context-max-*). */
   contextBudget?: Limits;
   /** More scopes the turn is held to (a suite scenario's, with what its earlier turns spent). */
