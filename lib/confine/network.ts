@@ -1,8 +1,8 @@
 // The confined agent's only ways out, run by reins for the length of a turn: a Unix socket
 // bridged to the model gateway's loopback port, and one to a proxy (HTTP CONNECT, and plain HTTP
 // with an absolute URL) that lets through the hosts allowed with --allow-host and refuses the
-// rest. Both sockets are bound into the sandbox (profile.ts), where socat bridges each to a
-// loopback port. Every connection through the proxy, allowed or refused, is reported once it
+// rest. Both sockets (made by socat, bridged to loopback ports here) are bound into the sandbox
+// (profile.ts), where socat bridges each to a loopback port again. Every connection through the proxy, allowed or refused, is reported once it
 // ends. It does not look into what an allowed connection carries: TLS stays end to end.
 import { type AllowedHost, isAllowed } from "./allow_host.ts";
 import { GATEWAY_SOCKET, PROXY_SOCKET } from "./profile.ts";
@@ -47,52 +47,82 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     work.add(job);
     void job.finally(() => work.delete(job));
   };
-  const listeners: Deno.Listener[] = [];
-  const listen = (name: string, serve: (conn: Deno.Conn) => Promise<void>) => {
+  // The proxy listens on loopback, and socat makes each Unix socket: Deno asks for a net grant of
+  // every Unix socket's exact path, which the binary's sandbox cannot list for names made per turn.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  track((async () => {
+    try {
+      for await (const conn of listener) {
+        open.add(conn);
+        track(proxy(conn, options, open).catch(() => {}).finally(() => {
+          open.delete(conn);
+          closeQuietly(conn);
+        }));
+      }
+    } catch {
+      // closed
+    }
+  })());
+  const bridges: Deno.ChildProcess[] = [];
+  const bridge = (name: string, port: number) => {
     const path = `${options.socketDir}/${name}`;
-    const listener = Deno.listen({ transport: "unix", path });
-    listeners.push(listener);
-    track((async () => {
-      try {
-        for await (const conn of listener) {
-          open.add(conn);
-          track(
-            serve(conn).catch(() => {}).finally(() => {
-              open.delete(conn);
-              closeQuietly(conn);
-            }),
-          );
-        }
-      } catch {
-        // closed
-      }
-    })());
+    bridges.push(
+      new Deno.Command("socat", {
+        args: [`UNIX-LISTEN:${path},fork,umask=077`, `TCP:127.0.0.1:${port}`],
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn(),
+    );
+    return path;
   };
-  const gatewayPort = options.gatewayPort;
-  if (gatewayPort !== null) {
-    listen(GATEWAY_SOCKET, async (conn) => {
-      const upstream = await Deno.connect({ hostname: "127.0.0.1", port: gatewayPort });
-      open.add(upstream);
+  const close = async () => {
+    closeQuietly(listener);
+    for (const conn of open) closeQuietly(conn);
+    for (const child of bridges) {
       try {
-        await splice(conn, upstream);
-      } finally {
-        open.delete(upstream);
-        closeQuietly(upstream);
+        child.kill("SIGTERM");
+      } catch {
+        // gone already
       }
-    });
+    }
+    await Promise.allSettled(bridges.map((child) => child.status));
+    while (work.size > 0) await Promise.allSettled([...work]);
+  };
+  try {
+    const sockets = [bridge(PROXY_SOCKET, (listener.addr as Deno.NetAddr).port)];
+    if (options.gatewayPort !== null) sockets.push(bridge(GATEWAY_SOCKET, options.gatewayPort));
+    await untilThere(sockets, bridges);
+  } catch (error) {
+    await close();
+    throw error;
   }
-  listen(PROXY_SOCKET, (conn) => proxy(conn, options, open));
-  await Promise.resolve();
+  const gatewayPort = options.gatewayPort;
   return {
     socketDir: options.socketDir,
     gatewayPort,
     proxyPort: gatewayPort === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT,
-    async close() {
-      for (const listener of listeners) closeQuietly(listener);
-      for (const conn of open) closeQuietly(conn);
-      while (work.size > 0) await Promise.allSettled([...work]);
-    },
+    close,
   };
+}
+
+/** Waits until socat has made each socket (or throws when one of them has exited). */
+async function untilThere(paths: string[], children: Deno.ChildProcess[]): Promise<void> {
+  const exited: { status: Deno.CommandStatus | null } = { status: null };
+  for (const child of children) void child.status.then((status) => exited.status ??= status);
+  for (let tries = 0; tries < 1000; tries++) {
+    if (exited.status !== null) {
+      throw new Error(
+        `socat, bridging the sandbox's network, exited with code ${exited.status.code}`,
+      );
+    }
+    const there = await Promise.all(
+      paths.map((path) => Deno.lstat(path).then(() => true, () => false)),
+    );
+    if (there.every(Boolean)) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error("socat did not make the sandbox's sockets within 2 s");
 }
 
 /** One proxy connection: the request's head, the verdict, then bytes both ways. */

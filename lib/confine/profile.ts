@@ -117,13 +117,16 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
   // The data root goes (an empty directory where it was), the working directory stays: a
   // suite's working copy is in the data root's tmp/, so whichever holds the other is mounted first.
   const gone = (path: string) => EMPTIED.some((dir) => under(path, dir));
-  const hideRoot = gone(facts.dataRoot) ? [] : ["--tmpfs", facts.dataRoot];
+  // Empty and read-only: nothing written there inside could be mistaken for the data root's.
+  const hideRoot = gone(facts.dataRoot)
+    ? []
+    : ["--tmpfs", facts.dataRoot, "--remount-ro", facts.dataRoot];
   const bindCwd = ["--bind", command.cwd, command.cwd];
   if (under(command.cwd, facts.dataRoot)) args.push(...hideRoot, ...bindCwd);
   else args.push(...bindCwd, ...hideRoot);
   for (const { path, kind } of facts.hidden) {
     if (gone(path) && !under(path, command.cwd)) continue;
-    if (kind === "dir") args.push("--tmpfs", path);
+    if (kind === "dir") args.push("--tmpfs", path, "--remount-ro", path);
     else args.push("--ro-bind", "/dev/null", path);
   }
   args.push("--dir", INSIDE.home);

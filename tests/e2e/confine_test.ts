@@ -1,0 +1,190 @@
+// reins run --confine with the real bubblewrap: a command agent that tries each way out — your
+// secret stores, the data root, reins's pid, a loopback port that is not its way out, an outside
+// address, another context's session — and fails at each, while its working directory is
+// writable, an allowed host is reachable, and every proxy connection is an event of the run.
+// Everything lives under /var/tmp, not /tmp: the sandbox's /tmp is private, which would hide a
+// planted secret there whether or not reins hides it.
+import assert from "node:assert/strict";
+import { openStore } from "../../lib/store/store.ts";
+import { reins, spawnReins } from "../support/reins.ts";
+
+const HAVE_BWRAP = await new Deno.Command("bwrap", {
+  args: ["--unshare-all", "--ro-bind", "/", "/", "--", "true"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((out) => out.success, () => false);
+if (!HAVE_BWRAP) {
+  console.error(
+    "%c!! tests/e2e/confine_test.ts SKIPPED: bubblewrap is missing or cannot make namespaces here " +
+      "(apt-get install bubblewrap socat)",
+    "color: red",
+  );
+}
+const ALLOW_RUN = ["bwrap", "env", "ls", "socat"];
+
+async function scratch(): Promise<{ root: string; home: string; data: string; work: string }> {
+  const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "reins-confine-" });
+  const home = `${root}/home`;
+  const data = `${root}/data`;
+  const work = `${root}/work`;
+  for (const dir of [home, `${home}/.ssh`, data, work]) await Deno.mkdir(dir, { mode: 0o700 });
+  await Deno.writeTextFile(`${home}/.ssh/id_rsa`, "PRIVATE KEY\n");
+  await Deno.writeTextFile(`${home}/.netrc`, "machine x password hunter2\n");
+  return { root, home, data, work };
+}
+
+function listen(hostname: string): { port: number; close(): Promise<void> } {
+  const server = Deno.serve(
+    { hostname, port: 0, onListen() {} },
+    () => new Response("reached\n"),
+  );
+  return { port: server.addr.port, close: () => server.shutdown() };
+}
+
+Deno.test({
+  name: "reins run --confine: a command agent's every way out fails, and its recording is intact",
+  ignore: !HAVE_BWRAP,
+  async fn() {
+    const s = await scratch();
+    const notTheGateway = listen("127.0.0.1");
+    const allowed = listen("127.0.0.2");
+    try {
+      // Another context's turn first: its session is in the data root, which the agent lacks.
+      const other = await reins(
+        ["run", "--driver", "command", "--context", "other", "--exec", "true", "first"],
+        { home: s.data, cwd: s.work, env: { HOME: s.home }, allowRun: ["true"] },
+      );
+      assert.equal(other.code, 0, other.stderr);
+      const otherSession = `${s.data}/contexts/other/harness-session.json`;
+      assert.ok((await Deno.stat(otherSession)).isFile);
+
+      const probe = `${s.work}/probe.sh`;
+      await Deno.writeTextFile(
+        probe,
+        `try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name:yes"; else echo "$name:no"; fi; }
+while [ ! -s reins.pid ]; do sleep 0.05; done
+try read-ssh cat ${s.home}/.ssh/id_rsa
+try read-netrc grep -q hunter2 ${s.home}/.netrc
+try write-data-root touch ${s.data}/evil
+try list-data-root ls ${s.data}/runs
+try read-other-context cat ${otherSession}
+try signal-reins kill -0 "$(cat reins.pid)"
+try loopback-direct curl -sf -m 3 --noproxy '*' http://127.0.0.1:${notTheGateway.port}/
+try loopback-proxy curl -sf -m 3 http://127.0.0.2:${notTheGateway.port}/
+try outside curl -sf -m 3 --noproxy '*' http://1.1.1.1/
+try outside-proxy curl -sf -m 3 http://example.com/
+try write-cwd touch written
+try allowed-host curl -sf -m 3 http://127.0.0.2:${allowed.port}/
+echo "platform-env:\${HARNESS_PLATFORM_API_KEY:-none}"
+`,
+      );
+      const child = spawnReins(
+        [
+          "run",
+          "--driver",
+          "command",
+          "--confine",
+          "--allow-host",
+          `127.0.0.2:${allowed.port}`,
+          "--exec",
+          `sh ${probe}`,
+          "probe",
+        ],
+        {
+          home: s.data,
+          cwd: s.work,
+          env: { HOME: s.home, HARNESS_PLATFORM_API_KEY: "platform-secret" },
+          allowRun: ALLOW_RUN,
+          allowNet: ["127.0.0.2"],
+        },
+      );
+      await Deno.writeTextFile(`${s.work}/reins.pid`, `${child.pid}\n`);
+      const out = await child.output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      const said = Object.fromEntries(
+        stdout.split("\n").filter((line) => line.includes(":")).map((line) => line.split(":")),
+      );
+      assert.deepEqual(said, {
+        "read-ssh": "no",
+        "read-netrc": "no",
+        "write-data-root": "no",
+        "list-data-root": "no",
+        "read-other-context": "no",
+        "signal-reins": "no",
+        "loopback-direct": "no",
+        "loopback-proxy": "no",
+        "outside": "no",
+        "outside-proxy": "no",
+        "write-cwd": "yes",
+        "allowed-host": "yes",
+        "platform-env": "none",
+      });
+      await assert.rejects(Deno.stat(`${s.data}/evil`));
+      assert.ok((await Deno.stat(`${s.work}/written`)).isFile);
+
+      // The recording is whole, and says which connections were asked for.
+      using store = openStore(s.data);
+      const runs = store.listRuns().filter((run) => run.contextId !== "other");
+      assert.equal(runs.length, 1);
+      assert.equal(runs[0].status, "completed");
+      const connections = store.readEvents(runs[0].id).events.flatMap((event) =>
+        event.type === "network.connection" ? [event.payload] : []
+      );
+      const byHost = connections.map((c) => `${c.host}:${c.port}:${c.allowed}`).sort();
+      assert.deepEqual(byHost, [
+        `127.0.0.2:${allowed.port}:true`,
+        `127.0.0.2:${notTheGateway.port}:false`,
+        "example.com:80:false",
+      ]);
+      const reached = connections.find((c) => c.allowed)!;
+      assert.ok(reached.bytesSent > 0 && reached.bytesReceived > 0, JSON.stringify(reached));
+    } finally {
+      await notTheGateway.close();
+      await allowed.close();
+      await Deno.remove(s.root, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "reins run --confine: SIGINT gives the confined agent its grace before SIGKILL",
+  ignore: !HAVE_BWRAP,
+  async fn() {
+    const s = await scratch();
+    try {
+      // regression: bubblewrap's outer process died of the SIGINT at once and, dying, took the
+      // sandbox with it (--die-with-parent): the agent never ran its handler.
+      const agent = `${s.work}/agent.sh`;
+      await Deno.writeTextFile(
+        agent,
+        `trap 'sleep 1; echo graceful > stopped; exit 0' INT
+echo started > started
+while :; do sleep 0.1; done
+`,
+      );
+      const child = spawnReins(
+        ["run", "--driver", "command", "--confine", "--exec", `sh ${agent}`, "wait"],
+        { home: s.data, cwd: s.work, env: { HOME: s.home }, allowRun: ALLOW_RUN },
+      );
+      const deadline = Date.now() + 20_000;
+      while (!(await Deno.stat(`${s.work}/started`).then(() => true, () => false))) {
+        if (Date.now() > deadline) {
+          child.kill("SIGKILL");
+          const out = await child.output();
+          throw new Error(`the agent never started: ${new TextDecoder().decode(out.stderr)}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      child.kill("SIGINT");
+      const out = await child.output();
+      assert.equal(await Deno.readTextFile(`${s.work}/stopped`), "graceful\n");
+      assert.notEqual(out.code, 0);
+      using store = openStore(s.data);
+      const [run] = store.listRuns();
+      assert.equal(run.status, "interrupted");
+    } finally {
+      await Deno.remove(s.root, { recursive: true });
+    }
+  },
+});
