@@ -6,7 +6,7 @@
 // and the suite file with everything it names (lib/suite/needs.ts) — and from the config file's
 // `drivers.*.program`, besides the environment (SANDBOX_ENV) and the directory it starts in. A
 // path the person typed is what they mean reins to touch; nothing else widens the sandbox.
-import { type Sandbox, sandboxFromEnv } from "./permissions.ts";
+import { CONFINE_PROGRAMS, type Sandbox, sandboxFromEnv } from "./permissions.ts";
 import { splitCommandLine } from "../lib/core/command_line.ts";
 
 /** Where the data root of an invocation came from, for the messages of a refusal. */
@@ -121,6 +121,17 @@ function programOf(exec: string): string | null {
     return splitCommandLine(exec)[0];
   } catch {
     return null; // the command driver refuses it with the reason
+  }
+}
+
+/** Whether the config file turns confinement on for every turn (`confine.enabled`). */
+function configConfines(bytes: Uint8Array | null): boolean {
+  if (bytes === null) return false;
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(bytes));
+    return parsed?.confine?.enabled === true;
+  } catch {
+    return false;
   }
 }
 
@@ -279,8 +290,11 @@ export async function invocationSandbox(
     ? absolute(env.REINS_CONFIG, startDir)
     : `${home}/config.json`;
   const configBytes = readConfig(configPath);
+  const confines = args.includes("--confine") || args[0] === "doctor" ||
+    configConfines(configBytes);
   const programs = [
     ...base.programs,
+    ...(confines ? CONFINE_PROGRAMS : []),
     ...parseConfigPrograms(configBytes),
     ...value("exec").flatMap((exec) => programOf(exec) ?? []),
     ...suite?.programs ?? [],

@@ -54,6 +54,14 @@ export const PROCESS_TOOLS = ["kill", "ps"];
  */
 export const TRAMPOLINE = "/usr/bin/setsid";
 /**
+ * What confining agents runs (--confine, docs/confinement.md), listed only for an invocation that
+ * confines (or `reins doctor`, which probes it): bwrap and env run what they are given, and it
+ * is the agents' own sandbox, not this one, that confines them then. ls says which of your secret
+ * stores exist to be hidden, socat makes the sandbox's sockets. The trampoline comes with them
+ * (runList): bubblewrap is started through it, a session and group leader like any agent.
+ */
+export const CONFINE_PROGRAMS = ["bwrap", "env", "socat", "ls"];
+/**
  * The built-in loop's run_command tool runs `sh -c`. It is on the list only when REINS_ALLOW_RUN
  * names it: `sh` runs anything, so with it the list confines nothing.
  */
