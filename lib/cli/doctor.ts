@@ -185,6 +185,15 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   );
   const outbox = rootError ? null : pendingReports(root);
   const otel = await otelReport(settings, rootError === null ? root : null, query);
+  const { confinementProblem } = await importLazily<typeof import("../confine/probe.ts")>(
+    "confine/probe.ts",
+  );
+  const confineProblem = await confinementProblem();
+  const confine = {
+    works: confineProblem === null,
+    problem: confineProblem,
+    enabled: settings.confine.enabled,
+  };
   const report = {
     version: VERSION,
     deno: Deno.version.deno,
@@ -222,6 +231,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       unreadableReports: outbox?.unreadable ?? [],
     },
     otel,
+    confine,
   };
   if (ctx.io.jsonMode) {
     ctx.io.json(report);
@@ -261,6 +271,11 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
       : []),
     ...(outbox?.unreadable ?? []).map((line) => `outbox       unreadable: ${line}`),
     ...otelLines(otel),
+    confine.works
+      ? `confine      works here (bubblewrap, socat): --confine runs agents confined${
+        confine.enabled ? "; on for every turn (confine.enabled)" : ""
+      }`
+      : `confine      does not work here: ${confine.problem}`,
   ];
   ctx.io.print(lines.join("\n"));
   return rootError ? 6 : 0;

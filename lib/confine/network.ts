@@ -54,10 +54,12 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     try {
       for await (const conn of listener) {
         open.add(conn);
-        track(proxy(conn, options, open).catch(() => {}).finally(() => {
-          open.delete(conn);
-          closeQuietly(conn);
-        }));
+        track(
+          proxy(conn, options, open).catch(() => {}).finally(() => {
+            open.delete(conn);
+            closeQuietly(conn);
+          }),
+        );
       }
     } catch {
       // closed

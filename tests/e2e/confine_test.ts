@@ -188,3 +188,27 @@ while :; do sleep 0.1; done
     }
   },
 });
+
+Deno.test("reins run --confine without bubblewrap: exit 4, one line saying what to install, no run", async () => {
+  const s = await scratch();
+  try {
+    // A PATH with Deno alone on it: no bwrap to find.
+    const denoDir = Deno.execPath().slice(0, Deno.execPath().lastIndexOf("/"));
+    const env = { HOME: s.home, PATH: denoDir };
+    const refused = await reins(
+      ["run", "--driver", "command", "--confine", "--exec", "true", "hi"],
+      { home: s.data, cwd: s.work, env, allowRun: ALLOW_RUN },
+    );
+    assert.equal(refused.code, 4, refused.stderr);
+    assert.equal(
+      refused.stderr.trim(),
+      "reins: Cannot confine the agent (--confine): bubblewrap is not installed: install it " +
+        "(apt-get install bubblewrap)",
+    );
+    await assert.rejects(Deno.stat(`${s.data}/runs`));
+    const doctor = await reins(["doctor"], { home: s.data, cwd: s.work, env, allowRun: ALLOW_RUN });
+    assert.match(doctor.stdout, /^confine {6}does not work here: bubblewrap is not installed/m);
+  } finally {
+    await Deno.remove(s.root, { recursive: true });
+  }
+});

@@ -119,6 +119,13 @@ const payloads: { [T in EventType]: fc.Arbitrary<Extract<EventInput, { type: T }
   "compaction.completed": fc.record({ stage: text, before: count, after: count }),
   "budget.warning": fc.record({ ratio: fc.double({ min: 0, max: 2, noNaN: true }) }),
   "heartbeat": fc.record({ iteration: count }),
+  "network.connection": fc.record({
+    host: id,
+    port: fc.integer({ min: 1, max: 65535 }),
+    allowed: fc.boolean(),
+    bytesSent: count,
+    bytesReceived: count,
+  }),
   "attachment.added": fc.record({
     name: id,
     path: id,
