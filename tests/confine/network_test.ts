@@ -1,0 +1,82 @@
+// The bridges and the proxy outside the sandbox, spoken to over their Unix sockets as the
+// sandbox's socat does: real sockets, a real HTTP server as the allowed host and the gateway.
+import assert from "node:assert/strict";
+import { type ConnectionReport, openConfinedNetwork } from "../../lib/confine/network.ts";
+import { parseAllowedHost } from "../../lib/confine/allow_host.ts";
+
+const HAVE_SOCAT = await new Deno.Command("socat", { args: ["-V"], stdout: "null" }).output()
+  .then((out) => out.success, () => false);
+if (!HAVE_SOCAT) console.error("!! tests/confine/network_test.ts SKIPPED: socat is not installed");
+
+async function ask(path: string, request: string): Promise<string> {
+  const conn = await Deno.connect({ transport: "unix", path });
+  await conn.write(new TextEncoder().encode(request));
+  const chunks: Uint8Array[] = [];
+  const buffer = new Uint8Array(4096);
+  while (true) {
+    const read = await conn.read(buffer);
+    if (read === null) break;
+    chunks.push(buffer.slice(0, read));
+    if (new TextDecoder().decode(chunks.at(-1)).includes("reached")) break;
+  }
+  conn.close();
+  return chunks.map((chunk) => new TextDecoder().decode(chunk)).join("");
+}
+
+Deno.test({
+  name:
+    "openConfinedNetwork() bridges to the gateway, proxies allowed hosts, reports each connection",
+  ignore: !HAVE_SOCAT,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      (request) => new Response(`reached ${new URL(request.url).pathname}\n`),
+    );
+    const reports: ConnectionReport[] = [];
+    const network = await openConfinedNetwork({
+      socketDir: dir,
+      gatewayPort: server.addr.port,
+      allowHosts: [parseAllowedHost(`127.0.0.1:${server.addr.port}`)],
+      onConnection: (report) => reports.push(report),
+    });
+    try {
+      const viaGateway = await ask(
+        `${dir}/gateway.sock`,
+        "GET /v1/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+      );
+      assert.match(viaGateway, /^HTTP\/1\.1 200[\s\S]*reached \/v1\/messages/);
+      const viaProxy = await ask(
+        `${dir}/proxy.sock`,
+        `GET http://127.0.0.1:${server.addr.port}/allowed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      assert.match(viaProxy, /reached \/allowed/);
+      const refused = await ask(
+        `${dir}/proxy.sock`,
+        "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+      );
+      assert.match(refused, /^HTTP\/1\.1 403 /);
+    } finally {
+      await network.close();
+      await server.shutdown();
+      await Deno.remove(dir, { recursive: true });
+    }
+    // The gateway's bridge is not the proxy: only the proxy's connections are reported.
+    assert.equal(reports.length, 2);
+    const allowed = reports.find((report) => report.allowed)!;
+    const refusedReport = reports.find((report) => !report.allowed)!;
+    assert.deepEqual(
+      { ...refusedReport },
+      {
+        host: "example.com",
+        port: 443,
+        allowed: false,
+        bytesSent: 0,
+        bytesReceived: 0,
+        reason: "not an allowed host (--allow-host)",
+      },
+    );
+    assert.equal(allowed.allowed, true);
+    assert.ok(allowed.bytesSent > 0 && allowed.bytesReceived > 0);
+  },
+});
