@@ -15,6 +15,27 @@ export const CONFINE_FLAGS = {
   },
 } as const;
 
+/**
+ * The settings with the flags applied (for commands whose turns are made below the CLI: suite
+ * run, serve): --confine turns confine.enabled on, --allow-host adds to confine.allowHosts.
+ */
+export function settingsWithConfine<
+  S extends { confine: { enabled: boolean; allowHosts: string[] } },
+>(
+  settings: S,
+  flags: { confine?: boolean; "allow-host"?: string[] },
+): S {
+  if (!flags.confine && !flags["allow-host"]?.length) return settings;
+  return {
+    ...settings,
+    confine: {
+      ...settings.confine,
+      enabled: settings.confine.enabled || flags.confine === true,
+      allowHosts: [...settings.confine.allowHosts, ...flags["allow-host"] ?? []],
+    },
+  };
+}
+
 /** The turn request's fields for the flags given (none when neither was). */
 export function confineOfFlags(
   flags: { confine?: boolean; "allow-host"?: string[] },

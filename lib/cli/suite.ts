@@ -70,6 +70,8 @@ const ALLOWED: Record<Subcommand, readonly (keyof typeof flags)[]> = {
     "junit",
     "no-report",
     "reuse",
+    "confine",
+    "allow-host",
   ],
   validate: [],
   show: ["junit"],

@@ -2,6 +2,7 @@
 // subcommand modules (which suite.ts loads lazily) need nothing back from it.
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
+import { CONFINE_FLAGS } from "./confine_flags.ts";
 import { UsageError } from "../core/errors.ts";
 
 export const flags = defineFlags({
@@ -73,6 +74,7 @@ export const flags = defineFlags({
     type: "boolean",
     description: "suite compare: print Markdown (a PR comment, $GITHUB_STEP_SUMMARY)",
   },
+  ...CONFINE_FLAGS,
 });
 
 /**

@@ -2,6 +2,9 @@
 // a rerun, a shard), plays it with live progress on stderr, prints the table (or JSON), writes
 // JUnit, and reports to the platform when it is configured. SIGINT/SIGTERM stop it: the scenarios
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
+import { settingsWithConfine } from "./confine_flags.ts";
+import { requireConfinement } from "../confine/probe.ts";
+import { openShellConfinement } from "../suite/shell.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { epochsOf, type SuiteContext } from "./suite_flags.ts";
 import { nowIso } from "../core/clock.ts";
@@ -301,7 +304,11 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const mode = await modeOf(ctx, suite, extra);
   const jobs = ctx.flags.jobs ?? suite.jobs ?? 1;
   const junit = ctx.flags.junit;
-  const settings = await ctx.settings();
+  const settings = settingsWithConfine(await ctx.settings(), ctx.flags);
+  // Refused before any scenario starts where agents cannot be confined (exit 4).
+  if (settings.confine.enabled || suite.scenarios.some((spec) => spec.confine === true)) {
+    await requireConfinement();
+  }
   const { io } = ctx;
   // The engine's notes (a budget the command driver holds only through the program's reports, a
   // damaged line) are the same for every scenario: each is said once per suite run.
@@ -386,6 +393,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
       stop: stop.signal,
       kill: kill.signal,
       runTurn: engineTurns(store, settings, warnOnce, reuse),
+      shellConfinement: (spec) => openShellConfinement(store, settings, spec),
       makeModel: (spec, baseUrl) => resolveModel(spec, { settings, baseUrl, loadRecording }),
       // For reins suite regrade: the working directory as the conversation left it.
       keepEndState: (lastRunId, cwd) =>

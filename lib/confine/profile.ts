@@ -117,13 +117,16 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
   // The data root goes (an empty directory where it was), the working directory stays: a
   // suite's working copy is in the data root's tmp/, so whichever holds the other is mounted first.
   const gone = (path: string) => EMPTIED.some((dir) => under(path, dir));
-  // Empty and read-only: nothing written there inside could be mistaken for the data root's.
-  const hideRoot = gone(facts.dataRoot)
-    ? []
-    : ["--tmpfs", facts.dataRoot, "--remount-ro", facts.dataRoot];
+  // Empty and read-only (nothing written there inside could be mistaken for the data root's),
+  // made read-only only once the working directory's mount point is made in it, when it is there.
+  const hidesRoot = !gone(facts.dataRoot);
   const bindCwd = ["--bind", command.cwd, command.cwd];
-  if (under(command.cwd, facts.dataRoot)) args.push(...hideRoot, ...bindCwd);
-  else args.push(...bindCwd, ...hideRoot);
+  if (hidesRoot && under(command.cwd, facts.dataRoot)) {
+    args.push("--tmpfs", facts.dataRoot, ...bindCwd, "--remount-ro", facts.dataRoot);
+  } else {
+    args.push(...bindCwd);
+    if (hidesRoot) args.push("--tmpfs", facts.dataRoot, "--remount-ro", facts.dataRoot);
+  }
   for (const { path, kind } of facts.hidden) {
     if (gone(path) && !under(path, command.cwd)) continue;
     if (kind === "dir") args.push("--tmpfs", path, "--remount-ro", path);

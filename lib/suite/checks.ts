@@ -1,6 +1,7 @@
 // The deterministic checks, run once a scenario's last turn has ended: a file's content, the agent's
 // text, a command's exit code, the tools it used and what it cost. Each returns a CheckResult with
 // a detail a person can act on; none throws for what the agent did. Judges are judge.ts's.
+import type { Confinement } from "../confine/mod.ts";
 import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
 import { joinPath } from "../core/paths.ts";
@@ -117,11 +118,13 @@ async function commandCheck(
   check: Extract<Check, { kind: "command" }>,
   cwd: string,
   signal: AbortSignal | undefined,
+  confine: Confinement | null,
 ) {
   const ran = await runShell(check.command, {
     cwd,
     timeoutSeconds: check.timeoutSeconds,
     signal,
+    confine,
   });
   const output = ran.output ? `: ${ran.output}` : "";
   if (ran.timedOut) {
@@ -192,7 +195,7 @@ function costCheck(check: Extract<Check, { kind: "cost" }>, evidence: Evidence):
 export async function runCheck(
   check: Deterministic,
   evidence: Evidence,
-  options: PatternOptions,
+  options: PatternOptions & { confine?: Confinement | null },
 ): Promise<CheckResult> {
   switch (check.kind) {
     case "file":
@@ -200,7 +203,7 @@ export async function runCheck(
     case "regex":
       return await regexCheck(check, evidence, options);
     case "command":
-      return await commandCheck(check, evidence.cwd, options.signal);
+      return await commandCheck(check, evidence.cwd, options.signal, options.confine ?? null);
     case "tool":
       return toolCheck(check, evidence);
     case "cost":

@@ -153,6 +153,10 @@ const Overridable = {
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "is not a variable name"), z.string())
     .optional(),
   user: SimulatedUser.optional(),
+  /** Run this scenario's agent, setup and command checks confined (docs/confinement.md). */
+  confine: z.boolean().optional(),
+  /** Hosts its confined agent may reach (--allow-host), besides the command line's and config's. */
+  allowHosts: z.array(Text).optional(),
 };
 
 /** An agent's name in `agents:`: it goes in row names (`key.NAME.N`) and state file names. */

@@ -71,6 +71,9 @@ export interface ScenarioSpec {
   workdir: string | null;
   setup: string[];
   env: Record<string, string>;
+  /** Confined (true), not (false), or as the command line and config say (null). */
+  confine: boolean | null;
+  allowHosts: string[];
   conversation: Conversation;
   /** Why it is not run, or null. */
   skip: string | null;
@@ -567,6 +570,8 @@ function resolveScenarios(
       retryErrors: (scenario.retry ?? file.retry)?.errors ?? 0,
       workdir,
       setup: scenario.setup ?? file.setup ?? [],
+      confine: scenario.confine ?? file.confine ?? null,
+      allowHosts: [...file.allowHosts ?? [], ...scenario.allowHosts ?? []],
       conversation,
       skip,
       checks: all,

@@ -28,6 +28,7 @@ export type { MatrixReporter, MatrixReportSummary } from "./matrix_report.ts";
 export type { ReportSummary, SuiteReporter } from "./report.ts";
 export { tally } from "./results.ts";
 export { runSuite } from "./runner.ts";
+export { openShellConfinement } from "./shell.ts";
 export { instanceIdOf, instancesOf, selectedAgents, startSuiteRun } from "./start.ts";
 export type { StartMode } from "./start.ts";
 export {

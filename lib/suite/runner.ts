@@ -3,6 +3,7 @@
 // then the checks and judges, and a status. Every step is saved to the scenario's state file before
 // the next begins, so a crash loses at most the step in flight and a resume redoes only what did
 // not finish. It prints nothing; hooks tell the caller (progress, the platform report).
+import type { Confinement, OpenConfinement } from "../confine/mod.ts";
 import { describeError, ReinsError } from "../core/errors.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
 import { nowIso } from "../core/clock.ts";
@@ -60,6 +61,11 @@ export interface RunSuiteOptions {
    */
   keepEndState?(lastRunId: string, cwd: string): Promise<{ written: Promise<void> }>;
   hooks?: RunnerHooks;
+  /**
+   * The confinement a scenario's setup and command checks run in (null: unconfined); its agent's
+   * turns are confined by the turn engine itself.
+   */
+  shellConfinement?(spec: ScenarioSpec): Promise<OpenConfinement | null>;
 }
 
 /**
@@ -150,7 +156,9 @@ async function playAttempt(
   const cwd = await makeWorkdir(spec, handle);
   attempt.workdir = cwd;
   const evidence: Evidence = { cwd, turns: [], transcript: [], recordings: [] };
+  let confined: OpenConfinement | null = null;
   try {
+    confined = await options.shellConfinement?.(spec) ?? null;
     for (const command of spec.setup) {
       endIfStopped();
       const ran = await runShell(command, {
@@ -158,6 +166,7 @@ async function playAttempt(
         timeoutSeconds: clock.left(),
         signal: clock.signal,
         env: spec.env,
+        confine: confined?.confinement,
       });
       endIfStopped();
       if (ran.code !== 0) {
@@ -247,7 +256,14 @@ async function playAttempt(
     const kept = last ? await options.keepEndState?.(last.runId, cwd) : undefined;
     let checks: CheckResult[];
     try {
-      checks = await runChecks(options, spec, evidence, clock, endIfStopped);
+      checks = await runChecks(
+        options,
+        spec,
+        evidence,
+        clock,
+        endIfStopped,
+        confined?.confinement ?? null,
+      );
     } finally {
       await kept?.written;
     }
@@ -269,6 +285,8 @@ async function playAttempt(
       };
     }
     return { status: "error", reason: describeError(error), evidence, checks: [], ended: null };
+  } finally {
+    await confined?.close();
   }
 }
 
@@ -293,11 +311,12 @@ async function runChecks(
   evidence: Evidence,
   clock: ScenarioClock,
   endIfStopped: () => void,
+  confine: Confinement | null,
 ): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   for (const check of spec.checks) {
     endIfStopped();
-    results.push(await runOne(options, spec, check, evidence, clock));
+    results.push(await runOne(options, spec, check, evidence, clock, confine));
   }
   endIfStopped();
   return results;
@@ -309,12 +328,14 @@ async function runOne(
   check: Check,
   evidence: Evidence,
   clock: ScenarioClock,
+  confine: Confinement | null,
 ): Promise<CheckResult> {
   if (check.kind !== "judge") {
     return await runCheck(check, evidence, {
       matcher: options.matcher,
       timeoutSeconds: clock.limit(PATTERN_SECONDS)!,
       signal: clock.signal,
+      confine,
     });
   }
   let model: Model;

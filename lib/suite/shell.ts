@@ -3,6 +3,12 @@
 // the harness process runner, so they stop the way an agent does (SIGINT, then SIGKILL) and their
 // output is bounded. Nothing here decides what an exit code means; the caller does.
 import { describeError } from "../core/errors.ts";
+import type { Confinement, OpenConfinement } from "../confine/mod.ts";
+import { openConfinement } from "../confine/confinement.ts";
+import { parseAllowedHost } from "../confine/allow_host.ts";
+import type { Settings } from "../core/mod.ts";
+import type { DataRoot } from "../store/mod.ts";
+import type { ScenarioSpec } from "./load.ts";
 import {
   describeExit,
   HarnessProcess,
@@ -31,6 +37,8 @@ export async function runShell(
     timeoutSeconds: number | null;
     signal?: AbortSignal;
     env?: Record<string, string>;
+    /** The scenario's confinement (docs/confinement.md), when it is confined. */
+    confine?: Confinement | null;
   },
 ): Promise<ShellOutcome> {
   const stop = new AbortController();
@@ -55,6 +63,7 @@ export async function runShell(
         idleTimeoutSeconds: 0,
         signal: stop.signal,
         graceMs: 2_000,
+        confine: options.confine,
       });
     } catch (error) {
       if (!(error instanceof HarnessStartError)) throw error;
@@ -85,4 +94,32 @@ export async function runShell(
     clearTimeout(timer);
     options.signal?.removeEventListener("abort", onAbort);
   }
+}
+
+/**
+ * The confinement of a scenario's shell steps, when the scenario is confined (its own
+ * `confine`, else the settings'): no model gateway, no harness state, the proxy's connections
+ * not recorded (they belong to no run).
+ */
+export async function openShellConfinement(
+  root: Pick<DataRoot, "home" | "layout">,
+  settings: Pick<Settings, "confine" | "harnessEnv">,
+  spec: Pick<ScenarioSpec, "confine" | "allowHosts">,
+): Promise<OpenConfinement | null> {
+  if (!(spec.confine ?? settings.confine.enabled)) return null;
+  return await openConfinement(
+    {
+      allowHosts: [...settings.confine.allowHosts, ...spec.allowHosts].map(parseAllowedHost),
+      hide: settings.confine.hide,
+    },
+    {
+      dataRoot: root.home,
+      userHome: settings.harnessEnv.HOME ?? "/",
+      driver: "command",
+      stateDir: null,
+      socketParent: root.layout.tmp(),
+      gatewayPort: null,
+      onConnection: () => {},
+    },
+  );
 }

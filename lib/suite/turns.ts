@@ -176,6 +176,8 @@ export function engineTurns(
         parentRunId: turn.parentRunId,
         trigger: "suite",
         env: scenario.env,
+        ...(scenario.confine === null ? {} : { confine: scenario.confine }),
+        allowHosts: scenario.allowHosts,
         budgetScopes: scenarioScopes(store, scenario.budget, turn.parentRunId),
         ...(server === null
           ? {}

@@ -68,6 +68,8 @@ Deno.test("confinedCommand() mounts the data root first when the working directo
   const cwdAt = args.indexOf("--bind /srv/reins/tmp/suite-1/work /srv/reins/tmp/suite-1/work");
   const rootAt = args.indexOf("--tmpfs /srv/reins ");
   assert.ok(rootAt > 0 && cwdAt > rootAt, args);
+  // Read-only only once the working directory's mount point is made in it.
+  assert.ok(args.indexOf("--remount-ro /srv/reins") > cwdAt, args);
 });
 
 Deno.test("confinedCommand() points ~/ values at the sandbox's home", () => {

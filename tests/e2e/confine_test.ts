@@ -212,3 +212,55 @@ Deno.test("reins run --confine without bubblewrap: exit 4, one line saying what 
     await Deno.remove(s.root, { recursive: true });
   }
 });
+
+Deno.test({
+  name: "reins suite run: a scenario's confine holds its agent, its setup and its command checks",
+  ignore: !HAVE_BWRAP,
+  async fn() {
+    const s = await scratch();
+    try {
+      const suite = `${s.work}/suite.yaml`;
+      const agent = `${s.work}/agent.sh`;
+      // The agent reports what it could read, as its final answer.
+      await Deno.writeTextFile(
+        agent,
+        `if cat ${s.home}/.ssh/id_rsa >/dev/null 2>&1; then echo "key read"; else echo "no key"; fi\n`,
+      );
+      await Deno.writeTextFile(
+        suite,
+        [
+          "suite: confined",
+          "driver: command",
+          `exec: sh ${agent}`,
+          "scenarios:",
+          "  - key: confined",
+          "    confine: true",
+          "    turns: [go]",
+          // The setup cannot write into the data root, nor can a check read the key.
+          `    setup: ["! touch ${s.data}/evil-setup", "touch from-setup"]`,
+          "    checks:",
+          "      - {regex: 'no key'}",
+          `      - {command: 'cat ${s.home}/.ssh/id_rsa', exit: 1}`,
+          "      - {command: 'test -f from-setup'}",
+          "  - key: unconfined",
+          "    turns: [go]",
+          "    checks:",
+          "      - {regex: 'key read'}",
+        ].join("\n"),
+      );
+      const result = await reins(["suite", "run", "suite.yaml", "--no-report"], {
+        home: s.data,
+        cwd: s.work,
+        env: { HOME: s.home },
+        allowRun: [...ALLOW_RUN, "sh"],
+        allowPaths: [s.home],
+      });
+      assert.equal(result.code, 0, result.stderr + result.stdout);
+      assert.match(result.stdout, /^confined\s+passed\s+3\/3/m);
+      assert.match(result.stdout, /^unconfined\s+passed\s+1\/1/m);
+      await assert.rejects(Deno.stat(`${s.data}/evil-setup`));
+    } finally {
+      await Deno.remove(s.root, { recursive: true });
+    }
+  },
+});
