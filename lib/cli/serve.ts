@@ -2,6 +2,8 @@
 // the agent the flags describe. It prints the agent card's URL once listening, and turns the
 // first SIGTERM or SIGINT into a graceful stop (no new tasks; running turns get --grace seconds,
 // then are stopped and recorded), a second one into a quick one; it exits 0 once all is recorded.
+import { CONFINE_FLAGS, settingsWithConfine } from "./confine_flags.ts";
+import { requireConfinement } from "../confine/probe.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
@@ -29,6 +31,7 @@ const DEFAULT_MAX_TURNS = 4;
 const DEFAULT_GRACE_SECONDS = 30;
 
 export const flags = defineFlags({
+  ...CONFINE_FLAGS,
   port: {
     type: "integer",
     min: 0,
@@ -138,7 +141,9 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const timeoutSeconds = f.timeout ?? null;
   const budget = { maxTurns: f["max-calls"], maxTokens: f["max-tokens"], maxUsd: f["max-usd"] };
   const cwd = checkCwd(f.cwd ?? Deno.cwd());
-  const settings = await ctx.settings();
+  const settings = settingsWithConfine(await ctx.settings(), ctx.flags);
+  // Refused at start, not at the first task, where agents cannot be confined (exit 4).
+  if (settings.confine.enabled) await requireConfinement();
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const token = tokenFile === undefined
     ? dataRootToken(store)

@@ -5,6 +5,8 @@
 // Everything lives under /var/tmp, not /tmp: the sandbox's /tmp is private, which would hide a
 // planted secret there whether or not reins hides it.
 import assert from "node:assert/strict";
+import { SendMessageRequest, type Task, TaskState } from "@a2a-js/sdk";
+import { officialClient } from "../serve/_server.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { reins, spawnReins } from "../support/reins.ts";
 
@@ -260,6 +262,53 @@ Deno.test({
       assert.match(result.stdout, /^unconfined\s+passed\s+1\/1/m);
       await assert.rejects(Deno.stat(`${s.data}/evil-setup`));
     } finally {
+      await Deno.remove(s.root, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "reins serve --confine: each task's agent runs confined",
+  ignore: !HAVE_BWRAP,
+  async fn() {
+    const s = await scratch();
+    const agent = `${s.work}/agent.sh`;
+    await Deno.writeTextFile(
+      agent,
+      `if ls ${s.data}/runs >/dev/null 2>&1; then echo "saw the data root"; else echo "no data root"; fi\n`,
+    );
+    const child = spawnReins(
+      ["serve", "--port", "0", "--confine", "--driver", "command", "--exec", `sh ${agent}`],
+      { home: s.data, cwd: s.work, env: { HOME: s.home }, allowRun: [...ALLOW_RUN, "sh"] },
+    );
+    try {
+      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let out = "";
+      while (!out.includes("\n")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        out += value;
+      }
+      reader.releaseLock();
+      const base = new URL("/", out.trim()).href;
+      const client = await officialClient(
+        base,
+        (await Deno.readTextFile(`${s.data}/serve.token`)).trim(),
+      );
+      const task = await client.sendMessage(
+        SendMessageRequest.fromJSON({
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "go" }] },
+        }),
+      ) as Task;
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(task));
+      const said = JSON.stringify(task);
+      assert.match(said, /no data root/);
+      assert.doesNotMatch(said, /saw the data root/);
+    } finally {
+      child.kill("SIGTERM");
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+      await child.stderr.cancel().catch(() => {});
       await Deno.remove(s.root, { recursive: true });
     }
   },
