@@ -313,3 +313,48 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "reins run --confine: the loop's run_command runs confined, and is offered without sh",
+  ignore: !HAVE_BWRAP,
+  async fn() {
+    const s = await scratch();
+    try {
+      const script = `${s.root}/script.json`;
+      const probe =
+        `cat ${s.home}/.ssh/id_rsa || echo no-key; ls ${s.data}/runs || echo no-runs; ` +
+        "touch made-here && echo wrote";
+      await Deno.writeTextFile(
+        script,
+        JSON.stringify([
+          { toolCalls: [{ id: "c1", name: "run_command", args: { command: probe } }] },
+          { text: "done" },
+        ]),
+      );
+      const result = await reins(
+        ["run", "--confine", "--model", `mock:${script}`, "--json", "go"],
+        // No sh on the run list: bubblewrap confines what run_command runs.
+        {
+          home: s.data,
+          cwd: s.work,
+          env: { HOME: s.home },
+          allowRun: ALLOW_RUN,
+          allowPaths: [s.root],
+        },
+      );
+      assert.equal(result.code, 0, result.stderr);
+      using store = openStore(s.data);
+      const events = store.readEvents(JSON.parse(result.stdout).runId).events;
+      const tool = events.find((event) => event.type === "tool.completed");
+      assert.ok(tool?.type === "tool.completed" && tool.payload.ok, JSON.stringify(tool));
+      const { stdout } = tool.payload.result as { stdout: string };
+      assert.match(stdout, /no-key/);
+      assert.match(stdout, /no-runs/);
+      assert.doesNotMatch(stdout, /PRIVATE KEY/);
+      assert.match(stdout, /wrote/);
+      assert.ok((await Deno.stat(`${s.work}/made-here`)).isFile);
+    } finally {
+      await Deno.remove(s.root, { recursive: true });
+    }
+  },
+});

@@ -120,6 +120,7 @@ async function runLoop(
       env: input.env,
       kill: input.kill,
       onProcess: input.onProcess,
+      confine: input.confine,
       ...options.tools,
     });
     const loop = new Loop(input, sink, signal, model, toolbox, options);

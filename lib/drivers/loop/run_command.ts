@@ -1,8 +1,10 @@
 // The `run_command` tool's process handling: `sh -c COMMAND` in the working directory, stdin
 // closed, a timeout, and output capped (the head and the tail kept) so a chatty command cannot
-// flood the model's context or our memory. It does not sandbox the command beyond its cwd.
+// flood the model's context or our memory. It confines the command only with --confine (bubblewrap,
+// lib/confine/); otherwise it runs with reins's rights, in the working directory.
 
-import { type AgentProcess, spawnGroupLeader } from "../../core/process_group.ts";
+import { type AgentProcess, signalGroup, spawnGroupLeader } from "../../core/process_group.ts";
+import type { Confinement } from "../../confine/mod.ts";
 
 export interface CommandOutcome {
   exitCode: number | null;
@@ -24,6 +26,8 @@ export interface RunCommandOptions {
   kill?: AbortSignal;
   /** Told once the command runs (the leader of a group of its own), to keep with the run. */
   onStarted?: (agent: AgentProcess) => void;
+  /** The turn's confinement (--confine): the command runs under bubblewrap. */
+  confine?: Confinement | null;
 }
 
 // After SIGTERM, how long a command has to exit before SIGKILL; and how long to keep reading
@@ -45,10 +49,17 @@ export async function runShellCommand(
   options: RunCommandOptions,
 ): Promise<CommandOutcome> {
   // A session (and process group) of its own, which the wrapper can signal as a whole.
-  const child = spawnGroupLeader("sh", {
+  const shell = {
+    program: "sh",
     args: ["-c", GROUP_WRAPPER, "reins-command", command],
     cwd: options.cwd,
-    env: options.env,
+    env: options.env ?? {},
+  };
+  const spawned = options.confine ? options.confine.wrap(shell) : shell;
+  const child = spawnGroupLeader(spawned.program, {
+    args: spawned.args,
+    cwd: spawned.cwd,
+    env: spawned.env,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -67,7 +78,10 @@ export async function runShellCommand(
   const stop = (graceMs: number) => {
     if (!termSent) {
       termSent = true;
-      trySignal(child, "SIGTERM");
+      // Confined, the leader is bubblewrap, which ignores SIGTERM (lib/confine/profile.ts): the
+      // wrapper inside, in the same group, hears it from the group's signal.
+      if (options.confine) void signalGroup(child.pid, "SIGTERM");
+      else trySignal(child, "SIGTERM");
     }
     if (Date.now() + graceMs >= killAtMs) return;
     killAtMs = Date.now() + graceMs;

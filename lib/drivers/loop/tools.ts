@@ -2,6 +2,7 @@
 // working directory. Every failure (bad arguments, a path outside, a missing file, a command
 // that exits non-zero) is an outcome the model reads; only a bug in reins throws from here.
 // Approval and recording are the loop's business, not the tools'.
+import type { Confinement } from "../../confine/mod.ts";
 import { z } from "zod";
 import { formatIssue, type ToolCall } from "../../store/contracts.ts";
 import { ConfinementError, confinePath } from "./confine.ts";
@@ -35,6 +36,11 @@ export interface ToolboxOptions {
    * built without REINS_ALLOW_RUN=sh does not; Deno cannot confine what `sh -c` runs).
    */
   shell?: boolean;
+  /**
+   * The turn's confinement (--confine): run_command runs under it, and is offered whatever the
+   * sandbox says of `sh`, as bubblewrap, not the sandbox, confines what it runs.
+   */
+  confine?: Confinement | null;
 }
 
 /** Whether this process may start `sh` (its sandbox lists it, or runs anything). */
@@ -57,11 +63,12 @@ class ToolFailure extends Error {
 interface ToolContext {
   root: string;
   signal: AbortSignal;
-  options: Required<Omit<ToolboxOptions, "env" | "kill" | "shell" | "onProcess">> & {
+  options: Required<Omit<ToolboxOptions, "env" | "kill" | "shell" | "onProcess" | "confine">> & {
     env: Record<string, string>;
   };
   kill: AbortSignal | undefined;
   onProcess: ((agent: AgentProcess) => void) | undefined;
+  confine: Confinement | null;
 }
 
 interface ToolDefinition<S extends z.ZodType> {
@@ -164,6 +171,7 @@ const TOOLS = {
           signal: context.signal,
           kill: context.kill,
           onStarted: context.onProcess,
+          confine: context.confine,
         });
       } catch (error) {
         throw new ToolFailure(`Cannot run the command: ${fsReason(error)}`);
@@ -201,8 +209,10 @@ const DEFAULTS = {
 /** The tools for one working directory (absolute; it must exist). */
 export async function createToolbox(cwd: string, options: ToolboxOptions = {}): Promise<Toolbox> {
   const root = await Deno.realPath(cwd);
-  const { env, kill, shell, onProcess, ...limits } = options;
-  const offered = TOOL_NAMES.filter((name) => name !== "run_command" || (shell ?? shellAllowed()));
+  const { env, kill, shell, onProcess, confine, ...limits } = options;
+  const offered = TOOL_NAMES.filter((name) =>
+    name !== "run_command" || (shell ?? (confine ? true : shellAllowed()))
+  );
   const settings = { ...DEFAULTS, ...withoutUndefined(limits), env: env ?? {} };
   const specs: ToolSpec[] = offered.map((name) => {
     const { $schema: _, ...parameters } = z.toJSONSchema(TOOLS[name].args, { io: "input" });
@@ -230,7 +240,14 @@ export async function createToolbox(cwd: string, options: ToolboxOptions = {}): 
       try {
         return {
           ok: true,
-          result: await tool.run(parsed.data, { root, signal, kill, onProcess, options: settings }),
+          result: await tool.run(parsed.data, {
+            root,
+            signal,
+            kill,
+            onProcess,
+            confine: confine ?? null,
+            options: settings,
+          }),
         };
       } catch (error) {
         if (error instanceof ToolFailure) {
