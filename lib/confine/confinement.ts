@@ -81,6 +81,7 @@ export async function openConfinement(
     hidden,
     binds,
     keepEnv: [...KEPT_ENV, ...HARNESS_ENV[setup.driver] ?? []],
+    inherited: wholeEnv(),
     network: { socketDir, gatewayPort: network.gatewayPort, proxyPort: network.proxyPort },
   };
   const stateEnv = state?.env ?? {};
@@ -125,4 +126,14 @@ async function existing(paths: string[]): Promise<ConfineFacts["hidden"]> {
     );
   }
   return found;
+}
+
+/** reins's whole environment, or null where this process may read only its own variables. */
+function wholeEnv(): Record<string, string> | null {
+  try {
+    return Deno.env.toObject();
+  } catch (error) {
+    if (error instanceof Deno.errors.NotCapable) return null;
+    throw error;
+  }
 }

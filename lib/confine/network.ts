@@ -66,8 +66,20 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     }
   })());
   const bridges: Deno.ChildProcess[] = [];
-  const bridge = (name: string, port: number) => {
+  const listeners: Deno.Listener[] = [listener];
+  // Where this process may listen on the socket itself (--allow-all: a program embedding reins,
+  // the tests, the bench), it pipes each connection to the port; the binary's sandbox cannot
+  // grant a socket made per turn (Deno asks for each exact path), and there socat does it.
+  const bridge = (name: string, port: number): string | null => {
     const path = `${options.socketDir}/${name}`;
+    try {
+      const unix = Deno.listen({ transport: "unix", path });
+      listeners.push(unix);
+      track(pipeEach(unix, port, open));
+      return null;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotCapable)) throw error;
+    }
     bridges.push(
       new Deno.Command("socat", {
         args: [`UNIX-LISTEN:${path},fork,umask=077`, `TCP:127.0.0.1:${port}`],
@@ -79,7 +91,7 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     return path;
   };
   const close = async () => {
-    closeQuietly(listener);
+    for (const each of listeners) closeQuietly(each);
     for (const conn of open) closeQuietly(conn);
     for (const child of bridges) {
       try {
@@ -94,7 +106,8 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
   try {
     const sockets = [bridge(PROXY_SOCKET, (listener.addr as Deno.NetAddr).port)];
     if (options.gatewayPort !== null) sockets.push(bridge(GATEWAY_SOCKET, options.gatewayPort));
-    await untilThere(sockets, bridges);
+    const made = sockets.filter((path): path is string => path !== null);
+    if (made.length > 0) await untilThere(made, bridges);
   } catch (error) {
     await close();
     throw error;
@@ -106,6 +119,36 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     proxyPort: gatewayPort === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT,
     close,
   };
+}
+
+/** Pipes each connection of `listener` to 127.0.0.1:`port` until the listener is closed. */
+async function pipeEach(listener: Deno.Listener, port: number, open: Set<Deno.Conn>) {
+  const jobs: Promise<void>[] = [];
+  try {
+    for await (const conn of listener) {
+      open.add(conn);
+      jobs.push((async () => {
+        try {
+          const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
+          open.add(upstream);
+          try {
+            await splice(conn, upstream);
+          } finally {
+            open.delete(upstream);
+            closeQuietly(upstream);
+          }
+        } catch {
+          // the port is gone: the agent's connection just ends
+        } finally {
+          open.delete(conn);
+          closeQuietly(conn);
+        }
+      })());
+    }
+  } catch {
+    // closed
+  }
+  await Promise.allSettled(jobs);
 }
 
 /** Waits until socat has made each socket (or throws when one of them has exited). */

@@ -37,18 +37,28 @@ export interface ConfineFacts {
   /** Variables of reins's environment the agent keeps (a trailing `*`: a prefix). */
   keepEnv: string[];
   /**
+   * reins's environment, where this process may read it whole (--allow-all): trimmed here, and the
+   * agent spawned with exactly what it keeps. null (the binary's sandbox lets reins read only its
+   * own variables): the sandbox trims it inside, before the agent starts.
+   */
+  inherited: Record<string, string> | null;
+  /**
    * The bridges out: the directory (outside) holding the sockets, and the loopback port each is
    * bridged to inside (null: none). Absent: the agent has no network but its own loopback.
    */
   network: { socketDir: string; gatewayPort: number | null; proxyPort: number | null } | null;
 }
 
-/** What to spawn instead: `env` is added to reins's environment (the sandbox trims it inside). */
+/**
+ * What to spawn instead. With `clearEnv`, `env` is the whole environment; without, it is added to
+ * reins's, which the sandbox trims inside.
+ */
 export interface ConfinedCommand {
   program: string;
   args: string[];
   cwd: string;
   env: Record<string, string>;
+  clearEnv: boolean;
 }
 
 /**
@@ -58,24 +68,30 @@ export interface ConfinedCommand {
  * them be until the agent is gone), waits until each listens, then becomes the agent.
  */
 export const INNER_SCRIPT = `set -f
-keep=$REINS_CONFINE_KEEP
-unset REINS_CONFINE_KEEP
-for name in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do
-  kept=
-  for pattern in $keep; do case $name in $pattern) kept=1; break;; esac; done
-  [ -n "$kept" ] || unset "$name" 2>/dev/null || true
-done
+if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
+  keep=$REINS_CONFINE_KEEP
+  unset REINS_CONFINE_KEEP
+  for name in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do
+    kept=
+    for pattern in $keep; do case $name in $pattern) kept=1; break;; esac; done
+    [ -n "$kept" ] || unset "$name" 2>/dev/null || true
+  done
+fi
 bridge() {
   setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$2" </dev/null >/dev/null 2>&1 &
+  # Until it listens: /proc/net/tcp read with the shell's builtins alone (no process per look).
   hex=$(printf '%04X' "$1")
   tries=0
-  until grep -q ": 0100007F:$hex 00000000:0000 0A" /proc/net/tcp; do
+  while :; do
+    while read -r line; do
+      case $line in *": 0100007F:$hex 00000000:0000 0A"*) return 0 ;; esac
+    done </proc/net/tcp
     tries=$((tries + 1))
-    if [ $tries -gt 500 ]; then
+    sleep 0.002
+    if [ $tries -gt 2500 ]; then
       echo "reins: the sandbox's bridge to 127.0.0.1:$1 did not start (is socat installed?)" >&2
       exit 125
     fi
-    sleep 0.01
   done
 }
 [ "$1" = 0 ] || bridge "$1" ${INSIDE.sockets}/${GATEWAY_SOCKET}
@@ -166,6 +182,18 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
     }
     env.NO_PROXY = env.no_proxy = "127.0.0.1,localhost";
   }
-  env.REINS_CONFINE_KEEP = [...new Set([...facts.keepEnv, ...Object.keys(env)])].join(" ");
-  return { program: "env", args, cwd: command.cwd, env };
+  if (facts.inherited === null) {
+    env.REINS_CONFINE_KEEP = [...new Set([...facts.keepEnv, ...Object.keys(env)])].join(" ");
+    return { program: "env", args, cwd: command.cwd, env, clearEnv: false };
+  }
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(facts.inherited)) {
+    if (facts.keepEnv.some((pattern) => matches(pattern, name))) kept[name] = value;
+  }
+  return { program: "env", args, cwd: command.cwd, env: { ...kept, ...env }, clearEnv: true };
+}
+
+/** A KEPT_ENV pattern: a name, or a prefix ending in `*`. */
+function matches(pattern: string, name: string): boolean {
+  return pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
 }

@@ -119,12 +119,13 @@ export class HarnessProcess {
     let child: Deno.ChildProcess;
     const command = spec.confine
       ? spec.confine.wrap({ program: spec.program, args: spec.args, cwd: spec.cwd, env: spec.env })
-      : spec;
+      : { ...spec, clearEnv: false };
     try {
       child = spawnGroupLeader(command.program, {
         args: command.args,
         cwd: command.cwd,
         env: command.env,
+        clearEnv: command.clearEnv,
         stdin: spec.stdin,
         stdout: "piped",
         stderr: "piped",

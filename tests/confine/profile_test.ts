@@ -15,6 +15,7 @@ const FACTS: ConfineFacts = {
     readOnly: false,
   }],
   keepEnv: ["PATH", "LC_*"],
+  inherited: null,
   network: { socketDir: "/srv/reins/tmp/net-1", gatewayPort: 4100, proxyPort: 3128 },
 };
 
@@ -98,4 +99,26 @@ Deno.test("isAllowed() matches host names exactly, and the port when one is give
   assert.equal(isAllowed(allowed, "pypi.org", 80), false);
   assert.equal(isAllowed(allowed, "evil.pypi.org", 443), false);
   assert.equal(isAllowed(allowed, "files.example", 8443), true);
+});
+
+Deno.test("confinedCommand() trims reins's environment itself when it may read it whole", () => {
+  const command = confinedCommand(
+    { program: "x", args: [], cwd: "/w", env: { REINS_PROMPT: "hi" } },
+    {
+      ...FACTS,
+      inherited: {
+        PATH: "/usr/bin",
+        LC_ALL: "C",
+        OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer secret",
+        HARNESS_PLATFORM_API_KEY: "platform-secret",
+      },
+    },
+  );
+  assert.equal(command.clearEnv, true);
+  assert.equal(command.env.REINS_CONFINE_KEEP, undefined);
+  assert.equal(command.env.PATH, "/usr/bin");
+  assert.equal(command.env.LC_ALL, "C");
+  assert.equal(command.env.REINS_PROMPT, "hi");
+  assert.equal(command.env.OTEL_EXPORTER_OTLP_HEADERS, undefined);
+  assert.equal(command.env.HARNESS_PLATFORM_API_KEY, undefined);
 });

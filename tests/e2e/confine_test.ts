@@ -134,11 +134,14 @@ echo "platform-env:\${HARNESS_PLATFORM_API_KEY:-none}"
         event.type === "network.connection" ? [event.payload] : []
       );
       const byHost = connections.map((c) => `${c.host}:${c.port}:${c.allowed}`).sort();
-      assert.deepEqual(byHost, [
-        `127.0.0.2:${allowed.port}:true`,
-        `127.0.0.2:${notTheGateway.port}:false`,
-        "example.com:80:false",
-      ]);
+      assert.deepEqual(
+        byHost,
+        [
+          `127.0.0.2:${allowed.port}:true`,
+          `127.0.0.2:${notTheGateway.port}:false`,
+          "example.com:80:false",
+        ].sort(),
+      );
       const reached = connections.find((c) => c.allowed)!;
       assert.ok(reached.bytesSent > 0 && reached.bytesReceived > 0, JSON.stringify(reached));
     } finally {

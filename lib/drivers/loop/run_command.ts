@@ -55,11 +55,12 @@ export async function runShellCommand(
     cwd: options.cwd,
     env: options.env ?? {},
   };
-  const spawned = options.confine ? options.confine.wrap(shell) : shell;
+  const spawned = options.confine ? options.confine.wrap(shell) : { ...shell, clearEnv: false };
   const child = spawnGroupLeader(spawned.program, {
     args: spawned.args,
     cwd: spawned.cwd,
     env: spawned.env,
+    clearEnv: spawned.clearEnv,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
