@@ -79,7 +79,7 @@ if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
 fi
 bridge() {
   setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$2" </dev/null >/dev/null 2>&1 &
-  # Until it listens: /proc/net/tcp read with the shell's builtins alone (no process per look).
+  # Until it listens: /proc/net/tcp read with the shell's builtins, a 2 ms sleep between looks.
   hex=$(printf '%04X' "$1")
   tries=0
   while :; do

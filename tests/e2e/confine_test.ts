@@ -43,27 +43,32 @@ function listen(hostname: string): { port: number; close(): Promise<void> } {
   return { port: server.addr.port, close: () => server.shutdown() };
 }
 
-Deno.test({
-  name: "reins run --confine: a command agent's every way out fails, and its recording is intact",
-  ignore: !HAVE_BWRAP,
-  async fn() {
-    const s = await scratch();
-    const notTheGateway = listen("127.0.0.1");
-    const allowed = listen("127.0.0.2");
-    try {
-      // Another context's turn first: its session is in the data root, which the agent lacks.
-      const other = await reins(
-        ["run", "--driver", "command", "--context", "other", "--exec", "true", "first"],
-        { home: s.data, cwd: s.work, env: { HOME: s.home }, allowRun: ["true"] },
-      );
-      assert.equal(other.code, 0, other.stderr);
-      const otherSession = `${s.data}/contexts/other/harness-session.json`;
-      assert.ok((await Deno.stat(otherSession)).isFile);
+// Under the binary's sandbox (the environment trimmed inside, socat making the sockets) and with
+// --allow-all (trimmed by reins, the sockets piped in-process): the same escapes fail either way.
+for (const allowAll of [false, true]) {
+  Deno.test({
+    name: `reins run --confine: a command agent's every way out fails, and its recording is intact${
+      allowAll ? " (--allow-all)" : ""
+    }`,
+    ignore: !HAVE_BWRAP,
+    async fn() {
+      const s = await scratch();
+      const notTheGateway = listen("127.0.0.1");
+      const allowed = listen("127.0.0.2");
+      try {
+        // Another context's turn first: its session is in the data root, which the agent lacks.
+        const other = await reins(
+          ["run", "--driver", "command", "--context", "other", "--exec", "true", "first"],
+          { home: s.data, cwd: s.work, env: { HOME: s.home }, allowRun: ["true"] },
+        );
+        assert.equal(other.code, 0, other.stderr);
+        const otherSession = `${s.data}/contexts/other/harness-session.json`;
+        assert.ok((await Deno.stat(otherSession)).isFile);
 
-      const probe = `${s.work}/probe.sh`;
-      await Deno.writeTextFile(
-        probe,
-        `try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name:yes"; else echo "$name:no"; fi; }
+        const probe = `${s.work}/probe.sh`;
+        await Deno.writeTextFile(
+          probe,
+          `try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name:yes"; else echo "$name:no"; fi; }
 while [ ! -s reins.pid ]; do sleep 0.05; done
 try read-ssh cat ${s.home}/.ssh/id_rsa
 try read-netrc grep -q hunter2 ${s.home}/.netrc
@@ -79,78 +84,80 @@ try write-cwd touch written
 try allowed-host curl -sf -m 3 http://127.0.0.2:${allowed.port}/
 echo "platform-env:\${HARNESS_PLATFORM_API_KEY:-none}"
 `,
-      );
-      const child = spawnReins(
-        [
-          "run",
-          "--driver",
-          "command",
-          "--confine",
-          "--allow-host",
-          `127.0.0.2:${allowed.port}`,
-          "--exec",
-          `sh ${probe}`,
-          "probe",
-        ],
-        {
-          home: s.data,
-          cwd: s.work,
-          env: { HOME: s.home, HARNESS_PLATFORM_API_KEY: "platform-secret" },
-          allowRun: ALLOW_RUN,
-          allowNet: ["127.0.0.2"],
-        },
-      );
-      await Deno.writeTextFile(`${s.work}/reins.pid`, `${child.pid}\n`);
-      const out = await child.output();
-      const stdout = new TextDecoder().decode(out.stdout);
-      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-      const said = Object.fromEntries(
-        stdout.split("\n").filter((line) => line.includes(":")).map((line) => line.split(":")),
-      );
-      assert.deepEqual(said, {
-        "read-ssh": "no",
-        "read-netrc": "no",
-        "write-data-root": "no",
-        "list-data-root": "no",
-        "read-other-context": "no",
-        "signal-reins": "no",
-        "loopback-direct": "no",
-        "loopback-proxy": "no",
-        "outside": "no",
-        "outside-proxy": "no",
-        "write-cwd": "yes",
-        "allowed-host": "yes",
-        "platform-env": "none",
-      });
-      await assert.rejects(Deno.stat(`${s.data}/evil`));
-      assert.ok((await Deno.stat(`${s.work}/written`)).isFile);
+        );
+        const child = spawnReins(
+          [
+            "run",
+            "--driver",
+            "command",
+            "--confine",
+            "--allow-host",
+            `127.0.0.2:${allowed.port}`,
+            "--exec",
+            `sh ${probe}`,
+            "probe",
+          ],
+          {
+            home: s.data,
+            cwd: s.work,
+            env: { HOME: s.home, HARNESS_PLATFORM_API_KEY: "platform-secret" },
+            allowRun: ALLOW_RUN,
+            allowNet: ["127.0.0.2"],
+            allowAll,
+          },
+        );
+        await Deno.writeTextFile(`${s.work}/reins.pid`, `${child.pid}\n`);
+        const out = await child.output();
+        const stdout = new TextDecoder().decode(out.stdout);
+        assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+        const said = Object.fromEntries(
+          stdout.split("\n").filter((line) => line.includes(":")).map((line) => line.split(":")),
+        );
+        assert.deepEqual(said, {
+          "read-ssh": "no",
+          "read-netrc": "no",
+          "write-data-root": "no",
+          "list-data-root": "no",
+          "read-other-context": "no",
+          "signal-reins": "no",
+          "loopback-direct": "no",
+          "loopback-proxy": "no",
+          "outside": "no",
+          "outside-proxy": "no",
+          "write-cwd": "yes",
+          "allowed-host": "yes",
+          "platform-env": "none",
+        });
+        await assert.rejects(Deno.stat(`${s.data}/evil`));
+        assert.ok((await Deno.stat(`${s.work}/written`)).isFile);
 
-      // The recording is whole, and says which connections were asked for.
-      using store = openStore(s.data);
-      const runs = store.listRuns().filter((run) => run.contextId !== "other");
-      assert.equal(runs.length, 1);
-      assert.equal(runs[0].status, "completed");
-      const connections = store.readEvents(runs[0].id).events.flatMap((event) =>
-        event.type === "network.connection" ? [event.payload] : []
-      );
-      const byHost = connections.map((c) => `${c.host}:${c.port}:${c.allowed}`).sort();
-      assert.deepEqual(
-        byHost,
-        [
-          `127.0.0.2:${allowed.port}:true`,
-          `127.0.0.2:${notTheGateway.port}:false`,
-          "example.com:80:false",
-        ].sort(),
-      );
-      const reached = connections.find((c) => c.allowed)!;
-      assert.ok(reached.bytesSent > 0 && reached.bytesReceived > 0, JSON.stringify(reached));
-    } finally {
-      await notTheGateway.close();
-      await allowed.close();
-      await Deno.remove(s.root, { recursive: true });
-    }
-  },
-});
+        // The recording is whole, and says which connections were asked for.
+        using store = openStore(s.data);
+        const runs = store.listRuns().filter((run) => run.contextId !== "other");
+        assert.equal(runs.length, 1);
+        assert.equal(runs[0].status, "completed");
+        const connections = store.readEvents(runs[0].id).events.flatMap((event) =>
+          event.type === "network.connection" ? [event.payload] : []
+        );
+        const byHost = connections.map((c) => `${c.host}:${c.port}:${c.allowed}`).sort();
+        assert.deepEqual(
+          byHost,
+          [
+            `127.0.0.2:${allowed.port}:true`,
+            `127.0.0.2:${notTheGateway.port}:false`,
+            "example.com:80:false",
+          ].sort(),
+        );
+        const reached = connections.find((c) => c.allowed)!;
+        assert.ok(reached.bytesSent > 0 && reached.bytesReceived > 0, JSON.stringify(reached));
+      } finally {
+        await notTheGateway.close();
+        await allowed.close();
+        await Deno.remove(s.root, { recursive: true });
+      }
+    },
+  });
+}
 
 Deno.test({
   name: "reins run --confine: SIGINT gives the confined agent its grace before SIGKILL",
