@@ -31,6 +31,8 @@ export interface ConfinementSetup {
   dataRoot: string;
   /** Your $HOME: where the secret stores and your harness credentials are. */
   userHome: string;
+  /** The variables that say where your harness config is (CODEX_HOME, XDG_CONFIG_HOME, …). */
+  vars: Record<string, string | undefined>;
   /** The driver whose state is bound in (none for command and loop). */
   driver: string;
   /** This context's (or run's) directory for the harness's state, under the data root. */
@@ -63,9 +65,14 @@ export async function openConfinement(
       await Deno.mkdir(source, { recursive: true, mode: 0o700 });
       binds.push({ source, target: dir, readOnly: false });
     }
-    for (const file of await existing(state.credentials.map(inHome))) {
-      if (file.kind !== "file") continue;
-      binds.push({ source: file.path, target: file.path.slice(home.length + 1), readOnly: true });
+    const carried = state.carried(setup.vars, home);
+    const found = new Set(
+      (await existing(Object.values(carried))).flatMap((file) =>
+        file.kind === "file" ? [file.path] : []
+      ),
+    );
+    for (const [target, source] of Object.entries(carried)) {
+      if (found.has(source)) binds.push({ source, target, readOnly: true });
     }
   }
   await Deno.mkdir(setup.socketParent, { recursive: true, mode: 0o700 });

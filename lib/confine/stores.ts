@@ -25,14 +25,18 @@ export const SECRET_STORES = [
 
 /**
  * A harness's state as it expects it under $HOME: `dirs` are bound read-write from the context's
- * own copy, `credentials` (under one of them) read-only from yours when you have them, and `env`
- * is what it is told so that it looks there.
+ * own copy, `carried` — your login and your settings for it, where you have them — read-only over
+ * the copy's, and `env` is what it is told so that it looks there (`~/` is the sandbox's home).
  */
 export interface HarnessState {
   dirs: string[];
-  credentials: string[];
+  /** Yours (found from your environment: `vars` are the variables that may move it), by target. */
+  carried(vars: Record<string, string | undefined>, home: string): Record<string, string>;
   env: Record<string, string>;
 }
+
+const under = (dir: string, names: string[], target: string) =>
+  Object.fromEntries(names.map((name) => [`${target}/${name}`, `${dir}/${name}`]));
 
 /** By driver name; a driver not here (command, loop) has no state of its own. */
 export const HARNESS_STATES: Record<string, HarnessState> = {
@@ -40,19 +44,50 @@ export const HARNESS_STATES: Record<string, HarnessState> = {
   // than beside it in $HOME, where a bind-mounted file could not be replaced by a rename.
   claude: {
     dirs: [".claude"],
-    credentials: [".claude/.credentials.json"],
+    carried: (vars, home) =>
+      under(
+        vars.CLAUDE_CONFIG_DIR || `${home}/.claude`,
+        [".credentials.json", "settings.json"],
+        ".claude",
+      ),
     env: { CLAUDE_CONFIG_DIR: "~/.claude" },
   },
-  codex: { dirs: [".codex"], credentials: [".codex/auth.json"], env: { CODEX_HOME: "~/.codex" } },
+  codex: {
+    dirs: [".codex"],
+    carried: (vars, home) =>
+      under(vars.CODEX_HOME || `${home}/.codex`, ["auth.json", "config.toml"], ".codex"),
+    env: { CODEX_HOME: "~/.codex" },
+  },
   gemini: {
     dirs: [".gemini"],
-    credentials: [".gemini/oauth_creds.json", ".gemini/google_accounts.json"],
+    carried: (_, home) =>
+      under(
+        `${home}/.gemini`,
+        ["settings.json", "oauth_creds.json", "google_accounts.json"],
+        ".gemini",
+      ),
     env: {},
   },
   opencode: {
     dirs: [".local/share/opencode", ".config/opencode", ".cache/opencode", ".local/state/opencode"],
-    credentials: [".local/share/opencode/auth.json"],
-    env: {},
+    carried: (vars, home) => ({
+      ...under(
+        `${vars.XDG_CONFIG_HOME || `${home}/.config`}/opencode`,
+        ["opencode.json", "opencode.jsonc"],
+        ".config/opencode",
+      ),
+      ...under(
+        `${vars.XDG_DATA_HOME || `${home}/.local/share`}/opencode`,
+        ["auth.json"],
+        ".local/share/opencode",
+      ),
+    }),
+    env: {
+      XDG_CONFIG_HOME: "~/.config",
+      XDG_DATA_HOME: "~/.local/share",
+      XDG_CACHE_HOME: "~/.cache",
+      XDG_STATE_HOME: "~/.local/state",
+    },
   },
 };
 

@@ -115,6 +115,7 @@ export async function openShellConfinement(
     {
       dataRoot: root.home,
       userHome: settings.harnessEnv.HOME ?? "/",
+      vars: settings.harnessEnv,
       driver: "command",
       stateDir: null,
       socketParent: root.layout.tmp(),

@@ -351,6 +351,7 @@ async function driveAndSettle(
       confined = await openConfinement(confine, {
         dataRoot: store.home,
         userHome: settings.harnessEnv.HOME ?? "/",
+        vars: settings.harnessEnv,
         driver: driver.name,
         stateDir: contextId === null
           ? layout.runHarnessState(runId, driver.name)

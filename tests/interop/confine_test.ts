@@ -3,13 +3,14 @@
 // each, while the working directory is writable and the model (through the gateway's bridge) is
 // reachable; the session resumes across two confined turns of one context.
 import assert from "node:assert/strict";
-import { text, toolCall } from "../fixtures/fake_model_server.ts";
+import { inOrder, text, toolCall } from "../fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../fixtures/fake_anthropic.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { reins, type ReinsOptions } from "../support/reins.ts";
 import { ensureCli, interopTest } from "./_install.ts";
 import { makeScratch } from "./_scratch.ts";
 import { withDeadline } from "./_suite.ts";
+import { codexSpec, geminiSpec, opencodeSpec } from "./_specs.ts";
 
 const installed = await ensureCli("claude");
 const HAVE_BWRAP = await new Deno.Command("bwrap", {
@@ -128,3 +129,50 @@ interopTest(
     });
   },
 );
+
+// The other harnesses: two confined turns of one context, the second resuming the first, and the
+// harness's state kept in the context's directory under the data root.
+for (const spec of [codexSpec, geminiSpec, opencodeSpec]) {
+  const cli = await ensureCli(spec.driver);
+  interopTest(
+    HAVE_BWRAP ? cli : { program: null, dir: null, skip: "bubblewrap is missing" },
+    `reins run --driver ${spec.driver} --confine twice on one context resumes (real ${spec.cli})`,
+    async (program) => {
+      await withDeadline(240, async () => {
+        await using server = spec.serve(inOrder(text("First answer."), text("Second answer.")));
+        await using scratch = await makeScratch(spec.driver, server.url);
+        await Deno.mkdir(scratch.reinsHome, { recursive: true });
+        await Deno.writeTextFile(
+          `${scratch.reinsHome}/config.json`,
+          JSON.stringify({
+            drivers: { [spec.driver]: { args: scratch.args, idleTimeoutSeconds: 90 } },
+          }),
+        );
+        const options: ReinsOptions = {
+          home: scratch.reinsHome,
+          cwd: scratch.cwd,
+          env: { ...scratch.env, [`REINS_${spec.driver.toUpperCase()}_BIN`]: program },
+          allowRun: [program, "bwrap", "env", "socat", "ls"],
+        };
+        const run = async (prompt: string) => {
+          const result = await reins(
+            ["run", "--driver", spec.driver, "--confine", "--context", "c", "--json", prompt],
+            options,
+          );
+          assert.equal(result.code, 0, result.stderr);
+          return JSON.parse(result.stdout) as { status: string; result: string; sessionId: string };
+        };
+        const first = await run("remember the word kiwi");
+        assert.deepEqual([first.status, first.result], ["completed", "First answer."]);
+        const second = await run("which word was it");
+        assert.deepEqual([second.status, second.result], ["completed", "Second answer."]);
+        assert.equal(second.sessionId, first.sessionId);
+        // The second turn's call carries the first turn's conversation: resumed, not started anew.
+        assert.match(JSON.stringify(server.modelCalls().at(-1)!.body), /First answer/);
+        using store = openStore(scratch.reinsHome);
+        const state = store.layout.harnessState("c", spec.driver);
+        assert.ok((await Deno.readDir(state)[Symbol.asyncIterator]().next()).done === false);
+      });
+    },
+  );
+}
