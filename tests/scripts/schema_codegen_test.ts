@@ -176,6 +176,7 @@ Deno.test("compileValidator() agrees with zod on settings (URLs, records, nested
     prices: {},
     snapshot: { maxBytes: 1024, maxEntries: 10 },
     gateway: { enabled: true },
+    confine: { enabled: false, allowHosts: [], hide: [] },
     harnessEnv: { ANTHROPIC_BASE_URL: "https://api.anthropic.com" },
     otel: { env: { OTEL_SERVICE_NAME: "x" }, file: {} },
   };
