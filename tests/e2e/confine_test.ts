@@ -188,6 +188,19 @@ while :; do sleep 0.1; done
         }
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
+      // The agent starts as any (the setsid trampoline, which, like env, execs the next): reins's
+      // child is bubblewrap itself, the leader of a session and group that holds the agent.
+      // (Its other children are socat, making the bridges' sockets outside.)
+      const children = childrenOf(child.pid).map(procStat);
+      const leaders = children.filter((p) => p.comm !== "socat");
+      assert.deepEqual(leaders.map((p) => p.comm), ["bwrap"], JSON.stringify(children));
+      const [stat] = leaders;
+      const outer = stat.pid;
+      assert.equal(stat.pgrp, outer);
+      assert.equal(stat.session, outer);
+      const inside = descendantsOf(outer).map(procStat);
+      assert.ok(inside.some((p) => p.comm === "sh"), JSON.stringify(inside));
+      for (const p of inside.filter((p) => p.comm === "sh")) assert.equal(p.pgrp, outer);
       child.kill("SIGINT");
       const out = await child.output();
       assert.equal(await Deno.readTextFile(`${s.work}/stopped`), "graceful\n");
@@ -368,3 +381,29 @@ Deno.test({
     }
   },
 });
+
+/** The children of `pid` (every thread's), from /proc. */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+    const text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`).trim();
+    if (text !== "") children.push(...text.split(" ").map(Number));
+  }
+  return children;
+}
+
+function descendantsOf(pid: number): number[] {
+  return childrenOf(pid).flatMap((child) => [child, ...descendantsOf(child)]);
+}
+
+/** The name, group and session of `pid` as seen from outside any pid namespace. */
+function procStat(pid: number): { pid: number; comm: string; pgrp: number; session: number } {
+  const text = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return {
+    pid,
+    comm: text.slice(text.indexOf("(") + 1, text.lastIndexOf(")")),
+    pgrp: Number(fields[2]),
+    session: Number(fields[3]),
+  };
+}

@@ -245,3 +245,33 @@ Deno.test("invocationSandbox() reads no variable but SANDBOX_ENV, the ones the l
   assert.deepEqual(others, []);
   assert.ok(read.has("REINS_ALLOW_RUN") && read.has("REINS_CONFIG"), [...read].join());
 });
+
+Deno.test("invocationSandbox() lists what confining needs with the trampoline: --confine, confine.enabled, doctor", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/data`);
+  await Deno.writeTextFile(
+    `${dir.path}/data/config.json`,
+    JSON.stringify({ confine: { enabled: true } }),
+  );
+  const confining = [
+    { args: ["run", "--home", `${dir.path}/none`, "--confine", "hi"] },
+    { args: ["run", "--home", `${dir.path}/data`, "hi"] },
+    { args: ["doctor", "--home", `${dir.path}/none`] },
+  ];
+  for (const { args } of confining) {
+    const { sandbox } = await invocationSandbox(args, { HOME: "/h" }, dir.path);
+    const run = flag(permissionFlags(sandbox), "run");
+    // bubblewrap is started through setsid (a session and group leader, no fork of reins) by env
+    // (which makes it ignore SIGINT and SIGTERM); socat and ls set the sandbox up.
+    for (const program of ["bwrap", "env", "socat", "ls", "/usr/bin/setsid"]) {
+      assert.ok(run.includes(program), `${args.join(" ")}: ${program} not in ${run.join(",")}`);
+    }
+  }
+  const { sandbox } = await invocationSandbox(
+    ["run", "--home", `${dir.path}/none`, "hi"],
+    { HOME: "/h" },
+    dir.path,
+  );
+  const run = flag(permissionFlags(sandbox), "run");
+  for (const program of ["bwrap", "env", "socat", "ls"]) assert.ok(!run.includes(program), program);
+});
