@@ -4,6 +4,7 @@
 import { compare, figure } from "./_lib.ts";
 import { sourceRunFlags } from "../permissions.ts";
 import type { EventInput } from "../../lib/store/contracts.ts";
+import { loopIteration } from "./_loop_events.ts";
 import { newId } from "../../lib/core/ids.ts";
 import { openStore } from "../../lib/store/store.ts";
 
@@ -54,46 +55,12 @@ async function quietly(program: string, args: string[], env: Record<string, stri
 
 /** One loop iteration's events, cycled to make a long run. */
 function loopEvents(i: number): EventInput[] {
-  const callId = `call_${i}`;
-  const at = new Date().toISOString();
-  return [
-    { type: "heartbeat", payload: { iteration: i } },
-    { type: "model.requested", payload: { historyLength: 2 + 2 * i, toolCount: 4 } },
-    {
-      type: "model.completed",
-      payload: {
-        text: "Let me look at the file.\nIt should be there.",
-        toolCalls: [{ id: callId, name: "read_file", args: { path: "src/main.ts" } }],
-        stopReason: "tool_use",
-        usage: { inputTokens: 1000 + i, outputTokens: 50 },
-        reasoning: null,
-      },
-    },
-    {
-      type: "usage.updated",
-      payload: {
-        inputTokens: (i + 1) * 1000,
-        outputTokens: (i + 1) * 50,
-        cacheReadTokens: 0,
-        cacheWriteTokens: 0,
-        reasoningTokens: 0,
-        costUsd: (i + 1) * 0.0012,
-        requests: i + 1,
-      },
-    },
-    { type: "tool.started", payload: { callId, tool: "read_file", args: { path: "src/main.ts" } } },
-    {
-      type: "tool.completed",
-      payload: {
-        callId,
-        tool: "read_file",
-        ok: true,
-        result: "export function main() {\n  return 42;\n}\n".repeat(4),
-        startedAt: at,
-        finishedAt: at,
-      },
-    },
-  ];
+  return loopIteration(i, {
+    at: new Date().toISOString(),
+    text: "Let me look at the file.\nIt should be there.",
+    result: "export function main() {\n  return 42;\n}\n".repeat(4),
+    namesTool: true,
+  });
 }
 
 /** A settled loop run of about `count` events, recorded through the store. */
