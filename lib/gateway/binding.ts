@@ -7,6 +7,7 @@ import type { BudgetLedger, BudgetWarning, Exhaustion } from "../core/mod.ts";
 import type { ProxySettings } from "../net/mod.ts";
 import type { CallUsage, DataRoot, EventInput } from "../store/mod.ts";
 import { RunBodies } from "./bodies.ts";
+import type { Recorder } from "./recorder.ts";
 import { inputExcludesCache, type Wire } from "./wires.ts";
 
 /** A model's price per million tokens (as the config file's `prices` give it). */
@@ -49,6 +50,8 @@ export interface BindOptions {
 /** What one call needs of its turn (lib/gateway/call.ts). */
 export interface CallContext {
   readonly bodies: RunBodies;
+  /** Reads the answers off the thread that passes them on (the process's, shared by its turns). */
+  readonly recorder: Recorder;
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   nextCallId(): string;
@@ -72,6 +75,7 @@ const DELTA_MAX_CHARS = 16 * 1024;
 export class GatewayBinding implements CallContext {
   readonly secret: string;
   readonly bodies: RunBodies;
+  readonly recorder: Recorder;
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   readonly routes: Readonly<Record<string, RouteTarget>>;
@@ -79,6 +83,8 @@ export class GatewayBinding implements CallContext {
   #calls = 0;
   #failedInARow = 0;
   #closed = false;
+  /** Closed and every call of it recorded: nothing more is emitted. */
+  #recorded = false;
   readonly #deltas = new Map<string, { text: string; timer: number | undefined }>();
   readonly #unpricedSaid = new Set<string>();
   /** The base URL a harness is pointed at: `http://127.0.0.1:PORT/SECRET`; routes go below. */
@@ -90,9 +96,11 @@ export class GatewayBinding implements CallContext {
     options: BindOptions,
     secret: string,
     origin: string,
+    recorder: Recorder,
     unbind: () => Promise<void>,
   ) {
     this.#options = options;
+    this.recorder = recorder;
     this.secret = secret;
     this.routes = options.routes;
     this.bodies = new RunBodies(options.root, options.runId);
@@ -165,7 +173,7 @@ export class GatewayBinding implements CallContext {
     if (pending === undefined) return;
     clearTimeout(pending.timer);
     this.#deltas.delete(callId);
-    if (this.#closed) return;
+    if (this.#recorded) return;
     this.emit({
       type: "message.delta",
       payload: { role: "assistant", text: pending.text, callId },
@@ -217,17 +225,22 @@ export class GatewayBinding implements CallContext {
   }
 
   /**
-   * Stops taking calls (the secret no longer works), records the streamed text still gathered, and
-   * resolves once every body is on disk.
+   * Stops taking calls (the secret no longer works), lets the calls in flight be recorded to
+   * their end (their text is read on another thread and may still be coming: recorder.ts), and
+   * resolves once every body is on disk; nothing of the turn is recorded after that.
    */
   async close(): Promise<void> {
     if (!this.#closed) {
-      for (const callId of [...this.#deltas.keys()]) this.flushDelta(callId);
       this.#closed = true;
       this.#unbound = this.#unbind();
     }
-    await this.bodies.flushed();
-    await this.#unbound;
+    try {
+      await this.bodies.flushed();
+      await this.#unbound;
+    } finally {
+      for (const callId of [...this.#deltas.keys()]) this.flushDelta(callId);
+      this.#recorded = true;
+    }
   }
 }
 

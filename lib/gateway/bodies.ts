@@ -4,21 +4,17 @@
 // run settles (`flushed()`). Known secrets are replaced in them, and nothing else is changed.
 import type { DataRoot, WireBody } from "../store/mod.ts";
 import { knownSecrets } from "../core/redact.ts";
-import { importLazily } from "../core/lazy_import.ts";
 import { joinPath } from "../core/paths.ts";
 import { syncDirectoryAsync } from "../core/atomic_write.ts";
 
-type CreateHash = typeof import("node:crypto").createHash;
-let createHash: CreateHash | null = null;
-
-/** Loads the hashing (node:crypto, ~19 ms of CPU) once, before the first body. */
-export async function loadBodyHashing(): Promise<void> {
-  createHash ??= (await importLazily<typeof import("node:crypto")>("node:crypto")).createHash;
-}
-
-function hasher() {
-  if (createHash === null) throw new Error("node:crypto is not loaded yet (loadBodyHashing)");
-  return createHash("sha256");
+/** SHA-256 of `bytes` as hex, by WebCrypto (off this thread; node:crypto is never loaded here). */
+async function sha256Of(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
+  let hex = "";
+  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
+  return hex;
 }
 
 const decoder = new TextDecoder();
@@ -52,10 +48,10 @@ export class RunBodies {
     this.#pending.add(tracked);
   }
 
-  /** A request's body: named now, written in the background. */
-  request(bytes: Uint8Array): WireBody {
+  /** A request's body: named once it is hashed, written in the background. */
+  async request(bytes: Uint8Array): Promise<WireBody> {
     const kept = redactedBytes(bytes);
-    const sha256 = hasher().update(kept).digest("hex");
+    const sha256 = await sha256Of(kept);
     if (!this.#written.has(sha256)) {
       this.#written.add(sha256);
       const path = this.#root.layout.wireBody(this.#runId, sha256);
@@ -84,12 +80,12 @@ export class RunBodies {
 
 /**
  * An answer being written: its pieces go to `.call-N.partial` in the run's wire/ directory (left
- * there, as evidence, should reins die mid-stream), renamed to its SHA-256 once it is whole.
+ * there, as evidence, should reins die mid-stream), renamed to its SHA-256 once it is whole (the
+ * recorder hashes it, off this thread: recorder.ts).
  */
 export class AnswerBody {
   readonly #root: DataRoot;
   readonly #runId: string;
-  readonly #hash = hasher();
   readonly #partial: string;
   readonly #claim: (sha: string) => boolean;
   #file: Deno.FsFile | null = null;
@@ -123,10 +119,11 @@ export class AnswerBody {
     return this.#pending;
   }
 
-  /** Adds a piece (written after the ones before it); returns once it is handed to the disk. */
-  write(piece: Uint8Array): Promise<void> {
-    const kept = redactedBytes(piece);
-    this.#hash.update(kept);
+  /**
+   * Adds a piece as it is kept (redactedBytes), written after the ones before it; returns once
+   * it is handed to the disk.
+   */
+  write(kept: Uint8Array): Promise<void> {
     this.#bytes += kept.length;
     this.#file ??= this.#root.createFile(this.#partial);
     const file = this.#file;
@@ -139,8 +136,11 @@ export class AnswerBody {
     return this.#writing;
   }
 
-  /** The body is whole (or cut off): it is synced and named; null when it was empty. */
-  finish(): Promise<WireBody | null> {
+  /**
+   * The body is whole (or cut off) and `sha256` is the hash of what was written: it is synced and
+   * named so; null when it was empty.
+   */
+  finish(sha256: string | null): Promise<WireBody | null> {
     this.#done ??= (async () => {
       try {
         await this.#writing;
@@ -149,7 +149,8 @@ export class AnswerBody {
         await file.sync();
         file.close();
         this.#file = null;
-        const sha256 = this.#hash.digest("hex");
+        // Not hashed (the recorder failed): the partial file stays, as after a crash.
+        if (sha256 === null) throw new Error(`it was not hashed (${this.#partial} kept as it is)`);
         const path = this.#root.layout.wireBody(this.#runId, sha256);
         if (this.#claim(sha256)) await Deno.rename(this.#partial, path);
         else await Deno.remove(this.#partial);

@@ -10,7 +10,7 @@ import { exhaustionReason } from "../core/budget.ts";
 import { rememberSecrets } from "../core/redact.ts";
 import { outboundFetch } from "../net/outbound.ts";
 import type { EventInput, PayloadOf, WireBody } from "../store/mod.ts";
-import type { AnswerBody } from "./bodies.ts";
+import { type AnswerBody, redactedBytes } from "./bodies.ts";
 import {
   credentialValues,
   downstreamHeaders,
@@ -21,15 +21,14 @@ import {
   upstreamHeaders,
 } from "./headers.ts";
 import { errorResponse, REFUSED_STATUS, UNREACHABLE_STATUS } from "./refusal.ts";
-import { SseReader } from "./sse.ts";
-import { generates, requestFacts, ResponseReader, wireOf } from "./wires.ts";
+import { generates, requestFacts, wireOf } from "./wires.ts";
 import type { CallContext } from "./binding.ts";
 
 /** An answer that is not a stream is read for its usage up to this size. */
 const JSON_ANSWER_LIMIT = 16 * 1024 * 1024;
 
 const decoder = new TextDecoder();
-/** How far the recording of an answer may fall behind passing it on before the stream waits. */
+/** How far the writing of an answer may fall behind passing it on before the stream waits. */
 const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
 
 type Completed = PayloadOf<"model.call.completed">;
@@ -93,7 +92,9 @@ export async function handleCall(
     ? new Uint8Array(0)
     : new Uint8Array(await request.arrayBuffer());
   const facts = requestFacts(wire, target.path, wire === "opaque" ? null : parseJson(bytes));
-  const started: PayloadOf<"model.call.started"> = {
+  // The body is hashed (its name) while the call goes on: `started` is recorded once it is.
+  const requestBody = bytes.length > 0 ? context.bodies.request(bytes) : Promise.resolve(null);
+  const startedOf = async (): Promise<PayloadOf<"model.call.started">> => ({
     callId,
     wire,
     generates: isGeneration,
@@ -103,8 +104,8 @@ export async function handleCall(
     model: facts.model,
     stream: facts.stream,
     headers: recordedRequestHeaders(request.headers),
-    body: bytes.length > 0 ? context.bodies.request(bytes) : null,
-  };
+    body: await requestBody,
+  });
   const completed = (fields: CompletedFields): EventInput => ({
     type: "model.call.completed",
     payload: { callId, ...fields, durationMs: elapsed(arrivedMs) },
@@ -114,7 +115,7 @@ export async function handleCall(
     const refusal = context.ledger.refusal();
     if (refusal !== null) {
       const reason = exhaustionReason(refusal);
-      context.emit({ type: "model.call.started", payload: started });
+      context.emit({ type: "model.call.started", payload: await startedOf() });
       context.emit(completed({
         outcome: "refused",
         status: REFUSED_STATUS,
@@ -135,8 +136,11 @@ export async function handleCall(
       );
     }
   }
-  context.emit({ type: "model.call.started", payload: started });
-  if (isGeneration) context.budgetWarnings(context.ledger.startCall());
+  const warnings = isGeneration ? context.ledger.startCall() : [];
+  const announced = startedOf().then((started) => {
+    context.emit({ type: "model.call.started", payload: started });
+    context.budgetWarnings(warnings);
+  });
 
   const url = upstreamUrl(target.upstream, target.path, target.search);
   let upstream: Response;
@@ -155,6 +159,7 @@ export async function handleCall(
     const message = away
       ? "the harness went away before the model server answered"
       : `reins's model gateway cannot reach ${url.host}: ${whyUnreachable(error)}`;
+    await announced;
     context.emit(completed({
       outcome: away ? "aborted" : "failed",
       status: away ? null : UNREACHABLE_STATUS,
@@ -172,18 +177,19 @@ export async function handleCall(
     return errorResponse(wire, UNREACHABLE_STATUS, message);
   }
   const headMs = elapsed(arrivedMs);
+  await announced;
   // fetch decodes a compressed body itself (the gateway asks for none; a server may still send it).
   const decoded = upstream.headers.has("content-encoding") &&
     !/^identity$/i.test(upstream.headers.get("content-encoding") ?? "");
   const recordedHeaders = recordedResponseHeaders(upstream.headers);
   if (decoded) delete recordedHeaders["content-encoding"];
-  const reader = new ResponseReader(wire, (piece) => context.delta(callId, piece));
   const contentType = upstream.headers.get("content-type") ?? "";
-  const sse = /text\/event-stream/i.test(contentType)
-    ? new SseReader((name, data) => reader.eventText(name, data))
-    : null;
-  const jsonParts: Uint8Array[] | null = sse === null && /json/i.test(contentType) ? [] : null;
-  let jsonBytes = 0;
+  // Read by the recorder (another thread): the text as it streams, the facts at the end.
+  const recording = context.recorder.begin(
+    wire,
+    /text\/event-stream/i.test(contentType) ? "sse" : /json/i.test(contentType) ? "json" : "none",
+    { jsonLimit: JSON_ANSWER_LIMIT, text: (piece) => context.delta(callId, piece) },
+  );
   const answer: AnswerBody = context.bodies.answer(callId);
   const chunks: number[][] = [];
   let firstByteMs: number | null = null;
@@ -192,26 +198,19 @@ export async function handleCall(
   const settle = async (outcome: "ok" | "error" | "failed" | "aborted", error?: string) => {
     if (settled) return;
     settled = true;
-    if (sse !== null) sse.end();
-    if (jsonParts !== null && jsonParts.length > 0) {
-      const all = new Uint8Array(jsonBytes);
-      let at = 0;
-      for (const part of jsonParts) {
-        all.set(part, at);
-        at += part.length;
-      }
-      reader.json(parseJson(all));
-    }
+    recording.end();
+    const recorded = await recording.finished;
+    if (recorded.error !== undefined) context.warn(`the answer to ${callId}: ${recorded.error}`);
     context.flushDelta(callId);
     let body: WireBody | null = null;
     try {
-      body = await answer.finish();
+      body = await answer.finish(recorded.sha256);
     } catch (thrown) {
       context.warn(`the answer to ${callId} could not be kept: ${describeError(thrown)}`);
     }
-    const { id, model, stopReason, usage } = reader.facts;
+    const { id, model, stopReason, usage } = recorded.facts;
     const priced = context.price(model ?? facts.model, usage, wire);
-    const failure = error ?? reader.facts.error ?? undefined;
+    const failure = error ?? recorded.facts.error ?? undefined;
     context.emit(completed({
       outcome,
       status: upstream.status,
@@ -272,16 +271,16 @@ export async function handleCall(
       const atMs = elapsed(arrivedMs);
       firstByteMs ??= atMs;
       chunks.push([piece.length, atMs]);
-      if (sse !== null) sse.push(piece);
-      else if (jsonParts !== null && jsonBytes + piece.length <= JSON_ANSWER_LIMIT) {
-        jsonParts.push(piece);
-        jsonBytes += piece.length;
-      }
-      // The disk is waited for only when it falls behind: the stream is not held for each write.
-      const written = answer.write(piece).catch((error) => {
+      const kept = redactedBytes(piece);
+      recording.piece(piece, kept);
+      // The disk and the recorder are waited for only when they fall behind: the stream is not
+      // held for each piece.
+      const written = answer.write(kept).catch((error) => {
         context.warn(`the answer to ${callId} could not be kept: ${describeError(error)}`);
       });
       if (answer.pendingBytes > WRITE_AHEAD_BYTES) await written;
+      const behind = recording.tooFarBehind();
+      if (behind !== null) await behind;
     },
     async cancel(reason) {
       await source.cancel(reason).catch(() => {});

@@ -4,8 +4,8 @@
 // route's upstream + `/rest…`. An unknown secret or route is a 404 and nothing is recorded, so
 // another local user can neither spend through it nor add to a recording.
 import { type BindOptions, GatewayBinding } from "./binding.ts";
-import { loadBodyHashing } from "./bodies.ts";
 import { handleCall } from "./call.ts";
+import { Recorder } from "./recorder.ts";
 
 /** A secret of 32 random bytes, base64url: what binds a request to its turn. */
 function newSecret(): string {
@@ -22,6 +22,9 @@ function notFound(): Response {
 export class GatewayServer {
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #bindings = new Map<string, GatewayBinding>();
+  // Started with the server, while the harness starts up (a Worker and node:crypto, ~30 ms of
+  // CPU on a thread of its own); its first answer waits for it, passing that answer on does not.
+  readonly #recorder = new Recorder();
   readonly origin: string;
 
   private constructor() {
@@ -42,7 +45,7 @@ export class GatewayServer {
 
   bind(options: BindOptions, onUnbound: () => Promise<void>): GatewayBinding {
     const secret = newSecret();
-    const binding = new GatewayBinding(options, secret, this.origin, () => {
+    const binding = new GatewayBinding(options, secret, this.origin, this.#recorder, () => {
       this.#bindings.delete(secret);
       return onUnbound();
     });
@@ -65,35 +68,31 @@ export class GatewayServer {
     // request.signal, which Deno also aborts once an answer was delivered.)
     const gone = new AbortController();
     info.completed.catch(() => gone.abort(new DOMException("the harness went away", "AbortError")));
-    return hashingLoaded().then(() =>
-      handleCall(binding, request, gone.signal, {
-        route,
-        upstream,
-        path: routeEnd < 0 ? "" : path.slice(routeEnd),
-        search: url.search,
-      })
-    );
+    return handleCall(binding, request, gone.signal, {
+      route,
+      upstream,
+      path: routeEnd < 0 ? "" : path.slice(routeEnd),
+      search: url.search,
+    });
   }
 
-  /** Stops listening; calls still being answered are given `graceMs` to finish. */
+  /**
+   * Stops listening; calls still being answered, and the answers still being read, are given
+   * `graceMs` to finish.
+   */
   async shutdown(graceMs = 2_000): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<void>((resolve) => timer = setTimeout(resolve, graceMs));
     try {
-      await Promise.race([this.#server.shutdown(), late]);
+      await Promise.race([this.#server.shutdown().then(() => this.#recorder.idle()), late]);
     } finally {
       clearTimeout(timer);
+      this.#recorder.terminate();
     }
   }
 }
 
 let shared: GatewayServer | null = null;
-let hashing: Promise<void> | null = null;
-
-/** Resolves once the bodies can be hashed (see bindTurn). */
-export function hashingLoaded(): Promise<void> {
-  return hashing ??= loadBodyHashing();
-}
 let users = 0;
 let stopping: Promise<void> = Promise.resolve();
 
@@ -102,8 +101,6 @@ let stopping: Promise<void> = Promise.resolve();
  * recorded into, and counted against, what `options` gives. Close the binding when the turn ends.
  */
 export async function bindTurn(options: BindOptions): Promise<GatewayBinding> {
-  // node:crypto (~19 ms of CPU) loads while the harness starts up; a call waits for it.
-  hashing ??= loadBodyHashing();
   // A server shutting down is let go before a new one starts.
   if (shared === null) await stopping;
   shared ??= GatewayServer.start();

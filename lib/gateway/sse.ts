@@ -12,6 +12,7 @@ export class SseReader {
   #partial = "";
   #name: string | null = null;
   #data: string[] = [];
+  #lastName = "";
 
   constructor(handle: SseHandler) {
     this.#handle = handle;
@@ -19,29 +20,39 @@ export class SseReader {
 
   push(bytes: Uint8Array): void {
     const text = this.#partial + this.#decoder.decode(bytes, { stream: true });
-    // Whole events at a time (most are one `data:` line): split natively at their blank lines,
-    // the rest read line by line. A stream in CRLF is read line by line throughout.
+    // Whole events at a time (most are one `data:` line, after an `event:` line or not): found by
+    // their blank lines with indexOf and handed on as slices of the chunk's text, the rest read
+    // line by line. A stream in CRLF is read line by line throughout.
     if (text.includes("\r")) return this.#lines(text);
-    const last = text.lastIndexOf("\n\n");
-    if (last < 0) return this.#lines(text);
-    const blocks = text.slice(0, last).split("\n\n");
-    this.#partial = text.slice(last + 2);
-    for (let i = 0; i < blocks.length; i++) {
-      const block = blocks[i];
-      // The line in progress before the first block belongs to it.
-      if (i === 0 && (this.#data.length > 0 || this.#name !== null)) {
-        this.#lines(`${block}\n\n`, true);
-        continue;
-      }
-      if (block.startsWith("data: ") && !block.includes("\n", 6)) {
-        this.#handle(null, block.slice(6));
-      } else if (block.startsWith("event: ")) {
-        const nl = block.indexOf("\n");
-        if (nl > 0 && block.startsWith("data: ", nl + 1) && !block.includes("\n", nl + 7)) {
-          this.#handle(block.slice(7, nl), block.slice(nl + 7));
-        } else this.#lines(`${block}\n\n`, true);
-      } else this.#lines(`${block}\n\n`, true);
+    let from = 0;
+    // An event begun in an earlier chunk (its lines read already) ends at the first blank line.
+    if (this.#data.length > 0 || this.#name !== null) {
+      const end = text.indexOf("\n\n");
+      if (end < 0) return this.#lines(text);
+      this.#lines(text.slice(0, end + 2), true);
+      from = end + 2;
     }
+    for (;;) {
+      const end = text.indexOf("\n\n", from);
+      if (end < 0) break;
+      if (text.startsWith("data: ", from) && text.indexOf("\n", from + 6) === end) {
+        this.#handle(null, text.slice(from + 6, end));
+      } else if (text.startsWith("event: ", from)) {
+        const nl = text.indexOf("\n", from + 7);
+        if (nl < end && text.startsWith("data: ", nl + 1) && text.indexOf("\n", nl + 7) === end) {
+          this.#handle(this.#nameAt(text, from + 7, nl), text.slice(nl + 7, end));
+        } else this.#lines(text.slice(from, end + 2), true);
+      } else this.#lines(text.slice(from, end + 2), true);
+      from = end + 2;
+    }
+    this.#partial = from === 0 ? text : text.slice(from);
+  }
+
+  /** The event name at `start`…`end` of `text`: the last one again when it repeats (no copy). */
+  #nameAt(text: string, start: number, end: number): string {
+    const last = this.#lastName;
+    if (last.length === end - start && text.startsWith(last, start)) return last;
+    return this.#lastName = text.slice(start, end);
   }
 
   /** Reads `text` line by line (the partial line kept, unless `whole`). */

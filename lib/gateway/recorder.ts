@@ -1,0 +1,162 @@
+// The gateway's side of its recorder (recorder_worker.ts, one Worker per process while any turn
+// is bound): an answer's pieces are handed to it as they are passed on, and what it reads comes
+// back — the streamed text as it goes, the answer's SHA-256 and facts at its end. Passing an answer
+// on never waits for it unless it falls `WINDOW_BYTES` behind, which bounds the memory an answer
+// takes however long it is. A recorder that fails ends every answer it held with nothing read.
+import { describeError } from "../core/errors.ts";
+import { workerUrl } from "../core/lazy_import.ts";
+import type { FromRecorder, ToRecorder } from "./recorder_worker.ts";
+import type { ResponseFacts, Wire } from "./wires.ts";
+
+/** How far the reading of an answer may fall behind passing it on before the stream waits. */
+export const WINDOW_BYTES = 4 * 1024 * 1024;
+
+/** What the recorder made of a whole answer (null sha256: it failed, nothing was read). */
+export interface RecordedAnswer {
+  sha256: string | null;
+  bytes: number;
+  facts: ResponseFacts;
+  error?: string;
+}
+
+const NO_FACTS = (): ResponseFacts => ({
+  id: null,
+  model: null,
+  stopReason: null,
+  usage: null,
+  error: null,
+});
+
+interface Pending {
+  text(piece: string): void;
+  /** Bytes handed over and not yet read. */
+  behind: number;
+  sent: number;
+  caughtUp: (() => void) | null;
+  done(answer: RecordedAnswer): void;
+}
+
+export class Recorder {
+  readonly #worker: Worker;
+  readonly #answers = new Map<number, Pending>();
+  #next = 0;
+  #failure: string | null = null;
+  #idle: (() => void) | null = null;
+
+  constructor() {
+    this.#worker = new Worker(workerUrl("gateway/recorder_worker.ts"), { type: "module" });
+    this.#worker.onmessage = (event: MessageEvent<FromRecorder>) => this.#heard(event.data);
+    this.#worker.onerror = (event: ErrorEvent) => {
+      event.preventDefault();
+      this.#fail(`the gateway's recorder failed: ${event.message}`);
+    };
+    this.#worker.onmessageerror = () => this.#fail("the gateway's recorder sent what cannot be read");
+  }
+
+  #heard(message: FromRecorder): void {
+    const pending = this.#answers.get(message.id);
+    if (pending === undefined) return;
+    if (message.kind === "read") {
+      if (message.text !== "") pending.text(message.text);
+      pending.behind = pending.sent - message.bytes;
+      if (pending.behind <= WINDOW_BYTES / 2) this.#release(pending);
+      return;
+    }
+    this.#answers.delete(message.id);
+    this.#release(pending);
+    pending.done({ sha256: message.sha256, bytes: message.bytes, facts: message.facts });
+    if (this.#answers.size === 0) this.#idle?.();
+  }
+
+  #release(pending: Pending): void {
+    const caughtUp = pending.caughtUp;
+    pending.caughtUp = null;
+    caughtUp?.();
+  }
+
+  #fail(why: string): void {
+    this.#failure ??= why;
+    for (const pending of this.#answers.values()) {
+      this.#release(pending);
+      pending.done({ sha256: null, bytes: 0, facts: NO_FACTS(), error: why });
+    }
+    this.#answers.clear();
+    this.#idle?.();
+  }
+
+  #post(message: ToRecorder, transfer: Transferable[] = []): void {
+    try {
+      this.#worker.postMessage(message, transfer);
+    } catch (error) {
+      this.#fail(`the gateway's recorder cannot be reached: ${describeError(error)}`);
+    }
+  }
+
+  /**
+   * Begins reading an answer of `wire`; `text` receives its streamed text as it is read. The
+   * answer's pieces go to the returned recording, which resolves `finished` at its end.
+   */
+  begin(
+    wire: Wire,
+    format: "sse" | "json" | "none",
+    options: { jsonLimit: number; text(piece: string): void },
+  ): AnswerRecording {
+    const id = ++this.#next;
+    let done!: (answer: RecordedAnswer) => void;
+    const finished = new Promise<RecordedAnswer>((resolve) => done = resolve);
+    if (this.#failure !== null) {
+      done({ sha256: null, bytes: 0, facts: NO_FACTS(), error: this.#failure });
+      return new AnswerRecording(() => {}, () => null, () => {}, finished);
+    }
+    const pending: Pending = { text: options.text, behind: 0, sent: 0, caughtUp: null, done };
+    this.#answers.set(id, pending);
+    this.#post({ kind: "begin", id, wire, format, jsonLimit: options.jsonLimit });
+    return new AnswerRecording(
+      (bytes, kept) => {
+        if (!this.#answers.has(id)) return;
+        pending.sent += bytes.length;
+        pending.behind += bytes.length;
+        // A copy goes over: the piece itself is the harness's (and the file's) to use.
+        const copy = bytes.slice();
+        const keptCopy = kept === bytes ? undefined : kept.slice();
+        this.#post(
+          { kind: "piece", id, bytes: copy, ...(keptCopy ? { kept: keptCopy } : {}) },
+          keptCopy ? [copy.buffer, keptCopy.buffer] : [copy.buffer],
+        );
+      },
+      () => {
+        if (pending.behind <= WINDOW_BYTES || !this.#answers.has(id)) return null;
+        return new Promise<void>((resolve) => pending.caughtUp = resolve);
+      },
+      () => {
+        if (this.#answers.has(id)) this.#post({ kind: "end", id });
+      },
+      finished,
+    );
+  }
+
+  /** Resolves once no answer is being read. */
+  idle(): Promise<void> {
+    if (this.#answers.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle = resolve);
+  }
+
+  /** Stops the worker; answers not yet whole end with nothing read. */
+  terminate(): void {
+    this.#fail("the gateway's recorder was stopped");
+    this.#worker.terminate();
+  }
+}
+
+/** One answer being recorded. */
+export class AnswerRecording {
+  constructor(
+    /** Hands over a piece as passed on, and as kept (the same bytes unless redacted). */
+    readonly piece: (bytes: Uint8Array, kept: Uint8Array) => void,
+    /** A promise to wait for when the reading is too far behind, else null. */
+    readonly tooFarBehind: () => Promise<void> | null,
+    /** The answer is whole (or cut off). */
+    readonly end: () => void,
+    readonly finished: Promise<RecordedAnswer>,
+  ) {}
+}
