@@ -124,6 +124,11 @@ export class Redactor {
     return this.#secrets.size;
   }
 
+  /** The secret values it knows (for another thread's Redactor: lib/gateway/recorder.ts). */
+  values(): string[] {
+    return [...this.#secrets];
+  }
+
   add(...secrets: (string | null | undefined)[]): this {
     let changed = false;
     for (const secret of secrets) {

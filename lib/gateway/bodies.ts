@@ -1,10 +1,11 @@
 // The bodies of a run's model calls, kept out of the event log: each request and each answer is a
 // file under the run's `wire/` directory named by its SHA-256 (so a request sent twice is kept
-// once), written as it passes, never held whole in memory for an answer, and durable before the
-// run settles (`flushed()`). Known secrets are replaced in them, and nothing else is changed.
+// once), an answer written as it passes (by the recorder: recorder.ts), never held whole in
+// memory, and durable before the run settles (`flushed()`). Known secrets are replaced in them, and nothing else is changed.
 import type { DataRoot, WireBody } from "../store/mod.ts";
-import { knownSecrets } from "../core/redact.ts";
-import { joinPath } from "../core/paths.ts";
+import type { RecordedAnswer } from "./recorder.ts";
+import { knownSecrets, type Redactor } from "../core/redact.ts";
+import { joinPath, resolvePath } from "../core/paths.ts";
 import { syncDirectoryAsync } from "../core/atomic_write.ts";
 
 /** SHA-256 of `bytes` as hex, by WebCrypto (off this thread; node:crypto is never loaded here). */
@@ -20,12 +21,15 @@ async function sha256Of(bytes: Uint8Array): Promise<string> {
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-/** `bytes` with every known secret replaced, when it holds one (text only; the same bytes else). */
-export function redactedBytes(bytes: Uint8Array): Uint8Array {
-  if (knownSecrets.size === 0 || bytes.length === 0) return bytes;
+/**
+ * `bytes` with every secret `secrets` knows replaced, when it holds one (text only; the same bytes
+ * else).
+ */
+export function redactedBytes(bytes: Uint8Array, secrets: Redactor = knownSecrets): Uint8Array {
+  if (secrets.size === 0 || bytes.length === 0) return bytes;
   const text = decoder.decode(bytes);
-  if (!knownSecrets.holdsSecret(text)) return bytes;
-  return encoder.encode(knownSecrets.exact(text));
+  if (!secrets.holdsSecret(text)) return bytes;
+  return encoder.encode(secrets.exact(text));
 }
 
 /** One run's bodies. */
@@ -79,19 +83,16 @@ export class RunBodies {
 }
 
 /**
- * An answer being written: its pieces go to `.call-N.partial` in the run's wire/ directory (left
- * there, as evidence, should reins die mid-stream), renamed to its SHA-256 once it is whole (the
- * recorder hashes it, off this thread: recorder.ts).
+ * An answer being written: the recorder (recorder.ts, on a thread of its own) writes its pieces to
+ * `.call-N.partial` in the run's wire/ directory (left there, as evidence, should reins die
+ * mid-stream) and hashes them; once it is whole the file is renamed to its SHA-256 here.
  */
 export class AnswerBody {
   readonly #root: DataRoot;
   readonly #runId: string;
-  readonly #partial: string;
   readonly #claim: (sha: string) => boolean;
-  #file: Deno.FsFile | null = null;
-  #writing: Promise<void> = Promise.resolve();
-  #bytes = 0;
-  #pending = 0;
+  /** The partial file's absolute path, in the run's wire/ directory (made private here). */
+  readonly path: string;
   #done: Promise<WireBody | null> | null = null;
   readonly #finished: { resolve: (body: WireBody | null) => void } = { resolve: () => {} };
 
@@ -105,61 +106,29 @@ export class AnswerBody {
     this.#root = root;
     this.#runId = runId;
     this.#claim = claim;
-    this.#partial = joinPath(root.layout.wire(runId), `.${callId}.partial`);
+    const dir = root.layout.wire(runId);
+    root.ensureDir(dir);
+    this.path = resolvePath(joinPath(dir, `.${callId}.partial`), root.home);
     const done = new Promise<WireBody | null>((resolve) => this.#finished.resolve = resolve);
     track(done.then(() => {}));
   }
 
-  get bytes(): number {
-    return this.#bytes;
-  }
-
-  /** Bytes handed to write() and not yet on their way to the disk. */
-  get pendingBytes(): number {
-    return this.#pending;
-  }
-
   /**
-   * Adds a piece as it is kept (redactedBytes), written after the ones before it; returns once
-   * it is handed to the disk.
+   * The body is whole (or cut off) and written as `recorded` says: it is named by its SHA-256;
+   * null when it was empty. Rejects, leaving the partial file as it is, when it was not written
+   * or hashed whole.
    */
-  write(kept: Uint8Array): Promise<void> {
-    this.#bytes += kept.length;
-    this.#file ??= this.#root.createFile(this.#partial);
-    const file = this.#file;
-    this.#pending += kept.length;
-    this.#writing = this.#writing.then(async () => {
-      let written = 0;
-      while (written < kept.length) written += await file.write(kept.subarray(written));
-      this.#pending -= kept.length;
-    });
-    return this.#writing;
-  }
-
-  /**
-   * The body is whole (or cut off) and `sha256` is the hash of what was written: it is synced and
-   * named so; null when it was empty.
-   */
-  finish(sha256: string | null): Promise<WireBody | null> {
+  finish(recorded: RecordedAnswer): Promise<WireBody | null> {
     this.#done ??= (async () => {
-      try {
-        await this.#writing;
-        const file = this.#file;
-        if (file === null) return null;
-        await file.sync();
-        file.close();
-        this.#file = null;
-        // Not hashed (the recorder failed): the partial file stays, as after a crash.
-        if (sha256 === null) throw new Error(`it was not hashed (${this.#partial} kept as it is)`);
-        const path = this.#root.layout.wireBody(this.#runId, sha256);
-        if (this.#claim(sha256)) await Deno.rename(this.#partial, path);
-        else await Deno.remove(this.#partial);
-        return { sha256, bytes: this.#bytes };
-      } finally {
-        try {
-          this.#file?.close();
-        } catch { /* closed */ }
+      const { sha256, bytes, error } = recorded;
+      if (error !== undefined || sha256 === null) {
+        throw new Error(error ?? `it was not hashed (${this.path} kept as it is)`);
       }
+      if (bytes === 0) return null;
+      const path = this.#root.layout.wireBody(this.#runId, sha256);
+      if (this.#claim(sha256)) await Deno.rename(this.path, path);
+      else await Deno.remove(this.path);
+      return { sha256, bytes };
     })();
     this.#done.then(this.#finished.resolve, () => this.#finished.resolve(null));
     return this.#done;

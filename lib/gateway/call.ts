@@ -10,7 +10,7 @@ import { exhaustionReason } from "../core/budget.ts";
 import { rememberSecrets } from "../core/redact.ts";
 import { outboundFetch } from "../net/outbound.ts";
 import type { EventInput, PayloadOf, WireBody } from "../store/mod.ts";
-import { type AnswerBody, redactedBytes } from "./bodies.ts";
+import type { AnswerBody } from "./bodies.ts";
 import {
   credentialValues,
   downstreamHeaders,
@@ -28,8 +28,6 @@ import type { CallContext } from "./binding.ts";
 const JSON_ANSWER_LIMIT = 16 * 1024 * 1024;
 
 const decoder = new TextDecoder();
-/** How far the writing of an answer may fall behind passing it on before the stream waits. */
-const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
 
 type Completed = PayloadOf<"model.call.completed">;
 /** What a call's end records besides its id and duration. */
@@ -184,13 +182,18 @@ export async function handleCall(
   const recordedHeaders = recordedResponseHeaders(upstream.headers);
   if (decoded) delete recordedHeaders["content-encoding"];
   const contentType = upstream.headers.get("content-type") ?? "";
-  // Read by the recorder (another thread): the text as it streams, the facts at the end.
+  const answer: AnswerBody = context.bodies.answer(callId);
+  // Written and read by the recorder (another thread): the text as it streams, the facts and the
+  // body's hash at the end.
   const recording = context.recorder.begin(
     wire,
     /text\/event-stream/i.test(contentType) ? "sse" : /json/i.test(contentType) ? "json" : "none",
-    { jsonLimit: JSON_ANSWER_LIMIT, text: (piece) => context.delta(callId, piece) },
+    {
+      file: answer.path,
+      jsonLimit: JSON_ANSWER_LIMIT,
+      text: (piece) => context.delta(callId, piece),
+    },
   );
-  const answer: AnswerBody = context.bodies.answer(callId);
   const chunks: number[][] = [];
   let firstByteMs: number | null = null;
   let settled = false;
@@ -200,11 +203,10 @@ export async function handleCall(
     settled = true;
     recording.end();
     const recorded = await recording.finished;
-    if (recorded.error !== undefined) context.warn(`the answer to ${callId}: ${recorded.error}`);
     context.flushDelta(callId);
     let body: WireBody | null = null;
     try {
-      body = await answer.finish(recorded.sha256);
+      body = await answer.finish(recorded);
     } catch (thrown) {
       context.warn(`the answer to ${callId} could not be kept: ${describeError(thrown)}`);
     }
@@ -271,14 +273,9 @@ export async function handleCall(
       const atMs = elapsed(arrivedMs);
       firstByteMs ??= atMs;
       chunks.push([piece.length, atMs]);
-      const kept = redactedBytes(piece);
-      recording.piece(piece, kept);
-      // The disk and the recorder are waited for only when they fall behind: the stream is not
-      // held for each piece.
-      const written = answer.write(kept).catch((error) => {
-        context.warn(`the answer to ${callId} could not be kept: ${describeError(error)}`);
-      });
-      if (answer.pendingBytes > WRITE_AHEAD_BYTES) await written;
+      recording.piece(piece);
+      // The recorder is waited for only when it falls behind: the stream is not held for each
+      // piece.
       const behind = recording.tooFarBehind();
       if (behind !== null) await behind;
     },

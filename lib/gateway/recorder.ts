@@ -1,17 +1,22 @@
 // The gateway's side of its recorder (recorder_worker.ts, one Worker per process while any turn
-// is bound): an answer's pieces are handed to it as they are passed on, and what it reads comes
-// back — the streamed text as it goes, the answer's SHA-256 and facts at its end. Passing an answer
+// is bound): an answer's pieces are handed to it as they are passed on, and it writes them to the
+// answer's file and reads them; what it reads comes back — the streamed text as it goes, the
+// answer's SHA-256 and facts at its end. Passing an answer
 // on never waits for it unless it falls `WINDOW_BYTES` behind, which bounds the memory an answer
 // takes however long it is. A recorder that fails ends every answer it held with nothing read.
 import { describeError } from "../core/errors.ts";
 import { workerUrl } from "../core/lazy_import.ts";
+import { knownSecrets } from "../core/redact.ts";
 import type { FromRecorder, ToRecorder } from "./recorder_worker.ts";
 import type { ResponseFacts, Wire } from "./wires.ts";
 
 /** How far the reading of an answer may fall behind passing it on before the stream waits. */
-export const WINDOW_BYTES = 4 * 1024 * 1024;
+export const WINDOW_BYTES = 2 * 1024 * 1024;
 
-/** What the recorder made of a whole answer (null sha256: it failed, nothing was read). */
+/**
+ * What the recorder made of a whole answer: its hash and size as kept, what it said, and why it is
+ * not on disk whole if it is not (null sha256: the recorder failed, nothing was read).
+ */
 export interface RecordedAnswer {
   sha256: string | null;
   bytes: number;
@@ -42,6 +47,8 @@ export class Recorder {
   #next = 0;
   #failure: string | null = null;
   #idle: (() => void) | null = null;
+  /** How many of the known secrets the worker was given. */
+  #secretsSent = 0;
 
   constructor() {
     this.#worker = new Worker(workerUrl("gateway/recorder_worker.ts"), { type: "module" });
@@ -50,7 +57,8 @@ export class Recorder {
       event.preventDefault();
       this.#fail(`the gateway's recorder failed: ${event.message}`);
     };
-    this.#worker.onmessageerror = () => this.#fail("the gateway's recorder sent what cannot be read");
+    this.#worker.onmessageerror = () =>
+      this.#fail("the gateway's recorder sent what cannot be read");
   }
 
   #heard(message: FromRecorder): void {
@@ -64,7 +72,12 @@ export class Recorder {
     }
     this.#answers.delete(message.id);
     this.#release(pending);
-    pending.done({ sha256: message.sha256, bytes: message.bytes, facts: message.facts });
+    pending.done({
+      sha256: message.sha256,
+      bytes: message.bytes,
+      facts: message.facts,
+      ...(message.error === null ? {} : { error: message.error }),
+    });
     if (this.#answers.size === 0) this.#idle?.();
   }
 
@@ -93,13 +106,14 @@ export class Recorder {
   }
 
   /**
-   * Begins reading an answer of `wire`; `text` receives its streamed text as it is read. The
-   * answer's pieces go to the returned recording, which resolves `finished` at its end.
+   * Begins recording an answer of `wire` into `file` (a new file's absolute path, in a private
+   * directory); `text` receives its streamed text as it is read. The answer's pieces go to the
+   * returned recording, which resolves `finished` at its end.
    */
   begin(
     wire: Wire,
     format: "sse" | "json" | "none",
-    options: { jsonLimit: number; text(piece: string): void },
+    options: { file: string; jsonLimit: number; text(piece: string): void },
   ): AnswerRecording {
     const id = ++this.#next;
     let done!: (answer: RecordedAnswer) => void;
@@ -110,19 +124,27 @@ export class Recorder {
     }
     const pending: Pending = { text: options.text, behind: 0, sent: 0, caughtUp: null, done };
     this.#answers.set(id, pending);
-    this.#post({ kind: "begin", id, wire, format, jsonLimit: options.jsonLimit });
+    this.#post({
+      kind: "begin",
+      id,
+      wire,
+      format,
+      jsonLimit: options.jsonLimit,
+      file: options.file,
+    });
     return new AnswerRecording(
-      (bytes, kept) => {
+      (bytes) => {
         if (!this.#answers.has(id)) return;
         pending.sent += bytes.length;
         pending.behind += bytes.length;
-        // A copy goes over: the piece itself is the harness's (and the file's) to use.
+        // A copy goes over: the piece itself is the harness's to read.
         const copy = bytes.slice();
-        const keptCopy = kept === bytes ? undefined : kept.slice();
-        this.#post(
-          { kind: "piece", id, bytes: copy, ...(keptCopy ? { kept: keptCopy } : {}) },
-          keptCopy ? [copy.buffer, keptCopy.buffer] : [copy.buffer],
-        );
+        // The secrets the worker redacts: any known since it was last told.
+        const secrets = knownSecrets.size === this.#secretsSent ? undefined : knownSecrets.values();
+        this.#secretsSent = knownSecrets.size;
+        this.#post({ kind: "piece", id, bytes: copy, ...(secrets ? { secrets } : {}) }, [
+          copy.buffer,
+        ]);
       },
       () => {
         if (pending.behind <= WINDOW_BYTES || !this.#answers.has(id)) return null;
@@ -151,8 +173,8 @@ export class Recorder {
 /** One answer being recorded. */
 export class AnswerRecording {
   constructor(
-    /** Hands over a piece as passed on, and as kept (the same bytes unless redacted). */
-    readonly piece: (bytes: Uint8Array, kept: Uint8Array) => void,
+    /** Hands over a piece as passed on (the recorder keeps it with known secrets replaced). */
+    readonly piece: (bytes: Uint8Array) => void,
     /** A promise to wait for when the reading is too far behind, else null. */
     readonly tooFarBehind: () => Promise<void> | null,
     /** The answer is whole (or cut off). */

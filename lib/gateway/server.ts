@@ -77,18 +77,27 @@ export class GatewayServer {
   }
 
   /**
-   * Stops listening; calls still being answered, and the answers still being read, are given
-   * `graceMs` to finish.
+   * Stops listening; calls still being answered are given `graceMs` to finish, and the answers
+   * still being read by the recorder (at most its window behind each: recorder.ts) `readMs` more.
    */
-  async shutdown(graceMs = 2_000): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<void>((resolve) => timer = setTimeout(resolve, graceMs));
+  async shutdown(graceMs = 2_000, readMs = 10_000): Promise<void> {
     try {
-      await Promise.race([this.#server.shutdown().then(() => this.#recorder.idle()), late]);
+      await within(graceMs, this.#server.shutdown());
+      await within(readMs, this.#recorder.idle());
     } finally {
-      clearTimeout(timer);
       this.#recorder.terminate();
     }
+  }
+}
+
+/** Waits for `work`, or `ms`, whichever is first. */
+async function within(ms: number, work: Promise<void>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<void>((resolve) => timer = setTimeout(resolve, ms));
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

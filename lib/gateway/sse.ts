@@ -5,17 +5,24 @@
 // read and the event being built, never the stream.
 
 export type SseHandler = (name: string | null, data: string) => void;
+/**
+ * Reads the whole events at `from` in `text` it knows how to read at once (before `limit`, the
+ * end of the last whole event), returning where they end: `from` when it read none.
+ */
+export type SseRunReader = (text: string, from: number, limit: number) => number;
 
 export class SseReader {
   readonly #decoder = new TextDecoder();
   readonly #handle: SseHandler;
+  readonly #run: SseRunReader | null;
   #partial = "";
   #name: string | null = null;
   #data: string[] = [];
   #lastName = "";
 
-  constructor(handle: SseHandler) {
+  constructor(handle: SseHandler, run: SseRunReader | null = null) {
     this.#handle = handle;
+    this.#run = run;
   }
 
   push(bytes: Uint8Array): void {
@@ -32,7 +39,15 @@ export class SseReader {
       this.#lines(text.slice(0, end + 2), true);
       from = end + 2;
     }
+    const limit = this.#run === null ? 0 : text.lastIndexOf("\n\n") + 2;
     for (;;) {
+      if (this.#run !== null && from < limit) {
+        const after = this.#run(text, from, limit);
+        if (after > from) {
+          from = after;
+          continue;
+        }
+      }
       const end = text.indexOf("\n\n", from);
       if (end < 0) break;
       if (text.startsWith("data: ", from) && text.indexOf("\n", from + 6) === end) {

@@ -5,6 +5,7 @@
 // in reins's names and the text, for `message.delta`. Anything else is `opaque`: forwarded and
 // recorded, never read. It parses; it neither forwards nor records.
 import type { CallUsage } from "../store/mod.ts";
+import { textRun, type TextShape } from "./text_runs.ts";
 
 export const WIRES = [
   "anthropic.messages",
@@ -81,6 +82,20 @@ export interface ResponseFacts {
   error: string | null;
 }
 
+/** The events of each wire that only stream text, read in runs (text_runs.ts). */
+const TEXT_SHAPES: Partial<Record<Wire, TextShape>> = {
+  "anthropic.messages": {
+    head: "event: content_block_delta\ndata: ",
+    key: '"type":"text_delta","text":"',
+  },
+  "openai.responses": { head: "event: response.output_text.delta\ndata: ", key: '"delta":"' },
+  "openai.chat": {
+    head: "data: ",
+    key: '"content":"',
+    excludes: ['"usage"', '"finish_reason":"'],
+  },
+};
+
 /**
  * Reads one response as it comes: SSE events (`event`, `data` parsed as JSON) or a whole JSON
  * body. `text` receives the text the model streams, piece by piece.
@@ -96,9 +111,24 @@ export class ResponseReader {
   };
   readonly #text: (piece: string) => void;
 
+  readonly #shape: TextShape | undefined;
+
   constructor(wire: Wire, text: (piece: string) => void) {
     this.wire = wire;
     this.#text = text;
+    this.#shape = TEXT_SHAPES[wire];
+  }
+
+  /**
+   * The whole events at `from` in an SSE stream's `text` (up to `limit`) that only stream text,
+   * read at once; returns where they end (`from` when the event there is not one of them).
+   */
+  textRun(text: string, from: number, limit: number): number {
+    if (this.#shape === undefined) return from;
+    const run = textRun(text, from, limit, this.#shape);
+    if (run === null) return from;
+    if (run.text !== "") this.#text(run.text);
+    return run.end;
   }
 
   /**
