@@ -50,8 +50,8 @@ export interface BindOptions {
 /** What one call needs of its turn (lib/gateway/call.ts). */
 export interface CallContext {
   readonly bodies: RunBodies;
-  /** Reads the answers off the thread that passes them on (the process's, shared by its turns). */
-  readonly recorder: Recorder;
+  /** Reads long answers off the thread that passes them on (the process's, started on first use). */
+  recorder(): Recorder;
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   nextCallId(): string;
@@ -75,7 +75,7 @@ const DELTA_MAX_CHARS = 16 * 1024;
 export class GatewayBinding implements CallContext {
   readonly secret: string;
   readonly bodies: RunBodies;
-  readonly recorder: Recorder;
+  readonly recorder: () => Recorder;
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   readonly routes: Readonly<Record<string, RouteTarget>>;
@@ -96,7 +96,7 @@ export class GatewayBinding implements CallContext {
     options: BindOptions,
     secret: string,
     origin: string,
-    recorder: Recorder,
+    recorder: () => Recorder,
     unbind: () => Promise<void>,
   ) {
     this.#options = options;

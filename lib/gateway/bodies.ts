@@ -9,7 +9,7 @@ import { joinPath, resolvePath } from "../core/paths.ts";
 import { syncDirectoryAsync } from "../core/atomic_write.ts";
 
 /** SHA-256 of `bytes` as hex, by WebCrypto (off this thread; node:crypto is never loaded here). */
-async function sha256Of(bytes: Uint8Array): Promise<string> {
+export async function sha256Of(bytes: Uint8Array): Promise<string> {
   const digest = new Uint8Array(
     await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
   );
@@ -83,9 +83,10 @@ export class RunBodies {
 }
 
 /**
- * An answer being written: the recorder (recorder.ts, on a thread of its own) writes its pieces to
- * `.call-N.partial` in the run's wire/ directory (left there, as evidence, should reins die
- * mid-stream) and hashes them; once it is whole the file is renamed to its SHA-256 here.
+ * An answer being written to `.call-N.partial` in the run's wire/ directory (left there, as
+ * evidence, should reins die mid-stream): its first pieces from here, the rest of a long one by
+ * the recorder on a thread of its own (answer_tap.ts), which appends to the file once `handOver`
+ * has closed it here. Once it is whole the file is renamed to its SHA-256.
  */
 export class AnswerBody {
   readonly #root: DataRoot;
@@ -93,6 +94,8 @@ export class AnswerBody {
   readonly #claim: (sha: string) => boolean;
   /** The partial file's absolute path, in the run's wire/ directory (made private here). */
   readonly path: string;
+  #file: Deno.FsFile | null = null;
+  #writing: Promise<void> = Promise.resolve();
   #done: Promise<WireBody | null> | null = null;
   readonly #finished: { resolve: (body: WireBody | null) => void } = { resolve: () => {} };
 
@@ -113,6 +116,34 @@ export class AnswerBody {
     track(done.then(() => {}));
   }
 
+  /** Adds a piece as it is kept (redactedBytes), written after the ones before it. */
+  write(kept: Uint8Array): void {
+    if (kept.length === 0) return;
+    this.#file ??= this.#root.createFile(this.path);
+    const file = this.#file;
+    this.#writing = this.#writing.then(async () => {
+      let written = 0;
+      while (written < kept.length) written += await file.write(kept.subarray(written));
+    });
+  }
+
+  /**
+   * Resolves once what was written here is on disk and the file closed, for the recorder to go on
+   * with it (`appends`: whether there is a file to append to); rejects when a write failed.
+   */
+  async handOver(): Promise<{ appends: boolean }> {
+    await this.#writing;
+    const file = this.#file;
+    if (file === null) return { appends: false };
+    this.#file = null;
+    try {
+      await file.sync();
+    } finally {
+      file.close();
+    }
+    return { appends: true };
+  }
+
   /**
    * The body is whole (or cut off) and written as `recorded` says: it is named by its SHA-256;
    * null when it was empty. Rejects, leaving the partial file as it is, when it was not written
@@ -120,6 +151,10 @@ export class AnswerBody {
    */
   finish(recorded: RecordedAnswer): Promise<WireBody | null> {
     this.#done ??= (async () => {
+      await this.handOver().catch((error) => {
+        const why = error instanceof Error ? error.message : String(error);
+        recorded = { ...recorded, error: `${this.path} could not be written: ${why}` };
+      });
       const { sha256, bytes, error } = recorded;
       if (error !== undefined || sha256 === null) {
         throw new Error(error ?? `it was not hashed (${this.path} kept as it is)`);

@@ -10,6 +10,7 @@ import { exhaustionReason } from "../core/budget.ts";
 import { rememberSecrets } from "../core/redact.ts";
 import { outboundFetch } from "../net/outbound.ts";
 import type { EventInput, PayloadOf, WireBody } from "../store/mod.ts";
+import { AnswerTap } from "./answer_tap.ts";
 import type { AnswerBody } from "./bodies.ts";
 import {
   credentialValues,
@@ -183,17 +184,20 @@ export async function handleCall(
   if (decoded) delete recordedHeaders["content-encoding"];
   const contentType = upstream.headers.get("content-type") ?? "";
   const answer: AnswerBody = context.bodies.answer(callId);
-  // Written and read by the recorder (another thread): the text as it streams, the facts and the
-  // body's hash at the end.
-  const recording = context.recorder.begin(
+  // Written and read as it passes (a long answer by the recorder, on another thread): the text as
+  // it streams, the facts and the body's hash at the end.
+  const tap = new AnswerTap({
     wire,
-    /text\/event-stream/i.test(contentType) ? "sse" : /json/i.test(contentType) ? "json" : "none",
-    {
-      file: answer.path,
-      jsonLimit: JSON_ANSWER_LIMIT,
-      text: (piece) => context.delta(callId, piece),
-    },
-  );
+    format: /text\/event-stream/i.test(contentType)
+      ? "sse"
+      : /json/i.test(contentType)
+      ? "json"
+      : "none",
+    jsonLimit: JSON_ANSWER_LIMIT,
+    answer,
+    recorder: () => context.recorder(),
+    text: (piece) => context.delta(callId, piece),
+  });
   const chunks: number[][] = [];
   let firstByteMs: number | null = null;
   let settled = false;
@@ -201,8 +205,7 @@ export async function handleCall(
   const settle = async (outcome: "ok" | "error" | "failed" | "aborted", error?: string) => {
     if (settled) return;
     settled = true;
-    recording.end();
-    const recorded = await recording.finished;
+    const recorded = await tap.finish();
     context.flushDelta(callId);
     let body: WireBody | null = null;
     try {
@@ -273,10 +276,9 @@ export async function handleCall(
       const atMs = elapsed(arrivedMs);
       firstByteMs ??= atMs;
       chunks.push([piece.length, atMs]);
-      recording.piece(piece);
-      // The recorder is waited for only when it falls behind: the stream is not held for each
+      // The recording is waited for only when it falls behind: the stream is not held for each
       // piece.
-      const behind = recording.tooFarBehind();
+      const behind = tap.piece(piece);
       if (behind !== null) await behind;
     },
     async cancel(reason) {

@@ -113,7 +113,13 @@ export class Recorder {
   begin(
     wire: Wire,
     format: "sse" | "json" | "none",
-    options: { file: string; jsonLimit: number; text(piece: string): void },
+    options: {
+      file: string;
+      appends: boolean;
+      skipText: number;
+      jsonLimit: number;
+      text(piece: string): void;
+    },
   ): AnswerRecording {
     const id = ++this.#next;
     let done!: (answer: RecordedAnswer) => void;
@@ -131,9 +137,11 @@ export class Recorder {
       format,
       jsonLimit: options.jsonLimit,
       file: options.file,
+      appends: options.appends,
+      skipText: options.skipText,
     });
     return new AnswerRecording(
-      (bytes) => {
+      (bytes, written = false) => {
         if (!this.#answers.has(id)) return;
         pending.sent += bytes.length;
         pending.behind += bytes.length;
@@ -142,9 +150,13 @@ export class Recorder {
         // The secrets the worker redacts: any known since it was last told.
         const secrets = knownSecrets.size === this.#secretsSent ? undefined : knownSecrets.values();
         this.#secretsSent = knownSecrets.size;
-        this.#post({ kind: "piece", id, bytes: copy, ...(secrets ? { secrets } : {}) }, [
-          copy.buffer,
-        ]);
+        this.#post({
+          kind: "piece",
+          id,
+          bytes: copy,
+          ...(secrets ? { secrets } : {}),
+          ...(written ? { written } : {}),
+        }, [copy.buffer]);
       },
       () => {
         if (pending.behind <= WINDOW_BYTES || !this.#answers.has(id)) return null;
@@ -173,8 +185,11 @@ export class Recorder {
 /** One answer being recorded. */
 export class AnswerRecording {
   constructor(
-    /** Hands over a piece as passed on (the recorder keeps it with known secrets replaced). */
-    readonly piece: (bytes: Uint8Array) => void,
+    /**
+     * Hands over a piece as passed on (the recorder keeps it with known secrets replaced);
+     * `written`: the gateway wrote it to the file already, it is only to be hashed and read.
+     */
+    readonly piece: (bytes: Uint8Array, written?: boolean) => void,
     /** A promise to wait for when the reading is too far behind, else null. */
     readonly tooFarBehind: () => Promise<void> | null,
     /** The answer is whole (or cut off). */

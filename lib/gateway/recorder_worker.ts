@@ -20,14 +20,20 @@ export type ToRecorder =
     /** How the answer is read: SSE events, a whole JSON body (up to `jsonLimit`), or not at all. */
     format: "sse" | "json" | "none";
     jsonLimit: number;
-    /** The answer's partial file (absolute, in a private directory): made new on its first piece. */
+    /**
+     * The answer's partial file (absolute, in a private directory): made new on its first piece,
+     * or appended to when the gateway wrote its beginning (`appends`).
+     */
     file: string;
+    appends: boolean;
+    /** How much of its text the gateway already told (its first pieces were read there). */
+    skipText: number;
   }
   /**
    * One piece as it was passed on; kept with the gateway's known secrets replaced (`secrets`: the
    * values, whenever there are new ones).
    */
-  | { kind: "piece"; id: number; bytes: Uint8Array; secrets?: string[] }
+  | { kind: "piece"; id: number; bytes: Uint8Array; secrets?: string[]; written?: boolean }
   | { kind: "end"; id: number };
 
 /** What the recorder answers. */
@@ -55,8 +61,10 @@ interface Answer {
   kept: number;
   text: string;
   path: string;
+  appends: boolean;
   file: Deno.FsFile | null;
   error: string | null;
+  skipText: number;
   /** How much of it the gateway was last told was read; a timer to tell it the rest. */
   told: number;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -77,7 +85,12 @@ const scope = self as unknown as {
 function begin(message: Extract<ToRecorder, { kind: "begin" }>): void {
   const answer: Answer = {
     hash: createHash("sha256"),
-    reader: new ResponseReader(message.wire, (piece) => answer.text += piece),
+    reader: new ResponseReader(message.wire, (piece) => {
+      // The text the gateway read itself is not told again.
+      if (answer.skipText >= piece.length) return void (answer.skipText -= piece.length);
+      answer.text += answer.skipText > 0 ? piece.slice(answer.skipText) : piece;
+      answer.skipText = 0;
+    }),
     sse: null,
     json: message.format === "json" ? [] : null,
     jsonBytes: 0,
@@ -86,8 +99,10 @@ function begin(message: Extract<ToRecorder, { kind: "begin" }>): void {
     kept: 0,
     text: "",
     path: message.file,
+    appends: message.appends,
     file: null,
     error: null,
+    skipText: message.skipText,
     told: 0,
     timer: undefined,
   };
@@ -108,7 +123,9 @@ function why(error: unknown): string {
 function write(answer: Answer, bytes: Uint8Array): void {
   if (answer.error !== null || bytes.length === 0) return;
   try {
-    answer.file ??= openNewPrivateFile(answer.path, { write: true });
+    answer.file ??= answer.appends
+      ? Deno.openSync(answer.path, { append: true })
+      : openNewPrivateFile(answer.path, { write: true });
     let written = 0;
     while (written < bytes.length) written += answer.file.writeSync(bytes.subarray(written));
   } catch (error) {
@@ -130,8 +147,9 @@ function close(answer: Answer): void {
   }
 }
 
-function piece(answer: Answer, bytes: Uint8Array, kept: Uint8Array): void {
-  write(answer, kept);
+/** One piece: written (unless the gateway wrote it), hashed as kept and read as passed on. */
+function piece(answer: Answer, bytes: Uint8Array, kept: Uint8Array, written: boolean): void {
+  if (!written) write(answer, kept);
   answer.hash.update(kept);
   answer.kept += kept.length;
   answer.read += bytes.length;
@@ -187,7 +205,7 @@ scope.onmessage = ({ data: message }) => {
   if (answer === undefined) return;
   if (message.kind === "end") return end(message.id, answer);
   if (message.secrets !== undefined) secrets.add(...message.secrets);
-  piece(answer, message.bytes, redactedBytes(message.bytes, secrets));
+  piece(answer, message.bytes, redactedBytes(message.bytes, secrets), message.written === true);
   // Told in batches (a message each way per piece cost ~5 ms of a 10 MB stream), and soon: the
   // text is shown live, and the gateway's stream waits when the reading is far behind.
   if (answer.read - answer.told >= TELL_EVERY_BYTES) tell(message.id, answer);

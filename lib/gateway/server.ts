@@ -22,9 +22,10 @@ function notFound(): Response {
 export class GatewayServer {
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #bindings = new Map<string, GatewayBinding>();
-  // Started with the server, while the harness starts up (a Worker and node:crypto, ~30 ms of
-  // CPU on a thread of its own); its first answer waits for it, passing that answer on does not.
-  readonly #recorder = new Recorder();
+  // Started by the first answer too long to be read on this thread (answer_tap.ts): a Worker and
+  // node:crypto cost ~40 ms of CPU, which a turn of short answers never spends.
+  #recorder: Recorder | null = null;
+  readonly #recorderOf = () => this.#recorder ??= new Recorder();
   readonly origin: string;
 
   private constructor() {
@@ -45,7 +46,7 @@ export class GatewayServer {
 
   bind(options: BindOptions, onUnbound: () => Promise<void>): GatewayBinding {
     const secret = newSecret();
-    const binding = new GatewayBinding(options, secret, this.origin, this.#recorder, () => {
+    const binding = new GatewayBinding(options, secret, this.origin, this.#recorderOf, () => {
       this.#bindings.delete(secret);
       return onUnbound();
     });
@@ -83,9 +84,9 @@ export class GatewayServer {
   async shutdown(graceMs = 2_000, readMs = 10_000): Promise<void> {
     try {
       await within(graceMs, this.#server.shutdown());
-      await within(readMs, this.#recorder.idle());
+      if (this.#recorder !== null) await within(readMs, this.#recorder.idle());
     } finally {
-      this.#recorder.terminate();
+      this.#recorder?.terminate();
     }
   }
 }

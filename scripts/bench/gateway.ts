@@ -38,7 +38,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 /** `reins run --driver claude` (the bundle, the gateway on) against the floor of Deno around it. */
-async function claudeTurn(dir: string): Promise<void> {
+export async function claudeTurn(dir: string): Promise<void> {
   const installed = await ensureCli("claude");
   if (installed.program === null) {
     figure("Claude Code through the gateway", `skipped: ${installed.skip}`);
