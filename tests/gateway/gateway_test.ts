@@ -355,3 +355,119 @@ Deno.test("gateway prices a call from its usage when the model has a price", asy
   assert.equal(ledger.spent.usd, 0.00084);
   assert.equal(ledger.spent.tokens, 1100);
 });
+
+/** SHA-256 of `bytes`, hex. */
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
+  return [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+Deno.test("gateway hands a long answer to its recorder mid-stream: every byte kept once, its text told once, its secrets replaced in the body", async () => {
+  const encoder = new TextEncoder();
+  const secret = "sk-ant-secret-value-long-1";
+  // ~1.5 MiB of text deltas in pieces of ~48 KiB: well past the part read on the passing thread.
+  const pieces: string[] = [];
+  const texts: string[] = [];
+  for (let i = 0; i < 32; i++) {
+    let piece = "";
+    for (let j = 0; j < 300; j++) {
+      const text = `w${i}.${j} "quoted" \\ ✓ line\n`;
+      texts.push(text);
+      piece += sse(
+        { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } },
+        "content_block_delta",
+      );
+    }
+    if (i === 20) {
+      piece += sse({
+        type: "content_block_delta",
+        index: 0,
+        delta: { type: "text_delta", text: `key ${secret}` },
+      }, "content_block_delta");
+    }
+    pieces.push(piece);
+  }
+  texts.splice(texts.length - 11 * 300, 0, `key ${secret}`);
+  await using up = upstream(() =>
+    new Response(
+      new ReadableStream({
+        start(controller) {
+          controller.enqueue(encoder.encode(sse({
+            type: "message_start",
+            message: {
+              id: "msg_9",
+              model: "claude-x",
+              usage: { input_tokens: 4, output_tokens: 1 },
+            },
+          }, "message_start")));
+          for (const piece of pieces) controller.enqueue(encoder.encode(piece));
+          controller.enqueue(encoder.encode(sse({
+            type: "message_delta",
+            delta: { stop_reason: "end_turn" },
+            usage: { output_tokens: 9000 },
+          }, "message_delta")));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    )
+  );
+  await using t = await turn(up.url);
+  const response = await fetch(`${t.binding.routeUrl("up")}/messages`, {
+    method: "POST",
+    headers: { "x-api-key": secret },
+    body: JSON.stringify({ model: "claude-x", stream: true, messages: [] }),
+  });
+  const got = new Uint8Array(await response.arrayBuffer());
+  await t.binding.close();
+  // The harness got the bytes as they were sent, the secret in them too.
+  assert.ok(new TextDecoder().decode(got).includes(secret));
+  const [completed] = ofType(t.events, "model.call.completed");
+  assert.deepEqual(
+    [completed.outcome, completed.model, completed.stopReason, completed.usage],
+    ["ok", "claude-x", "end_turn", { inputTokens: 4, outputTokens: 9000 }],
+  );
+  assert.equal(completed.chunks.reduce((sum, [bytes]) => sum + bytes, 0), got.length);
+  // Kept: the same bytes but for the secret, named by their SHA-256; no partial file left.
+  const kept = await Deno.readFile(t.root.layout.wireBody(t.runId, completed.body!.sha256));
+  const expected = new TextDecoder().decode(got).replaceAll(secret, "[redacted]");
+  assert.equal(new TextDecoder().decode(kept), expected);
+  assert.equal(completed.body!.bytes, kept.length);
+  assert.equal(await sha256Hex(kept), completed.body!.sha256);
+  const names = [...Deno.readDirSync(t.root.layout.wire(t.runId))].map((entry) => entry.name);
+  assert.ok(!names.some((name) => name.endsWith(".partial")), names.join(" "));
+  // The text, told once (the recorder skips what was read before the hand-over); the run's sinks
+  // redact the secret in events, as for any call.
+  const told = ofType(t.events, "message.delta").map((d) => d.text).join("");
+  assert.equal(told, texts.join(""));
+});
+
+Deno.test("gateway reads a long JSON answer's usage after handing it to its recorder", async () => {
+  const content = [{ type: "text", text: "x".repeat(600 * 1024) }];
+  await using up = upstream(() =>
+    Response.json({
+      type: "message",
+      id: "msg_2",
+      model: "claude-y",
+      stop_reason: "max_tokens",
+      content,
+      usage: { input_tokens: 7, output_tokens: 8 },
+    })
+  );
+  await using t = await turn(up.url);
+  const response = await fetch(`${t.binding.routeUrl("up")}/messages`, {
+    method: "POST",
+    body: JSON.stringify({ model: "claude-y", messages: [] }),
+  });
+  const got = new Uint8Array(await response.arrayBuffer());
+  await t.binding.close();
+  const [completed] = ofType(t.events, "model.call.completed");
+  assert.deepEqual(
+    [completed.responseId, completed.model, completed.stopReason, completed.usage],
+    ["msg_2", "claude-y", "max_tokens", { inputTokens: 7, outputTokens: 8 }],
+  );
+  assert.equal(completed.body!.sha256, await sha256Hex(got));
+  assert.equal(ofType(t.events, "message.delta").map((d) => d.text).join(""), content[0].text);
+});
