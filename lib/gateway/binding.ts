@@ -155,7 +155,18 @@ export class GatewayBinding implements CallContext {
 
   delta(callId: string, piece: string): void {
     if (piece === "") return;
-    const pending = this.#deltas.get(callId);
+    // A long piece (the recorder tells text in batches) is recorded in events of bounded size.
+    if (piece.length > DELTA_MAX_CHARS) {
+      for (let at = 0; at < piece.length; at += DELTA_MAX_CHARS) {
+        this.delta(callId, piece.slice(at, at + DELTA_MAX_CHARS));
+      }
+      return;
+    }
+    let pending = this.#deltas.get(callId);
+    if (pending !== undefined && pending.text.length + piece.length > DELTA_MAX_CHARS) {
+      this.flushDelta(callId);
+      pending = undefined;
+    }
     if (pending !== undefined) {
       pending.text += piece;
       if (pending.text.length >= DELTA_MAX_CHARS) this.flushDelta(callId);

@@ -14,6 +14,14 @@ import type { ResponseFacts, Wire } from "./wires.ts";
 export const WINDOW_BYTES = 2 * 1024 * 1024;
 
 /**
+ * The pieces go over in buffers of this size, which come back once read and are used again: a
+ * long stream of pieces no longer than this makes no garbage on either thread.
+ */
+const BUFFER_BYTES = 64 * 1024;
+/** Spare buffers kept at most (the rest left to the collector). */
+const SPARE_BUFFERS = 2 * WINDOW_BYTES / BUFFER_BYTES;
+
+/**
  * What the recorder made of a whole answer: its hash and size as kept, what it said, and why it is
  * not on disk whole if it is not (null sha256: the recorder failed, nothing was read).
  */
@@ -49,6 +57,7 @@ export class Recorder {
   #idle: (() => void) | null = null;
   /** How many of the known secrets the worker was given. */
   #secretsSent = 0;
+  readonly #spare: ArrayBuffer[] = [];
 
   constructor() {
     this.#worker = new Worker(workerUrl("gateway/recorder_worker.ts"), { type: "module" });
@@ -65,6 +74,11 @@ export class Recorder {
     const pending = this.#answers.get(message.id);
     if (pending === undefined) return;
     if (message.kind === "read") {
+      for (const buffer of message.buffers) {
+        if (buffer.byteLength === BUFFER_BYTES && this.#spare.length < SPARE_BUFFERS) {
+          this.#spare.push(buffer);
+        }
+      }
       if (message.text !== "") pending.text(message.text);
       pending.behind = pending.sent - message.bytes;
       if (pending.behind <= WINDOW_BYTES / 2) this.#release(pending);
@@ -145,8 +159,13 @@ export class Recorder {
         if (!this.#answers.has(id)) return;
         pending.sent += bytes.length;
         pending.behind += bytes.length;
-        // A copy goes over: the piece itself is the harness's to read.
-        const copy = bytes.slice();
+        // A copy goes over, in a spare buffer (one of its own for a piece longer than they are,
+        // kept whole so that a secret in it is found whole): the piece is the harness's to read.
+        const buffer = bytes.length <= BUFFER_BYTES
+          ? this.#spare.pop() ?? new ArrayBuffer(BUFFER_BYTES)
+          : new ArrayBuffer(bytes.length);
+        const copy = new Uint8Array(buffer, 0, bytes.length);
+        copy.set(bytes);
         // The secrets the worker redacts: any known since it was last told.
         const secrets = knownSecrets.size === this.#secretsSent ? undefined : knownSecrets.values();
         this.#secretsSent = knownSecrets.size;
@@ -156,7 +175,7 @@ export class Recorder {
           bytes: copy,
           ...(secrets ? { secrets } : {}),
           ...(written ? { written } : {}),
-        }, [copy.buffer]);
+        }, [buffer]);
       },
       () => {
         if (pending.behind <= WINDOW_BYTES || !this.#answers.has(id)) return null;

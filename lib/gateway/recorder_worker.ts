@@ -39,7 +39,8 @@ export type ToRecorder =
 /** What the recorder answers. */
 export type FromRecorder =
   /** Every piece up to `bytes` (of the passed-on bytes) is read; `text` is what they streamed. */
-  | { kind: "read"; id: number; bytes: number; text: string }
+  /** `buffers`: those of the pieces read, given back for the next pieces (no garbage each way). */
+  | { kind: "read"; id: number; bytes: number; text: string; buffers: ArrayBuffer[] }
   /** The answer is read, and on disk (synced) unless `error` says why not; `bytes` as kept. */
   | {
     kind: "done";
@@ -76,10 +77,12 @@ const TELL_WITHIN_MS = 20;
 
 const answers = new Map<number, Answer>();
 const secrets = new Redactor();
+/** The buffers of the pieces read since the gateway was last told: it reuses them. */
+const spare: ArrayBuffer[] = [];
 const decoder = new TextDecoder();
 const scope = self as unknown as {
   onmessage: ((event: MessageEvent<ToRecorder>) => void) | null;
-  postMessage(message: FromRecorder): void;
+  postMessage(message: FromRecorder, transfer?: Transferable[]): void;
 };
 
 function begin(message: Extract<ToRecorder, { kind: "begin" }>): void {
@@ -155,7 +158,8 @@ function piece(answer: Answer, bytes: Uint8Array, kept: Uint8Array, written: boo
   answer.read += bytes.length;
   if (answer.sse !== null) answer.sse.push(bytes);
   else if (answer.json !== null && answer.jsonBytes + bytes.length <= answer.jsonLimit) {
-    answer.json.push(bytes);
+    // Kept to the end: a copy, its buffer going back with the others.
+    answer.json.push(bytes.slice());
     answer.jsonBytes += bytes.length;
   }
 }
@@ -164,11 +168,12 @@ function piece(answer: Answer, bytes: Uint8Array, kept: Uint8Array, written: boo
 function tell(id: number, answer: Answer): void {
   clearTimeout(answer.timer);
   answer.timer = undefined;
-  if (answer.told === answer.read && answer.text === "") return;
+  if (answer.told === answer.read && answer.text === "" && spare.length === 0) return;
   const text = answer.text;
   answer.text = "";
   answer.told = answer.read;
-  scope.postMessage({ kind: "read", id, bytes: answer.read, text });
+  const buffers = spare.splice(0);
+  scope.postMessage({ kind: "read", id, bytes: answer.read, text, buffers }, buffers);
 }
 
 function end(id: number, answer: Answer): void {
@@ -206,6 +211,7 @@ scope.onmessage = ({ data: message }) => {
   if (message.kind === "end") return end(message.id, answer);
   if (message.secrets !== undefined) secrets.add(...message.secrets);
   piece(answer, message.bytes, redactedBytes(message.bytes, secrets), message.written === true);
+  spare.push(message.bytes.buffer as ArrayBuffer);
   // Told in batches (a message each way per piece cost ~5 ms of a 10 MB stream), and soon: the
   // text is shown live, and the gateway's stream waits when the reading is far behind.
   if (answer.read - answer.told >= TELL_EVERY_BYTES) tell(message.id, answer);

@@ -442,6 +442,9 @@ Deno.test("gateway hands a long answer to its recorder mid-stream: every byte ke
   // redact the secret in events, as for any call.
   const told = ofType(t.events, "message.delta").map((d) => d.text).join("");
   assert.equal(told, texts.join(""));
+  // Each event of bounded size, however much text the recorder told at once.
+  const sizes = ofType(t.events, "message.delta").map((d) => d.text.length);
+  assert.ok(Math.max(...sizes) <= 16 * 1024, String(Math.max(...sizes)));
 });
 
 Deno.test("gateway reads a long JSON answer's usage after handing it to its recorder", async () => {
