@@ -4,7 +4,8 @@
 // past them is handed to the recorder (recorder.ts, a Worker of its own), which reads the pieces
 // again from the start (telling none of their text twice), appends the rest to the file and
 // hashes the whole: a long stream costs the thread that passes it on a copy of each piece.
-import { type AnswerBody, redactedBytes, sha256Of } from "./bodies.ts";
+import { type AnswerBody, sha256Of } from "./bodies.ts";
+import { redactedBytes } from "./redacted_bytes.ts";
 import type { AnswerRecording, RecordedAnswer, Recorder } from "./recorder.ts";
 import { SseReader } from "./sse.ts";
 import { ResponseReader, type Wire } from "./wires.ts";

@@ -4,7 +4,7 @@
 // memory, and durable before the run settles (`flushed()`). Known secrets are replaced in them, and nothing else is changed.
 import type { DataRoot, WireBody } from "../store/mod.ts";
 import type { RecordedAnswer } from "./recorder.ts";
-import { knownSecrets, type Redactor } from "../core/redact.ts";
+import { redactedBytes } from "./redacted_bytes.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { syncDirectoryAsync } from "../core/atomic_write.ts";
 
@@ -16,20 +16,6 @@ export async function sha256Of(bytes: Uint8Array): Promise<string> {
   let hex = "";
   for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
   return hex;
-}
-
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
-
-/**
- * `bytes` with every secret `secrets` knows replaced, when it holds one (text only; the same bytes
- * else).
- */
-export function redactedBytes(bytes: Uint8Array, secrets: Redactor = knownSecrets): Uint8Array {
-  if (secrets.size === 0 || bytes.length === 0) return bytes;
-  const text = decoder.decode(bytes);
-  if (!secrets.holdsSecret(text)) return bytes;
-  return encoder.encode(secrets.exact(text));
 }
 
 /** One run's bodies. */

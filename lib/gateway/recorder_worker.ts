@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { openNewPrivateFile } from "../core/atomic_write.ts";
 import { Redactor } from "../core/redact.ts";
-import { redactedBytes } from "./bodies.ts";
+import { redactedBytes } from "./redacted_bytes.ts";
 import { SseReader } from "./sse.ts";
 import { type ResponseFacts, ResponseReader, type Wire } from "./wires.ts";
 
