@@ -215,10 +215,18 @@ Deno.test("the bundle's recorder Worker starts from its own file and records an 
       appends: false,
       skipText: 0,
     });
-    worker.postMessage({ kind: "piece", id: 1, bytes });
+    const sent = bytes.slice();
+    worker.postMessage({ kind: "piece", id: 1, bytes: sent }, [sent.buffer]);
     worker.postMessage({ kind: "end", id: 1 });
     await done;
-    assert.deepEqual(heard.at(-2), { kind: "read", id: 1, bytes: bytes.length, text: "hi" });
+    // The piece's buffer comes back, to be used again.
+    assert.deepEqual(heard.at(-2), {
+      kind: "read",
+      id: 1,
+      bytes: bytes.length,
+      text: "hi",
+      buffers: [bytes.buffer],
+    });
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
     const sha256 = [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
     assert.deepEqual({ ...(heard.at(-1) as object), facts: undefined }, {
