@@ -42,7 +42,6 @@ export const COMMON_ROOTS = ["cli/main.ts", "cli/run.ts", "core/config.ts", "dri
 export const BUNDLE_ENTRY = "reins.js";
 
 const LAZY_CALL = /\bimportLazily\s*(?:<[^>]*>)?\s*\(\s*([^)]*?)\s*\)/g;
-const WORKER_CALL = /\bworkerUrl\s*\(\s*([^)]*?)\s*\)/g;
 
 /** One importLazily call of lib/: where it is and the name it passes. */
 export interface LazyCall {
@@ -55,7 +54,7 @@ export interface LazyCall {
  * The importLazily calls of lib/. A call whose argument is not one string literal could not be
  * bundled: it is an error naming the file and line.
  */
-export function lazyCalls(lib = `${ROOT}lib`, pattern = LAZY_CALL): LazyCall[] {
+export function lazyCalls(lib = `${ROOT}lib`): LazyCall[] {
   const calls: LazyCall[] = [];
   const walk = (dir: string) => {
     for (const entry of [...Deno.readDirSync(dir)].sort((a, b) => a.name < b.name ? -1 : 1)) {
@@ -63,14 +62,14 @@ export function lazyCalls(lib = `${ROOT}lib`, pattern = LAZY_CALL): LazyCall[] {
       if (entry.isDirectory) walk(path);
       else if (entry.name.endsWith(".ts") && !path.endsWith("core/lazy_import.ts")) {
         const text = Deno.readTextFileSync(path);
-        for (const match of text.matchAll(pattern)) {
+        for (const match of text.matchAll(LAZY_CALL)) {
           const line = text.slice(0, match.index).split("\n").length;
           const literal = /^"([^"\\]+)",?$/.exec(match[1]);
           if (literal === null) {
             throw new Error(
-              `${path}:${line}: ${
-                pattern === LAZY_CALL ? "importLazily" : "workerUrl"
-              } needs one string literal to be bundled, not ${match[1] || "nothing"}`,
+              `${path}:${line}: importLazily needs one string literal to be bundled, not ${
+                match[1] || "nothing"
+              }`,
             );
           }
           calls.push({ path, line, name: literal[1] });
@@ -85,19 +84,6 @@ export function lazyCalls(lib = `${ROOT}lib`, pattern = LAZY_CALL): LazyCall[] {
 /** The names lib/ passes to importLazily, sorted, each once. */
 export function lazyNames(lib = `${ROOT}lib`): string[] {
   return [...new Set(lazyCalls(lib).map((call) => call.name))].sort();
-}
-
-/**
- * The modules of lib/ run as Workers (the names lib/ passes to workerUrl, lib/core/lazy_import.ts),
- * sorted, each once: each is bundled apart, into a file of its own beside the entry.
- */
-export function workerNames(lib = `${ROOT}lib`): string[] {
-  return [...new Set(lazyCalls(lib, WORKER_CALL).map((call) => call.name))].sort();
-}
-
-/** The bundle's file of the Worker module lib/`name`: `worker-gateway-recorder_worker.js`. */
-export function workerFile(name: string): string {
-  return `worker-${name.replace(/\.ts$/, "").replaceAll("/", "-")}.js`;
 }
 
 /** The packages of deno.json's imports: left outside the bundle. */
@@ -148,27 +134,6 @@ export interface BundleOptions {
   origin?: SandboxOrigin | null;
 }
 
-async function denoBundle(args: string[]): Promise<void> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--quiet",
-      "--platform=deno",
-      "--format=esm",
-      ...packages().map((name) => `--external=${name}`),
-      "--config",
-      CONFIG,
-      ...args,
-    ],
-    env: { DENO_NO_UPDATE_CHECK: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!output.success) {
-    throw new Error(`deno bundle failed: ${new TextDecoder().decode(output.stderr).trim()}`);
-  }
-}
-
 /** Bundles reins into `outdir`; returns the path of its entry module. */
 export async function buildBundle({ outdir, origin = null }: BundleOptions): Promise<string> {
   const names = lazyNames();
@@ -184,12 +149,27 @@ export async function buildBundle({ outdir, origin = null }: BundleOptions): Pro
     const loaders = names.map((name) =>
       name.endsWith(".ts") ? wrapped(work, name, common) : plainLoader(name)
     );
-    const workers = workerNames().map((name) => ({ name, file: workerFile(name) }));
-    await Deno.writeTextFile(entry, compileEntry(origin, loaders, common, workers));
-    await denoBundle(["--code-splitting", "--outdir", outdir, entry]);
-    // A Worker's module is a program of its own: one file, sharing no chunk with the entry's.
-    for (const { name, file } of workers) {
-      await denoBundle(["--output", join(outdir, file), `${ROOT}lib/${name}`]);
+    await Deno.writeTextFile(entry, compileEntry(origin, loaders, common));
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform=deno",
+        "--format=esm",
+        "--code-splitting",
+        ...packages().map((name) => `--external=${name}`),
+        "--config",
+        CONFIG,
+        "--outdir",
+        outdir,
+        entry,
+      ],
+      env: { DENO_NO_UPDATE_CHECK: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!output.success) {
+      throw new Error(`deno bundle failed: ${new TextDecoder().decode(output.stderr).trim()}`);
     }
   } finally {
     await Deno.remove(work, { recursive: true });

@@ -34,25 +34,3 @@ export function importLazily<T>(name: string): Promise<T> {
   // A `node:` module or a package: resolved (through deno.json's imports) as the import runs.
   return import(name.endsWith(".ts") ? new URL(`../${name}`, import.meta.url).href : name);
 }
-
-/** A bundle's Worker modules: the URL of each by its name under lib/; set by the bundle's entry. */
-let bundledWorkers: Readonly<Record<string, string>> | null = null;
-
-/** For the bundle's entry (scripts/bundle.ts) only: where each Worker module of lib/ was put. */
-export function useBundledWorkers(urls: Readonly<Record<string, string>>): void {
-  bundledWorkers = urls;
-}
-
-/**
- * The URL to start a Worker of `name` (a module under lib/, "gateway/recorder_worker.ts") from:
- * the file itself from the sources, the bundle's own build of it in the bundle (each name passed
- * here is bundled apart by scripts/bundle.ts, which finds it as it finds importLazily's names).
- */
-export function workerUrl(name: string): string {
-  if (bundled !== null) {
-    const url = bundledWorkers?.[name];
-    if (url === undefined) throw new Error(`This build of reins has no worker '${name}' to start`);
-    return url;
-  }
-  return new URL(`../${name}`, import.meta.url).href;
-}

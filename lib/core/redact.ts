@@ -124,11 +124,6 @@ export class Redactor {
     return this.#secrets.size;
   }
 
-  /** The secret values it knows (for another thread's Redactor: lib/gateway/recorder.ts). */
-  values(): string[] {
-    return [...this.#secrets];
-  }
-
   add(...secrets: (string | null | undefined)[]): this {
     let changed = false;
     for (const secret of secrets) {

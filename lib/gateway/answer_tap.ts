@@ -1,17 +1,21 @@
-// One answer's recording as the gateway passes it on. Its first INLINE_BYTES are read and written
-// here, on the thread that passes it on: a model's answer is mostly a few KiB, for which no Worker
-// is started and no node:crypto loaded (its hash is WebCrypto's, at its end). An answer that grows
-// past them is handed to the recorder (recorder.ts, a Worker of its own), which reads the pieces
-// again from the start (telling none of their text twice), appends the rest to the file and
-// hashes the whole: a long stream costs the thread that passes it on a copy of each piece.
-import { type AnswerBody, sha256Of } from "./bodies.ts";
+// One answer's recording as the gateway passes it on, on the gateway's own thread: each piece is
+// kept with known secrets replaced and written to the answer's partial file (bodies.ts), read for
+// what it says (SSE events through their text runs, or a whole JSON body: the streamed text, model,
+// stop reason, usage) and hashed. A model's answer is mostly a few KiB: its kept pieces are held
+// and hashed by WebCrypto at its end, and node:crypto is not loaded. Only an answer that passes
+// HASH_INLINE_BYTES loads node:crypto (lazily, once a process: ~19 ms of CPU) and is hashed piece
+// by piece from then on, so that no answer is held whole in memory however long it is. The stream
+// waits for the disk only when the writing falls WRITE_AHEAD_BYTES behind.
+import { importLazily } from "../core/lazy_import.ts";
+import { type AnswerBody, type RecordedAnswer, sha256Of } from "./bodies.ts";
 import { redactedBytes } from "./redacted_bytes.ts";
-import type { AnswerRecording, RecordedAnswer, Recorder } from "./recorder.ts";
 import { SseReader } from "./sse.ts";
 import { ResponseReader, type Wire } from "./wires.ts";
 
-/** An answer longer than this is recorded by the recorder, off the thread that passes it on. */
-export const INLINE_BYTES = 256 * 1024;
+/** An answer longer than this is hashed piece by piece (node:crypto), not whole at its end. */
+export const HASH_INLINE_BYTES = 256 * 1024;
+/** How far the writing of an answer may fall behind passing it on before the stream waits. */
+export const WRITE_AHEAD_BYTES = 4 * 1024 * 1024;
 
 export interface TapOptions {
   wire: Wire;
@@ -19,12 +23,20 @@ export interface TapOptions {
   format: "sse" | "json" | "none";
   jsonLimit: number;
   answer: AnswerBody;
-  /** The process's recorder, started when an answer first needs it. */
-  recorder(): Recorder;
   /** The text the answer streams, piece by piece. */
   text(piece: string): void;
-  /** Where to hand over (the default: INLINE_BYTES; tests pass 0 to hand over at once). */
-  inlineBytes?: number;
+}
+
+type Hash = ReturnType<typeof import("node:crypto").createHash>;
+type CreateHash = typeof import("node:crypto").createHash;
+let createHash: CreateHash | null = null;
+let loading: Promise<CreateHash> | null = null;
+
+/** node:crypto's createHash, loaded on first use (the first answer past HASH_INLINE_BYTES). */
+function loadCreateHash(): Promise<CreateHash> {
+  return loading ??= importLazily<typeof import("node:crypto")>("node:crypto").then((crypto) =>
+    createHash = crypto.createHash
+  );
 }
 
 const decoder = new TextDecoder();
@@ -33,21 +45,19 @@ export class AnswerTap {
   readonly #options: TapOptions;
   readonly #reader: ResponseReader;
   readonly #sse: SseReader | null = null;
-  #raw: Uint8Array[] = [];
+  /** The pieces as passed on, for a JSON answer (up to jsonLimit). */
+  #json: Uint8Array[] | null;
+  #jsonBytes = 0;
+  /** The pieces as kept, until the answer is hashed piece by piece. */
   #kept: Uint8Array[] = [];
-  #bytes = 0;
   #keptBytes = 0;
-  /** Characters of text told so far (the recorder skips them). */
-  #told = 0;
-  #recording: AnswerRecording | null = null;
-  #failure: string | null = null;
+  #hash: Hash | null = null;
+  #hashFailure: string | null = null;
 
   constructor(options: TapOptions) {
     this.#options = options;
-    this.#reader = new ResponseReader(options.wire, (piece) => {
-      this.#told += piece.length;
-      options.text(piece);
-    });
+    this.#reader = new ResponseReader(options.wire, options.text);
+    this.#json = options.format === "json" ? [] : null;
     if (options.format === "sse") {
       const reader = this.#reader;
       this.#sse = new SseReader(
@@ -58,71 +68,77 @@ export class AnswerTap {
   }
 
   /**
-   * One piece, as it was passed on. Returns a promise for the stream to wait for when the
-   * recording is too far behind (or being handed over), else null.
+   * One piece, as it was passed on. Returns a promise for the stream to wait for when the writing
+   * is too far behind (or node:crypto is being loaded), else null.
    */
   piece(bytes: Uint8Array): Promise<void> | null {
-    if (this.#recording !== null) {
-      this.#recording.piece(bytes);
-      return this.#recording.tooFarBehind();
-    }
-    if (this.#failure !== null) return null;
     const kept = redactedBytes(bytes);
-    this.#options.answer.write(kept);
-    this.#raw.push(bytes);
-    this.#kept.push(kept);
-    this.#bytes += bytes.length;
+    const answer = this.#options.answer;
+    answer.write(kept);
     this.#keptBytes += kept.length;
     this.#sse?.push(bytes);
-    return this.#bytes > (this.#options.inlineBytes ?? INLINE_BYTES) ? this.#handOver() : null;
+    if (this.#json !== null && this.#jsonBytes + bytes.length <= this.#options.jsonLimit) {
+      this.#json.push(bytes);
+      this.#jsonBytes += bytes.length;
+    }
+    let hashing: Promise<void> | null = null;
+    if (this.#hash !== null) this.#hash.update(kept);
+    else if (kept.length > 0) {
+      this.#kept.push(kept);
+      if (this.#keptBytes > HASH_INLINE_BYTES && this.#hashFailure === null) {
+        hashing = this.#hashFromNowOn();
+      }
+    }
+    const behind = answer.pendingBytes > WRITE_AHEAD_BYTES ? answer.written() : null;
+    if (hashing === null) return behind;
+    return behind === null ? hashing : Promise.all([hashing, behind]).then(() => {});
   }
 
-  async #handOver(): Promise<void> {
-    let appends: boolean;
-    try {
-      ({ appends } = await this.#options.answer.handOver());
-    } catch (error) {
-      this.#failure = `${this.#options.answer.path} could not be written: ${
+  /** Hashes what is held, and every piece after it as it comes (node:crypto, loaded if need be). */
+  #hashFromNowOn(): Promise<void> | null {
+    const start = (make: CreateHash) => {
+      if (this.#hash !== null) return;
+      this.#hash = make("sha256");
+      for (const part of this.#kept) this.#hash.update(part);
+      this.#kept = [];
+    };
+    if (createHash !== null) {
+      start(createHash);
+      return null;
+    }
+    return loadCreateHash().then(start, (error) => {
+      this.#hashFailure = `node:crypto could not be loaded to hash it: ${
         error instanceof Error ? error.message : String(error)
       }`;
-      return;
-    }
-    const { wire, format, jsonLimit, answer, text } = this.#options;
-    const recording = this.#options.recorder().begin(wire, format, {
-      file: answer.path,
-      appends,
-      skipText: this.#told,
-      jsonLimit,
-      text,
+      this.#kept = [];
     });
-    for (const piece of this.#raw) recording.piece(piece, appends);
-    this.#raw = [];
-    this.#kept = [];
-    this.#recording = recording;
   }
 
   /** The answer is whole (or cut off): what was recorded of it. */
   async finish(): Promise<RecordedAnswer> {
-    if (this.#recording !== null) {
-      this.#recording.end();
-      return await this.#recording.finished;
-    }
     this.#sse?.end();
-    if (
-      this.#options.format === "json" && this.#bytes > 0 && this.#bytes <= this.#options.jsonLimit
-    ) {
+    if (this.#json !== null && this.#jsonBytes > 0) {
       let data: unknown = null;
       try {
-        data = JSON.parse(decoder.decode(concat(this.#raw, this.#bytes)));
+        data = JSON.parse(decoder.decode(concat(this.#json, this.#jsonBytes)));
       } catch { /* not JSON: nothing to read in it */ }
+      this.#json = null;
       this.#reader.json(data);
     }
     const facts = this.#reader.facts;
-    if (this.#failure !== null) {
-      return { sha256: null, bytes: this.#keptBytes, facts, error: this.#failure };
+    const bytes = this.#keptBytes;
+    if (this.#hashFailure !== null) {
+      return { sha256: null, bytes, facts, error: this.#hashFailure };
     }
-    const sha256 = await sha256Of(concat(this.#kept, this.#keptBytes));
-    return { sha256, bytes: this.#keptBytes, facts };
+    // A hash being started (node:crypto loading as the answer ended) is waited for.
+    if (this.#hash === null && this.#keptBytes > HASH_INLINE_BYTES) {
+      await this.#hashFromNowOn();
+    }
+    const sha256 = this.#hash !== null
+      ? this.#hash.digest("hex")
+      : await sha256Of(concat(this.#kept, bytes));
+    this.#kept = [];
+    return { sha256, bytes, facts };
   }
 }
 

@@ -7,7 +7,6 @@ import type { BudgetLedger, BudgetWarning, Exhaustion } from "../core/mod.ts";
 import type { ProxySettings } from "../net/mod.ts";
 import type { CallUsage, DataRoot, EventInput } from "../store/mod.ts";
 import { RunBodies } from "./bodies.ts";
-import type { Recorder } from "./recorder.ts";
 import { inputExcludesCache, type Wire } from "./wires.ts";
 
 /** A model's price per million tokens (as the config file's `prices` give it). */
@@ -50,8 +49,6 @@ export interface BindOptions {
 /** What one call needs of its turn (lib/gateway/call.ts). */
 export interface CallContext {
   readonly bodies: RunBodies;
-  /** Reads long answers off the thread that passes them on (the process's, started on first use). */
-  recorder(): Recorder;
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   nextCallId(): string;
@@ -75,7 +72,6 @@ const DELTA_MAX_CHARS = 16 * 1024;
 export class GatewayBinding implements CallContext {
   readonly secret: string;
   readonly bodies: RunBodies;
-  readonly recorder: () => Recorder;
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   readonly routes: Readonly<Record<string, RouteTarget>>;
@@ -96,11 +92,9 @@ export class GatewayBinding implements CallContext {
     options: BindOptions,
     secret: string,
     origin: string,
-    recorder: () => Recorder,
     unbind: () => Promise<void>,
   ) {
     this.#options = options;
-    this.recorder = recorder;
     this.secret = secret;
     this.routes = options.routes;
     this.bodies = new RunBodies(options.root, options.runId);
@@ -155,7 +149,8 @@ export class GatewayBinding implements CallContext {
 
   delta(callId: string, piece: string): void {
     if (piece === "") return;
-    // A long piece (the recorder tells text in batches) is recorded in events of bounded size.
+    // A long piece (a text run read at once tells many events' text) is recorded in events of
+    // bounded size.
     if (piece.length > DELTA_MAX_CHARS) {
       for (let at = 0; at < piece.length; at += DELTA_MAX_CHARS) {
         this.delta(callId, piece.slice(at, at + DELTA_MAX_CHARS));
@@ -237,7 +232,7 @@ export class GatewayBinding implements CallContext {
 
   /**
    * Stops taking calls (the secret no longer works), lets the calls in flight be recorded to
-   * their end (their text is read on another thread and may still be coming: recorder.ts), and
+   * their end (their text may still be streaming), and
    * resolves once every body is on disk; nothing of the turn is recorded after that.
    */
   async close(): Promise<void> {

@@ -1,9 +1,9 @@
 // The bodies of a run's model calls, kept out of the event log: each request and each answer is a
 // file under the run's `wire/` directory named by its SHA-256 (so a request sent twice is kept
-// once), an answer written as it passes (by the recorder: recorder.ts), never held whole in
+// once), an answer written as it passes (read and hashed by answer_tap.ts), never held whole in
 // memory, and durable before the run settles (`flushed()`). Known secrets are replaced in them, and nothing else is changed.
 import type { DataRoot, WireBody } from "../store/mod.ts";
-import type { RecordedAnswer } from "./recorder.ts";
+import type { ResponseFacts } from "./wires.ts";
 import { redactedBytes } from "./redacted_bytes.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { syncDirectoryAsync } from "../core/atomic_write.ts";
@@ -16,6 +16,17 @@ export async function sha256Of(bytes: Uint8Array): Promise<string> {
   let hex = "";
   for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
   return hex;
+}
+
+/**
+ * What was made of a whole answer: its hash and size as kept, what it said, and why it is not on
+ * disk whole if it is not (null sha256: it was not hashed).
+ */
+export interface RecordedAnswer {
+  sha256: string | null;
+  bytes: number;
+  facts: ResponseFacts;
+  error?: string;
 }
 
 /** One run's bodies. */
@@ -70,9 +81,8 @@ export class RunBodies {
 
 /**
  * An answer being written to `.call-N.partial` in the run's wire/ directory (left there, as
- * evidence, should reins die mid-stream): its first pieces from here, the rest of a long one by
- * the recorder on a thread of its own (answer_tap.ts), which appends to the file once `handOver`
- * has closed it here. Once it is whole the file is renamed to its SHA-256.
+ * evidence, should reins die mid-stream), piece by piece as answer_tap.ts keeps them. Once it is
+ * whole the file is renamed to its SHA-256.
  */
 export class AnswerBody {
   readonly #root: DataRoot;
@@ -82,6 +92,7 @@ export class AnswerBody {
   readonly path: string;
   #file: Deno.FsFile | null = null;
   #writing: Promise<void> = Promise.resolve();
+  #pending = 0;
   #done: Promise<WireBody | null> | null = null;
   readonly #finished: { resolve: (body: WireBody | null) => void } = { resolve: () => {} };
 
@@ -102,32 +113,42 @@ export class AnswerBody {
     track(done.then(() => {}));
   }
 
+  /** Bytes handed to write() and not yet on their way to the disk. */
+  get pendingBytes(): number {
+    return this.#pending;
+  }
+
   /** Adds a piece as it is kept (redactedBytes), written after the ones before it. */
   write(kept: Uint8Array): void {
     if (kept.length === 0) return;
     this.#file ??= this.#root.createFile(this.path);
     const file = this.#file;
+    this.#pending += kept.length;
     this.#writing = this.#writing.then(async () => {
       let written = 0;
       while (written < kept.length) written += await file.write(kept.subarray(written));
+      this.#pending -= kept.length;
     });
   }
 
   /**
-   * Resolves once what was written here is on disk and the file closed, for the recorder to go on
-   * with it (`appends`: whether there is a file to append to); rejects when a write failed.
+   * Resolves once every piece written so far is handed to the disk (a failed write too: finish
+   * says so), for a stream that fell behind to wait for.
    */
-  async handOver(): Promise<{ appends: boolean }> {
-    await this.#writing;
+  written(): Promise<void> {
+    return this.#writing.catch(() => {});
+  }
+
+  /** Resolves once what was written is on disk and the file closed; rejects when a write failed. */
+  async #close(): Promise<void> {
     const file = this.#file;
-    if (file === null) return { appends: false };
     this.#file = null;
     try {
-      await file.sync();
+      await this.#writing;
+      await file?.sync();
     } finally {
-      file.close();
+      file?.close();
     }
-    return { appends: true };
   }
 
   /**
@@ -137,7 +158,7 @@ export class AnswerBody {
    */
   finish(recorded: RecordedAnswer): Promise<WireBody | null> {
     this.#done ??= (async () => {
-      await this.handOver().catch((error) => {
+      await this.#close().catch((error) => {
         const why = error instanceof Error ? error.message : String(error);
         recorded = { ...recorded, error: `${this.path} could not be written: ${why}` };
       });

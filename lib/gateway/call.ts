@@ -184,8 +184,8 @@ export async function handleCall(
   if (decoded) delete recordedHeaders["content-encoding"];
   const contentType = upstream.headers.get("content-type") ?? "";
   const answer: AnswerBody = context.bodies.answer(callId);
-  // Written and read as it passes (a long answer by the recorder, on another thread): the text as
-  // it streams, the facts and the body's hash at the end.
+  // Written and read as it passes, on this thread: the text as it streams, the facts and the
+  // body's hash at the end.
   const tap = new AnswerTap({
     wire,
     format: /text\/event-stream/i.test(contentType)
@@ -195,7 +195,6 @@ export async function handleCall(
       : "none",
     jsonLimit: JSON_ANSWER_LIMIT,
     answer,
-    recorder: () => context.recorder(),
     text: (piece) => context.delta(callId, piece),
   });
   const chunks: number[][] = [];
@@ -276,8 +275,8 @@ export async function handleCall(
       const atMs = elapsed(arrivedMs);
       firstByteMs ??= atMs;
       chunks.push([piece.length, atMs]);
-      // The recording is waited for only when it falls behind: the stream is not held for each
-      // piece.
+      // The disk is waited for only when it falls behind (and node:crypto once, as a long answer
+      // passes 256 KiB): the stream is not held for each piece.
       const behind = tap.piece(piece);
       if (behind !== null) await behind;
     },

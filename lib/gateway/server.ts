@@ -5,7 +5,6 @@
 // another local user can neither spend through it nor add to a recording.
 import { type BindOptions, GatewayBinding } from "./binding.ts";
 import { handleCall } from "./call.ts";
-import { Recorder } from "./recorder.ts";
 
 /** A secret of 32 random bytes, base64url: what binds a request to its turn. */
 function newSecret(): string {
@@ -22,10 +21,6 @@ function notFound(): Response {
 export class GatewayServer {
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #bindings = new Map<string, GatewayBinding>();
-  // Started by the first answer too long to be read on this thread (answer_tap.ts): a Worker and
-  // node:crypto cost ~40 ms of CPU, which a turn of short answers never spends.
-  #recorder: Recorder | null = null;
-  readonly #recorderOf = () => this.#recorder ??= new Recorder();
   readonly origin: string;
 
   private constructor() {
@@ -46,7 +41,7 @@ export class GatewayServer {
 
   bind(options: BindOptions, onUnbound: () => Promise<void>): GatewayBinding {
     const secret = newSecret();
-    const binding = new GatewayBinding(options, secret, this.origin, this.#recorderOf, () => {
+    const binding = new GatewayBinding(options, secret, this.origin, () => {
       this.#bindings.delete(secret);
       return onUnbound();
     });
@@ -77,17 +72,9 @@ export class GatewayServer {
     });
   }
 
-  /**
-   * Stops listening; calls still being answered are given `graceMs` to finish, and the answers
-   * still being read by the recorder (at most its window behind each: recorder.ts) `readMs` more.
-   */
-  async shutdown(graceMs = 2_000, readMs = 10_000): Promise<void> {
-    try {
-      await within(graceMs, this.#server.shutdown());
-      if (this.#recorder !== null) await within(readMs, this.#recorder.idle());
-    } finally {
-      this.#recorder?.terminate();
-    }
+  /** Stops listening; calls still being answered are given `graceMs` to finish. */
+  async shutdown(graceMs = 2_000): Promise<void> {
+    await within(graceMs, this.#server.shutdown());
   }
 }
 

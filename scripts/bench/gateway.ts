@@ -264,12 +264,12 @@ export async function streams(dir: string): Promise<void> {
     `${rateRelayed.toFixed(0)} MB/s = ${(rateRelayed / rateDirect).toFixed(2)}× direct; ` +
       `the gateway ${(rateThrough / rateRelayed).toFixed(2)}× the relay (median of 15)`,
   );
-  // What the machine's load moves least: the CPU the gateway's process spends on a stream (the
-  // thread passing it on and the recorder's), against the relay's.
+  // What the machine's load moves least: the CPU the gateway's process spends on a stream (all its
+  // threads), against the relay's.
   const cpuThrough = await cpuPerRead(tenMb(through), 10);
   const cpuRelayed = await cpuPerRead(tenMb(relayed), 10);
   figure(
-    "CPU time of the gateway's process per 10 MB stream (both its threads)",
+    "CPU time of the gateway's process per 10 MB stream",
     `${cpuThrough.toFixed(1)} ms, the bare relay's ${cpuRelayed.toFixed(1)} ms (10 streams each)`,
   );
 

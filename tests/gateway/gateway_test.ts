@@ -364,10 +364,11 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-Deno.test("gateway hands a long answer to its recorder mid-stream: every byte kept once, its text told once, its secrets replaced in the body", async () => {
+Deno.test("gateway records a long answer on its own thread, hashed piece by piece past 256 KiB: every byte kept once, its text told once, its secrets replaced in the body", async () => {
   const encoder = new TextEncoder();
   const secret = "sk-ant-secret-value-long-1";
-  // ~1.5 MiB of text deltas in pieces of ~48 KiB: well past the part read on the passing thread.
+  // ~1.5 MiB of text deltas in pieces of ~48 KiB: well past the 256 KiB hashed whole at the end
+  // (the secret comes after them, in a piece hashed by node:crypto as it passes).
   const pieces: string[] = [];
   const texts: string[] = [];
   for (let i = 0; i < 32; i++) {
@@ -438,16 +439,16 @@ Deno.test("gateway hands a long answer to its recorder mid-stream: every byte ke
   assert.equal(await sha256Hex(kept), completed.body!.sha256);
   const names = [...Deno.readDirSync(t.root.layout.wire(t.runId))].map((entry) => entry.name);
   assert.ok(!names.some((name) => name.endsWith(".partial")), names.join(" "));
-  // The text, told once (the recorder skips what was read before the hand-over); the run's sinks
+  // The text, told once (text runs read many events at once); the run's sinks
   // redact the secret in events, as for any call.
   const told = ofType(t.events, "message.delta").map((d) => d.text).join("");
   assert.equal(told, texts.join(""));
-  // Each event of bounded size, however much text the recorder told at once.
+  // Each event of bounded size, however much text a run of events told at once.
   const sizes = ofType(t.events, "message.delta").map((d) => d.text.length);
   assert.ok(Math.max(...sizes) <= 16 * 1024, String(Math.max(...sizes)));
 });
 
-Deno.test("gateway reads a long JSON answer's usage after handing it to its recorder", async () => {
+Deno.test("gateway reads a long JSON answer's usage and hashes it piece by piece past 256 KiB", async () => {
   const content = [{ type: "text", text: "x".repeat(600 * 1024) }];
   await using up = upstream(() =>
     Response.json({

@@ -9,8 +9,6 @@ import {
   COMMON_ROOTS,
   lazyCalls,
   lazyNames,
-  workerFile,
-  workerNames,
 } from "../../scripts/bundle.ts";
 import { reins, tempDir } from "../support/reins.ts";
 
@@ -71,15 +69,6 @@ Deno.test("reins works from its bundle, under the binary's sandbox, reading none
   const files = [...Deno.readDirSync(outdir)].map((file) => file.name);
   // Chunks: the commands' modules are split off the entry, loaded when they are imported.
   assert.ok(files.some((name) => /^run-[A-Z0-9]+\.js$/.test(name)), files.join(" "));
-  // Each Worker module of lib/ beside the entry, bundled whole, and the entry saying where.
-  assert.deepEqual(workerNames(), ["gateway/recorder_worker.ts"]);
-  for (const name of workerNames()) {
-    assert.ok(files.includes(workerFile(name)), files.join(" "));
-    assert.match(
-      Deno.readTextFileSync(entry),
-      new RegExp(`"${name}": new URL\\("\\./${workerFile(name)}"`),
-    );
-  }
   for (const name of files) {
     const text = Deno.readTextFileSync(`${outdir}/${name}`);
     // A literal dynamic import would have Deno load what it reaches at start-up.
@@ -181,64 +170,5 @@ Deno.test("a reins run --driver command loads the bundle's entry and four more f
   const text = Deno.readTextFileSync(`${outdir}/${common}`);
   for (const module of [...COMMON_ROOTS, "turn/run_turn.ts", "store/run_writer.ts"]) {
     assert.ok(text.includes(`// lib/${module}\n`), `${module} is not in ${common}`);
-  }
-});
-
-Deno.test("the bundle's recorder Worker starts from its own file and records an answer", async () => {
-  await using dir = await tempDir();
-  const outdir = `${dir.path}/bundle`;
-  await buildBundle({ outdir });
-  const worker = new Worker(
-    new URL(`file://${outdir}/${workerFile("gateway/recorder_worker.ts")}`).href,
-    { type: "module" },
-  );
-  try {
-    const bytes = new TextEncoder().encode(
-      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,' +
-        '"delta":{"type":"text_delta","text":"hi"}}\n\n',
-    );
-    const file = `${dir.path}/answer.partial`;
-    const heard: unknown[] = [];
-    const done = new Promise<void>((resolve) => {
-      worker.onmessage = (event) => {
-        heard.push(event.data);
-        if (event.data.kind === "done") resolve();
-      };
-    });
-    worker.postMessage({
-      kind: "begin",
-      id: 1,
-      wire: "anthropic.messages",
-      format: "sse",
-      jsonLimit: 1024,
-      file,
-      appends: false,
-      skipText: 0,
-    });
-    const sent = bytes.slice();
-    worker.postMessage({ kind: "piece", id: 1, bytes: sent }, [sent.buffer]);
-    worker.postMessage({ kind: "end", id: 1 });
-    await done;
-    // The piece's buffer comes back, to be used again.
-    assert.deepEqual(heard.at(-2), {
-      kind: "read",
-      id: 1,
-      bytes: bytes.length,
-      text: "hi",
-      buffers: [bytes.buffer],
-    });
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-    const sha256 = [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-    assert.deepEqual({ ...(heard.at(-1) as object), facts: undefined }, {
-      kind: "done",
-      id: 1,
-      sha256,
-      bytes: bytes.length,
-      facts: undefined,
-      error: null,
-    });
-    assert.deepEqual(await Deno.readFile(file), bytes);
-  } finally {
-    worker.terminate();
   }
 });
