@@ -3,6 +3,23 @@
 // (a sandbox that worked once works for the process's life); `reins doctor` says what it found.
 import { ReinsError } from "../core/errors.ts";
 
+/**
+ * Every sandbox's start: all namespaces new, gone with its parent, the system read-only, a /dev
+ * and a /proc of its own. The probe starts the same way as a run (lib/confine/profile.ts), so
+ * what it finds holds for one.
+ */
+export const BWRAP_BASE: readonly string[] = [
+  "--unshare-all",
+  "--die-with-parent",
+  "--ro-bind",
+  "/",
+  "/",
+  "--dev",
+  "/dev",
+  "--proc",
+  "/proc",
+];
+
 /** Why confinement cannot work here (one line, saying what to install or enable), or null. */
 export type ConfineProblem = string | null;
 
@@ -26,20 +43,7 @@ async function probe(): Promise<ConfineProblem> {
   let output: Deno.CommandOutput;
   try {
     output = await new Deno.Command("bwrap", {
-      args: [
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--",
-        "socat",
-        "-V",
-      ],
+      args: [...BWRAP_BASE, "--", "socat", "-V"],
       stdin: "null",
       stdout: "null",
       stderr: "piped",

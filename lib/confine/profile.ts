@@ -2,6 +2,7 @@
 // under bubblewrap (docs/confinement.md). Pure: it is given every fact (what exists, where the
 // state of the context is, which ports the bridges listen on) and touches nothing; the spawn site
 // applies what it returns, and network.ts sets up what the sockets it names lead to.
+import { BWRAP_BASE } from "./probe.ts";
 
 /** Where the sandbox's own directories are, inside it (all under its private /tmp). */
 export const INSIDE = {
@@ -119,15 +120,7 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
     "--ignore-signal=INT",
     "--ignore-signal=TERM",
     "bwrap",
-    "--unshare-all",
-    "--die-with-parent",
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
+    ...BWRAP_BASE,
   ];
   for (const dir of EMPTIED) args.push("--tmpfs", dir);
   // The data root goes (an empty directory where it was), the working directory stays: a

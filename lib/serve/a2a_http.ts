@@ -11,7 +11,12 @@ import { AGENT_CARD_PATH } from "./agent_card.ts";
 import type { BearerCheck } from "./auth.ts";
 import type { HttpHandler } from "./http/server.ts";
 import type { RequestHead } from "./http/head.ts";
-import { type HttpResponse, plainResponse } from "./http/response.ts";
+import {
+  eventStreamResponse,
+  type HttpResponse,
+  plainResponse,
+  SSE_HEADERS,
+} from "./http/response.ts";
 import { depthExceededAt } from "./json_depth.ts";
 import {
   errorInfo,
@@ -207,12 +212,6 @@ export function a2aHandler(options: A2AHttpOptions): HttpHandler {
   };
 }
 
-const SSE_HEADERS = {
-  "content-type": "text/event-stream",
-  "cache-control": "no-cache",
-  "x-accel-buffering": "no",
-};
-
 /** A REST request's body as JSON, under the same depth limit as JSON-RPC's. */
 function jsonBody(body: Uint8Array, maxDepth: number): unknown {
   if (body.length === 0) return {};
@@ -250,27 +249,12 @@ function sseResponse(
   stream: Extract<CallResult, { stream: unknown }>["stream"],
   onError: ((error: unknown) => void) | undefined,
 ): HttpResponse {
-  return {
-    status: 200,
-    headers: SSE_HEADERS,
-    async stream(write, closed) {
-      // One write at a time: items and keep-alive comments must not interleave on the socket.
-      let queue: Promise<void> = Promise.resolve();
-      const put = (text: string) => queue = queue.then(() => write(text));
-      const keepAlive = setInterval(() => {
-        put(": keep-alive\n\n").catch(() => {});
-      }, SSE_KEEPALIVE_MS);
-      try {
-        await stream((item) => put(`data: ${resultText(id, item)}\n\n`), closed);
-      } catch (error) {
-        if (closed.aborted) throw error;
-        await put(`data: ${errorText(id, asRpcError(error, onError))}\n\n`);
-      } finally {
-        clearInterval(keepAlive);
-      }
-      await queue;
-    },
-  };
+  return eventStreamResponse(
+    stream,
+    SSE_KEEPALIVE_MS,
+    (item) => `data: ${resultText(id, item)}\n\n`,
+    (error) => `data: ${errorText(id, asRpcError(error, onError))}\n\n`,
+  );
 }
 
 /** A short stable digest for the card's ETag (FNV-1a; not for security). */

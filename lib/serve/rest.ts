@@ -7,7 +7,7 @@
 // route whose client accepts SSE an error is one `event: error` instead, so that a client reading
 // the stream reads it. No tenants: reins serves one agent, and a path with a tenant is not found.
 import type { RequestHead } from "./http/head.ts";
-import type { HttpResponse } from "./http/response.ts";
+import { eventStreamResponse, type HttpResponse, SSE_HEADERS } from "./http/response.ts";
 import { ERROR_INFO, type ErrorDetail, errorInfo, RPC, RpcError } from "./jsonrpc.ts";
 import type { StreamBody } from "./streams.ts";
 import { FORGET_METHOD } from "./service.ts";
@@ -232,12 +232,6 @@ export function acceptsEventStream(head: Pick<RequestHead, "headers">): boolean 
   return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(head.headers.get("accept") ?? "");
 }
 
-const SSE_HEADERS = {
-  "content-type": "text/event-stream",
-  "cache-control": "no-cache",
-  "x-accel-buffering": "no",
-};
-
 /** An error on a streaming route, as the one event of an event stream (`event: error`). */
 export function restErrorEvent(error: RpcError): HttpResponse {
   return {
@@ -256,26 +250,12 @@ export function restStream(
   asError: (error: unknown) => RpcError,
   keepAliveMs: number,
 ): HttpResponse {
-  return {
-    status: 200,
-    headers: SSE_HEADERS,
-    async stream(write, closed) {
-      let queue: Promise<void> = Promise.resolve();
-      const put = (text: string) => queue = queue.then(() => write(text));
-      const keepAlive = setInterval(() => {
-        put(": keep-alive\n\n").catch(() => {});
-      }, keepAliveMs);
-      try {
-        await stream((item) => put(`data: ${JSON.stringify(item)}\n\n`), closed);
-      } catch (error) {
-        if (closed.aborted) throw error;
-        await put(`event: error\ndata: ${restError(asError(error)).body}\n\n`);
-      } finally {
-        clearInterval(keepAlive);
-      }
-      await queue;
-    },
-  };
+  return eventStreamResponse(
+    stream,
+    keepAliveMs,
+    (item) => `data: ${JSON.stringify(item)}\n\n`,
+    (error) => `event: error\ndata: ${restError(asError(error)).body}\n\n`,
+  );
 }
 
 /** The params of a call whose body is its params: the body's object, ids from the path kept. */

@@ -17,6 +17,46 @@ export interface HttpResponse {
   close?: boolean;
 }
 
+/** The head of a Server-Sent Events answer: not cached, not buffered by a proxy. */
+export const SSE_HEADERS: Record<string, string> = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no",
+};
+
+/**
+ * An SSE answer of the items `produce` sends, each as `itemEvent` makes it, with a keep-alive
+ * comment every `keepAliveMs`; a failure once it has begun is one last event, `errorEvent`'s
+ * (unless the client has gone). One write at a time: items and keep-alives never interleave.
+ */
+export function eventStreamResponse<T>(
+  produce: (send: (item: T) => Promise<void>, closed: AbortSignal) => Promise<void>,
+  keepAliveMs: number,
+  itemEvent: (item: T) => string,
+  errorEvent: (error: unknown) => string,
+): HttpResponse {
+  return {
+    status: 200,
+    headers: SSE_HEADERS,
+    async stream(write, closed) {
+      let queue: Promise<void> = Promise.resolve();
+      const put = (text: string) => queue = queue.then(() => write(text));
+      const keepAlive = setInterval(() => {
+        put(": keep-alive\n\n").catch(() => {});
+      }, keepAliveMs);
+      try {
+        await produce((item) => put(itemEvent(item)), closed);
+      } catch (error) {
+        if (closed.aborted) throw error;
+        await put(errorEvent(error));
+      } finally {
+        clearInterval(keepAlive);
+      }
+      await queue;
+    },
+  };
+}
+
 const REASONS: Record<number, string> = {
   100: "Continue",
   200: "OK",
