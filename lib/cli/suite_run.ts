@@ -275,17 +275,7 @@ async function startReport(given: {
     handle.saveHeader();
     return matrix;
   }
-  const reporter = SuiteReporter.begin({
-    root: handle.root,
-    settings,
-    target,
-    suite,
-    handle,
-    instances: handle.header.instances,
-    plan,
-    note,
-    recorded: (state) => recordedScenario(store, state),
-  });
+  const reporter = SuiteReporter.begin(options);
   if (reporter) {
     handle.header.options.report = true;
     handle.saveHeader();
