@@ -132,3 +132,29 @@ export async function cacheModules(config: string, entry: string): Promise<void>
     throw new Error(`deno cache ${entry} failed: ${new TextDecoder().decode(output.stderr)}`);
   }
 }
+
+/** A process's peak resident size in KiB (VmHWM), or null once it is gone. */
+function peakKiB(pid: number): number | null {
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+    return kib === undefined ? null : Number(kib); // a zombie has no memory left to tell
+  } catch {
+    return null; // gone
+  }
+}
+
+/** Waits for a child's output, polling its peak resident size (KiB) every 10 ms as it runs. */
+export async function outputWithPeak(
+  child: Deno.ChildProcess,
+): Promise<{ output: Deno.CommandOutput; peakKiB: number }> {
+  let peak = 0;
+  const poll = setInterval(() => {
+    peak = Math.max(peak, peakKiB(child.pid) ?? 0);
+  }, 10);
+  try {
+    return { output: await child.output(), peakKiB: peak };
+  } finally {
+    clearInterval(poll);
+  }
+}

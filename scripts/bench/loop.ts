@@ -3,7 +3,7 @@
 // resident size (VmHWM) of the reins process, polled from /proc/<pid>/status while it runs. The
 // baseline is the same run where the file is 1 MiB; the goal is the issue's: under 300 MB. The
 // file is sparse past its first MiB of text, so making it costs no disk. `deno task bench loop`.
-import { compare, figure } from "./_lib.ts";
+import { compare, figure, outputWithPeak } from "./_lib.ts";
 import { sourceRunFlags } from "../permissions.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -23,16 +23,6 @@ async function textFile(path: string, size: number): Promise<void> {
     await file.truncate(size);
   } finally {
     file.close();
-  }
-}
-
-function peakKiB(pid: number): number | null {
-  try {
-    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
-    return kib === undefined ? null : Number(kib); // a zombie has no memory left to tell
-  } catch {
-    return null; // gone
   }
 }
 
@@ -61,12 +51,7 @@ async function loopRunPeak(home: string, work: string, script: string): Promise<
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let peak = 0;
-  const poll = setInterval(() => {
-    peak = Math.max(peak, peakKiB(child.pid) ?? 0);
-  }, 10);
-  const output = await child.output();
-  clearInterval(poll);
+  const { output, peakKiB: peak } = await outputWithPeak(child);
   if (!output.success) {
     throw new Error(`reins run exited ${output.code}: ${new TextDecoder().decode(output.stderr)}`);
   }

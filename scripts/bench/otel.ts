@@ -4,7 +4,7 @@
 // while it runs) is held to the issue's goal, 100 MiB; its time is shown against reading and
 // JSON-parsing the same events.jsonl line by line in a process of its own, measured in the same
 // run. `deno task bench otel`.
-import { against, compare, figure } from "./_lib.ts";
+import { against, compare, figure, outputWithPeak } from "./_lib.ts";
 import { sourceRunFlags } from "../permissions.ts";
 import type { EventInput } from "../../lib/store/contracts.ts";
 import { loopIteration } from "./_loop_events.ts";
@@ -110,16 +110,6 @@ function collectorStub() {
   };
 }
 
-function peakKiB(pid: number): number | null {
-  try {
-    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
-    return kib === undefined ? null : Number(kib); // a zombie has no memory left to tell
-  } catch {
-    return null; // gone
-  }
-}
-
 /** Runs a command to its end, polling its peak resident size; its time and peak (KiB). */
 async function measured(
   args: string[],
@@ -133,12 +123,7 @@ async function measured(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let peak = 0;
-  const poll = setInterval(() => {
-    peak = Math.max(peak, peakKiB(child.pid) ?? 0);
-  }, 10);
-  const output = await child.output();
-  clearInterval(poll);
+  const { output, peakKiB: peak } = await outputWithPeak(child);
   const ms = performance.now() - started;
   const decoder = new TextDecoder();
   if (!output.success) {
