@@ -12,6 +12,7 @@ import { instancesOf, selectedAgents } from "../suite/start.ts";
 import {
   assignShards,
   mergeShards,
+  type PlanExecution,
   type PlanFile,
   type PlanPlatform,
   type ShardRun,
@@ -63,6 +64,7 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
       callExecutionId: allocated?.calls.get(instance.id) ?? null,
     })),
     platform: allocated?.platform ?? null,
+    executions: allocated?.executions ?? null,
   };
   const target = resolvePath(out);
   await writePlan(target, plan);
@@ -73,6 +75,7 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
       shards,
       scenarios: plan.instances.length,
       platform: plan.platform,
+      executions: plan.executions,
     });
   } else {
     ctx.io.print(
@@ -81,6 +84,9 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
       }`,
     );
     if (plan.platform) ctx.io.note(`reported to the platform: ${plan.platform.url}`);
+    for (const one of plan.executions ?? []) {
+      ctx.io.note(`${one.agent}, epoch ${one.epoch}: reported to the platform: ${one.url}`);
+    }
     ctx.io.note(`run each with: reins suite run ${path} --plan ${out} --shard I/${shards}`);
   }
   return ExitCode.ok;
@@ -88,14 +94,21 @@ export async function suitePlan(ctx: SuiteContext): Promise<number> {
 
 /**
  * Provisions, starts and allocates a call for every planned scenario (skipped ones aside), when
- * the platform is configured; a line says why not otherwise. A platform that cannot do it is
- * exit 5: shards without their calls would each report on their own.
+ * the platform is configured (a matrix: each agent's test and each epoch's execution); a line says
+ * why not otherwise. A platform that cannot do it is exit 5: shards without their calls would each
+ * report on their own.
  */
 async function allocateCalls(
   ctx: SuiteContext,
   suite: Suite,
   instances: readonly Instance[],
-): Promise<{ platform: PlanPlatform; calls: Map<string, string> } | null> {
+): Promise<
+  {
+    platform: PlanPlatform | null;
+    executions: PlanExecution[] | null;
+    calls: Map<string, string>;
+  } | null
+> {
   const settings = await ctx.settings();
   const { notConfiguredReason, platformTarget } = await importLazily<
     typeof import("../platform/client.ts")
@@ -107,17 +120,6 @@ async function allocateCalls(
     }
     return null;
   }
-  if (suite.agents !== null) {
-    // Each agent is a test and each epoch an execution of it (docs/platform.md): a plan holds
-    // one test's execution, so a matrix's shards are not reported yet.
-    if (!ctx.io.quiet && !ctx.io.jsonMode) {
-      ctx.io.note(
-        "not reported to the platform: a plan of a matrix (agents:) does not allocate calls " +
-          "yet; run it unsharded to report it, each agent its own test",
-      );
-    }
-    return null;
-  }
   const target = platformTarget(settings.platform);
   const skipped = new Set(suite.scenarios.filter((spec) => spec.skip !== null).map((s) => s.index));
   const reported = instances.filter((instance) => !skipped.has(instance.index));
@@ -126,16 +128,20 @@ async function allocateCalls(
     typeof import("../suite/report.ts")
   >("suite/report.ts");
   using root = new DataRoot(ctx.home);
+  const given = { root, settings, target, suite, instances: reported };
   try {
-    const { platform, callExecutionIds } = await allocatePlan({
-      root,
-      settings,
-      target,
-      suite,
-      instances: reported,
-    });
+    if (suite.agents !== null) {
+      // Each agent a test, each epoch an execution of it (docs/platform.md), as unsharded.
+      const { allocateMatrixPlan } = await importLazily<
+        typeof import("../suite/matrix_report.ts")
+      >("suite/matrix_report.ts");
+      const { executions, calls } = await allocateMatrixPlan(given);
+      return { platform: null, executions, calls };
+    }
+    const { platform, callExecutionIds } = await allocatePlan(given);
     return {
       platform,
+      executions: null,
       calls: new Map(reported.map((instance, i) => [instance.id, callExecutionIds[i]])),
     };
   } catch (error) {

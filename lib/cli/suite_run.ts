@@ -231,7 +231,8 @@ async function startReport(given: {
   const target = platformTarget(settings.platform);
   let plan: { file: PlanFile; platform: PlanPlatform } | undefined;
   if (mode.kind === "shard") {
-    const platform = mode.plan.platform;
+    // A matrix's plan holds an execution per agent and epoch, all on one platform.
+    const platform = mode.plan.platform ?? mode.plan.executions?.[0] ?? null;
     if (platform === null) {
       note(
         "not reported to the platform: the plan was made without it (reins suite plan allocates the calls when the platform is configured)",
@@ -261,16 +262,11 @@ async function startReport(given: {
     recorded: (state: ScenarioState) => recordedScenario(store, state),
   };
   if (handle.header.options.agents !== null) {
-    if (plan !== undefined) {
-      note(
-        "not reported to the platform: a matrix's shards are not reported yet (see docs/suites.md)",
-      );
-      return null;
-    }
     const { MatrixReporter } = await importLazily<typeof import("../suite/matrix_report.ts")>(
       "suite/matrix_report.ts",
     );
-    const matrix = MatrixReporter.begin(options);
+    // A shard reports into the executions its plan allocated, one per agent and epoch.
+    const matrix = MatrixReporter.begin({ ...options, plan: undefined }, plan?.file ?? null);
     handle.header.options.report = true;
     handle.saveHeader();
     return matrix;

@@ -4,11 +4,14 @@
 // calls the scenarios' plain keys (so every epoch's scenario_selectors are the same). One live
 // report (lib/suite/report.ts) per agent and epoch. An agent's first epoch provisions its test; the
 // later epochs are begun once the platform has given it (what they are told meanwhile waits here),
-// so that K epochs make one test with K executions, not K tests. It does not change a scenario's
-// status or the exit code, as no report does.
+// so that K epochs make one test with K executions, not K tests. A shard of a plan provisions and
+// starts nothing: `suite plan` allocated every agent's test and every epoch's execution once
+// (allocateMatrixPlan), and each shard reports its cells into their calls. It does not change a
+// scenario's status or the exit code, as no report does.
 import type { RecordingSource, ReportOutcome } from "../platform/mod.ts";
 import { agentSuiteName } from "./junit.ts";
-import { type ReporterOptions, type ReportSummary, SuiteReporter } from "./report.ts";
+import type { PlanExecution, PlanFile } from "./plan.ts";
+import { allocatePlan, type ReporterOptions, type ReportSummary, SuiteReporter } from "./report.ts";
 import type { ScenarioEnd } from "./runner.ts";
 import type { Instance, ScenarioState } from "./state.ts";
 
@@ -34,8 +37,18 @@ export class MatrixReporter {
   readonly #groups = new Map<string, Group>();
   readonly #byInstance = new Map<string, Group>();
 
-  private constructor(options: ReporterOptions) {
+  readonly #plan: PlanFile | null;
+  /** A shard's plan of a matrix: each agent and epoch reports into the execution it allocated. */
+  readonly #executions: Map<string, PlanExecution> | null;
+
+  private constructor(options: ReporterOptions, plan: PlanFile | null) {
     this.#options = options;
+    // A plan without executions allocated none: its shards report nothing (never a test of
+    // their own).
+    this.#executions = plan
+      ? new Map((plan.executions ?? []).map((one) => [groupId(one.agent, one.epoch), one]))
+      : null;
+    this.#plan = plan;
   }
 
   /** The outbox id of the first report begun (the JSON output names every one). */
@@ -44,9 +57,12 @@ export class MatrixReporter {
     return "";
   }
 
-  /** Begins every agent's first epoch (and an epoch a resumed suite run kept a report of). */
-  static begin(options: ReporterOptions): MatrixReporter {
-    const matrix = new MatrixReporter(options);
+  /**
+   * Begins every agent's first epoch (and an epoch a resumed suite run kept a report of); a shard
+   * of a plan (`plan`, with its executions) begins every epoch at once, into the plan's calls.
+   */
+  static begin(options: ReporterOptions, plan: PlanFile | null = null): MatrixReporter {
+    const matrix = new MatrixReporter(options, plan);
     for (const instance of options.instances) {
       const id = groupId(instance.agent ?? "", instance.repeat);
       let group = matrix.#groups.get(id);
@@ -66,7 +82,8 @@ export class MatrixReporter {
     }
     const kept = options.handle.header.reports;
     for (const [id, group] of matrix.#groups) {
-      if (group.epoch === 1 || kept[id] !== undefined) matrix.#start(group, undefined);
+      const now = group.epoch === 1 || kept[id] !== undefined || matrix.#executions !== null;
+      if (now) matrix.#start(group, undefined);
     }
     return matrix;
   }
@@ -76,8 +93,16 @@ export class MatrixReporter {
     group.begun = true;
     const { handle, suite } = this.#options;
     const id = groupId(group.agent, group.epoch);
+    let plan: ReporterOptions["plan"];
+    if (this.#executions !== null && this.#plan !== null) {
+      const platform = this.#executions.get(id);
+      // The plan's checks (planProblems) leave no reported cell without its execution.
+      if (platform === undefined) return;
+      plan = { file: this.#plan, platform };
+    }
     group.reporter = SuiteReporter.begin({
       ...this.#options,
+      plan,
       instances: group.instances,
       name: agentSuiteName(suite.name, group.agent),
       slot: {
@@ -87,7 +112,9 @@ export class MatrixReporter {
         },
       },
       ...(joinTest ? { joinTest } : {}),
-      onTest: group.epoch === 1 ? (test) => this.#testKnown(group.agent, test) : undefined,
+      onTest: group.epoch === 1 && plan === undefined
+        ? (test) => this.#testKnown(group.agent, test)
+        : undefined,
     });
     const reporter = group.reporter;
     if (reporter === null) return;
@@ -142,6 +169,43 @@ export class MatrixReporter {
     }
     return { outcome: first, lines, reports };
   }
+}
+
+/**
+ * `suite plan` of a matrix: each agent's test provisioned once and an execution started, with its
+ * calls allocated, for each of its epochs — what an unsharded run of the matrix reports, made once
+ * for all the shards. The first epoch provisions (or joins the test remembered under its name);
+ * the later ones join that test. Returns the executions in the order made and each cell's call.
+ * Throws PlanNotAllocated as allocatePlan does (what was made before stays on the platform, empty).
+ */
+export async function allocateMatrixPlan(
+  options: Omit<Parameters<typeof allocatePlan>[0], "name" | "joinTest">,
+): Promise<{ executions: PlanExecution[]; calls: Map<string, string> }> {
+  const byAgent = new Map<string, Map<number, typeof options.instances[number][]>>();
+  for (const instance of options.instances) {
+    const agent = instance.agent ?? "";
+    const epochs = byAgent.get(agent) ?? new Map();
+    byAgent.set(agent, epochs);
+    epochs.set(instance.repeat, [...(epochs.get(instance.repeat) ?? []), instance]);
+  }
+  const executions: PlanExecution[] = [];
+  const calls = new Map<string, string>();
+  for (const [agent, epochs] of byAgent) {
+    let test: string | undefined;
+    for (const epoch of [...epochs.keys()].sort((a, b) => a - b)) {
+      const instances = epochs.get(epoch)!;
+      const { platform, callExecutionIds } = await allocatePlan({
+        ...options,
+        instances,
+        name: agentSuiteName(options.suite.name, agent),
+        ...(test ? { joinTest: test } : {}),
+      });
+      test = platform.runTestId;
+      executions.push({ ...platform, agent, epoch });
+      instances.forEach((instance, i) => calls.set(instance.id, callExecutionIds[i]));
+    }
+  }
+  return { executions, calls };
 }
 
 function groupId(agent: string, epoch: number): string {

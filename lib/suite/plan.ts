@@ -28,6 +28,17 @@ export const PlanPlatform = z.object({
 }).strict();
 export type PlanPlatform = z.infer<typeof PlanPlatform>;
 
+/**
+ * A matrix's execution on the platform, allocated by `suite plan`: each agent a test of its own,
+ * each epoch an execution of it (docs/platform.md), so a plan of a matrix holds one per agent and
+ * epoch, and every shard reports its cells of that agent and epoch into it.
+ */
+export const PlanExecution = PlanPlatform.extend({
+  agent: z.string(),
+  epoch: z.number().int().positive(),
+}).strict();
+export type PlanExecution = z.infer<typeof PlanExecution>;
+
 export const PlanFile = z.object({
   type: z.literal(PLAN_TYPE),
   version: z.literal(1),
@@ -42,7 +53,10 @@ export const PlanFile = z.object({
   agents: z.array(z.string()).nullable().default(null),
   filter: z.string().nullable(),
   instances: z.array(PlannedInstance),
+  /** Where a plan that is not of a matrix reports; null for a matrix (see executions). */
   platform: PlanPlatform.nullable(),
+  /** A matrix's executions, one per agent and epoch, when it was reported; else null. */
+  executions: z.array(PlanExecution).nullable().default(null),
 }).strict();
 export type PlanFile = z.infer<typeof PlanFile>;
 
@@ -107,6 +121,53 @@ export function planProblems(plan: PlanFile, expected: readonly Instance[]): str
       problems.push(`instances: ${JSON.stringify(instance.id)} is missing (no shard would run it)`);
     }
   }
+  problems.push(...executionProblems(plan));
+  return problems;
+}
+
+/**
+ * A matrix's executions: one per agent and epoch, none shared, one for every reported cell (else
+ * a shard would put a cell's result into another agent's or epoch's execution, or into none).
+ */
+function executionProblems(plan: PlanFile): string[] {
+  const problems: string[] = [];
+  if (plan.agents === null && plan.executions !== null) {
+    problems.push("executions: a plan without agents reports through its platform");
+  }
+  if (plan.agents !== null && plan.platform !== null) {
+    problems.push(
+      "platform: a plan of a matrix reports through its executions, one per agent and epoch",
+    );
+  }
+  if (plan.executions === null) return problems;
+  const groups = new Map<string, number>();
+  const runs = new Map<string, number>();
+  plan.executions.forEach((execution, i) => {
+    const at = `executions[${i}]`;
+    const group = `${execution.agent}.${execution.epoch}`;
+    const earlier = groups.get(group);
+    if (earlier !== undefined) {
+      problems.push(
+        `${at}: agent ${
+          JSON.stringify(execution.agent)
+        }, epoch ${execution.epoch} is also executions[${earlier}]`,
+      );
+    } else groups.set(group, i);
+    const shared = runs.get(execution.testExecutionId);
+    if (shared !== undefined) {
+      problems.push(`${at}.testExecutionId: is also executions[${shared}]'s`);
+    } else runs.set(execution.testExecutionId, i);
+  });
+  plan.instances.forEach((instance, i) => {
+    if (instance.callExecutionId === null) return;
+    if (!groups.has(`${instance.agent}.${instance.repeat}`)) {
+      problems.push(
+        `instances[${i}].callExecutionId: no execution of agent ${
+          JSON.stringify(instance.agent)
+        }, epoch ${instance.repeat} holds it`,
+      );
+    }
+  });
   return problems;
 }
 

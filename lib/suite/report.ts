@@ -391,14 +391,19 @@ export async function allocatePlan(
     suite: Suite;
     instances: readonly Instance[];
     retry?: RetryPolicy;
+    /** The test's name on the platform; default: the suite's. */
+    name?: string;
+    /** The run test to add the execution to (a matrix's later epochs: the first one's test). */
+    joinTest?: string;
   },
 ): Promise<{ platform: PlanPlatform; callExecutionIds: string[] }> {
   const specs = new Map(options.suite.scenarios.map((spec) => [spec.index, spec]));
   const entry = createReport(options.root, {
-    name: options.suite.name,
+    name: options.name ?? options.suite.name,
     target: options.target,
     live: true,
     modality: options.suite.modality,
+    ...(options.joinTest ? { joinTest: options.joinTest } : {}),
     scenarios: options.instances.map((instance) => ({
       runId: null,
       scenario: scenarioInputOf(specs.get(instance.index)!),

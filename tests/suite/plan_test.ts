@@ -82,6 +82,7 @@ Deno.test("regression: planProblems() finds an instance not in the suite, one re
     filter: null,
     instances,
     platform: null,
+    executions: null,
   });
   const planned = assignShards(expected, 2).map((instance, i) => ({
     ...instance,
@@ -106,6 +107,68 @@ Deno.test("regression: planProblems() finds an instance not in the suite, one re
       "instances[3].callExecutionId: is also instances[1]'s",
       'instances[3].index: 0, but the suite\'s "c" has 2',
       'instances: "a" is missing (no shard would run it)',
+    ],
+  );
+});
+
+Deno.test("planProblems() of a matrix: one execution per agent and epoch, none shared, one for every reported cell", () => {
+  const expected = ["a", "b"].flatMap((key, index) =>
+    ["x", "y"].flatMap((agent) =>
+      [1, 2].map((repeat) => ({ id: `${key}.${agent}.${repeat}`, key, repeat, agent, index }))
+    )
+  );
+  const execution = (agent: string, epoch: number, testExecutionId: string) => ({
+    baseUrl: "http://platform.test",
+    workspaceId: null,
+    name: `${agent} · s`,
+    runTestId: `test-${agent}`,
+    testExecutionId,
+    url: `/runs/test-${agent}/${testExecutionId}`,
+    agent,
+    epoch,
+  });
+  const executions = [
+    execution("x", 1, "e1"),
+    execution("x", 2, "e2"),
+    execution("y", 1, "e3"),
+    execution("y", 2, "e4"),
+  ];
+  const plan = (given: Partial<PlanFile>): PlanFile => ({
+    type: "reins.suite-plan",
+    version: 1,
+    id: "p",
+    suite: "s",
+    digest: "sha256:00",
+    createdAt: "2026-01-05T14:03:00.000Z",
+    shards: 3,
+    repeat: 2,
+    agents: ["x", "y"],
+    filter: null,
+    instances: assignShards(expected, 3).map((instance, i) => ({
+      ...instance,
+      callExecutionId: `call-${i}`,
+    })),
+    platform: null,
+    executions,
+    ...given,
+  });
+  assert.deepEqual(planProblems(plan({}), expected), []);
+  assert.deepEqual(
+    planProblems(
+      plan({
+        platform: executions[0],
+        executions: [executions[0], { ...executions[1], epoch: 1 }, execution("y", 1, "e1")],
+      }),
+      expected,
+    ),
+    [
+      "platform: a plan of a matrix reports through its executions, one per agent and epoch",
+      'executions[1]: agent "x", epoch 1 is also executions[0]',
+      'executions[2].testExecutionId: is also executions[0]\'s',
+      'instances[1].callExecutionId: no execution of agent "x", epoch 2 holds it',
+      'instances[3].callExecutionId: no execution of agent "y", epoch 2 holds it',
+      'instances[5].callExecutionId: no execution of agent "x", epoch 2 holds it',
+      'instances[7].callExecutionId: no execution of agent "y", epoch 2 holds it',
     ],
   );
 });
