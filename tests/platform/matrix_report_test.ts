@@ -1,7 +1,8 @@
 // A matrix suite run reported to the ingestion API on Python's http.server: each agent a test of
 // its own (named `AGENT · SUITE`, so the seed's agent_name is the agent), each epoch an execution
 // of it with the same scenario_selectors — K epochs make one test with K executions, never K
-// tests; each call's result names its agent and epoch.
+// tests; each call's result names its agent and epoch. Sharded, the same: `suite plan` makes the
+// tests and executions once, and the shards (each its own data root) only fill their calls.
 import assert from "node:assert/strict";
 import { hasPython, startPythonPlatform } from "../fixtures/python_platform.ts";
 import { reins, tempDir } from "../support/reins.ts";
@@ -116,5 +117,158 @@ Deno.test({
       ],
     );
     assert.match(ran.stderr, /careful, epoch 1: reported to the platform: /);
+  },
+});
+
+const SUITE = [
+  "suite: cmp",
+  "epochs: 2",
+  "agents:",
+  "  careful: {driver: command, exec: ./agent.sh}",
+  "  sloppy: {driver: command, exec: ./agent.sh, env: {MODE: sloppy}}",
+  "scenarios:",
+  "  - {key: one, persona: {name: Ann}, turns: [one], checks: [{regex: 'answer to one'}]}",
+  "  - {key: two, persona: {name: Bob}, turns: [two], checks: [{regex: 'answer to two'}]}",
+  "  - {key: three, persona: {name: Cy}, turns: [three], checks: [{regex: 'answer to three'}]}",
+].join("\n");
+
+Deno.test({
+  name:
+    "reins suite plan + run --shard of a matrix: each agent's test and each epoch's execution made once, each cell reported once into its call",
+  ignore: !PYTHON,
+  async fn() {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/agent.sh`, AGENT);
+    await Deno.chmod(`${dir.path}/agent.sh`, 0o755);
+    await Deno.writeTextFile(`${dir.path}/suite.yaml`, SUITE);
+    await using platform = await startPythonPlatform();
+    const planned = await reins(
+      ["suite", "plan", "suite.yaml", "--shards", "3", "--out", "plan.json", "--json"],
+      { home: `${dir.path}/planner`, cwd: dir.path, env: platform.env },
+    );
+    assert.equal(planned.code, 0, planned.stderr);
+    const plan = JSON.parse(await Deno.readTextFile(`${dir.path}/plan.json`));
+    assert.equal(plan.platform, null);
+    assert.deepEqual(
+      plan.executions.map((e: { agent: string; epoch: number; name: string }) =>
+        `${e.agent}.${e.epoch}:${e.name}`
+      ),
+      [
+        "careful.1:careful · cmp",
+        "careful.2:careful · cmp",
+        "sloppy.1:sloppy · cmp",
+        "sloppy.2:sloppy · cmp",
+      ],
+    );
+    const afterPlan = await platform.log();
+    // The planner made it all: a test per agent, an execution per epoch, a call per cell.
+    assert.deepEqual(
+      afterPlan.requests.map((r) => r.route),
+      [
+        "provision",
+        "start",
+        "batch",
+        "start",
+        "batch",
+        "provision",
+        "start",
+        "batch",
+        "start",
+        "batch",
+      ],
+    );
+    assert.equal(Object.keys(afterPlan.calls).length, 12);
+
+    const shards = [1, 2, 3];
+    const outputs = await Promise.all(
+      shards.map((shard) =>
+        reins([
+          "suite",
+          "run",
+          "suite.yaml",
+          "--plan",
+          "plan.json",
+          "--shard",
+          `${shard}/3`,
+          "--json",
+        ], {
+          home: `${dir.path}/m${shard}`,
+          cwd: dir.path,
+          env: platform.env,
+          allowRun: [`${dir.path}/agent.sh`, "sh"],
+        })
+      ),
+    );
+    const runs = outputs.map((output) => JSON.parse(output.stdout));
+    for (const [i, output] of outputs.entries()) {
+      assert.ok(output.code === 0 || output.code === 1, output.stderr);
+      for (const report of runs[i].report.reports) assert.equal(report.state, "reported");
+    }
+    // Every shard reported each of its agent-epochs into the plan's execution of it.
+    const planned_ = new Map(
+      plan.executions.map((e: { agent: string; epoch: number; testExecutionId: string }) => [
+        `${e.agent}.${e.epoch}`,
+        e.testExecutionId,
+      ]),
+    );
+    for (const run of runs) {
+      for (const report of run.report.reports) {
+        assert.equal(report.testExecutionId, planned_.get(`${report.agent}.${report.epoch}`));
+      }
+    }
+
+    const log = await platform.log();
+    const routes = log.requests.map((r) => r.route);
+    assert.equal(routes.filter((r) => r === "provision").length, 2, "one test per agent");
+    assert.equal(
+      routes.filter((r) => r === "start").length,
+      4,
+      "one execution per agent and epoch",
+    );
+    assert.equal(routes.filter((r) => r === "batch").length, 4);
+    const tests = Object.values(log.tests);
+    assert.deepEqual(
+      tests.map((t) => [t.body.name, t.body.agent_name, t.body.modality]).sort(),
+      [["careful · cmp", "careful", "text"], ["sloppy · cmp", "sloppy", "text"]],
+    );
+    for (const test of tests) {
+      const executions = Object.values(log.executions).filter((e) => e.run_test_id === test.id);
+      assert.equal(executions.length, 2, `${test.body.name}: an execution per epoch`);
+      for (const execution of executions) {
+        assert.deepEqual((execution.body as { scenario_selectors: unknown[] }).scenario_selectors, [
+          { scenario_key: "one", persona_name: "Ann" },
+          { scenario_key: "two", persona_name: "Bob" },
+          { scenario_key: "three", persona_name: "Cy" },
+        ]);
+        // Each of its calls has exactly one result, of its own agent and epoch, whichever shard.
+        const epoch = plan.executions.find((e: { testExecutionId: string }) =>
+          e.testExecutionId === execution.id
+        );
+        const cells = execution.calls.map((id) => log.calls[id]);
+        assert.deepEqual(cells.map((call) => call.result_patches), [1, 1, 1]);
+        assert.deepEqual(
+          cells.map((call) => {
+            const metadata = call.result!.call_metadata as Record<string, unknown>;
+            return `${metadata.reins_agent}.${metadata.reins_epoch}`;
+          }),
+          [1, 2, 3].map(() => `${epoch.agent}.${epoch.epoch}`),
+        );
+        assert.deepEqual(
+          cells.map((call) =>
+            (call.result!.call_metadata as { harness_scenario: string }).harness_scenario
+          )
+            .sort(),
+          ["one", "three", "two"],
+        );
+      }
+    }
+    // Each cell's result went into the call the plan allocated for it.
+    for (const instance of plan.instances) {
+      const metadata = log.calls[instance.callExecutionId].result!.call_metadata as Record<
+        string,
+        unknown
+      >;
+      assert.equal(metadata.reins_instance, instance.id);
+    }
   },
 });
