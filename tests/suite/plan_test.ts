@@ -164,7 +164,7 @@ Deno.test("planProblems() of a matrix: one execution per agent and epoch, none s
     [
       "platform: a plan of a matrix reports through its executions, one per agent and epoch",
       'executions[1]: agent "x", epoch 1 is also executions[0]',
-      'executions[2].testExecutionId: is also executions[0]\'s',
+      "executions[2].testExecutionId: is also executions[0]'s",
       'instances[1].callExecutionId: no execution of agent "x", epoch 2 holds it',
       'instances[3].callExecutionId: no execution of agent "y", epoch 2 holds it',
       'instances[5].callExecutionId: no execution of agent "x", epoch 2 holds it',
