@@ -93,6 +93,11 @@ export class MatrixReporter {
     group.begun = true;
     const { handle, suite } = this.#options;
     const id = groupId(group.agent, group.epoch);
+    // A shard resumed (its plan not given again) goes on with the reports it began, into its
+    // plan's calls; one it never began would provision a test of its own, so it is not begun.
+    if (this.#plan === null && handle.header.options.shard !== null) {
+      if (handle.header.reports[id] === undefined) return;
+    }
     let plan: ReporterOptions["plan"];
     if (this.#executions !== null && this.#plan !== null) {
       const platform = this.#executions.get(id);

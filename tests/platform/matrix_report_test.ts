@@ -4,8 +4,12 @@
 // tests; each call's result names its agent and epoch. Sharded, the same: `suite plan` makes the
 // tests and executions once, and the shards (each its own data root) only fill their calls.
 import assert from "node:assert/strict";
-import { hasPython, startPythonPlatform } from "../fixtures/python_platform.ts";
-import { reins, tempDir } from "../support/reins.ts";
+import {
+  hasPython,
+  type PythonPlatform,
+  startPythonPlatform,
+} from "../fixtures/python_platform.ts";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
 
 const PYTHON = hasPython();
 if (!PYTHON) {
@@ -263,6 +267,136 @@ Deno.test({
       }
     }
     // Each cell's result went into the call the plan allocated for it.
+    for (const instance of plan.instances) {
+      const metadata = log.calls[instance.callExecutionId].result!.call_metadata as Record<
+        string,
+        unknown
+      >;
+      assert.equal(metadata.reins_instance, instance.id);
+    }
+  },
+});
+
+/** A matrix planned in two shards whose shard 1 is killed with -9 while it plays two.careful.1. */
+async function killedShard(dir: string, platform: PythonPlatform, shardFlags: string[]) {
+  // As AGENT, and a prompt with a hold file waits until the file is gone.
+  const agent = `#!/bin/sh
+prompt=$(cat)
+echo $$ > ${dir}/pid-$prompt
+while [ -f ${dir}/hold-$prompt ]; do sleep 0.05; done
+if [ "$MODE" = sloppy ] && [ "$prompt" = two ]; then echo "no idea"; exit 0; fi
+echo "answer to $prompt"
+`;
+  await Deno.writeTextFile(`${dir}/agent.sh`, agent);
+  await Deno.chmod(`${dir}/agent.sh`, 0o755);
+  await Deno.writeTextFile(`${dir}/suite.yaml`, SUITE);
+  await Deno.writeTextFile(`${dir}/hold-two`, "");
+  const options = { cwd: dir, env: platform.env, allowRun: [`${dir}/agent.sh`, "sh"] };
+  const planned = await reins(
+    ["suite", "plan", "suite.yaml", "--shards", "2", "--out", "plan.json"],
+    { ...options, home: `${dir}/planner` },
+  );
+  assert.equal(planned.code, 0, planned.stderr);
+  const shard1 = ["suite", "run", "suite.yaml", "--plan", "plan.json", "--shard", "1/2"];
+  const child = spawnReins([...shard1, "--jobs", "1", ...shardFlags], {
+    ...options,
+    home: `${dir}/m1`,
+  });
+  // Shard 1 plays one.careful.1, one.sloppy.1, then waits in two.careful.1.
+  const deadline = Date.now() + 60_000;
+  while (!(await Deno.stat(`${dir}/pid-two`).then(() => true, () => false))) {
+    if (Date.now() > deadline) throw new Error("shard 1 never reached two.careful.1");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { options, shard1, child };
+}
+
+async function killNow(dir: string, child: Deno.ChildProcess): Promise<void> {
+  child.kill("SIGKILL");
+  await child.status;
+  await child.stdout.cancel();
+  await child.stderr.cancel();
+  try {
+    Deno.kill(Number((await Deno.readTextFile(`${dir}/pid-two`)).trim()), "SIGKILL");
+  } catch { /* gone */ }
+  await Deno.remove(`${dir}/hold-two`);
+}
+
+Deno.test({
+  name:
+    "regression: reins suite run --resume of a matrix's shard begun with --no-report provisions no test of its own",
+  ignore: !PYTHON,
+  async fn() {
+    await using dir = await tempDir();
+    await using platform = await startPythonPlatform();
+    const { options, child } = await killedShard(dir.path, platform, ["--no-report"]);
+    await killNow(dir.path, child);
+    const resumed = await reins(["suite", "run", "suite.yaml", "--resume", "--json"], {
+      ...options,
+      home: `${dir.path}/m1`,
+    });
+    assert.ok(resumed.code === 0 || resumed.code === 1, resumed.stderr);
+    const routes = (await platform.log()).requests.map((r) => r.route);
+    assert.deepEqual(
+      ["provision", "start", "batch"].map((route) => routes.filter((r) => r === route).length),
+      [2, 4, 4],
+      "only the plan's tests and executions",
+    );
+  },
+});
+
+Deno.test({
+  name:
+    "reins suite run --resume of a matrix's shard killed with -9 goes on in the plan's calls: nothing provisioned or started, each call's one result",
+  ignore: !PYTHON,
+  async fn() {
+    await using dir = await tempDir();
+    await using platform = await startPythonPlatform();
+    const { options, shard1, child } = await killedShard(dir.path, platform, []);
+    // Its ping for two.careful.1 is in.
+    const deadline = Date.now() + 60_000;
+    while (!Object.values((await platform.log()).calls).some((c) => c.status === "ongoing")) {
+      if (Date.now() > deadline) throw new Error("no ONGOING ping came");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await killNow(dir.path, child);
+
+    const resumed = await reins(["suite", "run", "suite.yaml", "--resume", "--json"], {
+      ...options,
+      home: `${dir.path}/m1`,
+    });
+    assert.ok(resumed.code === 0 || resumed.code === 1, resumed.stderr);
+    for (const report of JSON.parse(resumed.stdout).report.reports) {
+      assert.equal(report.state, "reported", JSON.stringify(report));
+    }
+    const other = await reins([...shard1.slice(0, -1), "2/2"], {
+      ...options,
+      home: `${dir.path}/m2`,
+    });
+    assert.ok(other.code === 0 || other.code === 1, other.stderr);
+
+    const log = await platform.log();
+    const routes = log.requests.map((r) => r.route);
+    assert.deepEqual(
+      ["provision", "start", "batch"].map((route) => routes.filter((r) => r === route).length),
+      [2, 4, 4],
+      "the plan's tests and executions, and no other",
+    );
+    const calls = Object.values(log.calls);
+    assert.equal(calls.length, 12);
+    // Every call has its result. One the kill caught in flight (sent, its answer not yet saved) is
+    // sent again by the resume as the same step, with the same Idempotency-Key (the stub does not
+    // honour it, so it counts two PATCHes of the one result): never a second report's.
+    for (const call of calls) {
+      const keys = log.requests.filter((r) =>
+        r.route === "result" && r.target.includes(`/call-executions/${call.id}/result/`)
+      ).map((r) => r.headers["idempotency-key"]);
+      assert.equal(keys.length, call.result_patches);
+      assert.ok(keys.every((key) => typeof key === "string" && key.length > 0));
+      assert.ok(call.result_patches >= 1, `${call.id} has no result`);
+      assert.equal(new Set(keys).size, 1, `${call.id}: ${keys.join(", ")}`);
+    }
+    const plan = JSON.parse(await Deno.readTextFile(`${dir.path}/plan.json`));
     for (const instance of plan.instances) {
       const metadata = log.calls[instance.callExecutionId].result!.call_metadata as Record<
         string,
