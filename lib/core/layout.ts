@@ -206,6 +206,11 @@ export class Layout {
     return joinPath(this.otlpOutbox(), `${safeName(id, "outbox entry id")}.json`);
   }
 
+  /** `outbox/otlp/<id>.requests.jsonl`: the export's requests, one a line, as they are sent. */
+  otlpRequests(id: string): string {
+    return joinPath(this.otlpOutbox(), `${safeName(id, "outbox entry id")}.requests.jsonl`);
+  }
+
   /** `outbox/otlp/<id>.lock`: held by the process sending that export. */
   otlpLock(id: string): string {
     return joinPath(this.otlpOutbox(), `${safeName(id, "outbox entry id")}.lock`);

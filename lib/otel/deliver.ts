@@ -13,7 +13,9 @@ import {
   listOtlpEntryIds,
   lockOtlpEntry,
   noteSentBatches,
+  openOtlpRequests,
   type OtlpEntry,
+  otlpRequestsIn,
   readOtlpEntry,
   removeOtlpEntry,
   writeOtlpEntry,
@@ -80,7 +82,7 @@ export interface BatchesSent {
  * is sent (the outbox writes it down there).
  */
 export async function sendBatches(
-  batches: Iterable<ExportTraceServiceRequest | TraceBody>,
+  batches: Iterable<ExportTraceServiceRequest | Pick<TraceBody, "json">>,
   from: number,
   policy: SendPolicy,
   acknowledged: (sent: number) => void = () => {},
@@ -198,16 +200,39 @@ export async function deliverOtlpEntry(
     return { ...fields, state: "refused", rejectedSpans: 0, reason: entry.lastError };
   }
   let sent: SendOutcome;
-  const batches = splitRequest(entry.request as unknown as ExportTraceServiceRequest);
+  // An entry of an older reins holds its trace as one request; a newer one's requests are read
+  // from their file one at a time as they are sent.
+  using file = entry.version === 1 ? null : openOtlpRequests(root, id);
+  if (entry.version === 2 && file === null) {
+    return blank("unreadable", `outbox/otlp/${id}.json cannot be used: its requests are missing`);
+  }
+  let batches: Iterable<ExportTraceServiceRequest | { json: string }>;
+  let total: number;
+  if (entry.version === 1) {
+    const split = splitRequest(entry.request as unknown as ExportTraceServiceRequest);
+    batches = split;
+    total = split.length;
+  } else {
+    batches = otlpRequestsIn(file!);
+    total = entry.batches;
+  }
   try {
     // Each acknowledged request is written down before the next goes: a delivery that fails
     // part way, or a process that dies, leaves the entry to resume at the first one not sent.
-    sent = (await sendBatches(
+    const result = await sendBatches(
       batches,
-      Math.min(entry.sentBatches, batches.length),
+      Math.min(entry.sentBatches, total),
       policy,
       (n) => noteSentBatches(root, entry, n),
-    )).outcome;
+    );
+    sent = result.outcome;
+    if (result.total !== total) {
+      return blank(
+        "unreadable",
+        `outbox/otlp/${id}.requests.jsonl cannot be used: it holds ${result.total} of its ` +
+          `${total} requests`,
+      );
+    }
   } catch (error) {
     // A refused sandbox permission, say: keep the entry and say why.
     entry.attempts++;

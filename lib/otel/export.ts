@@ -15,7 +15,7 @@ import {
   sendBatches,
   type SendPolicy,
 } from "./deliver.ts";
-import { countSpans, splitRequest } from "./batch.ts";
+import { countSpans } from "./batch.ts";
 import { createOtlpEntry } from "./outbox.ts";
 import { exportRedactor } from "./redact.ts";
 import {
@@ -34,10 +34,8 @@ export const SETTLE_BUDGET_MS = 2_000;
 export const EXPLICIT_ATTEMPTS = 5;
 
 export interface TraceBuild {
-  /** The whole trace as one request (what --print shows and the outbox keeps). */
+  /** The whole trace as one request (what --print shows). */
   request: ExportTraceServiceRequest;
-  /** The requests it is sent as, in order (lib/otel/batch.ts). */
-  batches: ExportTraceServiceRequest[];
   spans: number;
 }
 
@@ -56,7 +54,7 @@ function traceOptions(
   };
 }
 
-/** The request for `runs` under these settings, redacted, and the requests it is sent as. */
+/** The request for `runs` under these settings, redacted, whole (`reins export otel --print`). */
 export function buildTrace(
   runs: readonly RecordedRun[],
   settings: Settings,
@@ -64,7 +62,7 @@ export function buildTrace(
   target: OtlpTarget | null = exporting.target,
 ): TraceBuild {
   const request = traceRequest(runs, traceOptions(settings, exporting, target));
-  return { request, batches: splitRequest(request), spans: countSpans(request) };
+  return { request, spans: countSpans(request) };
 }
 
 export const USER_AGENT = `reins/${VERSION} (OTLP/HTTP JSON exporter)`;
@@ -109,8 +107,11 @@ export interface SettleExport {
   root: DataRoot;
   settings: Settings;
   runId: string;
-  /** Reads a run's record and events. */
-  load: (runId: string) => RecordedRun;
+  /**
+   * A run's record and its events, which are read twice (streamRunSpans): a reader of its
+   * events.jsonl line by line (the store's streamEvents) keeps a large run out of memory.
+   */
+  load: (runId: string) => StreamedRun;
   /** One line for people (stderr). */
   warn: (message: string) => void;
   /**
@@ -150,10 +151,10 @@ export async function exportOnSettle(request: SettleExport): Promise<ExportOutco
   };
   try {
     const run = request.load(request.runId);
-    const built = buildTrace([run], request.settings, exporting);
-    const entry = createOtlpEntry(request.root, {
+    // Written to the outbox as they are made, one request held at a time (createOtlpEntry).
+    const entry = await createOtlpEntry(request.root, {
       runIds: [request.runId],
-      request: built.request,
+      requests: streamTraceRequests([run], traceOptions(request.settings, exporting, target)),
       content: exporting.content,
       endpoint: target.url,
     });
@@ -202,7 +203,7 @@ export async function exportSettledRun(
     root: store,
     settings,
     runId,
-    load: (id) => ({ record: store.inspectRun(id).record, events: store.readEvents(id).events }),
+    load: (id) => ({ record: store.inspectRun(id).record, events: store.streamEvents(id) }),
     warn,
     firstTime: (key) => store.firstTime(key),
   });

@@ -2,30 +2,32 @@
 // `outbox/otlp/<id>.json` (0600), written before the first request so that a collector that is
 // down, hangs or fails leaves the export to be sent later (`reins export otel --pending`, or the
 // next run that settles). Beside the platform's reports rather than among them: their readers
-// list only the files directly in `outbox/`. A file holds the finished request (already
-// redacted) and never the headers, which are credentials and are taken from the settings when
-// it is sent. The trace goes as several requests (lib/otel/batch.ts); how many were acknowledged
-// is noted after each (`outbox/otlp/<id>.progress`, and `sentBatches` when the entry is next
-// written), so a delivery that fails part way resumes after them.
+// list only the files directly in `outbox/`. The entry never holds the headers, which are
+// credentials and are taken from the settings when it is sent. The requests themselves (already
+// redacted, in the order they go, lib/otel/batch.ts) are in `outbox/otlp/<id>.requests.jsonl`, one
+// a line, written as they are made and read back one at a time, so that neither writing nor
+// sending an export of a million events holds its trace (an entry of an older reins holds its
+// whole request in `request` instead). How many were acknowledged is noted after each
+// (`outbox/otlp/<id>.progress`, and `sentBatches` when the entry is next written), so a delivery
+// that fails part way resumes after them.
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { newId } from "../core/ids.ts";
+import { redactJsonText } from "../core/redact.ts";
 import type { DataRoot } from "../store/mod.ts";
 import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
-import type { ExportTraceServiceRequest } from "./wire.ts";
-import { countSpans } from "./batch.ts";
+import type { TraceBody } from "./batch.ts";
 
 export const OTLP_ENTRY_TYPE = "reins.otlp-export";
 
-export const OtlpEntry = z.object({
+const entryFields = {
   type: z.literal(OTLP_ENTRY_TYPE),
-  version: z.literal(1),
   id: z.string().min(1),
   createdAt: z.string(),
   updatedAt: z.string(),
   runIds: z.array(z.string().min(1)).min(1),
   spans: z.number().int().nonnegative(),
-  /** Whether the request carries prompts, answers and tool text. */
+  /** Whether the requests carry prompts, answers and tool text. */
   content: z.boolean(),
   /** Where it was first meant to go; it goes wherever the settings point when it is sent. */
   endpoint: z.string().nullable(),
@@ -33,13 +35,23 @@ export const OtlpEntry = z.object({
   state: z.enum(["pending", "refused"]),
   attempts: z.number().int().nonnegative(),
   /**
-   * How many of the requests the trace is sent as (lib/otel/batch.ts splitRequest) the collector
-   * acknowledged: the next delivery starts at the one after. Absent in what an older reins wrote.
+   * How many of the requests the trace is sent as the collector acknowledged: the next delivery
+   * starts at the one after. Absent in what an older reins wrote.
    */
   sentBatches: z.number().int().nonnegative().default(0),
   lastError: z.string().nullable(),
-  request: z.looseObject({ resourceSpans: z.array(z.unknown()) }),
-});
+};
+
+export const OtlpEntry = z.discriminatedUnion("version", [
+  /** What an older reins wrote: the whole trace as one request, split when it is sent. */
+  z.object({
+    ...entryFields,
+    version: z.literal(1),
+    request: z.looseObject({ resourceSpans: z.array(z.unknown()) }),
+  }),
+  /** The requests are in `<id>.requests.jsonl`, `batches` lines. */
+  z.object({ ...entryFields, version: z.literal(2), batches: z.number().int().positive() }),
+]);
 export type OtlpEntry = z.infer<typeof OtlpEntry>;
 
 const exports = new Outbox<OtlpEntry>({
@@ -56,22 +68,47 @@ export function writeOtlpEntry(root: DataRoot, entry: OtlpEntry): void {
   exports.write(root, entry);
 }
 
-/** A new pending entry for `request`, written before anything is sent. */
-export function createOtlpEntry(
+const encoder = new TextEncoder();
+
+/** A request as one line of the requests file: redacted as every file of the data root is. */
+function requestLine(json: string): Uint8Array {
+  let text = redactJsonText(json);
+  // A replacement that broke the JSON makes redactJsonText indent what it redacted instead.
+  if (text.includes("\n")) text = JSON.stringify(JSON.parse(text));
+  return encoder.encode(`${text}\n`);
+}
+
+/**
+ * A new pending entry for the requests `requests` makes, written before anything is sent: the
+ * requests first, to `<id>.requests.jsonl` (0600, fsynced, each written as it is made, so only
+ * one is held at a time), then the entry that names them. A process that dies in between leaves
+ * a requests file no entry lists, which nothing reads.
+ */
+export async function createOtlpEntry(
   root: DataRoot,
   fields: {
     runIds: string[];
-    request: ExportTraceServiceRequest;
+    requests: Iterable<TraceBody>;
     content: boolean;
     endpoint: string | null;
   },
-): OtlpEntry {
+): Promise<OtlpEntry> {
+  const id = newId();
+  let batches = 0;
+  let spans = 0;
+  await root.createFileAsync(root.layout.otlpRequests(id), async (file) => {
+    for (const request of fields.requests) {
+      const line = requestLine(request.json);
+      for (let at = 0; at < line.length;) at += await file.write(line.subarray(at));
+      batches++;
+      spans += request.spans;
+    }
+  });
   const now = nowIso();
-  const spans = countSpans(fields.request);
   const entry: OtlpEntry = {
     type: OTLP_ENTRY_TYPE,
-    version: 1,
-    id: newId(),
+    version: 2,
+    id,
     createdAt: now,
     updatedAt: now,
     runIds: fields.runIds,
@@ -82,10 +119,49 @@ export function createOtlpEntry(
     attempts: 0,
     sentBatches: 0,
     lastError: null,
-    request: fields.request as unknown as OtlpEntry["request"],
+    batches,
   };
   writeOtlpEntry(root, entry);
   return entry;
+}
+
+/**
+ * How much of a requests file is read at a time: a young object (see STREAM_CHUNK of
+ * lib/store/event_log.ts); a request of megabytes is joined from its pieces once.
+ */
+const READ_CHUNK = 16 * 1024;
+
+/**
+ * The requests file of a version 2 entry, opened (the same checks as every file of the data
+ * root), or null when it is missing. Closed by disposing of it.
+ */
+export function openOtlpRequests(root: DataRoot, id: string): Deno.FsFile | null {
+  return root.openForReading(root.layout.otlpRequests(id));
+}
+
+/** The requests in an open requests file, each read as it is taken, in order; read once. */
+export function* otlpRequestsIn(file: Deno.FsFile): Generator<{ json: string }> {
+  const bytes = new Uint8Array(READ_CHUNK);
+  const decoder = new TextDecoder();
+  let partial: string[] = [];
+  for (;;) {
+    const n = file.readSync(bytes);
+    if (n === null) break;
+    const text = decoder.decode(bytes.subarray(0, n), { stream: true });
+    let start = 0;
+    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
+      let json = text.slice(start, end);
+      if (partial.length) {
+        partial.push(json);
+        json = partial.join("");
+        partial = [];
+      }
+      start = end + 1;
+      if (json !== "") yield { json };
+    }
+    if (start < text.length) partial.push(text.slice(start));
+  }
+  // A last line without its newline was never finished: createOtlpEntry writes the entry after.
 }
 
 export type ReadOtlpEntry = ReadOutboxEntry<OtlpEntry>;
@@ -121,9 +197,10 @@ export function lockOtlpEntry(root: DataRoot, id: string): Disposable | null {
   return exports.lock(root, id);
 }
 
-/** Removes a sent entry and its lock file. */
+/** Removes a sent entry, then its requests, progress and lock files. */
 export function removeOtlpEntry(root: DataRoot, id: string): void {
   exports.remove(root, id);
+  root.remove(root.layout.otlpRequests(id));
 }
 
 export interface WaitingExports {

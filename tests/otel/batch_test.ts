@@ -4,11 +4,11 @@
 import assert from "node:assert/strict";
 import { loadSettings } from "../../lib/core/config.ts";
 import { MAX_BATCH_BYTES, MAX_BATCH_SPANS, splitRequest } from "../../lib/otel/batch.ts";
-import { exportNow, exportOnSettle } from "../../lib/otel/export.ts";
+import { buildTrace, exportNow, exportOnSettle } from "../../lib/otel/export.ts";
 import { exportSettings } from "../../lib/otel/target.ts";
-import { listOtlpEntryIds, readOtlpEntry } from "../../lib/otel/outbox.ts";
+import { listOtlpEntryIds, readOtlpEntry, writeOtlpEntry } from "../../lib/otel/outbox.ts";
 import type { ExportTraceServiceRequest, Span } from "../../lib/otel/wire.ts";
-import type { EventInput } from "../../lib/store/contracts.ts";
+import type { EventInput, RunEvent } from "../../lib/store/contracts.ts";
 import { DataRoot } from "../../lib/store/data_root.ts";
 import { reins, tempDir } from "../support/reins.ts";
 import { type OtlpSpan, type ReceivedExport, startFakeCollector } from "../fixtures/fake_otlp.ts";
@@ -227,4 +227,142 @@ Deno.test("exportNow() (reins export otel) sends a 10k+-span run in batches too,
   assert.equal(refused.state, "refused");
   assert.match(refused.reason ?? "", /request 2 of \d+; 1 acknowledged/);
   assert.equal(refusing.received.length, 2, "nothing after the refused request");
+});
+
+/**
+ * The run's events as a source read more than once (as the store's streamEvents is), telling
+ * `look` at every 500th event of each reading: which reading (0 the first) and how many it gave.
+ */
+function watchedEvents(
+  events: readonly RunEvent[],
+  look: (reading: number, given: number) => void,
+): Iterable<RunEvent> {
+  let readings = 0;
+  return {
+    *[Symbol.iterator]() {
+      const reading = readings++;
+      for (const [i, event] of events.entries()) {
+        if (i % 500 === 0) look(reading, i);
+        yield event;
+      }
+    },
+  };
+}
+
+/** The spans in the requests of an outbox entry's requests file being written (its temp file). */
+function spansWritten(home: string): number {
+  const folder = new DataRoot(home).layout.otlpOutbox();
+  const temp = [...Deno.readDirSync(folder)].find((e) =>
+    e.name.includes(".requests.jsonl.") && e.name.endsWith(".tmp")
+  );
+  if (temp === undefined) return 0;
+  return Deno.readTextFileSync(`${folder}/${temp.name}`).split("\n").filter(Boolean)
+    .reduce((sum, line) => sum + spansOf(JSON.parse(line)).length, 0);
+}
+
+// regression: a run that settled built its whole trace in memory (every event read, every span
+// made) before its outbox entry, one file holding the whole request, was written.
+Deno.test("exportOnSettle() of a 10k+-span run writes its requests while reading its events, holding at most one request of spans", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await Deno.mkdir(home, { recursive: true });
+  await using collector = startFakeCollector();
+  const run = bigRun(5_200);
+  // In the second reading each call (4 events) makes its 2 spans: by the time the reading has
+  // given `given` events, all but the request filling (at most 512 spans) and the spans still
+  // open (the call's own) are written.
+  let looks = 0;
+  let mostHeld = 0;
+  const events = watchedEvents(run.events, (reading, given) => {
+    if (reading !== 1 || given === 0) return;
+    looks++;
+    const made = 1 + 2 * Math.floor((given - 2) / 4);
+    mostHeld = Math.max(mostHeld, made - spansWritten(home));
+  });
+  const outcomes = await exportOnSettle({
+    root: new DataRoot(home),
+    settings: loadSettings({
+      REINS_HOME: home,
+      HOME: home,
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "60000",
+    }),
+    runId: run.record.id,
+    load: () => ({ record: run.record, events }),
+    warn: (message) => assert.fail(message),
+    budgetMs: 120_000,
+  });
+  assert.deepEqual(outcomes?.map((o) => o.state), ["exported"]);
+  assert.ok(looks > 30, `${looks} looks`);
+  assert.ok(mostHeld <= MAX_BATCH_SPANS + 2, `${mostHeld} spans made and not yet written`);
+  const spans = assertBatched(collector.received);
+  assert.equal(spans.length, outcomes![0].spans);
+  assert.ok(spans.length > 10_000);
+  const left = [...Deno.readDirSync(new DataRoot(home).layout.otlpOutbox())].map((e) => e.name);
+  assert.deepEqual(left, [], "the entry, its requests and its lock are gone once sent");
+});
+
+Deno.test("exportNow() of a 10k+-span run sends each request before it reads on, holding at most one request of spans", async () => {
+  await using collector = startFakeCollector();
+  const run = bigRun(5_200);
+  let looks = 0;
+  let mostHeld = 0;
+  const events = watchedEvents(run.events, (reading, given) => {
+    if (reading !== 1 || given === 0) return;
+    looks++;
+    const made = 1 + 2 * Math.floor((given - 2) / 4);
+    mostHeld = Math.max(mostHeld, made - collector.spans().length);
+  });
+  const settings = loadSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
+  const exporting = exportSettings(settings.otel);
+  const outcome = await exportNow(
+    [{ record: run.record, events }],
+    settings,
+    exporting,
+    exporting.target!,
+  );
+  assert.equal(outcome.state, "exported");
+  assert.ok(looks > 30, `${looks} looks`);
+  assert.ok(mostHeld <= MAX_BATCH_SPANS + 2, `${mostHeld} spans made and not yet sent`);
+  assert.equal(assertBatched(collector.received).length, outcome.spans);
+});
+
+Deno.test("an outbox entry an older reins wrote (its trace as one request) is still sent, in batches", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const run = bigRun(600);
+  const settings = loadSettings({ REINS_HOME: home, HOME: home });
+  const { request, spans } = buildTrace([run], settings, exportSettings(settings.otel));
+  const root = new DataRoot(home);
+  const id = "0195f000-0000-7000-8000-00000000aaaa";
+  writeOtlpEntry(root, {
+    type: "reins.otlp-export",
+    version: 1,
+    id,
+    createdAt: "2026-03-01T10:00:00.000Z",
+    updatedAt: "2026-03-01T10:00:00.000Z",
+    runIds: [run.record.id],
+    spans,
+    content: false,
+    endpoint: null,
+    state: "pending",
+    attempts: 0,
+    sentBatches: 1,
+    lastError: null,
+    request: request as unknown as { resourceSpans: unknown[] },
+  });
+  await using collector = startFakeCollector();
+  const later = await reins(["export", "otel", "--pending"], {
+    home,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
+  });
+  assert.equal(later.code, 0, later.stderr);
+  // The first of its three requests was acknowledged before: the other two go, as they were.
+  const batches = splitRequest(request);
+  assert.equal(batches.length, 3);
+  assert.deepEqual(
+    collector.received.map((r) => r.body),
+    JSON.parse(JSON.stringify(batches.slice(1))),
+  );
+  assert.deepEqual(listOtlpEntryIds(root), []);
 });

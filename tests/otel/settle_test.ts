@@ -85,7 +85,10 @@ for (const [name, answer] of FAILURES) {
     if (answer === "down") {
       url = DEAD_COLLECTOR_URL;
     } else collector.answer(answer);
-    const { settle, warnings } = settleWith(home, { OTEL_EXPORTER_OTLP_ENDPOINT: url });
+    const { settle, warnings } = settleWith(home, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: url,
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer collector-token-5e1f",
+    });
 
     const startedMs = performance.now();
     const outcomes = await settle(runId, 1_000);
@@ -106,7 +109,12 @@ for (const [name, answer] of FAILURES) {
     assert.deepEqual(kept.entry.runIds, [runId]);
     assert.equal(kept.entry.state, "pending");
     assert.equal(kept.entry.attempts, 1);
-    assert.ok(!JSON.stringify(kept.entry).includes("authorization"), "no headers are kept");
+    assert.equal(kept.entry.version, 2);
+    const requests = Deno.readTextFileSync(rootOf(home).layout.otlpRequests(id));
+    assert.equal(requests.split("\n").filter(Boolean).length, kept.entry.batches);
+    for (const text of [JSON.stringify(kept.entry), requests]) {
+      assert.ok(!text.includes("collector-token-5e1f"), "no headers are kept");
+    }
 
     // The collector is back: `reins export otel --pending` sends it and empties the outbox.
     collector.answer({ kind: "accept" });
