@@ -104,11 +104,13 @@ export function splitRequest(
   return batches.length === 0 ? [request] : batches;
 }
 
-/** A request already in JSON, as it is sent: what SpanBatcher makes. */
+/** A request already in JSON, encoded as it is sent: what SpanBatcher makes. */
 export interface TraceBody {
-  json: string;
+  body: Uint8Array;
   spans: number;
 }
+
+const encoder = new TextEncoder();
 
 /**
  * splitRequest() as the spans come, for a request of one resource and one scope (what
@@ -116,18 +118,25 @@ export interface TraceBody {
  * once the next span would not fit in it; end() the last (or, with no span at all, the wrapper
  * itself, as splitRequest returns an empty request). Each is JSON.stringify of the request
  * splitRequest makes of the whole trace, in the same order (tests/otel/stream_test.ts compares
- * them). The spans it holds are held as JSON: a batch's objects would outlive the young
- * generation's collections and pile up until a full one.
+ * them), in UTF-8. The spans it holds are held encoded, in one buffer reused from request to
+ * request, outside V8's heap: a batch's span objects or strings would outlive the young
+ * generation's collections, and a request's JSON as one string (hundreds of KiB, a large object)
+ * is freed only by a full collection, so each would pile up until one.
  */
 export class SpanBatcher {
   readonly #limits: BatchLimits;
   readonly #empty = bytesOf({ resourceSpans: [] });
   readonly #wrapperBytes: number;
   /** The request's JSON before its spans and after them. */
-  readonly #before: string;
-  readonly #after: string;
-  readonly #wrapperJson: string;
-  #spans: string[] = [];
+  readonly #before: Uint8Array;
+  readonly #after: Uint8Array;
+  readonly #wrapperJson: Uint8Array;
+  /** The spans of the request filling, comma-separated, in UTF-8: `#length` bytes of it. */
+  #buffer = new Uint8Array(64 * 1024);
+  #length = 0;
+  /** The span being added, encoded. */
+  #span = new Uint8Array(16 * 1024);
+  #count = 0;
   #bytes: number;
   #made = 0;
 
@@ -141,7 +150,7 @@ export class SpanBatcher {
     this.#wrapperBytes = bytesOf({ ...rs, scopeSpans: [] }) + 1 +
       bytesOf({ ...ss, spans: [] }) + 1;
     this.#bytes = this.#empty;
-    this.#wrapperJson = JSON.stringify(wrapper);
+    this.#wrapperJson = encoder.encode(JSON.stringify(wrapper));
     // A key with its quotes unescaped comes only from the structure, never from inside a string.
     const marker = `"spans":[${JSON.stringify("\u0000reins spans\u0000")}]`;
     const template = JSON.stringify({
@@ -149,42 +158,61 @@ export class SpanBatcher {
       resourceSpans: [{ ...rs, scopeSpans: [{ ...ss, spans: ["\u0000reins spans\u0000"] }] }],
     });
     const at = template.indexOf(marker);
-    this.#before = template.slice(0, at) + `"spans":[`;
-    this.#after = template.slice(at + marker.length - 1);
+    this.#before = encoder.encode(template.slice(0, at) + `"spans":[`);
+    this.#after = encoder.encode(template.slice(at + marker.length - 1));
+  }
+
+  /** The spans the request filling holds: never more than the limit. */
+  get held(): number {
+    return this.#count;
   }
 
   /** Takes the next span; returns the request it closed, if any. */
   add(span: Span): TraceBody | null {
     const json = JSON.stringify(span);
-    const size = utf8Length(json) + 1;
+    // At most 3 bytes a UTF-16 unit (a surrogate pair is 4 bytes for 2).
+    if (this.#span.length < json.length * 3) this.#span = new Uint8Array(json.length * 3);
+    const written = encoder.encodeInto(json, this.#span).written;
+    const size = written + 1;
     let full: TraceBody | null = null;
-    const count = this.#spans.length;
+    const count = this.#count;
     if (
       count > 0 &&
       (count >= this.#limits.spans || this.#bytes + size > this.#limits.bytes)
     ) {
       full = this.#flush();
     }
-    if (this.#spans.length === 0) this.#bytes += this.#wrapperBytes;
-    this.#spans.push(json);
+    if (this.#count === 0) this.#bytes += this.#wrapperBytes;
+    const needed = this.#length + size;
+    if (needed > this.#buffer.length) {
+      const more = new Uint8Array(Math.max(needed, this.#buffer.length * 2));
+      more.set(this.#buffer.subarray(0, this.#length));
+      this.#buffer = more;
+    }
+    if (this.#count > 0) this.#buffer[this.#length++] = 0x2c; // ","
+    this.#buffer.set(this.#span.subarray(0, written), this.#length);
+    this.#length += written;
+    this.#count++;
     this.#bytes += size;
     return full;
   }
 
   /** The last request (none left when every span went already, but for an empty trace). */
   *end(): Generator<TraceBody> {
-    if (this.#spans.length > 0) yield this.#flush();
-    else if (this.#made === 0) yield { json: this.#wrapperJson, spans: 0 };
+    if (this.#count > 0) yield this.#flush();
+    else if (this.#made === 0) yield { body: this.#wrapperJson, spans: 0 };
   }
 
   #flush(): TraceBody {
-    const body = {
-      json: this.#before + this.#spans.join(",") + this.#after,
-      spans: this.#spans.length,
-    };
-    this.#spans = [];
+    const body = new Uint8Array(this.#before.length + this.#length + this.#after.length);
+    body.set(this.#before);
+    body.set(this.#buffer.subarray(0, this.#length), this.#before.length);
+    body.set(this.#after, this.#before.length + this.#length);
+    const spans = this.#count;
+    this.#length = 0;
+    this.#count = 0;
     this.#bytes = this.#empty;
     this.#made++;
-    return body;
+    return { body, spans };
   }
 }

@@ -82,7 +82,7 @@ export interface BatchesSent {
  * is sent (the outbox writes it down there).
  */
 export async function sendBatches(
-  batches: Iterable<ExportTraceServiceRequest | Pick<TraceBody, "json">>,
+  batches: Iterable<ExportTraceServiceRequest | Pick<TraceBody, "body">>,
   from: number,
   policy: SendPolicy,
   acknowledged: (sent: number) => void = () => {},
@@ -97,8 +97,8 @@ export async function sendBatches(
   for (const batch of batches) {
     const i = total++;
     if (i < from || failed !== null) continue;
-    const json = "json" in batch ? batch.json : JSON.stringify(batch);
-    const outcome = await sendWithRetry(encoder.encode(json), policy);
+    const body = "body" in batch ? batch.body : encoder.encode(JSON.stringify(batch));
+    const outcome = await sendWithRetry(body, policy);
     if (outcome.kind !== "accepted") {
       failed = outcome;
       sent = i;
@@ -206,7 +206,7 @@ export async function deliverOtlpEntry(
   if (entry.version === 2 && file === null) {
     return blank("unreadable", `outbox/otlp/${id}.json cannot be used: its requests are missing`);
   }
-  let batches: Iterable<ExportTraceServiceRequest | { json: string }>;
+  let batches: Iterable<ExportTraceServiceRequest | Pick<TraceBody, "body">>;
   let total: number;
   if (entry.version === 1) {
     const split = splitRequest(entry.request as unknown as ExportTraceServiceRequest);

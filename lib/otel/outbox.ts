@@ -69,13 +69,17 @@ export function writeOtlpEntry(root: DataRoot, entry: OtlpEntry): void {
 }
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const NEWLINE = 0x0a;
 
 /** A request as one line of the requests file: redacted as every file of the data root is. */
-function requestLine(json: string): Uint8Array {
+function requestLine(body: Uint8Array): Uint8Array[] {
+  const json = decoder.decode(body);
   let text = redactJsonText(json);
+  if (text === json) return [body, Uint8Array.of(NEWLINE)];
   // A replacement that broke the JSON makes redactJsonText indent what it redacted instead.
   if (text.includes("\n")) text = JSON.stringify(JSON.parse(text));
-  return encoder.encode(`${text}\n`);
+  return [encoder.encode(`${text}\n`)];
 }
 
 /**
@@ -98,8 +102,9 @@ export async function createOtlpEntry(
   let spans = 0;
   await root.createFileAsync(root.layout.otlpRequests(id), async (file) => {
     for (const request of fields.requests) {
-      const line = requestLine(request.json);
-      for (let at = 0; at < line.length;) at += await file.write(line.subarray(at));
+      for (const piece of requestLine(request.body)) {
+        for (let at = 0; at < piece.length;) at += await file.write(piece.subarray(at));
+      }
       batches++;
       spans += request.spans;
     }
@@ -140,26 +145,32 @@ export function openOtlpRequests(root: DataRoot, id: string): Deno.FsFile | null
 }
 
 /** The requests in an open requests file, each read as it is taken, in order; read once. */
-export function* otlpRequestsIn(file: Deno.FsFile): Generator<{ json: string }> {
-  const bytes = new Uint8Array(READ_CHUNK);
-  const decoder = new TextDecoder();
-  let partial: string[] = [];
+export function* otlpRequestsIn(file: Deno.FsFile): Generator<{ body: Uint8Array }> {
+  const chunk = new Uint8Array(READ_CHUNK);
+  // The line being read, in the pieces it came in (a request of megabytes is joined once).
+  let partial: Uint8Array[] = [];
   for (;;) {
-    const n = file.readSync(bytes);
+    const n = file.readSync(chunk);
     if (n === null) break;
-    const text = decoder.decode(bytes.subarray(0, n), { stream: true });
     let start = 0;
-    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
-      let json = text.slice(start, end);
+    for (let end = chunk.indexOf(NEWLINE, start); end >= 0 && end < n;) {
+      const piece = chunk.slice(start, end);
+      let body = piece;
       if (partial.length) {
-        partial.push(json);
-        json = partial.join("");
+        partial.push(piece);
+        body = new Uint8Array(partial.reduce((sum, p) => sum + p.length, 0));
+        let at = 0;
+        for (const p of partial) {
+          body.set(p, at);
+          at += p.length;
+        }
         partial = [];
       }
       start = end + 1;
-      if (json !== "") yield { json };
+      if (body.length > 0) yield { body };
+      end = chunk.indexOf(NEWLINE, start);
     }
-    if (start < text.length) partial.push(text.slice(start));
+    if (start < n) partial.push(chunk.slice(start, n));
   }
   // A last line without its newline was never finished: createOtlpEntry writes the entry after.
 }

@@ -214,7 +214,10 @@ Deno.test("streamTraceRequests() makes the requests splitRequest() makes of the 
         let next = stream.next();
         for (; !next.done; next = stream.next()) streamed.push(next.value);
         // Byte for byte what the whole trace's requests are as JSON, span counts told right.
-        assert.deepEqual(streamed.map((body) => body.json), whole.map((r) => JSON.stringify(r)));
+        assert.deepEqual(
+          streamed.map((request) => new TextDecoder().decode(request.body)),
+          whole.map((r) => JSON.stringify(r)),
+        );
         assert.deepEqual(
           streamed.map((body) => body.spans),
           whole.map((r) => r.resourceSpans[0].scopeSpans[0].spans.length),
