@@ -104,7 +104,10 @@ export function splitRequest(
   return batches.length === 0 ? [request] : batches;
 }
 
-/** A request already in JSON, encoded as it is sent: what SpanBatcher makes. */
+/**
+ * A request already in JSON, encoded as it is sent: what SpanBatcher makes. Its bytes are the
+ * batcher's own, good until the request after the next one is made: send or write it before.
+ */
 export interface TraceBody {
   body: Uint8Array;
   spans: number;
@@ -118,10 +121,11 @@ const encoder = new TextEncoder();
  * once the next span would not fit in it; end() the last (or, with no span at all, the wrapper
  * itself, as splitRequest returns an empty request). Each is JSON.stringify of the request
  * splitRequest makes of the whole trace, in the same order (tests/otel/stream_test.ts compares
- * them), in UTF-8. The spans it holds are held encoded, in one buffer reused from request to
- * request, outside V8's heap: a batch's span objects or strings would outlive the young
- * generation's collections, and a request's JSON as one string (hundreds of KiB, a large object)
- * is freed only by a full collection, so each would pile up until one.
+ * them), in UTF-8. The spans it holds are held encoded, in two buffers it takes in turn and
+ * reuses (a request is handed over as a view of one), outside V8's heap: a batch's span objects
+ * or strings would outlive the young generation's collections, a request's JSON as one string
+ * (hundreds of KiB, a large object) is freed only by a full collection, and a new buffer a
+ * request only once V8's count of outside memory asks for one (64 MiB): each would pile up.
  */
 export class SpanBatcher {
   readonly #limits: BatchLimits;
@@ -131,9 +135,13 @@ export class SpanBatcher {
   readonly #before: Uint8Array;
   readonly #after: Uint8Array;
   readonly #wrapperJson: Uint8Array;
-  /** The spans of the request filling, comma-separated, in UTF-8: `#length` bytes of it. */
-  #buffer = new Uint8Array(64 * 1024);
-  #length = 0;
+  /**
+   * The request filling, in UTF-8, its JSON before its spans already in place: `#length` bytes.
+   * Two, taken in turn: a request handed over lies in one while the next fills the other.
+   */
+  #buffer: Uint8Array;
+  #spare: Uint8Array;
+  #length: number;
   /** The span being added, encoded. */
   #span = new Uint8Array(16 * 1024);
   #count = 0;
@@ -160,6 +168,16 @@ export class SpanBatcher {
     const at = template.indexOf(marker);
     this.#before = encoder.encode(template.slice(0, at) + `"spans":[`);
     this.#after = encoder.encode(template.slice(at + marker.length - 1));
+    this.#buffer = this.#fresh(64 * 1024);
+    this.#spare = this.#fresh(64 * 1024);
+    this.#length = this.#before.length;
+  }
+
+  /** A buffer of at least `size` bytes, the request's JSON before its spans in place. */
+  #fresh(size: number): Uint8Array {
+    const buffer = new Uint8Array(Math.max(size, this.#before.length + 1));
+    buffer.set(this.#before);
+    return buffer;
   }
 
   /** The spans the request filling holds: never more than the limit. */
@@ -183,7 +201,7 @@ export class SpanBatcher {
       full = this.#flush();
     }
     if (this.#count === 0) this.#bytes += this.#wrapperBytes;
-    const needed = this.#length + size;
+    const needed = this.#length + size + this.#after.length;
     if (needed > this.#buffer.length) {
       const more = new Uint8Array(Math.max(needed, this.#buffer.length * 2));
       more.set(this.#buffer.subarray(0, this.#length));
@@ -204,12 +222,11 @@ export class SpanBatcher {
   }
 
   #flush(): TraceBody {
-    const body = new Uint8Array(this.#before.length + this.#length + this.#after.length);
-    body.set(this.#before);
-    body.set(this.#buffer.subarray(0, this.#length), this.#before.length);
-    body.set(this.#after, this.#before.length + this.#length);
+    this.#buffer.set(this.#after, this.#length);
+    const body = this.#buffer.subarray(0, this.#length + this.#after.length);
+    [this.#buffer, this.#spare] = [this.#spare, this.#buffer];
     const spans = this.#count;
-    this.#length = 0;
+    this.#length = this.#before.length;
     this.#count = 0;
     this.#bytes = this.#empty;
     this.#made++;

@@ -144,33 +144,39 @@ export function openOtlpRequests(root: DataRoot, id: string): Deno.FsFile | null
   return root.openForReading(root.layout.otlpRequests(id));
 }
 
-/** The requests in an open requests file, each read as it is taken, in order; read once. */
+/**
+ * The requests in an open requests file, each read as it is taken, in order; read once. Each is
+ * a view of one buffer reused from line to line (fresh buffers would pile up outside V8's heap
+ * until it collects), good until the next is taken.
+ */
 export function* otlpRequestsIn(file: Deno.FsFile): Generator<{ body: Uint8Array }> {
   const chunk = new Uint8Array(READ_CHUNK);
-  // The line being read, in the pieces it came in (a request of megabytes is joined once).
-  let partial: Uint8Array[] = [];
+  let line = new Uint8Array(READ_CHUNK * 32);
+  let length = 0;
+  const take = (from: number, to: number) => {
+    if (length + to - from > line.length) {
+      const more = new Uint8Array(Math.max(length + to - from, line.length * 2));
+      more.set(line.subarray(0, length));
+      line = more;
+    }
+    line.set(chunk.subarray(from, to), length);
+    length += to - from;
+  };
   for (;;) {
     const n = file.readSync(chunk);
     if (n === null) break;
     let start = 0;
-    for (let end = chunk.indexOf(NEWLINE, start); end >= 0 && end < n;) {
-      const piece = chunk.slice(start, end);
-      let body = piece;
-      if (partial.length) {
-        partial.push(piece);
-        body = new Uint8Array(partial.reduce((sum, p) => sum + p.length, 0));
-        let at = 0;
-        for (const p of partial) {
-          body.set(p, at);
-          at += p.length;
-        }
-        partial = [];
-      }
+    for (
+      let end = chunk.indexOf(NEWLINE);
+      end >= 0 && end < n;
+      end = chunk.indexOf(NEWLINE, start)
+    ) {
+      take(start, end);
       start = end + 1;
-      if (body.length > 0) yield { body };
-      end = chunk.indexOf(NEWLINE, start);
+      if (length > 0) yield { body: line.subarray(0, length) };
+      length = 0;
     }
-    if (start < n) partial.push(chunk.slice(start, n));
+    take(start, n);
   }
   // A last line without its newline was never finished: createOtlpEntry writes the entry after.
 }

@@ -128,10 +128,20 @@ export async function sendTraces(
   }
   let response: Response;
   try {
+    const bytes = payload;
     response = await outboundFetch(new URL(target.url), {
       method: "POST",
       headers,
-      body: payload as Uint8Array<ArrayBuffer>,
+      // Given as a body of known length, it goes through our own socket whenever no proxy is in
+      // the way (lib/net/route.ts), written from the caller's buffer as it is: fetch copies
+      // each body, and the copies of a long export's requests (hundreds of KiB each) pile up
+      // outside V8's heap until it next collects (~60 MiB over a 1M-event run's export).
+      body: {
+        length: bytes.length,
+        async *chunks(fresh) {
+          yield fresh ? bytes.slice() : bytes;
+        },
+      },
       redirect: "manual",
       signal,
       idleTimeoutMs: timeoutMs ?? undefined,
