@@ -13,7 +13,6 @@
 import { nowIso } from "../core/clock.ts";
 import { z } from "zod";
 import { newId } from "../core/ids.ts";
-import { redactJsonText } from "../core/redact.ts";
 import type { DataRoot } from "../store/mod.ts";
 import { Outbox, type ReadOutboxEntry } from "../store/outbox.ts";
 import type { TraceBody } from "./batch.ts";
@@ -68,19 +67,7 @@ export function writeOtlpEntry(root: DataRoot, entry: OtlpEntry): void {
   exports.write(root, entry);
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-const NEWLINE = 0x0a;
-
-/** A request as one line of the requests file: redacted as every file of the data root is. */
-function requestLine(body: Uint8Array): Uint8Array[] {
-  const json = decoder.decode(body);
-  let text = redactJsonText(json);
-  if (text === json) return [body, Uint8Array.of(NEWLINE)];
-  // A replacement that broke the JSON makes redactJsonText indent what it redacted instead.
-  if (text.includes("\n")) text = JSON.stringify(JSON.parse(text));
-  return [encoder.encode(`${text}\n`)];
-}
+const NEWLINE = Uint8Array.of(0x0a);
 
 /**
  * A new pending entry for the requests `requests` makes, written before anything is sent: the
@@ -102,7 +89,10 @@ export async function createOtlpEntry(
   let spans = 0;
   await root.createFileAsync(root.layout.otlpRequests(id), async (file) => {
     for (const request of fields.requests) {
-      for (const piece of requestLine(request.body)) {
+      // Written as they are: every string in them went through the process's redactor
+      // (lib/otel/request.ts scrubs each one), the one writeFileAtomic applies to text, which
+      // sees a secret in a raw string at least as surely as in its JSON-escaped form.
+      for (const piece of [request.body, NEWLINE]) {
         for (let at = 0; at < piece.length;) at += await file.write(piece.subarray(at));
       }
       batches++;
@@ -167,9 +157,9 @@ export function* otlpRequestsIn(file: Deno.FsFile): Generator<{ body: Uint8Array
     if (n === null) break;
     let start = 0;
     for (
-      let end = chunk.indexOf(NEWLINE);
+      let end = chunk.indexOf(NEWLINE[0]);
       end >= 0 && end < n;
-      end = chunk.indexOf(NEWLINE, start)
+      end = chunk.indexOf(NEWLINE[0], start)
     ) {
       take(start, end);
       start = end + 1;
