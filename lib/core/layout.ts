@@ -7,9 +7,12 @@ import { joinPath } from "./paths.ts";
 
 export const RECORD_FILE = "run.json";
 export const EVENTS_FILE = "events.jsonl";
-/** Held locked (flock, exclusive) by the process that runs the run, for the run's whole life. */
+/**
+ * Held locked (flock, exclusive) by the process that runs the run, for the run's whole life; it
+ * holds that process's pid, then a JSON line for each agent process the run started.
+ */
 export const OWNER_LOCK_FILE = "owner.lock";
-/** The agent processes a run started (see Layout.agents). */
+/** Where an older reins noted the agent processes a run started (see Layout.agents). */
 export const AGENTS_FILE = "agents.jsonl";
 /** The model calls' bodies (see Layout.wire). */
 export const WIRE_DIR = "wire";
@@ -132,8 +135,9 @@ export class Layout {
   }
 
   /**
-   * `runs/<id>/agents.jsonl`: the agent processes the run started (pid, process group, start
-   * time), one JSON line each, so that a reins that finds the run's owner gone can stop them.
+   * `runs/<id>/agents.jsonl`: where a run made by an older reins noted its agent processes (pid,
+   * process group, start time), one JSON line each. A run now notes them in its owner lock
+   * (ownerLock); both are read by a reins that finds the run's owner gone, to stop them.
    */
   agents(runId: string): string {
     return this.runFile(runId, AGENTS_FILE);

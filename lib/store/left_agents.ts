@@ -1,5 +1,6 @@
-// The agents a run started and its dead owner left running: read from runs/<id>/agents.jsonl
-// (written by the turn as each started) and stopped, group by group, when they are verifiably
+// The agents a run started and its dead owner left running: read from runs/<id>/owner.lock, the
+// lines after the owner's pid (written by the turn as each started; an older reins wrote them to
+// runs/<id>/agents.jsonl, which is read too) and stopped, group by group, when they are verifiably
 // the same processes (lib/core/process_group.ts). Run by reconcileRun (reconcile.ts) whenever it
 // settles a run whose owner is gone as interrupted — whoever asked it: reins show --follow, the
 // cheap reconciliation every command does, reins recover. It never touches a process it cannot
@@ -23,25 +24,28 @@ export interface LeftAgent {
 
 /** The agent processes recorded with a run (bad lines skipped); empty when there are none. */
 export function recordedAgents(root: DataRoot, runId: string): AgentProcess[] {
-  const text = root.readText(root.layout.agents(runId));
-  if (text === null) return [];
   const agents: AgentProcess[] = [];
-  for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    try {
-      const value = JSON.parse(line);
-      if (
-        Number.isSafeInteger(value?.pid) && Number.isSafeInteger(value?.pgid) &&
-        value.pgid > 1 && Number.isFinite(value?.startedMs)
-      ) {
-        agents.push({
-          pid: value.pid,
-          pgid: value.pgid,
-          startedMs: value.startedMs,
-          program: String(value.program ?? "?"),
-        });
-      }
-    } catch { /* a torn or foreign line: nothing to stop */ }
+  // The owner lock's first line is the owner's pid, which is no agent (a number, not an object).
+  for (const path of [root.layout.ownerLock(runId), root.layout.agents(runId)]) {
+    const text = root.readText(path);
+    if (text === null) continue;
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue;
+      try {
+        const value = JSON.parse(line);
+        if (
+          Number.isSafeInteger(value?.pid) && Number.isSafeInteger(value?.pgid) &&
+          value.pgid > 1 && Number.isFinite(value?.startedMs)
+        ) {
+          agents.push({
+            pid: value.pid,
+            pgid: value.pgid,
+            startedMs: value.startedMs,
+            program: String(value.program ?? "?"),
+          });
+        }
+      } catch { /* a torn or foreign line: nothing to stop */ }
+    }
   }
   return agents;
 }

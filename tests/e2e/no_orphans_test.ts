@@ -43,7 +43,7 @@ function readPids(path: string): { agent: number; sleep: number } {
 function agentsOf(home: string): string {
   return [...Deno.readDirSync(`${home}/runs`)].map((entry) => {
     try {
-      return Deno.readTextFileSync(`${home}/runs/${entry.name}/agents.jsonl`);
+      return Deno.readTextFileSync(`${home}/runs/${entry.name}/owner.lock`);
     } catch (error) {
       return String(error);
     }
@@ -101,8 +101,14 @@ for (const via of STARTS) {
     using store = openStore(home);
     const [run] = store.listRuns({ limit: 1 });
     assert.equal(run.status, "interrupted");
-    // The agent is on record with its group and start time.
-    const recorded = JSON.parse(Deno.readTextFileSync(store.layout.agents(run.id)).trim());
+    // The agent is on record with its group and start time, in the run's owner lock after the
+    // owner's pid (no agents.jsonl made).
+    const [owner, line, ...rest] = Deno.readTextFileSync(store.layout.ownerLock(run.id))
+      .trimEnd().split("\n");
+    assert.match(owner, /^\d+$/);
+    assert.deepEqual(rest, []);
+    assert.ok(!exists(store.layout.agents(run.id)), "agents.jsonl was made");
+    const recorded = JSON.parse(line);
     assert.deepEqual(Object.keys(recorded), ["pid", "pgid", "startedMs", "program"]);
     assert.equal(recorded.pid, agent);
     assert.equal(recorded.pgid, agent);
@@ -137,7 +143,7 @@ for (const via of STARTS) {
       assert.match(
         result.stderr,
         new RegExp(`stopped sh \\(process group ${agent}\\) of run .*: process\\(es\\) .*${sleep}`),
-        `${result.stderr}\nagents.jsonl: ${agentsOf(home)}\nalive: agent ${alive(agent)}, sleep ${
+        `${result.stderr}\nowner.lock: ${agentsOf(home)}\nalive: agent ${alive(agent)}, sleep ${
           alive(sleep)
         }`,
       );

@@ -7,6 +7,7 @@ import { openStore, Store } from "../../lib/store/store.ts";
 import { eventInput, runPatch } from "./_arbitraries.ts";
 import { logLines, modeOf, recordOnDisk, runInit, storeHome } from "./_helpers.ts";
 import { observeDirectorySyncs } from "../../lib/core/atomic_write.ts";
+import { recordedAgents } from "../../lib/store/left_agents.ts";
 
 Deno.test("createRun() writes a running run.json and a run.started event, all private", async () => {
   await using home = await storeHome();
@@ -434,30 +435,49 @@ Deno.test("RunWriter.appendDurably() of an event after the outcome keeps it as i
   assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
 });
 
-Deno.test("noteAgent() makes agents.jsonl private and appends one line for each agent, redacted", async () => {
+Deno.test("noteAgent() appends one line for each agent to the run's owner lock, redacted, making no file", async () => {
   await using home = await storeHome();
   using writer = home.store.createRun(runInit());
-  const path = `${home.path}/runs/${writer.runId}/agents.jsonl`;
+  const dir = `${home.path}/runs/${writer.runId}`;
+  const before = [...Deno.readDirSync(dir)].map((entry) => entry.name).sort();
   const secret = "sk-ant-api03-" + "x".repeat(40);
   writer.noteAgent(JSON.stringify({ pid: 1234, pgid: 1234, startedMs: 1, program: "a" }));
   writer.noteAgent(JSON.stringify({ pid: 5678, pgid: 5678, startedMs: 2, program: secret }));
+  assert.deepEqual([...Deno.readDirSync(dir)].map((entry) => entry.name).sort(), before);
+  const path = `${dir}/owner.lock`;
   assert.equal(modeOf(path), 0o600);
-  const lines = Deno.readTextFileSync(path).trimEnd().split("\n").map((l) => JSON.parse(l));
-  assert.deepEqual(lines.map((l) => l.pid), [1234, 5678]);
+  const [pid, ...lines] = Deno.readTextFileSync(path).trimEnd().split("\n");
+  assert.equal(pid, String(Deno.pid));
+  assert.deepEqual(lines.map((l) => JSON.parse(l).pid), [1234, 5678]);
   assert.ok(!Deno.readTextFileSync(path).includes(secret), "the key was written as it is");
+  // The owner still holds its lock: the lines went through its own handle.
+  assert.equal(home.store.ownerState(writer.runId), "alive");
+  assert.deepEqual(recordedAgents(home.store, writer.runId).map((agent) => agent.pid), [1234, 5678]);
 });
 
-Deno.test("noteAgent() refuses an agents.jsonl that is a link out of the data root", async () => {
+Deno.test("recordedAgents() reads an older reins's agents.jsonl too, and skips the owner's pid", async () => {
+  await using home = await storeHome();
+  using writer = home.store.createRun(runInit());
+  writer.noteAgent(JSON.stringify({ pid: 1234, pgid: 1234, startedMs: 1, program: "a" }));
+  Deno.writeTextFileSync(
+    `${home.path}/runs/${writer.runId}/agents.jsonl`,
+    `${JSON.stringify({ pid: 42, pgid: 42, startedMs: 3, program: "old" })}\n`,
+    { mode: 0o600 },
+  );
+  assert.deepEqual(
+    recordedAgents(home.store, writer.runId).map((agent) => [agent.pid, agent.program]),
+    [[1234, "a"], [42, "old"]],
+  );
+});
+
+Deno.test("recordedAgents() refuses an agents.jsonl that is a link out of the data root", async () => {
   await using home = await storeHome();
   using writer = home.store.createRun(runInit());
   const outside = await Deno.makeTempFile();
   try {
+    Deno.writeTextFileSync(outside, `${JSON.stringify({ pid: 7, pgid: 7, startedMs: 1 })}\n`);
     Deno.symlinkSync(outside, `${home.path}/runs/${writer.runId}/agents.jsonl`);
-    assert.throws(
-      () => writer.noteAgent(JSON.stringify({ pid: 1, pgid: 1, startedMs: 1, program: "a" })),
-      /points outside the data root/,
-    );
-    assert.equal(Deno.readTextFileSync(outside), "", "the line went through the link");
+    assert.throws(() => recordedAgents(home.store, writer.runId), /outside the data root/);
   } finally {
     Deno.removeSync(outside);
   }
