@@ -262,8 +262,9 @@ export class EventLog {
     sessionId: string,
     at: string,
     options: EventLogOptions = {},
+    made?: Deno.FsFile,
   ): EventLog {
-    const log = root.createLog(root.layout.events(runId), at);
+    const log = root.createLog(root.layout.events(runId), at, made);
     return new EventLog(runId, sessionId, log, options, (message) => root.warn(message));
   }
 

@@ -199,7 +199,7 @@ async function recordTurn(
       ? store.sessionEvents(sessionId)
       : []);
 
-  const writer = store.createRun({
+  const writer = await store.createRunAsync({
     sessionId,
     contextId,
     nativeSessionId: resume?.nativeSessionId ?? null,
