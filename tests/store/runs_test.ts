@@ -485,18 +485,3 @@ Deno.test("recordedAgents() refuses an agents.jsonl that is a link out of the da
     Deno.removeSync(outside);
   }
 });
-
-Deno.test("createRunAsync() makes the run createRun() makes: the same files, owned, run.started logged, nothing left staged", async () => {
-  await using home = await storeHome();
-  using sync = home.store.createRun(runInit());
-  using made = await home.store.createRunAsync(runInit());
-  const files = (id: string) =>
-    [...Deno.readDirSync(`${home.path}/runs/${id}`)].map((entry) => entry.name).sort();
-  assert.deepEqual(files(made.runId), files(sync.runId));
-  assert.deepEqual(files(made.runId), ["events.jsonl", "owner.lock", "run.json"]);
-  assert.equal(home.store.ownerState(made.runId), "alive");
-  assert.equal(home.store.loadRun(made.runId).status, "running");
-  assert.equal(home.store.readEvents(made.runId).events[0].type, "run.started");
-  assert.equal(modeOf(`${home.path}/runs/${made.runId}/run.json`), 0o600);
-  assert.deepEqual([...Deno.readDirSync(`${home.path}/runs/.staging`)], []);
-});
