@@ -142,38 +142,13 @@ export function openNewPrivateFile(
 }
 
 /**
- * openNewPrivateFile with the file made on Deno's blocking pool: making a file is the kernel's
- * dearest work in a turn (~0.3–0.8 ms each on an ext4 without a journal, whose inode allocator
- * looks past every inode freed in the last minutes), and meanwhile the thread runs other work.
- */
-export async function openNewPrivateFileAsync(
-  path: string,
-  access: { read?: boolean; append?: boolean; write?: boolean },
-): Promise<Deno.FsFile> {
-  const file = await Deno.open(path, { ...access, createNew: true, mode: FILE_MODE });
-  try {
-    const { mode } = file.statSync();
-    if (mode !== null && (mode & 0o777) !== FILE_MODE) Deno.chmodSync(path, FILE_MODE);
-  } catch (error) {
-    file.close();
-    throw error;
-  }
-  return file;
-}
-
-/**
  * Writes a new file that nobody can be reading yet (one in a directory this process has just
  * made and not yet renamed into place), 0600: no temp file, no rename, nothing looked at first,
  * since the name must not exist (see openNewPrivateFile). Text has its secrets redacted.
  */
-export function writeNewPrivateFile(
-  path: string,
-  data: string | Uint8Array,
-  made?: Deno.FsFile,
-): void {
+export function writeNewPrivateFile(path: string, data: string | Uint8Array): void {
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
-  // `made`: the file already made so (openNewPrivateFileAsync, for writing); closed here.
-  const file = made ?? openNewPrivateFile(path, { write: true });
+  const file = openNewPrivateFile(path, { write: true });
   try {
     writeAll(file, bytes);
   } finally {

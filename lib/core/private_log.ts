@@ -81,10 +81,9 @@ export class PrivateLog {
    * is at `path`): it must not exist, so nothing there is looked at first — creating it fails on
    * any name already taken, a link included, and the file made is this process's own.
    */
-  static create(root: string, path: string, at = path, made?: Deno.FsFile): PrivateLog {
+  static create(root: string, path: string, at = path): PrivateLog {
     const base = resolvePath(root);
-    // `made`: the file already made so (openNewPrivateFileAsync, read and append), at `at`.
-    const file = made ?? openNewPrivateFile(resolvePath(at, base), { read: true, append: true });
+    const file = openNewPrivateFile(resolvePath(at, base), { read: true, append: true });
     return new PrivateLog(root, resolvePath(path, base), file);
   }
 

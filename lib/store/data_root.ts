@@ -185,8 +185,8 @@ export class DataRoot implements Disposable {
    * Creates a private log below the root that must not exist yet, at `at` for now (see
    * PrivateLog.create): a run's events.jsonl, made in its staging directory.
    */
-  createLog(path: string, at?: string, made?: Deno.FsFile): PrivateLog {
-    return PrivateLog.create(this.home, path, at, made);
+  createLog(path: string, at?: string): PrivateLog {
+    return PrivateLog.create(this.home, path, at);
   }
 
   /** Appends a line to a private log below the root, keeping the handle for the next line. */

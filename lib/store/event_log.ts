@@ -262,9 +262,8 @@ export class EventLog {
     sessionId: string,
     at: string,
     options: EventLogOptions = {},
-    made?: Deno.FsFile,
   ): EventLog {
-    const log = root.createLog(root.layout.events(runId), at, made);
+    const log = root.createLog(root.layout.events(runId), at);
     return new EventLog(runId, sessionId, log, options, (message) => root.warn(message));
   }
 

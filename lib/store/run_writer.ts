@@ -7,7 +7,6 @@ import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
 import {
-  openNewPrivateFileAsync,
   syncDirectory,
   syncDirectoryAsync,
   writeAll,
@@ -324,42 +323,10 @@ export class RunWriter extends RunAppender {
  * and run.json with status `running`. The returned writer owns the run until close().
  */
 export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {}): RunWriter {
-  const record = newRecord(init);
-  const staged = stageRun(root, record.id);
-  return finishRun(root, init, record, staged, options, null);
-}
-
-/**
- * createRun with its four files (the run's directory, owner lock, log and record) made on Deno's
- * blocking pool, so that the turns a process runs at once go on while the kernel makes them (the
- * dearest part of creating a run: ~0.3–0.8 ms each on an ext4 without a journal). The same
- * files, made in the same staging directory and renamed into place the same way.
- */
-export async function createRunAsync(
-  root: DataRoot,
-  init: RunInit,
-  options: RunOptions = {},
-): Promise<RunWriter> {
-  const record = newRecord(init);
-  const staged = await stageRunAsync(root, record.id);
-  let made: MadeFiles | null = null;
-  try {
-    const [events, first] = await Promise.all([
-      openNewPrivateFileAsync(joinPath(staged.dir, EVENTS_FILE), { read: true, append: true }),
-      openNewPrivateFileAsync(joinPath(staged.dir, RECORD_FILE), { write: true }),
-    ]);
-    made = { events, record: first };
-  } catch (error) {
-    unstage(staged);
-    throw error;
-  }
-  return finishRun(root, init, record, staged, options, made);
-}
-
-/** A new run's record (its id a new uuid v7), checked. */
-function newRecord(init: RunInit): RunRecord {
+  const runId = newId();
+  const startedAt = nowIso();
   const candidate: RunRecord = {
-    id: newId(),
+    id: runId,
     sessionId: init.sessionId,
     contextId: init.contextId,
     nativeSessionId: init.nativeSessionId ?? null,
@@ -371,7 +338,7 @@ function newRecord(init: RunInit): RunRecord {
     trigger: init.trigger,
     cwd: init.cwd,
     goal: init.goal,
-    startedAt: nowIso(),
+    startedAt,
     endedAt: null,
     status: "running",
     exitCode: null,
@@ -383,31 +350,9 @@ function newRecord(init: RunInit): RunRecord {
       hint: "see the run record's fields in docs/events.md",
     });
   }
-  return orderedRecord(candidate);
-}
-
-/** A new run's log and record, already made (empty) in its staging directory. */
-interface MadeFiles {
-  events: Deno.FsFile;
-  record: Deno.FsFile;
-}
-
-/**
- * The rest of creating a run, once it is staged (and, from createRunAsync, its log and record
- * made): its log opened, run.started logged, run.json written, the directory renamed into place.
- */
-function finishRun(
-  root: DataRoot,
-  init: RunInit,
-  record: RunRecord,
-  staged: { dir: string; owner: Deno.FsFile },
-  options: RunOptions,
-  made: MadeFiles | null,
-): RunWriter {
-  const runId = record.id;
+  const record = orderedRecord(candidate);
+  const staged = stageRun(root, runId);
   let log: EventLog | null = null;
-  // The made record file until writeFirstRecord, which closes it, has it.
-  let recordFile = made?.record ?? null;
   try {
     // The run is made whole in its staging directory — owner lock held, run.started logged,
     // run.json written — and only then renamed into place: no reader ever sees it half made,
@@ -430,7 +375,7 @@ function finishRun(
           ]);
         },
       },
-    }, made?.events);
+    });
     const writer = new RunWriter(
       root,
       log,
@@ -444,32 +389,22 @@ function finishRun(
     // its directory with it (afterFirstSync above), and until then a power cut loses its events
     // anyway (they are not synced one by one). A run.json a power cut loses is rebuilt from
     // run.started.
-    const first = recordFile ?? undefined;
-    recordFile = null;
-    const written = writeFirstRecord(
-      staged.dir,
-      { ...record, startedAt: writer.started.timestamp },
-      first,
-    );
+    const written = writeFirstRecord(staged.dir, {
+      ...record,
+      startedAt: writer.started.timestamp,
+    });
     Deno.renameSync(staged.dir, root.layout.run(runId));
     root.madePrivate(root.layout.run(runId));
     noteRun(root, written);
     return writer;
   } catch (error) {
-    if (log !== null) log.close();
-    else made?.events.close();
-    recordFile?.close();
-    unstage(staged);
+    log?.close();
+    staged.owner.close();
+    try {
+      Deno.removeSync(staged.dir, { recursive: true });
+    } catch { /* renamed into place already, or never made: reconciliation sees to it */ }
     throw error;
   }
-}
-
-/** Lets go of a staged run that could not be made: its lock, and its directory. */
-function unstage(staged: { dir: string; owner: Deno.FsFile }): void {
-  staged.owner.close();
-  try {
-    Deno.removeSync(staged.dir, { recursive: true });
-  } catch { /* renamed into place already, or never made: reconciliation sees to it */ }
 }
 
 /**
@@ -485,12 +420,12 @@ function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsF
   let owner: Deno.FsFile | null = null;
   try {
     Deno.chmodSync(staging, 0o700);
-    owner = Deno.openSync(joinPath(staging, OWNER_LOCK_FILE), {
-      write: true,
-      createNew: true,
-      mode: 0o600,
-    });
-    return { dir: staging, owner: holdOwnerLock(staging, owner) };
+    const lockPath = joinPath(staging, OWNER_LOCK_FILE);
+    owner = Deno.openSync(lockPath, { write: true, createNew: true, mode: 0o600 });
+    owner.lockSync(true);
+    Deno.chmodSync(lockPath, 0o600);
+    owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
+    return { dir: staging, owner };
   } catch (error) {
     // A full disk fails the pid's write: the directory goes too, not left for a sweep.
     owner?.close();
@@ -499,40 +434,6 @@ function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsF
     } catch { /* gone already */ }
     throw error;
   }
-}
-
-/** stageRun with the directory and the lock file made on Deno's blocking pool. */
-async function stageRunAsync(
-  root: DataRoot,
-  runId: string,
-): Promise<{ dir: string; owner: Deno.FsFile }> {
-  root.ensureDir(root.layout.stagingRuns());
-  const staging = root.layout.creatingRun(runId);
-  await Deno.mkdir(staging, { mode: 0o700 });
-  let owner: Deno.FsFile | null = null;
-  try {
-    Deno.chmodSync(staging, 0o700);
-    owner = await Deno.open(joinPath(staging, OWNER_LOCK_FILE), {
-      write: true,
-      createNew: true,
-      mode: 0o600,
-    });
-    return { dir: staging, owner: holdOwnerLock(staging, owner) };
-  } catch (error) {
-    owner?.close();
-    try {
-      Deno.removeSync(staging, { recursive: true });
-    } catch { /* gone already */ }
-    throw error;
-  }
-}
-
-/** Locks a new owner lock (nobody else can hold it yet), 0600, and writes this process's pid. */
-function holdOwnerLock(staging: string, owner: Deno.FsFile): Deno.FsFile {
-  owner.lockSync(true);
-  Deno.chmodSync(joinPath(staging, OWNER_LOCK_FILE), 0o600);
-  owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
-  return owner;
 }
 
 /** Appends one event to any run, from any process: the same sequence and settling rules. */
@@ -574,9 +475,9 @@ export function writeRecord(
  * into place: nobody reads it there, so it needs no temp file). Returns the record as written
  * (redacted), for the index once the directory is in place (noteRun).
  */
-export function writeFirstRecord(dir: string, record: RunRecord, made?: Deno.FsFile): RunRecord {
+export function writeFirstRecord(dir: string, record: RunRecord): RunRecord {
   const ordered = redactValue(orderedRecord(record));
-  writeNewPrivateFile(joinPath(dir, RECORD_FILE), recordText(ordered), made);
+  writeNewPrivateFile(joinPath(dir, RECORD_FILE), recordText(ordered));
   return ordered;
 }
 

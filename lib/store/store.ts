@@ -37,7 +37,6 @@ import { inspectRun, loadRun, type RunInspection } from "./run_record.ts";
 import {
   appendToRun,
   createRun,
-  createRunAsync,
   RunAppender,
   type RunInit,
   type RunOptions,
@@ -72,11 +71,6 @@ export class Store extends DataRoot {
   /** Creates a run; the returned writer owns it (its lock) until close(). */
   createRun(init: RunInit, options?: RunOptions): RunWriter {
     return createRun(this, init, options);
-  }
-
-  /** createRun, its files made without holding the thread (for many turns in one process). */
-  createRunAsync(init: RunInit, options?: RunOptions): Promise<RunWriter> {
-    return createRunAsync(this, init, options);
   }
 
   /** Opens an existing run for appending (NotFoundError for no such run). */

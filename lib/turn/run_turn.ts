@@ -199,7 +199,7 @@ async function recordTurn(
       ? store.sessionEvents(sessionId)
       : []);
 
-  const writer = await store.createRunAsync({
+  const writer = store.createRun({
     sessionId,
     contextId,
     nativeSessionId: resume?.nativeSessionId ?? null,
