@@ -210,14 +210,11 @@ export async function writePrivateFileAtomicAsync(
   path: string,
   data: string | Uint8Array,
   checked?: CheckedDirs,
-  options: { durable?: boolean; sweep?: boolean } = {},
 ): Promise<void> {
-  // durable and sweep as for writePrivateFileAtomic.
-  const durable = options.durable ?? true;
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir, checked);
-  if (options.sweep ?? true) prepareReplace(root, absPath);
+  prepareReplace(root, absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
   const temp = tempPathOf(absPath);
   const file = await Deno.open(temp, { write: true, createNew: true, mode: FILE_MODE });
@@ -225,7 +222,7 @@ export async function writePrivateFileAtomicAsync(
     await file.lock(true);
     let written = 0;
     while (written < bytes.length) written += await file.write(bytes.subarray(written));
-    if (durable) await file.sync();
+    await file.sync();
     await Deno.chmod(temp, FILE_MODE);
     await Deno.rename(temp, absPath);
   } catch (error) {
@@ -236,7 +233,7 @@ export async function writePrivateFileAtomicAsync(
   } finally {
     file.close();
   }
-  if (durable) await syncDirectoryAsync(dir);
+  await syncDirectoryAsync(dir);
 }
 
 /**

@@ -82,16 +82,9 @@ export class DataRoot implements Disposable {
     writePrivateFileAtomic(this.home, path, data, this.#checked, options);
   }
 
-  /**
-   * writeFileAtomic (durable unless told not) without holding the thread: the file's creation,
-   * the kernel's dearest part of it, runs on Deno's blocking pool (see writePrivateFileAtomicAsync).
-   */
-  writeFileAtomicAsync(
-    path: string,
-    data: string | Uint8Array,
-    options?: { durable?: boolean; sweep?: boolean },
-  ): Promise<void> {
-    return writePrivateFileAtomicAsync(this.home, path, data, this.#checked, options);
+  /** writeFileAtomic, durable, without holding the thread (see writePrivateFileAtomicAsync). */
+  writeFileAtomicAsync(path: string, data: string | Uint8Array): Promise<void> {
+    return writePrivateFileAtomicAsync(this.home, path, data, this.#checked);
   }
 
   /**

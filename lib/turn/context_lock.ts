@@ -41,20 +41,8 @@ export class ContextLock implements Disposable {
     // Before the context's directory is made private: an entry planted while others could write
     // there must stay distrusted once the directory is tightened.
     store.contexts.vet(contextId);
-    // A new context's directory and lock file are made on Deno's blocking pool, not on the thread
-    // other turns run on: making a file is a turn's dearest system call (~0.3–0.8 ms of the
-    // kernel's time each on an ext4 without a journal, `deno task bench engine`). The directory
-    // is made in its parent once that is checked, and is checked itself before the lock is opened.
-    const dir = store.layout.context(contextId);
-    store.ensureDir(store.layout.contexts());
-    try {
-      await Deno.mkdir(dir, { mode: 0o700 });
-      Deno.chmodSync(dir, 0o700); // whatever the umask took away
-    } catch (error) {
-      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
-    }
-    store.ensureDir(dir);
-    const file = await Deno.open(path, { read: true, write: true, create: true, mode: 0o600 });
+    store.ensureDir(store.layout.context(contextId));
+    const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
     try {
       let delay = FIRST_POLL_MS;
       let told = false;
