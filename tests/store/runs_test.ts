@@ -452,7 +452,10 @@ Deno.test("noteAgent() appends one line for each agent to the run's owner lock, 
   assert.ok(!Deno.readTextFileSync(path).includes(secret), "the key was written as it is");
   // The owner still holds its lock: the lines went through its own handle.
   assert.equal(home.store.ownerState(writer.runId), "alive");
-  assert.deepEqual(recordedAgents(home.store, writer.runId).map((agent) => agent.pid), [1234, 5678]);
+  assert.deepEqual(recordedAgents(home.store, writer.runId).map((agent) => agent.pid), [
+    1234,
+    5678,
+  ]);
 });
 
 Deno.test("recordedAgents() reads an older reins's agents.jsonl too, and skips the owner's pid", async () => {
