@@ -8,6 +8,7 @@
 import type { DataRoot, RunEvent } from "../store/mod.ts";
 import { errorResponse } from "./refusal.ts";
 import { describeError } from "../core/errors.ts";
+import { onceAfter } from "../core/clock.ts";
 import { outboundFetch } from "../net/outbound.ts";
 import { NO_PROXY_SETTINGS, type ProxySettings } from "../net/route.ts";
 import { upstreamUrl } from "./call.ts";
@@ -258,9 +259,10 @@ export class ReplayServer implements AsyncDisposable {
     this.#runId = runId;
     this.#serving = serving;
     this.matcher = new ReplayMatcher(calls, (sha) => this.#read(sha), paths);
-    // The recorded requests are read while the harness starts, not while it waits for an answer.
-    const warm = setTimeout(() => this.matcher.prepare(), 0);
-    Deno.unrefTimer(warm);
+    // The recorded requests are read while the harness starts, not while it waits for an answer
+    // (onceAfter: not keeping the process alive, and not loading Deno's Node timers as the first
+    // setTimeout of a process does).
+    onceAfter(0, () => this.matcher.prepare());
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
       (request) => this.#handle(request),

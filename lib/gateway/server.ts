@@ -5,6 +5,7 @@
 // another local user can neither spend through it nor add to a recording.
 import { type BindOptions, GatewayBinding } from "./binding.ts";
 import { handleCall } from "./call.ts";
+import { onceAfter } from "../core/clock.ts";
 
 /** A secret of 32 random bytes, base64url: what binds a request to its turn. */
 function newSecret(): string {
@@ -78,14 +79,17 @@ export class GatewayServer {
   }
 }
 
-/** Waits for `work`, or `ms`, whichever is first. */
+/**
+ * Waits for `work`, or `ms`, whichever is first (onceAfter: a turn's end does not load Deno's
+ * Node timers, as the first setTimeout of a process does).
+ */
 async function within(ms: number, work: Promise<void>): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<void>((resolve) => timer = setTimeout(resolve, ms));
+  let timer: { cancel(): void } | undefined;
+  const late = new Promise<void>((resolve) => timer = onceAfter(ms, resolve));
   try {
     await Promise.race([work, late]);
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
   }
 }
 

@@ -475,3 +475,41 @@ Deno.test("gateway reads a long JSON answer's usage and hashes it piece by piece
   assert.equal(completed.body!.sha256, await sha256Hex(got));
   assert.equal(ofType(t.events, "message.delta").map((d) => d.text).join(""), content[0].text);
 });
+
+Deno.test("gateway passes a streamed answer on and closes its turn without setTimeout, whose first use loads Deno's Node timers", async () => {
+  await using up = upstream(() =>
+    new Response(
+      sse({ type: "message_start", message: { model: "claude-x" } }, "message_start") +
+        sse({
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "text_delta", text: "Hello" },
+        }, "content_block_delta") +
+        sse({ type: "message_stop" }, "message_stop"),
+      { headers: { "content-type": "text/event-stream" } },
+    )
+  );
+  const calls: string[] = [];
+  const realSetTimeout = globalThis.setTimeout;
+  globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+    calls.push(new Error().stack ?? "");
+    return realSetTimeout(...args);
+  }) as typeof setTimeout;
+  let events: EventInput[];
+  try {
+    await using t = await turn(up.url);
+    events = t.events;
+    const answer = await fetch(`${t.binding.routeUrl("up")}/messages`, {
+      method: "POST",
+      body: JSON.stringify({ model: "claude-x", stream: true, messages: [] }),
+    });
+    assert.match(await answer.text(), /Hello/);
+    // The text is recorded by its 100 ms timer, before the turn closes.
+    await new Promise<void>((resolve) => AbortSignal.timeout(150).onabort = () => resolve());
+    assert.deepEqual(ofType(t.events, "message.delta").map((d) => d.text), ["Hello"]);
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+  }
+  assert.equal(ofType(events, "model.call.completed").length, 1);
+  assert.deepEqual(calls, []);
+});
