@@ -8,7 +8,7 @@
 // waits for the disk only when the writing falls WRITE_AHEAD_BYTES behind.
 import { importLazily } from "../core/lazy_import.ts";
 import { type AnswerBody, type RecordedAnswer, sha256Of } from "./bodies.ts";
-import { redactedBytes } from "./redacted_bytes.ts";
+import { redactedBytes, redactedPiece } from "./redacted_bytes.ts";
 import { SseReader } from "./sse.ts";
 import { ResponseReader, type Wire } from "./wires.ts";
 
@@ -53,6 +53,8 @@ export class AnswerTap {
   #keptBytes = 0;
   #hash: Hash | null = null;
   #hashFailure: string | null = null;
+  /** An SSE answer's decoder, as it streams. */
+  readonly #decoder = new TextDecoder();
 
   constructor(options: TapOptions) {
     this.#options = options;
@@ -72,11 +74,14 @@ export class AnswerTap {
    * is too far behind (or node:crypto is being loaded), else null.
    */
   piece(bytes: Uint8Array): Promise<void> | null {
-    const kept = redactedBytes(bytes);
+    // An SSE answer is decoded once: read as events, and looked through for secrets.
+    const sse = this.#sse;
+    const text = sse === null ? null : this.#decoder.decode(bytes, { stream: true });
+    const kept = text === null ? redactedBytes(bytes) : redactedPiece(bytes, text);
     const answer = this.#options.answer;
     answer.write(kept);
     this.#keptBytes += kept.length;
-    this.#sse?.push(bytes);
+    if (text !== null) sse!.pushText(text);
     if (this.#json !== null && this.#jsonBytes + bytes.length <= this.#options.jsonLimit) {
       this.#json.push(bytes);
       this.#jsonBytes += bytes.length;
@@ -116,7 +121,10 @@ export class AnswerTap {
 
   /** The answer is whole (or cut off): what was recorded of it. */
   async finish(): Promise<RecordedAnswer> {
-    this.#sse?.end();
+    if (this.#sse !== null) {
+      this.#sse.pushText(this.#decoder.decode());
+      this.#sse.end();
+    }
     if (this.#json !== null && this.#jsonBytes > 0) {
       let data: unknown = null;
       try {

@@ -26,7 +26,12 @@ export class SseReader {
   }
 
   push(bytes: Uint8Array): void {
-    const text = this.#partial + this.#decoder.decode(bytes, { stream: true });
+    this.pushText(this.#decoder.decode(bytes, { stream: true }));
+  }
+
+  /** The next piece of the stream as text, decoded by the caller (a UTF-8 decoder streaming). */
+  pushText(decoded: string): void {
+    const text = this.#partial + decoded;
     // Whole events at a time (most are one `data:` line, after an `event:` line or not): found by
     // their blank lines with indexOf and handed on as slices of the chunk's text, the rest read
     // line by line. A stream in CRLF is read line by line throughout.
