@@ -513,3 +513,21 @@ Deno.test("gateway passes a streamed answer on and closes its turn without setTi
   assert.equal(ofType(events, "model.call.completed").length, 1);
   assert.deepEqual(calls, []);
 });
+
+Deno.test("gateway makes fetch ready while the harness starts (a data: URL, nothing sent), not at the first call", async () => {
+  await using up = upstream(() => new Response("{}"));
+  const fetched: string[] = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    fetched.push(input instanceof Request ? input.url : String(input));
+    return realFetch(input, init);
+  }) as typeof fetch;
+  try {
+    await using _t = await turn(up.url);
+    await new Promise<void>((resolve) => AbortSignal.timeout(150).onabort = () => resolve());
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+  assert.deepEqual(fetched, ["data:,"]);
+  assert.equal(up.seen.length, 0);
+});
