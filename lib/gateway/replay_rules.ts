@@ -74,8 +74,32 @@ export function normalizeText(text: string, paths: ReplayPaths): string {
   return out;
 }
 
+/**
+ * The texts normalized so far for one replay's paths. A harness sends its whole conversation
+ * again with each call, so a replay of N calls would normalize its early messages N times over
+ * (the regular expressions above over every text, the most of a replay's own time in the gateway
+ * past a few dozen calls); each text is normalized once instead. Bounded: past
+ * NORMALIZED_KEPT_CHARS kept, texts are normalized as they come.
+ */
+const normalizedTexts = new WeakMap<ReplayPaths, { texts: Map<string, string>; chars: number }>();
+const NORMALIZED_KEPT_CHARS = 16 * 1024 * 1024;
+
+function normalizedText(text: string, paths: ReplayPaths): string {
+  if (text.length < 8) return normalizeText(text, paths);
+  let kept = normalizedTexts.get(paths);
+  if (kept === undefined) normalizedTexts.set(paths, kept = { texts: new Map(), chars: 0 });
+  const known = kept.texts.get(text);
+  if (known !== undefined) return known;
+  const normalized = normalizeText(text, paths);
+  if (kept.chars + text.length + normalized.length <= NORMALIZED_KEPT_CHARS) {
+    kept.texts.set(text, normalized);
+    kept.chars += text.length + normalized.length;
+  }
+  return normalized;
+}
+
 function normalize(value: unknown, paths: ReplayPaths): unknown {
-  if (typeof value === "string") return normalizeText(value, paths);
+  if (typeof value === "string") return normalizedText(value, paths);
   if (Array.isArray(value)) return value.map((item) => normalize(item, paths));
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = {};
