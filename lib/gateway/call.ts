@@ -9,6 +9,7 @@ import { describeError } from "../core/errors.ts";
 import { exhaustionReason } from "../core/budget.ts";
 import { rememberSecrets } from "../core/redact.ts";
 import { outboundFetch } from "../net/outbound.ts";
+import { localHandler } from "./local_upstreams.ts";
 import type { EventInput, PayloadOf, WireBody } from "../store/mod.ts";
 import { AnswerTap } from "./answer_tap.ts";
 import type { AnswerBody } from "./bodies.ts";
@@ -144,15 +145,20 @@ export async function handleCall(
   const url = upstreamUrl(target.upstream, target.path, target.search);
   let upstream: Response;
   try {
-    upstream = await outboundFetch(url, {
+    const init = {
       method: request.method,
       headers: upstreamHeaders(request.headers),
       body: bytes.length > 0 || !["GET", "HEAD"].includes(request.method)
         ? bytes as Uint8Array<ArrayBuffer>
         : undefined,
       signal: gone,
-      redirect: "manual",
-    }, { proxy: context.proxy });
+      redirect: "manual" as const,
+    };
+    // A recording this process serves (a replay) is asked directly, not over a connection.
+    const local = localHandler(url);
+    upstream = local !== undefined
+      ? await local(new Request(url, init))
+      : await outboundFetch(url, init, { proxy: context.proxy });
   } catch (error) {
     const away = gone.aborted;
     const message = away

@@ -9,6 +9,7 @@ import type { DataRoot, RunEvent } from "../store/mod.ts";
 import { errorResponse } from "./refusal.ts";
 import { describeError } from "../core/errors.ts";
 import { onceAfter } from "../core/clock.ts";
+import { serveLocally } from "./local_upstreams.ts";
 import { outboundFetch } from "../net/outbound.ts";
 import { NO_PROXY_SETTINGS, type ProxySettings } from "../net/route.ts";
 import { upstreamUrl } from "./call.ts";
@@ -242,6 +243,7 @@ export class ReplayServer implements AsyncDisposable {
   readonly #root: DataRoot;
   readonly #runId: string;
   readonly #serving: ReplayServing;
+  readonly #local: () => void;
   /** The real upstream behind each name the gateway is given (`route`, `route@2`). */
   readonly #upstreams = new Map<string, string>();
   /** Calls answered from the recording, and passed on to the real upstream (reuse). */
@@ -268,6 +270,8 @@ export class ReplayServer implements AsyncDisposable {
       (request) => this.#handle(request),
     );
     this.origin = `http://127.0.0.1:${this.#server.addr.port}`;
+    // The gateway of this process asks it directly; the server answers anyone else.
+    this.#local = serveLocally(this.origin, (request) => this.#handle(request));
   }
 
   /**
@@ -384,6 +388,7 @@ export class ReplayServer implements AsyncDisposable {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
+    this.#local();
     await this.#server.shutdown();
   }
 }
