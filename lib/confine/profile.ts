@@ -66,7 +66,9 @@ export interface ConfinedCommand {
  * The script the sandbox runs first, as `sh -c SCRIPT reins-confine GATEWAY_PORT PROXY_PORT
  * PROGRAM ARGS…`: it drops what the agent is not to keep of the environment, starts the bridges
  * (socat, each in a session of its own so that the signals that stop the agent's group leave
- * them be until the agent is gone), waits until each listens, then becomes the agent.
+ * them be until the agent is gone) both at once, waits until both listen (the agent's first
+ * connection must find them; a start of socat is the larger part of a bridge's cost, and two
+ * paid side by side cost about one), then becomes the agent.
  */
 export const INNER_SCRIPT = `set -f
 if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
@@ -78,25 +80,44 @@ if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
     [ -n "$kept" ] || unset "$name" 2>/dev/null || true
   done
 fi
+# The bridges, started together (each socat in a session of its own), then waited for together.
+waiting=
 bridge() {
   setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$2" </dev/null >/dev/null 2>&1 &
-  # Until it listens: /proc/net/tcp read with the shell's builtins, a 2 ms sleep between looks.
-  hex=$(printf '%04X' "$1")
-  tries=0
-  while :; do
-    while read -r line; do
-      case $line in *": 0100007F:$hex 00000000:0000 0A"*) return 0 ;; esac
-    done </proc/net/tcp
-    tries=$((tries + 1))
-    sleep 0.002
-    if [ $tries -gt 2500 ]; then
-      echo "reins: the sandbox's bridge to 127.0.0.1:$1 did not start (is socat installed?)" >&2
-      exit 125
-    fi
+  # The port as /proc/net/tcp writes it (four hex digits), without a subshell.
+  n=$1 hex=
+  for i in 1 2 3 4; do
+    d=$((n % 16))
+    n=$((n / 16))
+    case $d in 10) d=A ;; 11) d=B ;; 12) d=C ;; 13) d=D ;; 14) d=E ;; 15) d=F ;; esac
+    hex=$d$hex
   done
+  waiting="$waiting $1:$hex"
 }
 [ "$1" = 0 ] || bridge "$1" ${INSIDE.sockets}/${GATEWAY_SOCKET}
 [ "$2" = 0 ] || bridge "$2" ${INSIDE.sockets}/${PROXY_SOCKET}
+# Until each listens: /proc/net/tcp read with the shell's builtins, a 2 ms sleep between looks.
+tries=0
+while [ -n "$waiting" ]; do
+  left=
+  for each in $waiting; do
+    found=
+    while read -r line; do
+      case $line in *": 0100007F:\${each#*:} 00000000:0000 0A"*) found=1; break ;; esac
+    done </proc/net/tcp
+    [ -n "$found" ] || left="$left $each"
+  done
+  waiting=$left
+  [ -n "$waiting" ] || break
+  tries=$((tries + 1))
+  if [ $tries -gt 2500 ]; then
+    for each in $waiting; do
+      echo "reins: the sandbox's bridge to 127.0.0.1:\${each%%:*} did not start (is socat installed?)" >&2
+    done
+    exit 125
+  fi
+  sleep 0.002
+done
 shift 2
 exec "$@"`;
 
