@@ -70,13 +70,13 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
   // Where this process may listen on the socket itself (--allow-all: a program embedding reins,
   // the tests, the bench), it pipes each connection to the port; the binary's sandbox cannot
   // grant a socket made per turn (Deno asks for each exact path), and there socat does it.
-  const bridge = (name: string, port: number): string | null => {
+  const bridge = (name: string, port: number): void => {
     const path = `${options.socketDir}/${name}`;
     try {
       const unix = Deno.listen({ transport: "unix", path });
       listeners.push(unix);
       track(pipeEach(unix, port, open));
-      return null;
+      return;
     } catch (error) {
       if (!(error instanceof Deno.errors.NotCapable)) throw error;
     }
@@ -88,7 +88,6 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
         stderr: "null",
       }).spawn(),
     );
-    return path;
   };
   const close = async () => {
     for (const each of listeners) closeQuietly(each);
@@ -104,10 +103,10 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     while (work.size > 0) await Promise.allSettled([...work]);
   };
   try {
-    const sockets = [bridge(PROXY_SOCKET, (listener.addr as Deno.NetAddr).port)];
-    if (options.gatewayPort !== null) sockets.push(bridge(GATEWAY_SOCKET, options.gatewayPort));
-    const made = sockets.filter((path): path is string => path !== null);
-    if (made.length > 0) await untilThere(made, bridges);
+    bridge(PROXY_SOCKET, (listener.addr as Deno.NetAddr).port);
+    if (options.gatewayPort !== null) bridge(GATEWAY_SOCKET, options.gatewayPort);
+    // socat's sockets are not waited for here: the sandbox starts meanwhile, and its setup waits
+    // for each before the agent starts (profile.ts), so the two starts are paid side by side.
   } catch (error) {
     await close();
     throw error;
@@ -149,25 +148,6 @@ async function pipeEach(listener: Deno.Listener, port: number, open: Set<Deno.Co
     // closed
   }
   await Promise.allSettled(jobs);
-}
-
-/** Waits until socat has made each socket (or throws when one of them has exited). */
-async function untilThere(paths: string[], children: Deno.ChildProcess[]): Promise<void> {
-  const exited: { status: Deno.CommandStatus | null } = { status: null };
-  for (const child of children) void child.status.then((status) => exited.status ??= status);
-  for (let tries = 0; tries < 1000; tries++) {
-    if (exited.status !== null) {
-      throw new Error(
-        `socat, bridging the sandbox's network, exited with code ${exited.status.code}`,
-      );
-    }
-    const there = await Promise.all(
-      paths.map((path) => Deno.lstat(path).then(() => true, () => false)),
-    );
-    if (there.every(Boolean)) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  throw new Error("socat did not make the sandbox's sockets within 2 s");
 }
 
 /** One proxy connection: the request's head, the verdict, then bytes both ways. */

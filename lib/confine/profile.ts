@@ -66,9 +66,10 @@ export interface ConfinedCommand {
  * The script the sandbox runs first, as `sh -c SCRIPT reins-confine GATEWAY_PORT PROXY_PORT
  * PROGRAM ARGS…`: it drops what the agent is not to keep of the environment, starts the bridges
  * (socat, each in a session of its own so that the signals that stop the agent's group leave
- * them be until the agent is gone) both at once, waits until both listen (the agent's first
- * connection must find them; a start of socat is the larger part of a bridge's cost, and two
- * paid side by side cost about one), then becomes the agent.
+ * them be until the agent is gone) both at once, waits until both listen and the sockets they
+ * lead to are there (the agent's first connection must find them; a start of socat is the larger
+ * part of a bridge's cost, and starts paid side by side — the two inside, and outside, where socat
+ * makes the sockets, the sandbox's own start — cost about one), then becomes the agent.
  */
 export const INNER_SCRIPT = `set -f
 if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
@@ -92,19 +93,23 @@ bridge() {
     case $d in 10) d=A ;; 11) d=B ;; 12) d=C ;; 13) d=D ;; 14) d=E ;; 15) d=F ;; esac
     hex=$d$hex
   done
-  waiting="$waiting $1:$hex"
+  waiting="$waiting $1:$hex:$2"
 }
 [ "$1" = 0 ] || bridge "$1" ${INSIDE.sockets}/${GATEWAY_SOCKET}
 [ "$2" = 0 ] || bridge "$2" ${INSIDE.sockets}/${PROXY_SOCKET}
-# Until each listens: /proc/net/tcp read with the shell's builtins, a 2 ms sleep between looks.
+# Until each listens, and the socket it leads to is there (socat outside may still be making it):
+# /proc/net/tcp read with the shell's builtins, a 2 ms sleep between looks.
 tries=0
 while [ -n "$waiting" ]; do
   left=
   for each in $waiting; do
+    rest=\${each#*:}
     found=
-    while read -r line; do
-      case $line in *": 0100007F:\${each#*:} 00000000:0000 0A"*) found=1; break ;; esac
-    done </proc/net/tcp
+    if [ -S "\${rest#*:}" ]; then
+      while read -r line; do
+        case $line in *": 0100007F:\${rest%%:*} 00000000:0000 0A"*) found=1; break ;; esac
+      done </proc/net/tcp
+    fi
     [ -n "$found" ] || left="$left $each"
   done
   waiting=$left
@@ -112,7 +117,7 @@ while [ -n "$waiting" ]; do
   tries=$((tries + 1))
   if [ $tries -gt 2500 ]; then
     for each in $waiting; do
-      echo "reins: the sandbox's bridge to 127.0.0.1:\${each%%:*} did not start (is socat installed?)" >&2
+      echo "reins: the sandbox's bridge from 127.0.0.1:\${each%%:*} to \${each##*:} did not start (is socat installed?)" >&2
     done
     exit 125
   fi

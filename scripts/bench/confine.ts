@@ -1,58 +1,122 @@
-// Confinement's cost (issue 25): one trivial command turn (`true`) confined under bubblewrap
-// (lib/confine/) against the same turn unconfined, in one process through the turn engine, turn
-// about so that the machine's load weighs on both alike. What a confined turn adds: the probe
-// (once per process), the proxy's listener and two socat bridges outside (made per turn), then
-// bubblewrap's namespaces and mounts and two socat bridges inside, waited for until they listen.
+// Confinement's cost (issue 25), each turn through the turn engine in this one process, confined
+// and unconfined turn about so that the machine's load weighs on both alike:
+// - a trivial command turn (`true`): what a confined turn adds, whole — the probe (once per
+//   process), the proxy's listener and the sockets outside (made per turn), then bubblewrap's
+//   namespaces and mounts and the socat bridge inside, waited for until it listens. Beside it,
+//   the parts of that measured alone in the same run: bubblewrap starting `true`, and bubblewrap
+//   starting the bridge's socat and waiting for it as a turn does;
+// - a Claude Code turn (the real CLI from npm, against the fake Anthropic server, through the
+//   model gateway): what the same costs weigh against an agent that runs for a while. Skipped,
+//   saying why, where the CLI is not installed.
+//   BENCH_CONFINE=trivial,claude runs only those parts (both by default).
 import { compare, figure } from "./_lib.ts";
-import { loadSettings } from "../../lib/core/config.ts";
-import { openStore } from "../../lib/store/store.ts";
+import { loadSettings, type Settings } from "../../lib/core/config.ts";
+import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
-import { confinementProblem } from "../../lib/confine/probe.ts";
+import type { TurnRequest } from "../../lib/turn/types.ts";
+import { BWRAP_BASE, confinementProblem } from "../../lib/confine/probe.ts";
+import { INNER_SCRIPT } from "../../lib/confine/profile.ts";
+import { text } from "../../tests/fixtures/fake_model_server.ts";
+import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
+import { ensureCli } from "../../tests/interop/_install.ts";
+import { makeScratch } from "../../tests/interop/_scratch.ts";
 
 const TURNS = 30;
+const CLAUDE_TURNS = 11;
 
-export default async function main(): Promise<void> {
-  const problem = await confinementProblem();
-  if (problem !== null) {
-    figure("confined trivial turn", `SKIPPED: ${problem}`);
-    return;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1];
+const spread = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (n: number) => n.toFixed(n >= 100 ? 0 : 1);
+  return `${at(sorted[0])} / ${at(median(values))} / ${at(sorted[sorted.length - 1])} ms`;
+};
+
+const signals = () => ({ stop: new AbortController().signal, kill: new AbortController().signal });
+
+async function timedTurn(
+  store: Store,
+  settings: Settings,
+  request: Omit<TurnRequest, "confine">,
+  confine: boolean,
+): Promise<number> {
+  const start = performance.now();
+  const { summary } = await runTurn(store, settings, { ...request, confine }, signals());
+  if (summary.status !== "completed") {
+    throw new Error(`${confine ? "confined" : "unconfined"} turn: ${summary.reason}`);
   }
-  const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "reins-bench-confine-" });
+  return performance.now() - start;
+}
+
+/** Runs `program args` to its end; throws when it fails. */
+async function ok(program: string, args: string[]): Promise<void> {
+  const output = await new Deno.Command(program, { args, stdout: "null", stderr: "piped" })
+    .output();
+  if (!output.success) {
+    throw new Error(`${program}: exit ${output.code}: ${new TextDecoder().decode(output.stderr)}`);
+  }
+}
+
+async function trivial(root: string): Promise<void> {
   const cwd = `${root}/work`;
   await Deno.mkdir(cwd);
   using store = openStore(`${root}/data`);
   const settings = loadSettings({ REINS_HOME: store.home, HOME: cwd });
-  const signals = { stop: new AbortController().signal, kill: new AbortController().signal };
-  const turn = async (confine: boolean, i: number) => {
+  const request = (i: number): Omit<TurnRequest, "confine"> => ({
+    agent: { kind: "command", exec: "true", idleTimeoutSeconds: null },
+    prompt: `turn ${i}`,
+    cwd,
+    contextId: null,
+    approval: "auto",
+    budget: {},
+    timeoutSeconds: null,
+    parentRunId: null,
+    trigger: "suite",
+  });
+  // The parts alone: bubblewrap as every sandbox starts (BWRAP_BASE, the private /tmp and /run),
+  // and the same running the inner script's bridge to a socket that is there, before `true`.
+  const sockets = `${root}/net`;
+  await Deno.mkdir(sockets);
+  const socket = Deno.listen({ transport: "unix", path: `${sockets}/proxy.sock` });
+  const sandbox = [...BWRAP_BASE, "--tmpfs", "/tmp", "--tmpfs", "/run"];
+  const bwrapAlone = () => ok("bwrap", [...sandbox, "--", "true"]);
+  const bwrapBridge = () =>
+    ok("bwrap", [
+      ...sandbox,
+      "--ro-bind",
+      sockets,
+      "/tmp/.reins-net",
+      "--",
+      "sh",
+      "-c",
+      INNER_SCRIPT,
+      "reins-confine",
+      "0",
+      "3128",
+      "true",
+    ]);
+  const time = async (fn: () => Promise<unknown>) => {
     const start = performance.now();
-    const { summary } = await runTurn(store, settings, {
-      agent: { kind: "command", exec: "true", idleTimeoutSeconds: null },
-      prompt: `turn ${i}`,
-      cwd,
-      contextId: null,
-      approval: "auto",
-      budget: {},
-      timeoutSeconds: null,
-      parentRunId: null,
-      trigger: "suite",
-      confine,
-    }, signals);
-    if (summary.status !== "completed") throw new Error(`turn ${i}: ${summary.reason}`);
+    await fn();
     return performance.now() - start;
   };
   // Warm both paths (the probe, module loading) before measuring.
-  await turn(false, -1);
-  await turn(true, -2);
+  await timedTurn(store, settings, request(-1), false);
+  await timedTurn(store, settings, request(-2), true);
+  await bwrapAlone();
+  await bwrapBridge();
   const plain: number[] = [];
   const confined: number[] = [];
+  const alone: number[] = [];
+  const bridged: number[] = [];
   for (let i = 0; i < TURNS; i++) {
-    plain.push(await turn(false, i));
-    confined.push(await turn(true, i));
+    plain.push(await timedTurn(store, settings, request(i), false));
+    confined.push(await timedTurn(store, settings, request(i), true));
+    alone.push(await time(bwrapAlone));
+    bridged.push(await time(bwrapBridge));
   }
-  await Deno.remove(root, { recursive: true });
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1];
+  socket.close();
   compare({
-    name: "a confined trivial command turn (in process, median of 30)",
+    name: `a confined trivial command turn (in process, median of ${TURNS})`,
     ours: median(confined),
     baseline: median(plain),
     unit: "ms",
@@ -60,6 +124,80 @@ export default async function main(): Promise<void> {
     goal: "<= 1.15",
     baselineName: "the same turn unconfined",
   });
+  figure("  confined turn, min / median / max", spread(confined));
+  figure("  unconfined turn, min / median / max", spread(plain));
+  figure("  bwrap … true alone", spread(alone));
+  figure("  bwrap … the inner script's socat bridge, then true", spread(bridged));
+}
+
+async function claude(root: string): Promise<void> {
+  const installed = await ensureCli("claude");
+  if (installed.program === null) {
+    figure("a confined Claude Code turn", `SKIPPED: ${installed.skip}`);
+    console.error(
+      `%c!! bench confine: the Claude Code turn SKIPPED: ${installed.skip}`,
+      "color: red",
+    );
+    return;
+  }
+  await using server = startFakeAnthropic(() => text("The answer."));
+  await using scratch = await makeScratch("claude", server.url);
+  using store = openStore(`${root}/claude-data`);
+  const settings = loadSettings({
+    ...scratch.env,
+    REINS_HOME: store.home,
+    REINS_CLAUDE_BIN: installed.program,
+  });
+  // Each in a context of its own, so that both find Claude Code's state as the last turn left it
+  // (a confined turn with no context would start from an empty one each time).
+  const request = (i: number, contextId: string): Omit<TurnRequest, "confine"> => ({
+    agent: { kind: "harness", driver: "claude", idleTimeoutSeconds: null },
+    prompt: `hello ${i}`,
+    cwd: scratch.cwd,
+    contextId,
+    approval: "auto",
+    budget: {},
+    timeoutSeconds: null,
+    parentRunId: null,
+    trigger: "api",
+    env: scratch.env,
+  });
+  await timedTurn(store, settings, request(-1, "plain"), false);
+  await timedTurn(store, settings, request(-2, "confined"), true);
+  const plain: number[] = [];
+  const confined: number[] = [];
+  for (let i = 0; i < CLAUDE_TURNS; i++) {
+    plain.push(await timedTurn(store, settings, request(i, "plain"), false));
+    confined.push(await timedTurn(store, settings, request(i, "confined"), true));
+  }
+  compare({
+    name:
+      `a confined Claude Code turn against a local fake model (in process, median of ${CLAUDE_TURNS})`,
+    ours: median(confined),
+    baseline: median(plain),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 1.05",
+    baselineName: "the same turn unconfined",
+  });
+  figure("  confined turn, min / median / max", spread(confined));
+  figure("  unconfined turn, min / median / max", spread(plain));
+}
+
+export default async function main(): Promise<void> {
+  const problem = await confinementProblem();
+  if (problem !== null) {
+    figure("confined turns", `SKIPPED: ${problem}`);
+    return;
+  }
+  const parts = (Deno.env.get("BENCH_CONFINE") ?? "trivial,claude").split(",");
+  const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "reins-bench-confine-" });
+  try {
+    if (parts.includes("trivial")) await trivial(root);
+    if (parts.includes("claude")) await claude(root);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 }
 
 if (import.meta.main) await main();
