@@ -37,16 +37,21 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * Calls `fn` once after `ms`, unless cancelled first — without setTimeout, whose first use in a
  * process loads Deno's Node timers (~7 ms of CPU: `deno task bench startup`, "the first
  * clearTimeout"). For one-shot deadlines on a path every run takes;
- * the timer does not keep the process alive. A cancelled one fires into nothing.
+ * the timer does not keep the process alive. A cancelled one fires into nothing and holds
+ * nothing of `fn`.
  */
 export function onceAfter(ms: number, fn: () => void): { cancel(): void } {
-  let live = true;
+  // Dropped on cancel: the timer stays out until it comes due, and whatever `fn` holds (a turn's
+  // child process and its pipes' buffers) must not be kept that long.
+  const armed: { fn: (() => void) | null } = { fn };
   AbortSignal.timeout(Math.max(0, ms)).addEventListener("abort", () => {
-    if (live) fn();
+    const due = armed.fn;
+    armed.fn = null;
+    due?.();
   }, { once: true });
   return {
     cancel() {
-      live = false;
+      armed.fn = null;
     },
   };
 }

@@ -63,3 +63,32 @@ Deno.test("Countdown longer than a timer can wait does not fire at once", async 
   assert.equal(fired, 0);
   countdown.dispose();
 });
+
+Deno.test("onceAfter, cancelled, lets go of what its callback holds before its timer is due", async () => {
+  // In a child with the collector exposed: what a cancelled callback held (a turn's child process
+  // and its pipes' buffers) must be collectable while the timer is still out.
+  const clock = new URL("../../lib/core/clock.ts", import.meta.url).href;
+  const script = `
+    import { onceAfter } from ${JSON.stringify(clock)};
+    let held = { bytes: new Uint8Array(1 << 20) };
+    const ref = new WeakRef(held);
+    const fired = [];
+    const keeping = (what) => () => fired.push(what.bytes.length);
+    const timer = onceAfter(60_000, keeping(held));
+    onceAfter(10, () => fired.push("due"));
+    timer.cancel();
+    held = null;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    globalThis.gc();
+    console.log(JSON.stringify({ kept: ref.deref() !== undefined, fired }));
+    Deno.exit(0);
+  `;
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--v8-flags=--expose-gc", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(output.success, new TextDecoder().decode(output.stderr));
+  const told = JSON.parse(new TextDecoder().decode(output.stdout));
+  assert.deepEqual(told, { kept: false, fired: ["due"] });
+});
