@@ -5,7 +5,13 @@
 import type { DataRoot } from "../store/mod.ts";
 import { type Cell, cellsOf } from "./aggregate.ts";
 import { CHECK_OUTCOMES, type CheckResult, SCENARIO_STATUSES } from "./results.ts";
-import { readScenarioState, scenarioPath, type SuiteRunFile } from "./state.ts";
+import {
+  type BegunStates,
+  readBegun,
+  readScenarioState,
+  scenarioPath,
+  type SuiteRunFile,
+} from "./state.ts";
 
 const STATUSES = new Set<unknown>(SCENARIO_STATUSES);
 const OUTCOMES = new Set<unknown>(CHECK_OUTCOMES);
@@ -43,6 +49,8 @@ function cellOf(raw: unknown, instanceId: string): Cell | null {
 /** The cells of a suite run, in its order; a scenario not begun is an unfinished cell. */
 export function readCells(root: DataRoot, header: SuiteRunFile): Cell[] {
   const dir = root.layout.suite(header.id);
+  // begun.jsonl, read once and only when a cell has no file (or one refused): a cell in flight.
+  let begun: BegunStates | undefined;
   return header.instances.map((instance) => {
     const text = root.readText(scenarioPath(dir, instance.id));
     let raw: unknown = undefined;
@@ -53,6 +61,7 @@ export function readCells(root: DataRoot, header: SuiteRunFile): Cell[] {
     }
     const cell = text === null ? null : cellOf(raw, instance.id);
     // Not begun, or refused above: the schema's reader makes the pending state or says what is wrong.
-    return cell ?? cellsOf([readScenarioState(root, dir, instance)])[0];
+    return cell ??
+      cellsOf([readScenarioState(root, dir, instance, begun ??= readBegun(root, dir))])[0];
   });
 }

@@ -14,6 +14,7 @@ import { runJudge } from "./judge.ts";
 import { PatternMatcher } from "./matcher.ts";
 import { type CheckResult, statusOf } from "./results.ts";
 import {
+  readBegun,
   readScenarioState,
   type ScenarioState,
   type SuiteRunFile,
@@ -137,8 +138,9 @@ export async function regradeSuiteRun(options: RegradeOptions): Promise<SuiteRun
     const specs = new Map(suite.scenarios.map((spec) => [spec.key, spec]));
     const fromDir = store.layout.suite(from.id);
     using matcher = new PatternMatcher();
+    const begun = readBegun(store, fromDir);
     for (const instance of from.instances) {
-      const old = readScenarioState(store, fromDir, instance);
+      const old = readScenarioState(store, fromDir, instance, begun);
       const spec = specs.get(instance.key);
       let state: ScenarioState;
       if (old.status !== "passed" && old.status !== "failed") {

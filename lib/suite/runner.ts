@@ -193,9 +193,9 @@ async function playAttempt(
         onCreated: async (runId) => {
           attempt.runIds.push(runId);
           // The attempt's first run is saved at once (a crash then leaves the attempt and its
-          // working directory findable); later ones go with the attempt's end.
+          // working directory findable), appended to begun.jsonl; later ones go with its end.
           if (parentRunId === null) {
-            await handle.writeScenario(state);
+            await handle.noteBegun(state);
             await options.hooks?.onConversation?.(state, runId);
           }
         },

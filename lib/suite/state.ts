@@ -1,14 +1,19 @@
 // A suite run's state in the data root, so a crash loses nothing and a resume knows what is left:
 // suites/<id>/suite-run.json (the suite file's digest, the options, the scenarios in order) and
 // suites/<id>/scenarios/<instance>.json (status, attempts, run ids, check results) once a scenario
-// has begun, each replaced atomically and fsynced like run.json, 0600 in 0700 directories. One process drives a suite run
-// at a time: it holds suites/<id>/lock, which the OS drops when the process dies.
+// has ended (or was stopped), each replaced atomically and fsynced like run.json, 0600 in 0700
+// directories; and suites/<id>/begun.jsonl, a line appended (and fdatasynced) as each attempt's
+// conversation begins, so a crash mid-scenario leaves it findable without a second file written
+// whole per scenario. One process drives a suite run at a time: it holds suites/<id>/lock, which
+// the OS drops when the process dies.
 import { z } from "zod";
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { deviceNameOf, idTimeMs, isSafeName, newId } from "../core/ids.ts";
 import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import type { DataRoot } from "../store/mod.ts";
+import { syncDirectory } from "../core/atomic_write.ts";
+import type { PrivateLog } from "../core/private_log.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
 export const SUITE_RUN_TYPE = "reins.suite-run";
@@ -143,6 +148,34 @@ function headerPath(dir: string): string {
   return joinPath(dir, "suite-run.json");
 }
 
+/** Where the scenarios whose conversation began are told, one state a line (see noteBegun). */
+function begunPath(dir: string): string {
+  return joinPath(dir, "begun.jsonl");
+}
+
+/** States of begun attempts, by instance id: the last line of each wins. */
+export type BegunStates = ReadonlyMap<string, ScenarioState>;
+
+/**
+ * The states of begun.jsonl, the latest per instance. A last line without its newline is one its
+ * writer died writing (never fdatasynced, never answered): it is left out. Any other line that is
+ * not a scenario's state is said, as a damaged state file is.
+ */
+export function readBegun(root: DataRoot, dir: string): BegunStates {
+  const begun = new Map<string, ScenarioState>();
+  const path = begunPath(dir);
+  const text = root.readText(path);
+  if (text === null) return begun;
+  const lines = text.split("\n");
+  lines.pop(); // "" after the last newline, or a torn line
+  for (const [i, line] of lines.entries()) {
+    if (line === "") continue;
+    const state = parseJson(ScenarioState, line, `line ${i + 1} of ${path}`);
+    begun.set(state.instance.id, state);
+  }
+  return begun;
+}
+
 export function scenarioPath(dir: string, instanceId: string): string {
   if (!isSafeName(instanceId)) {
     throw new ReinsError(
@@ -232,12 +265,21 @@ export class SuiteRunHandle implements Disposable {
   readonly dir: string;
   header: SuiteRunFile;
   readonly #lock: Deno.FsFile;
+  /** What begun.jsonl held when a resume opened it (empty for a fresh suite run). */
+  readonly #begun: BegunStates;
+  #journal: PrivateLog | null = null;
 
-  private constructor(root: DataRoot, header: SuiteRunFile, lock: Deno.FsFile) {
+  private constructor(
+    root: DataRoot,
+    header: SuiteRunFile,
+    lock: Deno.FsFile,
+    begun: BegunStates = new Map(),
+  ) {
     this.root = root;
     this.dir = root.layout.suite(header.id);
     this.header = header;
     this.#lock = lock;
+    this.#begun = begun;
   }
 
   get id(): string {
@@ -311,7 +353,13 @@ export class SuiteRunHandle implements Disposable {
     const dir = root.layout.suite(id);
     const header = readSuiteRun(root, id);
     const lock = SuiteRunHandle.#takeLock(root, dir, id);
-    const handle = new SuiteRunHandle(root, header, lock);
+    let handle: SuiteRunHandle;
+    try {
+      handle = new SuiteRunHandle(root, header, lock, readBegun(root, dir));
+    } catch (error) {
+      lock.close();
+      throw error;
+    }
     header.state = "running";
     header.finishedAt = null;
     header.sessions.push({ pid: Deno.pid, startedAt: nowIso(), endedAt: null, resumed: true });
@@ -335,8 +383,24 @@ export class SuiteRunHandle implements Disposable {
     );
   }
 
+  /**
+   * Saves the state of a scenario whose attempt's conversation has just begun (its first run
+   * exists): one line appended to begun.jsonl and fdatasynced, no file made and none replaced —
+   * per scenario, one durable write fewer than a state file's atomic replace (its temp file, fsync,
+   * rename and the directory's fsync). Its end is saved with writeScenario.
+   */
+  async noteBegun(state: ScenarioState): Promise<void> {
+    if (this.#journal === null) {
+      this.#journal = this.root.openLog(begunPath(this.dir));
+      // The file's name is made durable once; its lines each by their fdatasync.
+      syncDirectory(this.dir);
+    }
+    this.#journal.append(JSON.stringify(state));
+    await this.#journal.syncAsync();
+  }
+
   readScenario(instance: Instance): ScenarioState {
-    return readScenarioState(this.root, this.dir, instance);
+    return readScenarioState(this.root, this.dir, instance, this.#begun);
   }
 
   /** Marks the end of this process's part (at `now`): finished, or stopped with work left. */
@@ -349,6 +413,8 @@ export class SuiteRunHandle implements Disposable {
   }
 
   close(): void {
+    this.#journal?.close();
+    this.#journal = null;
     try {
       this.#lock.close();
     } catch { /* closed already */ }
@@ -386,15 +452,22 @@ export function readSuiteRun(root: DataRoot, id: string): SuiteRunFile {
   return readSuiteRunAt(root, root.layout.suite(id), id);
 }
 
-/** A scenario's state; one that has not begun has no file yet and is pending. */
+/**
+ * A scenario's state: its file, or — where its latest attempt began after the file was written (a
+ * scenario in flight, or one begun again after a stop) — its line in begun.jsonl; one that has not
+ * begun has neither and is pending. `begun` is begun.jsonl read once for many calls (readBegun);
+ * without it, it is read here.
+ */
 export function readScenarioState(
   root: DataRoot,
   dir: string,
   instance: Instance,
+  begun?: BegunStates,
 ): ScenarioState {
   const path = scenarioPath(dir, instance.id);
   const text = root.readText(path);
-  if (text === null) return pendingScenario(instance, instance.key);
+  const began = (begun ?? readBegun(root, dir)).get(instance.id);
+  if (text === null) return began ?? pendingScenario(instance, instance.key);
   const state = parseJson(ScenarioState, text, `the state of scenario ${instance.id} (${path})`);
   if (state.instance.id !== instance.id) {
     throw new ReinsError(
@@ -403,7 +476,7 @@ export function readScenarioState(
       { hint: "the suite run's folder was changed by hand; run the suite afresh" },
     );
   }
-  return state;
+  return began !== undefined && began.attempts.length > state.attempts.length ? began : state;
 }
 
 /** Every scenario's state of a suite run, in the suite run's order. */
@@ -413,7 +486,8 @@ export function readScenarioStates(
   dir?: string,
 ): ScenarioState[] {
   const at = dir ?? root.layout.suite(header.id);
-  return header.instances.map((instance) => readScenarioState(root, at, instance));
+  const begun = readBegun(root, at);
+  return header.instances.map((instance) => readScenarioState(root, at, instance, begun));
 }
 
 /** What a suite run is now: its header's state, or interrupted when that says running but no one is. */

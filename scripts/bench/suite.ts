@@ -2,7 +2,10 @@
 // suite layer (state files, workdir copies, checks) against the same 400 turns through the turn
 // engine alone (8 workers, each scenario's two turns on one context); and the suite's memory at 50
 // and 200 scenarios, which should not grow with them. Each side runs in a child process of its
-// own, so its peak resident size (VmHWM) and heap are its own. `deno task bench suite` runs it alone.
+// own, so its peak resident size (VmHWM) and heap are its own. Then `reins suite run` as a whole
+// process against promptfoo's `promptfoo eval` (npm, pinned) at 50, 200, 800 and 3,200 scenarios of
+// one scripted turn and one check each, on the same echo program, 8 at a time; and reins's heap after
+// the run, which should not grow with the suite. `deno task bench suite` runs it alone.
 import { compare, figure } from "./_lib.ts";
 
 const SELF = new URL(import.meta.url).pathname;
@@ -17,7 +20,9 @@ interface ChildResult {
   heapKiB: number;
 }
 
-const AGENT = '#!/bin/sh\nprompt=$(cat)\necho "answer to $prompt"\n';
+// The prompt on stdin (reins's command driver) or as the first argument (promptfoo's exec:).
+const AGENT = "#!/bin/sh\nif [ $# -gt 0 ]; then prompt=$1; else prompt=$(cat); fi\n" +
+  'echo "answer to $prompt"\n';
 
 async function writeSuite(dir: string, scenarios: number): Promise<string> {
   await Deno.writeTextFile(`${dir}/agent.sh`, AGENT);
@@ -111,6 +116,237 @@ async function child(mode: "suite" | "engine", dir: string, scenarios: number): 
   console.log(JSON.stringify(result));
 }
 
+// promptfoo, the newest release that runs on this machine's Node 20 (0.122 wants Node 22.22).
+const PROMPTFOO = "0.121.20";
+const SIZES = [50, 200, 800, 3200];
+
+/** The one-turn suites of the comparison with promptfoo: the same scenarios for both. */
+async function writeOneTurn(dir: string, scenarios: number): Promise<string> {
+  const at = `${dir}/n${scenarios}`;
+  await Deno.mkdir(at, { recursive: true });
+  await Deno.writeTextFile(`${at}/agent.sh`, AGENT);
+  await Deno.chmod(`${at}/agent.sh`, 0o755);
+  const reins = ["suite: bench", "driver: command", "exec: ./agent.sh", "scenarios:"];
+  const promptfoo = [
+    "description: bench",
+    "prompts:",
+    "  - '{{prompt}}'",
+    "providers:",
+    `  - id: 'exec: ${at}/agent.sh'`,
+    "tests:",
+  ];
+  for (let i = 0; i < scenarios; i++) {
+    reins.push(
+      `  - {key: s${i}, turns: ['hello s${i}'], checks: [{regex: 'answer to hello s${i}'}]}`,
+    );
+    promptfoo.push(
+      `  - {vars: {prompt: 'hello s${i}'}, assert: [{type: contains, value: 'answer to hello s${i}'}]}`,
+    );
+  }
+  await Deno.writeTextFile(`${at}/suite.yaml`, reins.join("\n") + "\n");
+  await Deno.writeTextFile(`${at}/promptfooconfig.yaml`, promptfoo.join("\n") + "\n");
+  return at;
+}
+
+/** promptfoo's program, installed once into a cache of its own; or why it cannot be. */
+async function installPromptfoo(): Promise<{ main: string } | { skip: string }> {
+  const cache = `${Deno.env.get("HOME") ?? "/tmp"}/.cache/reins-bench/promptfoo@${PROMPTFOO}`;
+  const mainOf = async (dir: string) => {
+    try {
+      const pkg = JSON.parse(
+        await Deno.readTextFile(`${dir}/node_modules/promptfoo/package.json`),
+      );
+      const bin = typeof pkg.bin === "string" ? pkg.bin : pkg.bin?.promptfoo;
+      return bin ? `${dir}/node_modules/promptfoo/${bin}` : null;
+    } catch {
+      return null;
+    }
+  };
+  const ready = await mainOf(cache);
+  if (ready) return { main: ready };
+  const staging = `${cache}.installing-${Deno.pid}`;
+  try {
+    await Deno.mkdir(staging, { recursive: true });
+    await Deno.writeTextFile(`${staging}/package.json`, '{ "private": true }\n');
+    const install = await new Deno.Command("npm", {
+      args: [
+        "install",
+        "--prefix",
+        staging,
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        `promptfoo@${PROMPTFOO}`,
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!install.success) {
+      const why = new TextDecoder().decode(install.stderr).trim().split("\n").slice(-3).join(" ");
+      return { skip: `npm install promptfoo@${PROMPTFOO} failed: ${why}` };
+    }
+    if (await mainOf(staging) === null) {
+      return { skip: `promptfoo@${PROMPTFOO} installed without its program` };
+    }
+    await Deno.remove(cache, { recursive: true }).catch(() => {});
+    await Deno.rename(staging, cache);
+    return { main: (await mainOf(cache))! };
+  } catch (error) {
+    return { skip: `promptfoo@${PROMPTFOO} could not be installed: ${error}` };
+  } finally {
+    await Deno.remove(staging, { recursive: true }).catch(() => {});
+  }
+}
+
+interface CliResult {
+  ms: number;
+  heapKiB: number;
+  peakKiB: number;
+}
+
+/** `reins suite run` as a whole process, its heap after the run (after a GC) told in a file. */
+async function reinsCli(dir: string, at: string, scenarios: number, round: number) {
+  const out = `${at}/reins-${round}.json`;
+  const started = performance.now();
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--quiet",
+      "-A",
+      "--v8-flags=--expose-gc",
+      "--config",
+      CONFIG,
+      SELF,
+      "--cli",
+      `${at}/suite.yaml`,
+      out,
+    ],
+    env: { REINS_HOME: `${dir}/home-cli-${scenarios}-${round}` },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const ms = performance.now() - started;
+  if (!output.success) {
+    throw new Error(
+      `reins suite run failed: ${new TextDecoder().decode(output.stderr).slice(-800)}`,
+    );
+  }
+  const table = new TextDecoder().decode(output.stdout);
+  const passed = table.match(/^\s*s\d+\b.*\bpassed\b/gm)?.length ?? 0;
+  const told = JSON.parse(await Deno.readTextFile(out)) as Omit<CliResult, "ms">;
+  return { ms, ...told, passed, table };
+}
+
+/** The `--cli` child: reins's own entry point, then its heap after a GC and its peak. */
+async function cliChild(file: string, out: string): Promise<void> {
+  const { runCli } = await import("../../lib/cli/main.ts");
+  const code = await runCli(["suite", "run", file, "--jobs", String(JOBS), "--no-report"]);
+  if (code !== 0) throw new Error(`reins suite run exited ${code}`);
+  const heap = heapKiB();
+  // What is kept, to look into (Chrome's DevTools read it): REINS_BENCH_HEAP_SNAPSHOT=FILE.
+  const snapshot = Deno.env.get("REINS_BENCH_HEAP_SNAPSHOT");
+  if (snapshot) (await import("node:v8")).writeHeapSnapshot(snapshot);
+  await Deno.writeTextFile(out, JSON.stringify({ heapKiB: heap, peakKiB: peakKiB() }));
+}
+
+/** `promptfoo eval` as a whole process, 8 at a time, its cache, telemetry and update check off. */
+async function promptfooEval(main: string, dir: string, at: string, round: number) {
+  const started = performance.now();
+  const output = await new Deno.Command("node", {
+    args: [main, "eval", "-c", `${at}/promptfooconfig.yaml`, "-j", String(JOBS), "--no-cache"],
+    cwd: at,
+    env: {
+      PROMPTFOO_CONFIG_DIR: `${dir}/promptfoo-home-${round}`,
+      PROMPTFOO_DISABLE_TELEMETRY: "1",
+      PROMPTFOO_DISABLE_UPDATE: "1",
+      PROMPTFOO_CACHE_ENABLED: "false",
+      PROMPTFOO_DISABLE_SHARING: "1",
+      // Its file logs: off, as the cache (0.121's closes its log stream before its last line and
+      // dies of "write after end" at exit otherwise).
+      PROMPTFOO_DISABLE_DEBUG_LOG: "1",
+      PROMPTFOO_DISABLE_ERROR_LOG: "1",
+      NO_COLOR: "1",
+    },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const ms = performance.now() - started;
+  const text = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
+  return { ms, code: output.code, text };
+}
+
+async function againstPromptfoo(dir: string): Promise<void> {
+  const installed = await installPromptfoo();
+  if ("skip" in installed) {
+    console.warn(`suite bench: SKIPPED the comparison with promptfoo: ${installed.skip}`);
+    figure("SKIPPED reins against promptfoo", installed.skip);
+    return;
+  }
+  const rounds = Number(Deno.env.get("REINS_BENCH_SUITE_ROUNDS") ?? "2");
+  const heap = new Map<number, number>();
+  // Warm both: module caches, promptfoo's database made.
+  const warm = await writeOneTurn(dir, 4);
+  await reinsCli(dir, warm, 4, 0);
+  await promptfooEval(installed.main, dir, warm, 0);
+  for (const scenarios of SIZES) {
+    const at = await writeOneTurn(dir, scenarios);
+    const ours: number[] = [];
+    const theirs: number[] = [];
+    let peak = 0;
+    let heapMin = Infinity;
+    for (let round = 1; round <= rounds; round++) {
+      const reins = await reinsCli(dir, at, scenarios, round);
+      if (reins.passed !== scenarios) {
+        throw new Error(`reins passed ${reins.passed} of ${scenarios}: ${reins.table.slice(-400)}`);
+      }
+      ours.push(reins.ms);
+      heapMin = Math.min(heapMin, reins.heapKiB);
+      peak = Math.max(peak, reins.peakKiB);
+      const pf = await promptfooEval(installed.main, dir, at, round);
+      const passes = /(\d[\d,]*) passed|Successes:\s*(\d+)|Passed:?\s*(\d[\d,]*)/i.exec(pf.text);
+      const passedPf = Number((passes?.[1] ?? passes?.[2] ?? passes?.[3] ?? "0").replace(/,/g, ""));
+      if (pf.code !== 0 || passedPf !== scenarios) {
+        throw new Error(
+          `promptfoo eval exited ${pf.code} with ${passedPf} of ${scenarios} passed: ${
+            pf.text.slice(-600)
+          }`,
+        );
+      }
+      theirs.push(pf.ms);
+    }
+    heap.set(scenarios, heapMin);
+    compare({
+      name: `suite of ${scenarios} scenarios × 1 scripted turn + 1 check, --jobs 8, wall time`,
+      ours: Math.min(...ours) / 1000,
+      baseline: Math.min(...theirs) / 1000,
+      unit: "s",
+      better: "lower",
+      goal: "<= 0.5",
+      baselineName: `promptfoo@${PROMPTFOO} eval (exec: provider, contains)`,
+    });
+    figure(
+      `reins at ${scenarios} scenarios`,
+      `heap after the run ${(heapMin / 1024).toFixed(1)} MiB, peak (VmHWM) ${
+        (peak / 1024).toFixed(1)
+      } MiB; wall ${ours.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s against promptfoo's ${
+        theirs.map((ms) => (ms / 1000).toFixed(2)).join(", ")
+      } s`,
+    );
+  }
+  compare({
+    name: "reins heap after a suite run (after a GC) at 3,200 scenarios",
+    ours: heap.get(3200)! / 1024,
+    baseline: heap.get(200)! / 1024,
+    unit: "MiB",
+    better: "lower",
+    goal: "<= 1.1",
+    baselineName: "at 200",
+  });
+}
+
 async function side(
   mode: "suite" | "engine",
   dir: string,
@@ -197,6 +433,7 @@ export default async function (): Promise<void> {
         (large.peakKiB / 1024).toFixed(1)
       } MiB at 200 (the engine alone: ${(best(engine).peakKiB / 1024).toFixed(1)} MiB at 200)`,
     );
+    await againstPromptfoo(dir);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -204,4 +441,7 @@ export default async function (): Promise<void> {
 
 if (import.meta.main && Deno.args[0] === "--child") {
   await child(Deno.args[1] as "suite" | "engine", Deno.args[2], Number(Deno.args[3]));
+}
+if (import.meta.main && Deno.args[0] === "--cli") {
+  await cliChild(Deno.args[1], Deno.args[2]);
 }

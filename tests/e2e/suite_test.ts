@@ -139,13 +139,28 @@ async function waitFor(what: string, test: () => boolean | Promise<boolean>, ms 
   }
 }
 
+/**
+ * A scenario's saved state as docs/suites.md lays it out: its file, or the last line of
+ * begun.jsonl for it when that line's attempt began after the file was written (one in flight).
+ */
 function scenarioFile(home: string, key: string): Record<string, unknown> | null {
-  try {
-    const [id] = [...Deno.readDirSync(`${home}/suites`)].map((e) => e.name);
-    return JSON.parse(Deno.readTextFileSync(`${home}/suites/${id}/scenarios/${key}.json`));
-  } catch {
-    return null;
+  const [id] = [...Deno.readDirSync(`${home}/suites`)].map((e) => e.name);
+  const read = (path: string) => {
+    try {
+      return Deno.readTextFileSync(path);
+    } catch {
+      return null;
+    }
+  };
+  const text = read(`${home}/suites/${id}/scenarios/${key}.json`);
+  const file = text === null ? null : JSON.parse(text) as { attempts: unknown[] };
+  const begun = (read(`${home}/suites/${id}/begun.jsonl`) ?? "").split("\n").filter(Boolean)
+    .map((line) => JSON.parse(line) as { instance: { id: string }; attempts: unknown[] })
+    .filter((state) => state.instance.id === key).at(-1) ?? null;
+  if (begun !== null && (file === null || begun.attempts.length > file.attempts.length)) {
+    return begun;
   }
+  return file;
 }
 
 Deno.test("reins suite run --resume after kill -9 plays only what did not finish and leaves finished results as they were", async () => {
