@@ -13,6 +13,7 @@ import { nowIso } from "../core/clock.ts";
 import { joinPath } from "../core/paths.ts";
 import type { DataRoot } from "../store/mod.ts";
 import { syncDirectory } from "../core/atomic_write.ts";
+import { redactValue } from "../core/redact.ts";
 import type { PrivateLog } from "../core/private_log.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
@@ -395,7 +396,8 @@ export class SuiteRunHandle implements Disposable {
       // The file's name is made durable once; its lines each by their fdatasync.
       syncDirectory(this.dir);
     }
-    this.#journal.append(JSON.stringify(state));
+    // Through the secrets choke point, as a state file's text is; still one line.
+    this.#journal.append(JSON.stringify(redactValue(state)));
     await this.#journal.syncAsync();
   }
 

@@ -234,3 +234,55 @@ Deno.test("readSuiteRun() reads a suite run an older reins wrote, before agents 
     ["b", null, "pending"],
   ]);
 });
+
+Deno.test("noteBegun() appends a begun attempt to begun.jsonl (0600, redacted, one line): readers take it over an older file, a torn last line is left out, a damaged one is said", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const root = new DataRoot(home);
+  const handle = create(home);
+  const [a, b] = readScenarioStates(root, handle.header);
+  const attempt = (n: number) => ({
+    attempt: n,
+    startedAt: new Date().toISOString(),
+    endedAt: null,
+    status: null,
+    reason: null,
+    runIds: [`run-${n}`],
+    workdir: null,
+  });
+  // a: stopped once (its file), then begun again (a line); b: begun (a line), then ended (its file).
+  await handle.writeScenario({ ...a, status: "pending", attempts: [attempt(1)] });
+  await handle.noteBegun({
+    ...a,
+    status: "running",
+    reason: "the key sk-abcdefghijklmnopqrstuvwxyz0123 was seen",
+    attempts: [attempt(1), attempt(2)],
+  });
+  await handle.noteBegun({ ...b, status: "running", attempts: [attempt(1)] });
+  await handle.writeScenario({ ...b, status: "passed", attempts: [attempt(1)] });
+  const journal = `${handle.dir}/begun.jsonl`;
+  assert.equal(modeOf(journal), 0o600);
+  const text = Deno.readTextFileSync(journal);
+  assert.equal(text.split("\n").length, 3, "two lines, each ended");
+  assert.doesNotMatch(text, /sk-abcdef/);
+  assert.deepEqual(
+    [...Deno.readDirSync(`${handle.dir}/scenarios`)].map((e) => e.name).sort(),
+    ["a.json", "b.json"],
+  );
+  const read = () =>
+    readScenarioStates(root, handle.header).map((s) => [s.status, s.attempts.length]);
+  assert.deepEqual(read(), [["running", 2], ["passed", 1]]);
+  // A crash mid-line leaves a torn last line: never answered, so not taken.
+  handle.close();
+  Deno.writeTextFileSync(journal, text + '{"type":"reins.suite-sc', { append: false });
+  assert.deepEqual(read(), [["running", 2], ["passed", 1]]);
+  // A resume reads it once, and the runner's read of a scenario sees the begun attempt.
+  handle.end("stopped");
+  {
+    using resumed = SuiteRunHandle.resume(root, handle.id);
+    assert.equal(resumed.readScenario(INSTANCES[0]).attempts.length, 2);
+  }
+  // A damaged line that is not the last is said, with where it is.
+  Deno.writeTextFileSync(journal, "not json\n" + text);
+  assert.throws(() => readScenarioStates(root, handle.header), /line 1 of .*begun\.jsonl/);
+});
