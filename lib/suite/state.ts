@@ -14,7 +14,7 @@ import { joinPath } from "../core/paths.ts";
 import type { DataRoot } from "../store/mod.ts";
 import { syncDirectory } from "../core/atomic_write.ts";
 import { redactValue } from "../core/redact.ts";
-import type { PrivateLog } from "../core/private_log.ts";
+import type { PrivateLog } from "../core/mod.ts";
 import { CheckResult, ScenarioStatus } from "./results.ts";
 
 export const SUITE_RUN_TYPE = "reins.suite-run";
