@@ -158,6 +158,14 @@ export class Redactor {
     return out;
   }
 
+  /**
+   * The forms the known secrets take in text, longest first (the same array until a secret is
+   * added): for a reader of a stream to keep a secret's beginning until its end has come.
+   */
+  get forms(): readonly string[] {
+    return this.#forms;
+  }
+
   /** Whether `text` holds a known secret. */
   holdsSecret(text: string): boolean {
     return this.#forms.some((form) => text.includes(form));

@@ -1,6 +1,7 @@
 // One answer's recording as the gateway passes it on, on the gateway's own thread: each piece is
-// kept with known secrets replaced and written to the answer's partial file (bodies.ts), read for
-// what it says (SSE events through their text runs, or a whole JSON body: the streamed text, model,
+// kept with known secrets replaced (one cut between pieces too: the end of what came that may
+// begin one is kept with the next piece, redacted_bytes.ts) and written to the answer's partial
+// file (bodies.ts), read for what it says (SSE events through their text runs, or a whole JSON body: the streamed text, model,
 // stop reason, usage) and hashed. A model's answer is mostly a few KiB: its kept pieces are held
 // and hashed by WebCrypto at its end, and node:crypto is not loaded. Only an answer that passes
 // HASH_INLINE_BYTES loads node:crypto (lazily, once a process: ~19 ms of CPU) and is hashed piece
@@ -8,7 +9,7 @@
 // waits for the disk only when the writing falls WRITE_AHEAD_BYTES behind.
 import { importLazily } from "../core/lazy_import.ts";
 import { type AnswerBody, type RecordedAnswer, sha256Of } from "./bodies.ts";
-import { redactedBytes, redactedPiece } from "./redacted_bytes.ts";
+import { RedactedStream } from "./redacted_bytes.ts";
 import { SseReader } from "./sse.ts";
 import { ResponseReader, type Wire } from "./wires.ts";
 
@@ -55,6 +56,8 @@ export class AnswerTap {
   #hashFailure: string | null = null;
   /** An SSE answer's decoder, as it streams. */
   readonly #decoder = new TextDecoder();
+  /** What is kept of the pieces: known secrets replaced, even one cut between pieces. */
+  readonly #secrets = new RedactedStream();
 
   constructor(options: TapOptions) {
     this.#options = options;
@@ -77,26 +80,32 @@ export class AnswerTap {
     // An SSE answer is decoded once: read as events, and looked through for secrets.
     const sse = this.#sse;
     const text = sse === null ? null : this.#decoder.decode(bytes, { stream: true });
-    const kept = text === null ? redactedBytes(bytes) : redactedPiece(bytes, text);
+    const kept = this.#secrets.piece(bytes, text ?? undefined);
     const answer = this.#options.answer;
-    answer.write(kept);
-    this.#keptBytes += kept.length;
     if (text !== null) sse!.pushText(text);
     if (this.#json !== null && this.#jsonBytes + bytes.length <= this.#options.jsonLimit) {
       this.#json.push(bytes);
       this.#jsonBytes += bytes.length;
     }
-    let hashing: Promise<void> | null = null;
-    if (this.#hash !== null) this.#hash.update(kept);
-    else if (kept.length > 0) {
-      this.#kept.push(kept);
-      if (this.#keptBytes > HASH_INLINE_BYTES && this.#hashFailure === null) {
-        hashing = this.#hashFromNowOn();
-      }
-    }
+    const hashing = this.#keep(kept);
     const behind = answer.pendingBytes > WRITE_AHEAD_BYTES ? answer.written() : null;
     if (hashing === null) return behind;
     return behind === null ? hashing : Promise.all([hashing, behind]).then(() => {});
+  }
+
+  /** Writes and hashes (or holds, to hash at the end) a part of the answer as it is kept. */
+  #keep(kept: Uint8Array): Promise<void> | null {
+    if (kept.length === 0) return null;
+    this.#options.answer.write(kept);
+    this.#keptBytes += kept.length;
+    if (this.#hash !== null) this.#hash.update(kept);
+    else {
+      this.#kept.push(kept);
+      if (this.#keptBytes > HASH_INLINE_BYTES && this.#hashFailure === null) {
+        return this.#hashFromNowOn();
+      }
+    }
+    return null;
   }
 
   /** Hashes what is held, and every piece after it as it comes (node:crypto, loaded if need be). */
@@ -121,6 +130,8 @@ export class AnswerTap {
 
   /** The answer is whole (or cut off): what was recorded of it. */
   async finish(): Promise<RecordedAnswer> {
+    // The end that was held back, in case a secret began in it (none did: it is kept as it came).
+    await this.#keep(this.#secrets.end());
     if (this.#sse !== null) {
       this.#sse.pushText(this.#decoder.decode());
       this.#sse.end();

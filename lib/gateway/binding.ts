@@ -8,6 +8,7 @@ import type { ProxySettings } from "../net/mod.ts";
 import type { CallUsage, DataRoot, EventInput } from "../store/mod.ts";
 import { onceAfter } from "../core/clock.ts";
 import { RunBodies } from "./bodies.ts";
+import { secretTailStart } from "./redacted_bytes.ts";
 import { inputExcludesCache, type Wire } from "./wires.ts";
 
 /** A model's price per million tokens (as the config file's `prices` give it). */
@@ -68,7 +69,12 @@ export interface CallContext {
 
 const DELTA_EVERY_MS = 100;
 
-/** A call's streamed text gathered for its next `message.delta`, and the timer that records it. */
+/**
+ * A call's streamed text gathered for its next `message.delta`, and the timer that records it
+ * (null: none running). The end of the text that may begin a known secret is kept for the event
+ * after, so that a secret the model streams in pieces is whole in one event (which the event log
+ * redacts) and never cut between two.
+ */
 interface PendingDelta {
   text: string;
   timer: { cancel(): void } | null;
@@ -158,28 +164,40 @@ export class GatewayBinding implements CallContext {
     if (piece === "") return;
     let pending = this.#deltas.get(callId);
     if (pending === undefined) {
+      pending = { text: "", timer: null };
+      this.#deltas.set(callId, pending);
+    }
+    if (pending.timer === null) {
       // One timer a call's gathering, kept while its text comes: the events of bounded size a
       // long answer fills are recorded as they fill, not each with a timer of its own.
       // (onceAfter, not setTimeout: the first setTimeout of a process loads Deno's Node timers,
       // 7-19 ms of CPU measured here, which a turn would spend on its first streamed text.)
-      const entry: PendingDelta = { text: "", timer: null };
+      const entry = pending;
       entry.timer = onceAfter(DELTA_EVERY_MS, () => {
-        if (this.#deltas.get(callId) === entry) this.flushDelta(callId);
+        if (this.#deltas.get(callId) !== entry) return;
+        entry.timer = null;
+        this.#emitGathered(callId, entry);
       });
-      this.#deltas.set(callId, entry);
-      pending = entry;
     }
     // A long piece (a text run read at once tells many events' text) is recorded in events of
-    // bounded size.
-    let at = 0;
-    while (pending.text.length + piece.length - at >= DELTA_MAX_CHARS) {
-      const take = DELTA_MAX_CHARS - pending.text.length;
-      const text = pending.text + piece.slice(at, at + take);
-      at += take;
-      pending.text = "";
-      this.#emitDelta(callId, text);
+    // bounded size, each ending before what may begin a secret.
+    let text = pending.text + piece;
+    while (text.length >= DELTA_MAX_CHARS) {
+      let cut = secretTailStart(text.slice(0, DELTA_MAX_CHARS));
+      // (Only a secret longer than an event could begin at its start: it is cut, as it must be.)
+      if (cut === 0) cut = DELTA_MAX_CHARS;
+      this.#emitDelta(callId, text.slice(0, cut));
+      text = text.slice(cut);
     }
-    if (at < piece.length) pending.text += at === 0 ? piece : piece.slice(at);
+    pending.text = text;
+  }
+
+  /** Records what `pending` gathered, but for the end that may begin a secret: that is kept. */
+  #emitGathered(callId: string, pending: PendingDelta): void {
+    const cut = secretTailStart(pending.text);
+    this.#emitDelta(callId, pending.text.slice(0, cut));
+    pending.text = pending.text.slice(cut);
+    if (pending.text === "") this.#deltas.delete(callId);
   }
 
   #emitDelta(callId: string, text: string): void {
@@ -187,6 +205,7 @@ export class GatewayBinding implements CallContext {
     this.emit({ type: "message.delta", payload: { role: "assistant", text, callId } });
   }
 
+  /** The call's text has all come: what was gathered (and kept back) is recorded. */
   flushDelta(callId: string): void {
     const pending = this.#deltas.get(callId);
     if (pending === undefined) return;
