@@ -13,15 +13,24 @@ const REDACTED_BYTES = encoder.encode(REDACTED);
 const EMPTY = new Uint8Array(0);
 
 /** The known secrets' forms as UTF-8, longest first, remade only when a secret is added. */
-let byteForms: { of: readonly string[]; bytes: Uint8Array[] } = { of: [], bytes: [] };
+interface ByteForms {
+  of: readonly string[];
+  forms: Uint8Array[];
+  /** 1 at each byte a form begins with. */
+  firsts: Uint8Array;
+  longest: number;
+}
+let byteForms: ByteForms = { of: [], forms: [], firsts: new Uint8Array(256), longest: 0 };
 
-function formsAsBytes(): Uint8Array[] {
-  const forms = knownSecrets.forms;
-  if (byteForms.of !== forms) {
-    const bytes = forms.map((form) => encoder.encode(form)).sort((a, b) => b.length - a.length);
-    byteForms = { of: forms, bytes };
+function formsAsBytes(): ByteForms {
+  const of = knownSecrets.forms;
+  if (byteForms.of !== of) {
+    const forms = of.map((form) => encoder.encode(form)).sort((a, b) => b.length - a.length);
+    const firsts = new Uint8Array(256);
+    for (const form of forms) firsts[form[0]] = 1;
+    byteForms = { of, forms, firsts, longest: forms[0]?.length ?? 0 };
   }
-  return byteForms.bytes;
+  return byteForms;
 }
 
 /** Whether `form` is at `at` in `bytes`, whole. */
@@ -39,22 +48,20 @@ function beginsAt(bytes: Uint8Array, at: number, form: Uint8Array): boolean {
 
 /**
  * Where the end of `bytes` that may be a secret's beginning starts (a proper prefix of a form,
- * the longest there is): `bytes.length` when none.
+ * the longest there is): `bytes.length` when none. (A loop over the last bytes with a table of
+ * the forms' first bytes: several times faster here than TypedArray indexOf per form.)
  */
-function tailStart(bytes: Uint8Array, forms: readonly Uint8Array[]): number {
-  let start = bytes.length;
-  for (const form of forms) {
-    const first = form[0];
-    let at = bytes.indexOf(first, Math.max(0, bytes.length - form.length + 1));
-    while (at >= 0 && at < start) {
-      if (beginsAt(bytes, at, form)) {
-        start = at;
-        break;
+function tailStart(bytes: Uint8Array, { forms, firsts, longest }: ByteForms): number {
+  for (let at = Math.max(0, bytes.length - longest + 1); at < bytes.length; at++) {
+    const byte = bytes[at];
+    if (firsts[byte] === 0) continue;
+    for (const form of forms) {
+      if (form[0] === byte && bytes.length - at < form.length && beginsAt(bytes, at, form)) {
+        return at;
       }
-      at = bytes.indexOf(first, at + 1);
     }
   }
-  return start;
+  return bytes.length;
 }
 
 /** Whether a form begins in `bytes` before `before` and is whole in them. */
@@ -121,7 +128,7 @@ function joined(parts: readonly Uint8Array[]): Uint8Array {
 export function redactedBytes(bytes: Uint8Array): Uint8Array {
   if (knownSecrets.size === 0 || bytes.length === 0) return bytes;
   if (!knownSecrets.holdsSecret(decoder.decode(bytes))) return bytes;
-  const { parts, end } = replaced(bytes, formsAsBytes());
+  const { parts, end } = replaced(bytes, formsAsBytes().forms);
   if (end < bytes.length) parts.push(bytes.subarray(end));
   return joined(parts);
 }
@@ -146,20 +153,21 @@ export class RedactedStream {
       if (this.#held.length === 0) return bytes;
     }
     if (bytes.length === 0) return EMPTY;
-    const forms = formsAsBytes();
+    const known = formsAsBytes();
+    const forms = known.forms;
     const held = this.#held;
     const all = held.length === 0 ? bytes : joined([held, bytes]);
     // A secret whole in the piece is in its text; one that began before it began in what was
     // held (nothing before that could begin one), and is looked for there.
     const whole = knownSecrets.holdsSecret(text ?? decoder.decode(bytes));
     if (!whole && (held.length === 0 || !formBeginsBefore(all, held.length, forms))) {
-      const start = tailStart(all, forms);
+      const start = tailStart(all, known);
       this.#held = start === all.length ? EMPTY : all.slice(start);
       return start === all.length ? all : all.subarray(0, start);
     }
     const { parts, end } = replaced(all, forms);
     const rest = all.subarray(end);
-    const start = tailStart(rest, forms);
+    const start = tailStart(rest, known);
     if (start > 0) parts.push(rest.subarray(0, start));
     this.#held = start === rest.length ? EMPTY : rest.slice(start);
     return joined(parts);
