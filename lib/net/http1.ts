@@ -40,6 +40,7 @@ export class TransportError extends TypeError {
 const MAX_HEAD = 64 * 1024;
 const MAX_LINE = 8 * 1024;
 const READ_SIZE = 64 * 1024;
+const FIRST_READ = 4 * 1024;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Statuses whose answers have no body, whatever their headers say (RFC 9110 §6.4.1).
 const NO_BODY = new Set([204, 205, 304]);
@@ -74,7 +75,17 @@ class Link {
   readonly #host: string;
   readonly #idleMs: number | undefined;
   readonly #signal: AbortSignal | undefined;
-  #buffer: Uint8Array = new Uint8Array(0);
+  /**
+   * What was read and not yet taken: `#chunk[#start, #end)`. One buffer a connection, reused by
+   * every read: small at first (an OTLP or platform answer is a few hundred bytes), doubled up to
+   * READ_SIZE while reads fill it. A new 64 KiB buffer a read lives outside V8's heap until a
+   * collection frees it, and a long export's hundreds of answers piled up tens of MiB of them.
+   */
+  #chunk = new Uint8Array(FIRST_READ);
+  #start = 0;
+  #end = 0;
+  /** The last read filled all the room it had: the next one gets a larger buffer. */
+  #filled = false;
   #eof = false;
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -133,31 +144,43 @@ class Link {
     }
   }
 
-  /** Reads more into the buffer; false at the end of the stream. */
+  /**
+   * Reads more into the buffer; false at the end of the stream. What take() and until() returned
+   * before may be overwritten: a caller copies what it keeps before reading again.
+   */
   async #fill(): Promise<boolean> {
     if (this.#eof) return false;
-    const chunk = new Uint8Array(READ_SIZE);
-    const got = await this.#conn.read(chunk);
+    const held = this.#end - this.#start;
+    const grow = this.#filled && this.#chunk.length < READ_SIZE;
+    if (grow || held === this.#chunk.length) {
+      const next = new Uint8Array(this.#chunk.length * 2);
+      next.set(this.#chunk.subarray(this.#start, this.#end));
+      this.#chunk = next;
+      this.#start = 0;
+      this.#end = held;
+    } else if (this.#end === this.#chunk.length || held === 0) {
+      this.#chunk.copyWithin(0, this.#start, this.#end);
+      this.#start = 0;
+      this.#end = held;
+    }
+    const room = this.#chunk.length - this.#end;
+    const got = await this.#conn.read(this.#chunk.subarray(this.#end));
     this.touch();
     if (got === null) {
       this.#eof = true;
       return false;
     }
-    if (this.#buffer.length === 0) this.#buffer = chunk.subarray(0, got);
-    else {
-      const next = new Uint8Array(this.#buffer.length + got);
-      next.set(this.#buffer);
-      next.set(chunk.subarray(0, got), this.#buffer.length);
-      this.#buffer = next;
-    }
+    this.#filled = got === room;
+    this.#end += got;
     return true;
   }
 
   /** Up to `max` bytes, as soon as any are there; null at the end of the stream. */
   async take(max: number): Promise<Uint8Array | null> {
-    if (this.#buffer.length === 0 && !(await this.#fill())) return null;
-    const piece = this.#buffer.subarray(0, Math.min(max, this.#buffer.length));
-    this.#buffer = this.#buffer.subarray(piece.length);
+    if (this.#start === this.#end && !(await this.#fill())) return null;
+    const size = Math.min(max, this.#end - this.#start);
+    const piece = this.#chunk.subarray(this.#start, this.#start + size);
+    this.#start += size;
     return piece;
   }
 
@@ -165,14 +188,14 @@ class Link {
   async until(needle: readonly number[], limit: number, what: string): Promise<Uint8Array | null> {
     let from = 0;
     while (true) {
-      const at = indexOf(this.#buffer, needle, from);
+      const buffered = this.#chunk.subarray(this.#start, this.#end);
+      const at = indexOf(buffered, needle, from);
       if (at >= 0) {
-        const found = this.#buffer.subarray(0, at);
-        this.#buffer = this.#buffer.subarray(at + needle.length);
-        return found;
+        this.#start += at + needle.length;
+        return buffered.subarray(0, at);
       }
-      if (this.#buffer.length > limit) throw new TransportError(`The server's ${what} is too long`);
-      from = Math.max(0, this.#buffer.length - needle.length + 1);
+      if (buffered.length > limit) throw new TransportError(`The server's ${what} is too long`);
+      from = Math.max(0, buffered.length - needle.length + 1);
       if (!(await this.#fill())) return null;
     }
   }

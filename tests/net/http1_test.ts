@@ -169,6 +169,29 @@ Deno.test("sendDirect() reads a chunked answer after a 100 Continue", async () =
   }
 });
 
+Deno.test("sendDirect() reads a head and a body larger than its first read buffer intact", async () => {
+  // The connection reads into one buffer it reuses, small at first and doubled while reads fill
+  // it: a head over it must grow it, and every piece of the body be copied before the next read.
+  const padding = Array.from({ length: 100 }, (_, i) => `X-Pad-${i}: ${"p".repeat(90)}\r\n`);
+  const body = Array.from({ length: 30_000 }, (_, i) => String(i % 10)).join("").repeat(10);
+  const server = rawServer(
+    `HTTP/1.1 200 OK\r\n${padding.join("")}Content-Length: ${body.length}\r\n\r\n${body}`,
+  );
+  try {
+    const response = await sendDirect({
+      url: new URL(`http://127.0.0.1:${server.port}/big`),
+      method: "GET",
+      headers: {},
+      idleTimeoutMs: 5000,
+    });
+    assert.deepEqual(response.status, 200);
+    assert.deepEqual(response.headers.get("x-pad-99"), "p".repeat(90));
+    assert.deepEqual(await response.text(), body);
+  } finally {
+    server.close();
+  }
+});
+
 Deno.test("sendDirect() gives up when the server stays silent past the idle timeout", async () => {
   const server = rawServer(null);
   try {

@@ -9,7 +9,7 @@ import { streamTraceRequests, type TraceOptions, traceRequest } from "../../lib/
 import { runSpans, streamRunSpans } from "../../lib/otel/spans.ts";
 import type { EventInput, RunEvent } from "../../lib/store/contracts.ts";
 import { DataRoot } from "../../lib/store/data_root.ts";
-import { parseEventLog, streamEvents } from "../../lib/store/event_log.ts";
+import { parseEventLog, readEvents, streamEvents } from "../../lib/store/event_log.ts";
 import { tempDir } from "../support/reins.ts";
 import { recordedRun, START_MS } from "./_runs.ts";
 
@@ -329,5 +329,24 @@ Deno.test("streamEvents() reads what parseEventLog() reads, line by line, a torn
   // It reads the same again, and a run without a log reads as empty.
   assert.equal([...streamEvents(root, runId)].length, whole.events.length);
   assert.deepEqual([...streamEvents(root, "0195f000-0000-7000-8000-ffffffffffff")], []);
+  root.close();
+});
+
+Deno.test("streamEvents() keeps a byte order mark where readEvents() does, at the file's start too", async () => {
+  await using dir = await tempDir();
+  const root = new DataRoot(dir.path);
+  const { record, events } = loopRun(40);
+  const path = root.layout.events(record.id);
+  root.ensureDir(path.slice(0, path.lastIndexOf("/")));
+  // readEvents() keeps a BOM (JSON.parse refuses the line); a decoder of the whole file that
+  // drops a leading one (TextDecoder's default) would read line 1 where it does not.
+  const lines = events.map((event: RunEvent) => JSON.stringify(event));
+  lines[5] = "\uFEFF" + lines[5];
+  await Deno.writeTextFile(path, "\uFEFF" + lines.join("\n") + "\n", { mode: 0o600 });
+  const whole = readEvents(root, record.id);
+  assert.deepEqual(whole.problems.map((problem) => problem.line), [1, 6]);
+  const problems: { line: number; reason: string }[] = [];
+  assert.deepEqual([...streamEvents(root, record.id, (p) => problems.push(p))], whole.events);
+  assert.deepEqual(problems, whole.problems);
   root.close();
 });
