@@ -182,8 +182,15 @@ export function codeRunFlags(sandbox: Sandbox, dir: string): string[] {
  * to 1.71–1.78× the script spawning `true` (three runs, 2026-12-01); the flag alone, 49.6 → 41.7
  * ms (medians of 30 interleaved runs each, with the common chunk). The first run after a build,
  * which fills the cache, takes ~8 ms longer.
+ *
+ * --optimize-for-size: V8 keeps its young generation small (it grows to 2 x 32 MiB by default
+ * over any process that allocates as fast as JSON parsing does, whatever little it holds) and
+ * grows its old generation less between collections. `deno task bench otel`'s export of a
+ * 1,000,000-event run peaks at 91-97 MiB with it, 141-157 MiB without (docs/otel.md); a whole
+ * `reins run --driver command` from the sources takes no more CPU with it (0.142-0.148 s median
+ * against 0.156-0.179, blocks of 10 runs in turn, shared 2-core machine, 2026-12-03).
  */
-export const BINARY_V8_FLAGS = "--v8-flags=--no-lazy";
+export const BINARY_V8_FLAGS = "--v8-flags=--no-lazy,--optimize-for-size";
 
 /**
  * The flags for running a bundle of scripts/bundle.ts in `dir` as the binary runs it: the
