@@ -29,9 +29,16 @@ function tighten(path: string, info: Deno.FileInfo, mode: number, tightened?: st
  * Makes `dir` (the data root or a directory below it) exist with mode 0700, creating each missing
  * segment 0700 and tightening any existing one below the root that is wider. Returns the paths it
  * tightened. A link below the root that points outside it is refused. With `checked`, a directory
- * already in it is not looked at again, and one made private is added to it.
+ * already in it is not looked at again, and one made private is added to it. With `made`, each
+ * directory it created (the root included) is pushed to it, outermost first: its name in its
+ * parent is not durable until the parent is synced, which is the caller's to do.
  */
-export function ensurePrivateDir(root: string, dir: string, checked?: CheckedDirs): string[] {
+export function ensurePrivateDir(
+  root: string,
+  dir: string,
+  checked?: CheckedDirs,
+  made?: string[],
+): string[] {
   const absRoot = resolvePath(root);
   const absDir = resolvePath(dir, absRoot);
   if (checked?.madePrivate.has(absDir)) return [];
@@ -45,6 +52,7 @@ export function ensurePrivateDir(root: string, dir: string, checked?: CheckedDir
   if (rootInfo === null) {
     Deno.mkdirSync(absRoot, { recursive: true, mode: DIR_MODE });
     Deno.chmodSync(absRoot, DIR_MODE);
+    made?.push(absRoot);
   } else if (rootInfo.isSymlink) {
     // The root itself may be a link the user made (~/.reins → /data/reins): follow it.
     const target = Deno.statSync(absRoot);
@@ -62,6 +70,7 @@ export function ensurePrivateDir(root: string, dir: string, checked?: CheckedDir
     if (info === null) {
       try {
         Deno.mkdirSync(current, { mode: DIR_MODE });
+        made?.push(current);
       } catch (error) {
         if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
       }

@@ -3,7 +3,11 @@
 // session, codex its thread, …), with the one used last at the top (docs/contexts.md). Works in
 // memory when there is no data root, and when the file cannot be written it says so once per map
 // and goes on with what it remembers. Every write is durable (fsync of the file before its
-// rename, of the directory after): a rename a power cut overtook could leave the file empty. A
+// rename, of the directory after): a rename a power cut overtook could leave the file empty. The
+// first write into a context's directory this process made also syncs `contexts/` (and the data
+// root, when `contexts/` was made too): else, on a filesystem that does not order a directory's
+// creation before the writes into it, a power cut could lose the whole directory, its synced
+// file with it. A context made before costs no more. A
 // file that is there but empty or damaged is said once and rebuilt from the context's runs
 // (written back by the next put), never taken for a new conversation. The file is read on every
 // get(), so a long-lived map (a server's) sees what other processes wrote; only what could not be
@@ -13,6 +17,7 @@
 // a directory) is not used: it would let them pick the session an agent continues.
 import { describeError } from "../core/errors.ts";
 import { isSafeName } from "../core/ids.ts";
+import { dirnameOf } from "../core/paths.ts";
 import type { DriverSession, HarnessSession, RunRecord } from "./contracts.ts";
 import { HARNESS_SESSION_TYPE, harnessSessionProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
@@ -184,6 +189,9 @@ export class ContextMap {
     this.#root = root;
     this.#report = report;
     this.#contextRuns = options.contextRuns ?? null;
+    // The directories made for contexts (the turn engine's lock makes each new one) are synced
+    // into their parents with the context's first entry (put, putAsync).
+    root?.noteMadeDirs(root.layout.contexts());
   }
 
   /** The file of a context, or null with no data root or for an id that is not a safe name. */
@@ -282,6 +290,7 @@ export class ContextMap {
     try {
       this.#keepDamaged(next.path);
       this.#root!.writeFileAtomic(next.path, next.text);
+      this.#root!.syncMadeDirsNow(dirnameOf(next.path));
       this.#saved(next.path, contextId);
     } catch (error) {
       this.#unsavable(contextId, next.entry, next.path, error);
@@ -291,7 +300,8 @@ export class ContextMap {
 
   /**
    * put() without holding the thread for the disk: the write's two fsyncs (the file before its
-   * rename, then the directory) run on Deno's blocking pool, so concurrent turns overlap them.
+   * rename, then the directory; a new context's `contexts/` too) run on Deno's blocking pool, so
+   * concurrent turns overlap them.
    * Resolves once the entry is in place and durable; never rejects (a failure is reported as put() reports it). The caller serialises its writes to one
    * context (the turn engine holds the context's lock and chains them).
    */
@@ -305,7 +315,11 @@ export class ContextMap {
     if (next.path === null) return next.entry;
     try {
       this.#keepDamaged(next.path);
-      await this.#root!.writeFileAtomicAsync(next.path, next.text);
+      // A new context's directory synced into contexts/ meanwhile (nothing for one made before).
+      await Promise.all([
+        this.#root!.writeFileAtomicAsync(next.path, next.text),
+        this.#root!.syncMadeDirs(dirnameOf(next.path)),
+      ]);
       this.#saved(next.path, contextId);
     } catch (error) {
       this.#unsavable(contextId, next.entry, next.path, error);

@@ -10,11 +10,13 @@ import { nowIso } from "../core/clock.ts";
 import {
   createPrivateFileAsync,
   openNewPrivateFile,
+  syncDirectory,
+  syncDirectoryAsync,
   writePrivateFileAtomic,
   writePrivateFileAtomicAsync,
 } from "../core/atomic_write.ts";
 import { Layout } from "../core/layout.ts";
-import { dirnameOf, resolvePath } from "../core/paths.ts";
+import { dirnameOf, isInside, resolvePath } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/private_dir.ts";
 import { OpenLogs, PrivateLog } from "../core/private_log.ts";
 import { CheckedDirs, openPrivateFile, readPrivateText, trustProblem } from "../core/trust.ts";
@@ -39,6 +41,13 @@ export class DataRoot implements Disposable {
   readonly #warn: (message: string) => void;
   readonly #said = new Set<string>();
   readonly #kept = new Map<symbol, Disposable>();
+  /** Directories at or below which the directories this root makes are noted (noteMadeDirs). */
+  readonly #noting: string[] = [];
+  /**
+   * Directories made by this root (below one it notes) whose name in their parent is not synced
+   * yet, with the sync of the parent once one is under way.
+   */
+  readonly #unsynced = new Map<string, Promise<void> | null>();
   #closed = false;
 
   constructor(home: string, options: DataRootOptions = {}) {
@@ -55,7 +64,64 @@ export class DataRoot implements Disposable {
    */
   ensureDir(dir: string, options: { again?: boolean } = {}): string[] {
     if (options.again) this.#checked.madePrivate.delete(resolvePath(dir, this.home));
-    return ensurePrivateDir(this.home, dir, this.#checked);
+    if (this.#noting.length === 0) return ensurePrivateDir(this.home, dir, this.#checked);
+    const made: string[] = [];
+    try {
+      return ensurePrivateDir(this.home, dir, this.#checked, made);
+    } finally {
+      for (const path of made) {
+        if (this.#noting.some((noted) => isInside(path, noted))) this.#unsynced.set(path, null);
+      }
+    }
+  }
+
+  /**
+   * From now on, each directory this root makes at or below `dir` (the directory itself
+   * included) is remembered until syncMadeDirs() makes its name durable in its parent. For a
+   * store whose files must survive a power cut with the directories they are in (a context's
+   * session, contexts.ts): a new directory costs one fsync of its parent, once; one made before,
+   * or by another process, costs nothing.
+   */
+  noteMadeDirs(dir: string): void {
+    this.#noting.push(resolvePath(dir, this.home));
+  }
+
+  /**
+   * Makes durable the names of the directories this root made (see noteMadeDirs) on the way to
+   * `dir`: `dir` and its ancestors, each one's parent fsynced once, on Deno's blocking pool.
+   * Callers at once share the fsyncs (syncDirectoryAsync), and one who calls while the sync of a
+   * directory is under way waits for that sync. Nothing to do (no fsync) for a directory made
+   * before, or by another process.
+   */
+  async syncMadeDirs(dir: string): Promise<void> {
+    if (this.#unsynced.size === 0) return;
+    const target = resolvePath(dir, this.home);
+    const waits: Promise<void>[] = [];
+    for (const [made, syncing] of this.#unsynced) {
+      if (!isInside(target, made)) continue;
+      if (syncing !== null) {
+        waits.push(syncing);
+        continue;
+      }
+      const started: Promise<void> = syncDirectoryAsync(dirnameOf(made)).finally(() => {
+        // Made again meanwhile (removed, then made anew): that one still needs its sync.
+        if (this.#unsynced.get(made) === started) this.#unsynced.delete(made);
+      });
+      this.#unsynced.set(made, started);
+      waits.push(started);
+    }
+    await Promise.all(waits);
+  }
+
+  /** syncMadeDirs(), holding the thread for the fsyncs. */
+  syncMadeDirsNow(dir: string): void {
+    if (this.#unsynced.size === 0) return;
+    const target = resolvePath(dir, this.home);
+    for (const made of [...this.#unsynced.keys()]) {
+      if (!isInside(target, made)) continue;
+      syncDirectory(dirnameOf(made));
+      this.#unsynced.delete(made);
+    }
   }
 
   /**
@@ -79,12 +145,24 @@ export class DataRoot implements Disposable {
     data: string | Uint8Array,
     options?: { durable?: boolean; sweep?: boolean },
   ): void {
+    this.#ensureNoted(path);
     writePrivateFileAtomic(this.home, path, data, this.#checked, options);
   }
 
   /** writeFileAtomic, durable, without holding the thread (see writePrivateFileAtomicAsync). */
   writeFileAtomicAsync(path: string, data: string | Uint8Array): Promise<void> {
+    this.#ensureNoted(path);
     return writePrivateFileAtomicAsync(this.home, path, data, this.#checked);
+  }
+
+  /**
+   * Before a write below a noted directory (noteMadeDirs): its directory made here, so that one
+   * the write makes is noted too (the write itself then finds it made and looks no further).
+   */
+  #ensureNoted(path: string): void {
+    if (this.#noting.length === 0) return;
+    const dir = dirnameOf(resolvePath(path, this.home));
+    if (this.#noting.some((noted) => isInside(dir, noted))) this.ensureDir(dir);
   }
 
   /**

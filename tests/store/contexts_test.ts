@@ -3,6 +3,8 @@ import { ContextMap, readHarnessSession, sessionsFromRuns } from "../../lib/stor
 import { DataRoot } from "../../lib/store/data_root.ts";
 import { openStore } from "../../lib/store/store.ts";
 import { tempDir } from "../support/reins.ts";
+import { observeDirectorySyncs } from "../../lib/core/atomic_write.ts";
+import { ContextLock } from "../../lib/turn/context_lock.ts";
 
 const SESSION = {
   sessionId: "sess-1",
@@ -277,4 +279,41 @@ Deno.test("sessionsFromRuns() gives each driver the session of its newest run, t
   assert.equal(entry.sessions[0].updated_ms, Date.parse("2026-01-01T13:00:30.000Z"));
   assert.equal(entry.created_ms, Date.parse("2026-01-01T11:00:00.000Z"));
   assert.equal(sessionsFromRuns([]), null);
+});
+
+Deno.test("a new context's directory is synced into contexts/ (and contexts/ into the data root) with its first session, once; a context made before costs no sync more", async () => {
+  // regression: contexts/<id>/ (made by the turn's lock) was never synced into contexts/, nor
+  // contexts/ into the data root, so on a filesystem that does not order a directory's creation
+  // before the writes into it a power cut could lose a context's synced session with its directory
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const contexts = `${home}/contexts`;
+  const synced: string[] = [];
+  using _observed = observeDirectorySyncs((path) => synced.push(path));
+  {
+    using store = openStore(home);
+    // The turn engine makes a context's directory with its lock, before the turn starts.
+    const lock = await ContextLock.acquire(store, "ctx");
+    assert.deepEqual(synced, [], "the lock syncs nothing");
+    await store.contexts.putAsync("ctx", SESSION, 1_000);
+    lock.release();
+    // The file's directory, contexts/ (the new context's name) and the root (contexts/'s name).
+    assert.deepEqual(synced.toSorted(), [home, contexts, `${contexts}/ctx`].toSorted());
+    synced.length = 0;
+    // The same context again, in the same process: only the file's own directory.
+    using _again = await ContextLock.acquire(store, "ctx");
+    await store.contexts.putAsync("ctx", SESSION, 2_000);
+    assert.deepEqual(synced, [`${contexts}/ctx`]);
+    synced.length = 0;
+    // A second new context: its name in contexts/, not contexts/'s in the root (made before).
+    using _other = await ContextLock.acquire(store, "ctx-2");
+    store.contexts.put("ctx-2", SESSION, 3_000);
+    assert.deepEqual(synced, [`${contexts}/ctx-2`, contexts]);
+    synced.length = 0;
+  }
+  // Another process on a context made before: nothing more than the file's directory.
+  using store = openStore(home);
+  using _lock = await ContextLock.acquire(store, "ctx");
+  await store.contexts.putAsync("ctx", SESSION, 4_000);
+  assert.deepEqual(synced, [`${contexts}/ctx`]);
 });
