@@ -2,9 +2,9 @@
 // byte of the body is read; a chunked body is refused as soon as what it decodes to passes the
 // cap, or its bytes on the wire (chunk framing included, which a sender could pad without end)
 // pass the cap plus the slack. Reads are sized so that the socket never gives up more than that.
-// The body is gathered in one buffer, allocated whole for a declared length and grown by doubling
-// (up to the cap) for a chunked one, never as a list of pieces: a body of a million one-byte
-// chunks costs its bytes, not a million small arrays.
+// The body is gathered in one buffer, allocated whole for a declared length and grown in place,
+// a step at a time, to what has come for a chunked one, never as a list of pieces: a body of a
+// million one-byte chunks costs its bytes, not a million small arrays.
 import type { ConnReader } from "./conn_reader.ts";
 import { HttpError } from "./head.ts";
 
@@ -39,18 +39,21 @@ async function readExactly(reader: ConnReader, length: number): Promise<Uint8Arr
   }
 }
 
+/** How much a chunked body's buffer grows by at a time (and its first size). */
+export const BODY_STEP = 16 * 1024;
+
 /**
- * A body gathered in one resizable buffer reserved up to the cap, which doubles in place as it
- * fills: growing leaves no old copy behind for the collector, and only the pages written to cost
- * memory.
+ * A body gathered in one resizable buffer reserved up to the cap, which grows in place as it
+ * fills, to what it holds rounded up to BODY_STEP: growing leaves no old copy behind for the
+ * collector, so it need not double ahead of the body (a 170 KB body held 256 KiB that way).
  */
-class GrowingBody {
+export class GrowingBody {
   readonly #buffer: ArrayBuffer;
   readonly #bytes: Uint8Array;
   #length = 0;
 
   constructor(cap: number) {
-    this.#buffer = new ArrayBuffer(Math.min(cap, 16 * 1024), { maxByteLength: cap });
+    this.#buffer = new ArrayBuffer(Math.min(cap, BODY_STEP), { maxByteLength: cap });
     // Length-tracking: the view follows the buffer's resizes.
     this.#bytes = new Uint8Array(this.#buffer);
   }
@@ -59,13 +62,17 @@ class GrowingBody {
   moveFrom(reader: ConnReader, count: number): number {
     const needed = this.#length + Math.min(count, reader.length);
     if (needed > this.#buffer.byteLength) {
-      let size = this.#buffer.byteLength || 1;
-      while (size < needed) size *= 2;
+      const size = Math.ceil(needed / BODY_STEP) * BODY_STEP;
       this.#buffer.resize(Math.min(size, this.#buffer.maxByteLength));
     }
     const moved = reader.moveTo(this.#bytes, this.#length, count);
     this.#length += moved;
     return moved;
+  }
+
+  /** The bytes its buffer holds room for now (what it grew to). */
+  get capacity(): number {
+    return this.#buffer.byteLength;
   }
 
   /** The body, in the buffer it was gathered in (cut to its length). */
