@@ -29,7 +29,7 @@ interface Server {
 }
 
 /** Starts a server subprocess whose first stdout line holds its URL (or its port). */
-async function start(args: string[], env: Record<string, string>): Promise<Server> {
+export async function start(args: string[], env: Record<string, string>): Promise<Server> {
   const child = new Deno.Command(Deno.execPath(), {
     args,
     env,
@@ -185,11 +185,69 @@ async function idleCost(server: Server, bytes: Uint8Array): Promise<number> {
 const CHUNKED_CONNECTIONS = 8;
 
 /**
+ * How many bytes sent on loopback connections to `port` their server has not read yet: the
+ * server sides' receive queues plus the client sides' send queues, from /proc/net/tcp (rx_queue
+ * and tx_queue of each established connection), and how many server sides there are.
+ */
+function unreadOnLoopback(port: number): { unread: number; serverSides: number } {
+  let unread = 0;
+  let serverSides = 0;
+  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text: string;
+    try {
+      text = Deno.readTextFileSync(file);
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 5 || fields[3] !== "01") continue; // established only
+      const localPort = parseInt(fields[1].split(":").at(-1)!, 16);
+      const remotePort = parseInt(fields[2].split(":").at(-1)!, 16);
+      const [tx, rx] = fields[4].split(":").map((hex) => parseInt(hex, 16));
+      if (localPort === port) {
+        serverSides++;
+        unread += rx;
+      } else if (remotePort === port) {
+        unread += tx;
+      }
+    }
+  }
+  return { unread, serverSides };
+}
+
+/**
+ * Waits until `count` connections to the server are open and it has read every byte sent on
+ * them (nothing left in the kernel's queues on either side): then each body is in the server's
+ * hands, whichever way it reads. Throws when that takes longer than `timeoutMs`.
+ */
+async function untilAllRead(port: number, count: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (true) {
+    const { unread, serverSides } = unreadOnLoopback(port);
+    if (serverSides >= count && unread === 0) return;
+    if (performance.now() > deadline) {
+      throw new Error(
+        `the server on port ${port} had not read ${unread} bytes of its ${count} bodies after ${timeoutMs} ms`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
  * RSS growth in KiB per connection with CHUNKED_CONNECTIONS bodies of one-byte chunks being read
  * at once (each ~170k chunks, short of serve's cap + slack, the request ListTasks padded with
- * blanks), measured before the last chunk; then each is ended and answered.
+ * blanks), measured once the server has read every byte sent on all of them (the last chunk not
+ * sent yet): each server is sampled with every body in hand, however fast it reads, rather than
+ * after a fixed wait that a slower reader may not have finished in. Then each is ended and
+ * answered.
  */
-async function chunkedBodyCost(server: Server, token: string): Promise<number> {
+export async function chunkedBodyCost(
+  server: Server,
+  token: string,
+  count = CHUNKED_CONNECTIONS,
+): Promise<number> {
   const rpc = '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}';
   const text = rpc + " ".repeat(170_000 - rpc.length);
   const head = encoder.encode(
@@ -204,18 +262,18 @@ async function chunkedBodyCost(server: Server, token: string): Promise<number> {
   await new Promise((r) => setTimeout(r, 300));
   const before = rssKiB(server.pid);
   const connections: Connection[] = [];
-  for (let i = 0; i < CHUNKED_CONNECTIONS; i++) {
+  for (let i = 0; i < count; i++) {
     const c = await Connection.open(server.port);
     await c.send(head);
     connections.push(c);
   }
-  await new Promise((r) => setTimeout(r, 1000));
+  await untilAllRead(server.port, count, 60_000);
   const after = rssKiB(server.pid);
   for (const c of connections) {
     await c.exchange(encoder.encode("0\r\n\r\n"));
     c.close();
   }
-  return Math.max(1, after - before) / CHUNKED_CONNECTIONS;
+  return Math.max(1, after - before) / count;
 }
 
 /** Turns of `true` on the command driver, CLIENTS at once, straight through runTurn(). */
