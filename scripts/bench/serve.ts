@@ -29,7 +29,7 @@ interface Server {
 }
 
 /** Starts a server subprocess whose first stdout line holds its URL (or its port). */
-export async function start(args: string[], env: Record<string, string>): Promise<Server> {
+async function start(args: string[], env: Record<string, string>): Promise<Server> {
   const child = new Deno.Command(Deno.execPath(), {
     args,
     env,
@@ -243,7 +243,7 @@ async function untilAllRead(port: number, count: number, timeoutMs: number): Pro
  * after a fixed wait that a slower reader may not have finished in. Then each is ended and
  * answered.
  */
-export async function chunkedBodyCost(
+async function chunkedBodyCost(
   server: Server,
   token: string,
   count = CHUNKED_CONNECTIONS,
