@@ -1,8 +1,9 @@
-// A suite run's cells read straight from its state files, for `reins suite compare`: only the
+// A suite run's cells read straight from its states (begun.jsonl, an older run's state files), for `reins suite compare`: only the
 // fields a cell holds are checked (by hand, not by the zod schema of state.ts, which costs as much
 // as the JSON.parse itself over thousands of files). A file those checks refuse is read again
 // through the schema, so what is wrong with it is said in the state files' own words.
 import type { DataRoot } from "../store/mod.ts";
+import { joinPath } from "../core/paths.ts";
 import { type Cell, cellsOf } from "./aggregate.ts";
 import { CHECK_OUTCOMES, type CheckResult, SCENARIO_STATUSES } from "./results.ts";
 import {
@@ -46,20 +47,44 @@ function cellOf(raw: unknown, instanceId: string): Cell | null {
   return cellsOf([raw as never])[0];
 }
 
+/**
+ * begun.jsonl's last line of each scenario, parsed but not checked; a torn last line is left out
+ * (readBegun's rules). A line that is not JSON is left for the schema's reader to say.
+ */
+function rawBegun(root: DataRoot, dir: string): Map<string, unknown> {
+  const raws = new Map<string, unknown>();
+  const text = root.readText(joinPath(dir, "begun.jsonl"));
+  if (text === null) return raws;
+  const lines = text.split("\n");
+  lines.pop();
+  for (const line of lines) {
+    try {
+      const raw = JSON.parse(line);
+      const id = isObject(raw) && isObject(raw.instance) ? raw.instance.id : undefined;
+      if (typeof id === "string") raws.set(id, raw);
+    } catch { /* said by the schema's reader */ }
+  }
+  return raws;
+}
+
 /** The cells of a suite run, in its order; a scenario not begun is an unfinished cell. */
 export function readCells(root: DataRoot, header: SuiteRunFile): Cell[] {
   const dir = root.layout.suite(header.id);
-  // begun.jsonl, read once and only when a cell has no file (or one refused): a cell in flight.
+  // begun.jsonl, read once: the states of suite runs now, of cells in flight in older ones.
+  const raws = rawBegun(root, dir);
   let begun: BegunStates | undefined;
   return header.instances.map((instance) => {
+    // An older reins's state file, where there is one.
     const text = root.readText(scenarioPath(dir, instance.id));
-    let raw: unknown = undefined;
+    let raw: unknown = raws.get(instance.id);
     if (text !== null) {
       try {
         raw = JSON.parse(text);
-      } catch { /* said below, by the schema's reader */ }
+      } catch {
+        raw = undefined; // said below, by the schema's reader
+      }
     }
-    const cell = text === null ? null : cellOf(raw, instance.id);
+    const cell = raw === undefined ? null : cellOf(raw, instance.id);
     // Not begun, or refused above: the schema's reader makes the pending state or says what is wrong.
     return cell ??
       cellsOf([readScenarioState(root, dir, instance, begun ??= readBegun(root, dir))])[0];

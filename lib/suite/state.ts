@@ -1,11 +1,11 @@
 // A suite run's state in the data root, so a crash loses nothing and a resume knows what is left:
-// suites/<id>/suite-run.json (the suite file's digest, the options, the scenarios in order) and
-// suites/<id>/scenarios/<instance>.json (status, attempts, run ids, check results) once a scenario
-// has ended (or was stopped), each replaced atomically and fsynced like run.json, 0600 in 0700
-// directories; and suites/<id>/begun.jsonl, a line appended (and fdatasynced) as each attempt's
-// conversation begins, so a crash mid-scenario leaves it findable without a second file written
-// whole per scenario. One process drives a suite run at a time: it holds suites/<id>/lock, which
-// the OS drops when the process dies.
+// suites/<id>/suite-run.json (the suite file's digest, the options, the scenarios in order),
+// replaced atomically and fsynced like run.json, and suites/<id>/begun.jsonl, a scenario's state
+// appended (and fdatasynced) as each attempt's conversation begins and as the scenario ends (or was
+// stopped): the last line of a scenario is its state, so a crash mid-scenario leaves it findable
+// and no file is made per scenario. 0600 in 0700 directories. Suite runs of older reinses have a
+// file per scenario, suites/<id>/scenarios/<instance>.json, which is still read. One process
+// drives a suite run at a time: it holds suites/<id>/lock, which the OS drops when the process dies.
 import { z } from "zod";
 import { NotFoundError, ReinsError, UsageError } from "../core/errors.ts";
 import { deviceNameOf, idTimeMs, isSafeName, newId } from "../core/ids.ts";
@@ -266,8 +266,8 @@ export class SuiteRunHandle implements Disposable {
   readonly dir: string;
   header: SuiteRunFile;
   readonly #lock: Deno.FsFile;
-  /** What begun.jsonl held when a resume opened it (empty for a fresh suite run). */
-  readonly #begun: BegunStates;
+  /** What begun.jsonl holds: read when a resume opened it, each save since added. */
+  readonly #begun: Map<string, ScenarioState>;
   #journal: PrivateLog | null = null;
 
   private constructor(
@@ -280,7 +280,7 @@ export class SuiteRunHandle implements Disposable {
     this.dir = root.layout.suite(header.id);
     this.header = header;
     this.#lock = lock;
-    this.#begun = begun;
+    this.#begun = new Map(begun);
   }
 
   get id(): string {
@@ -343,8 +343,8 @@ export class SuiteRunHandle implements Disposable {
       reports: {},
     };
     const handle = new SuiteRunHandle(root, header, lock);
-    root.ensureDir(joinPath(dir, "scenarios"));
-    // A scenario has a file once it has begun: one the header lists without a file is pending.
+    // A scenario has a line in begun.jsonl once it has begun: one the header lists without one is
+    // pending. (scenarios/ is made by no suite run now; older ones' files there are still read.)
     handle.saveHeader();
     return handle;
   }
@@ -374,30 +374,35 @@ export class SuiteRunHandle implements Disposable {
   }
 
   /**
-   * Saves a scenario's state (atomic, fsynced) without blocking the other scenarios meanwhile:
-   * the waits for the disk are awaited. One scenario's saves are made one after another.
+   * Saves a scenario's state — its end, or a stop cut its attempt short — as one more line of
+   * begun.jsonl, fdatasynced before this resolves; the last line of a scenario is its state. No
+   * file is made per scenario: the filesystem's cost is in making files (an inode each, and the
+   * directory's fsync), and one journal costs one fdatasync a save. The other scenarios' saves are
+   * not held up meanwhile (the wait for the disk is awaited).
    */
   async writeScenario(state: ScenarioState): Promise<void> {
-    await this.root.writeFileAtomicAsync(
-      scenarioPath(this.dir, state.instance.id),
-      `${JSON.stringify(state, null, 2)}\n`,
-    );
+    await this.#save(state);
   }
 
   /**
    * Saves the state of a scenario whose attempt's conversation has just begun (its first run
-   * exists): one line appended to begun.jsonl and fdatasynced, no file made and none replaced —
-   * per scenario, one durable write fewer than a state file's atomic replace (its temp file, fsync,
-   * rename and the directory's fsync). Its end is saved with writeScenario.
+   * exists), as writeScenario does: one line appended to begun.jsonl and fdatasynced.
    */
   async noteBegun(state: ScenarioState): Promise<void> {
+    await this.#save(state);
+  }
+
+  async #save(state: ScenarioState): Promise<void> {
     if (this.#journal === null) {
       this.#journal = this.root.openLog(begunPath(this.dir));
       // The file's name is made durable once; its lines each by their fdatasync.
       syncDirectory(this.dir);
     }
-    // Through the secrets choke point, as a state file's text is; still one line.
-    this.#journal.append(JSON.stringify(redactValue(state)));
+    // Through the secrets choke point, as a file written whole is; still one line. Kept as
+    // written, for readScenario: a copy, which the runner's later changes to `state` do not touch.
+    const text = JSON.stringify(redactValue(state));
+    this.#journal.append(text);
+    this.#begun.set(state.instance.id, JSON.parse(text));
     await this.#journal.syncAsync();
   }
 
@@ -455,9 +460,9 @@ export function readSuiteRun(root: DataRoot, id: string): SuiteRunFile {
 }
 
 /**
- * A scenario's state: its file, or — where its latest attempt began after the file was written (a
- * scenario in flight, or one begun again after a stop) — its line in begun.jsonl; one that has not
- * begun has neither and is pending. `begun` is begun.jsonl read once for many calls (readBegun);
+ * A scenario's state: its last line in begun.jsonl; in a suite run of an older reins, its file,
+ * unless its latest attempt began after the file was written (a scenario in flight, or one begun
+ * again after a stop). One that has not begun has neither and is pending. `begun` is begun.jsonl read once for many calls (readBegun);
  * without it, it is read here.
  */
 export function readScenarioState(

@@ -63,10 +63,28 @@ Deno.test("readCells() reads what readScenarioStates() and cellsOf() read, pendi
     ["b", 1, "unfinished"],
   ]);
 
-  // A cell field of the wrong type: refused, in the schema reader's words.
+  // A cell field of the wrong type in begun.jsonl: refused, in the schema reader's words.
+  const journal = `${handle.dir}/begun.jsonl`;
+  const lines = (await Deno.readTextFile(journal)).split("\n");
+  const at = lines.findIndex((line) => line.includes('"id":"a.2"'));
+  const state = JSON.parse(lines[at]);
+  const damaged = [...lines];
+  damaged[at] = JSON.stringify({ ...state, costUsd: "cheap" });
+  await Deno.writeTextFile(journal, damaged.join("\n"));
+  assert.throws(
+    () => readCells(root, handle.header),
+    new RegExp(
+      `Cannot read line ${
+        at + 1
+      } of .*begun\\.jsonl: Invalid input: expected number, received string at costUsd`,
+    ),
+  );
+  await Deno.writeTextFile(journal, lines.join("\n"));
+  assert.deepEqual(readCells(root, handle.header), expected);
+
+  // An older reins's state file wins over the journal, and is checked the same way.
   const path = `${handle.dir}/scenarios/a.2.json`;
-  const state = JSON.parse(await Deno.readTextFile(path));
-  await Deno.writeTextFile(path, JSON.stringify({ ...state, costUsd: "cheap" }));
+  root.writeFileAtomic(path, JSON.stringify({ ...state, costUsd: "cheap" }));
   assert.throws(
     () => readCells(root, handle.header),
     /Cannot read the state of scenario a\.2 .*: Invalid input: expected number, received string at costUsd/,

@@ -40,7 +40,7 @@ function modeOf(path: string): number {
   return Deno.statSync(path).mode! & 0o777;
 }
 
-Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending until its file is written, 0600 in 0700 folders", async () => {
+Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending until its state is saved, a line of begun.jsonl (no file per scenario), 0600 in 0700 folders", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
   using handle = create(home);
@@ -52,7 +52,8 @@ Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending unti
     "b",
     "pending",
   ]]);
-  assert.deepEqual([...Deno.readDirSync(`${handle.dir}/scenarios`)], []);
+  const names = () => [...Deno.readDirSync(handle.dir)].map((e) => e.name).sort();
+  assert.deepEqual(names(), ["lock", "suite-run.json"]);
 
   const a = { ...pending[0], name: "A", status: "passed" as const };
   await handle.writeScenario(a);
@@ -62,31 +63,50 @@ Deno.test("SuiteRunHandle.create() writes the header; a scenario is pending unti
     "b",
     "pending",
   ]]);
-  for (const path of [`${home}/suites`, handle.dir, `${handle.dir}/scenarios`]) {
+  for (const path of [`${home}/suites`, handle.dir]) {
     assert.equal(modeOf(path), 0o700, path);
   }
   for (
     const path of [
       `${handle.dir}/suite-run.json`,
-      `${handle.dir}/scenarios/a.json`,
+      `${handle.dir}/begun.jsonl`,
       `${handle.dir}/lock`,
     ]
   ) {
     assert.equal(modeOf(path), 0o600, path);
   }
-  // Atomic replacement leaves no temp file behind.
+  // A later save is one more line, and it is the state; no file is made for it.
   await handle.writeScenario({ ...a, status: "failed" });
-  assert.deepEqual([...Deno.readDirSync(`${handle.dir}/scenarios`)].map((e) => e.name), ["a.json"]);
+  assert.deepEqual(names(), ["begun.jsonl", "lock", "suite-run.json"]);
+  assert.equal(readScenarioStates(new DataRoot(home), header)[0].status, "failed");
+  assert.equal(handle.readScenario(INSTANCES[0]).status, "failed", "the handle's own read too");
   // What it saves passes the secrets choke point, as every file of the data root does.
   await handle.writeScenario({
     ...a,
     reason: "the key sk-abcdefghijklmnopqrstuvwxyz0123 was refused",
   });
-  const saved = await Deno.readTextFile(`${handle.dir}/scenarios/a.json`);
+  const saved = await Deno.readTextFile(`${handle.dir}/begun.jsonl`);
   assert.match(saved, /the key \[redacted\] was refused/);
-  // A file that is another scenario's is refused, not taken for this one.
+  assert.doesNotMatch(saved, /sk-abcdef/);
+  assert.equal(saved.split("\n").length, 4, "three lines, each ended");
+});
+
+Deno.test("readScenarioStates() reads an older reins's state files (scenarios/ID.json): one that is another scenario's is refused", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const root = new DataRoot(home);
+  using handle = create(home);
+  const [a] = readScenarioStates(root, handle.header);
+  root.writeFileAtomic(
+    `${handle.dir}/scenarios/a.json`,
+    `${JSON.stringify({ ...a, status: "passed" }, null, 2)}\n`,
+  );
+  assert.deepEqual(readScenarioStates(root, handle.header).map((s) => s.status), [
+    "passed",
+    "pending",
+  ]);
   Deno.copyFileSync(`${handle.dir}/scenarios/a.json`, `${handle.dir}/scenarios/b.json`);
-  assert.throws(() => readScenarioStates(new DataRoot(home), header), /is a's/);
+  assert.throws(() => readScenarioStates(root, handle.header), /is a's/);
 });
 
 Deno.test("SuiteRunHandle refuses a second driver of the same suite run, in this process or another", async () => {
@@ -210,7 +230,11 @@ Deno.test("readSuiteRun() reads a suite run an older reins wrote, before agents 
     using handle = create(home);
     id = handle.id;
     const [first] = readScenarioStates(root, handle.header);
-    await handle.writeScenario({ ...first, status: "passed" });
+    // As an older reins saved a scenario: a file of its own.
+    root.writeFileAtomic(
+      `${handle.dir}/scenarios/a.json`,
+      `${JSON.stringify({ ...first, status: "passed" }, null, 2)}\n`,
+    );
   }
   // As an older reins wrote them: no options.agents, no reports, no instance agent.
   const headerPath = `${home}/suites/${id}/suite-run.json`;
@@ -235,7 +259,7 @@ Deno.test("readSuiteRun() reads a suite run an older reins wrote, before agents 
   ]);
 });
 
-Deno.test("noteBegun() appends a begun attempt to begun.jsonl (0600, redacted, one line): readers take it over an older file, a torn last line is left out, a damaged one is said", async () => {
+Deno.test("noteBegun() appends a begun attempt to begun.jsonl (0600, redacted, one line): readers take it over an older reins's file when it has more attempts, a torn last line is left out, a damaged one is said", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
   const root = new DataRoot(home);
@@ -250,8 +274,14 @@ Deno.test("noteBegun() appends a begun attempt to begun.jsonl (0600, redacted, o
     runIds: [`run-${n}`],
     workdir: null,
   });
-  // a: stopped once (its file), then begun again (a line); b: begun (a line), then ended (its file).
-  await handle.writeScenario({ ...a, status: "pending", attempts: [attempt(1)] });
+  // As an older reins left them, a: stopped once (its file), then begun again (a line); b: begun
+  // (a line), then ended (its file).
+  const oldFile = (state: typeof a) =>
+    root.writeFileAtomic(
+      `${handle.dir}/scenarios/${state.instance.id}.json`,
+      `${JSON.stringify(state, null, 2)}\n`,
+    );
+  oldFile({ ...a, status: "pending", attempts: [attempt(1)] });
   await handle.noteBegun({
     ...a,
     status: "running",
@@ -259,7 +289,7 @@ Deno.test("noteBegun() appends a begun attempt to begun.jsonl (0600, redacted, o
     attempts: [attempt(1), attempt(2)],
   });
   await handle.noteBegun({ ...b, status: "running", attempts: [attempt(1)] });
-  await handle.writeScenario({ ...b, status: "passed", attempts: [attempt(1)] });
+  oldFile({ ...b, status: "passed", attempts: [attempt(1)] });
   const journal = `${handle.dir}/begun.jsonl`;
   assert.equal(modeOf(journal), 0o600);
   const text = Deno.readTextFileSync(journal);
