@@ -328,7 +328,7 @@ Deno.test("regression: a suite run says the command driver's budget warning once
   assert.equal(warnings.length, 1, result.stderr);
 });
 
-Deno.test("a scenario's state file that is not JSON is an error naming the file in suite show, exit 6", async () => {
+Deno.test("a scenario's state that is not JSON (a line of begun.jsonl, an older reins's file) is an error naming the file in suite show, exit 6", async () => {
   await using dir = await tempDir();
   const home = `${dir.path}/home`;
   await writeSuite(dir.path, [
@@ -341,15 +341,22 @@ Deno.test("a scenario's state file that is not JSON is an error naming the file 
   const ran = await reins(["suite", "run", "suite.yaml", "--no-report"], { home, cwd: dir.path });
   assert.equal(ran.code, 0, ran.stderr);
   const [id] = [...Deno.readDirSync(`${home}/suites`)].map((entry) => entry.name);
+  const journal = `${home}/suites/${id}/begun.jsonl`;
+  const lines = Deno.readTextFileSync(journal).split("\n");
+  assert.equal(lines.length, 3, "the scenario's begun and ended states, no file of its own");
+  const expect = async (words: string) => {
+    for (const args of [["show", id], ["list"]]) {
+      const result = await reins(["suite", ...args], { home, cwd: dir.path });
+      assert.doesNotMatch(result.stderr, BUG);
+      assert.ok(result.stderr.includes(words), result.stderr);
+      assert.equal(result.code, args[0] === "show" ? 6 : 0, result.stderr);
+    }
+  };
+  await Deno.writeTextFile(journal, ["{ torn", ...lines.slice(1)].join("\n"));
+  await expect(`Cannot read line 1 of ${journal}: it is not JSON`);
+  await Deno.writeTextFile(journal, lines.join("\n"));
+  await Deno.mkdir(`${home}/suites/${id}/scenarios`, { mode: 0o700 });
   const file = `${home}/suites/${id}/scenarios/a.json`;
-  await Deno.writeTextFile(file, "{ torn");
-  for (const args of [["show", id], ["list"]]) {
-    const result = await reins(["suite", ...args], { home, cwd: dir.path });
-    assert.doesNotMatch(result.stderr, BUG);
-    assert.ok(
-      result.stderr.includes(`Cannot read the state of scenario a (${file}): it is not JSON`),
-      result.stderr,
-    );
-    assert.equal(result.code, args[0] === "show" ? 6 : 0, result.stderr);
-  }
+  await Deno.writeTextFile(file, "{ torn", { mode: 0o600 });
+  await expect(`Cannot read the state of scenario a (${file}): it is not JSON`);
 });
