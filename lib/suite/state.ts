@@ -266,8 +266,10 @@ export class SuiteRunHandle implements Disposable {
   readonly dir: string;
   header: SuiteRunFile;
   readonly #lock: Deno.FsFile;
-  /** What begun.jsonl holds: read when a resume opened it, each save since added. */
-  readonly #begun: Map<string, ScenarioState>;
+  /** What begun.jsonl held when a resume opened it (empty for a fresh suite run). */
+  #begun: BegunStates;
+  /** The scenarios saved since #begun was read: a read of one of them reads begun.jsonl again. */
+  readonly #saved = new Set<string>();
   #journal: PrivateLog | null = null;
 
   private constructor(
@@ -280,7 +282,7 @@ export class SuiteRunHandle implements Disposable {
     this.dir = root.layout.suite(header.id);
     this.header = header;
     this.#lock = lock;
-    this.#begun = new Map(begun);
+    this.#begun = begun;
   }
 
   get id(): string {
@@ -398,15 +400,22 @@ export class SuiteRunHandle implements Disposable {
       // The file's name is made durable once; its lines each by their fdatasync.
       syncDirectory(this.dir);
     }
-    // Through the secrets choke point, as a file written whole is; still one line. Kept as
-    // written, for readScenario: a copy, which the runner's later changes to `state` do not touch.
-    const text = JSON.stringify(redactValue(state));
-    this.#journal.append(text);
-    this.#begun.set(state.instance.id, JSON.parse(text));
+    // Through the secrets choke point, as a file written whole is; still one line. Not kept in
+    // memory (thousands of scenarios' states would be): readScenario reads the file again.
+    this.#journal.append(JSON.stringify(redactValue(state)));
+    this.#saved.add(state.instance.id);
     await this.#journal.syncAsync();
   }
 
+  /**
+   * A scenario's state as saved. The runner reads each scenario once, before it plays it: what
+   * begun.jsonl held when the suite run was opened. One saved since is read from the file again.
+   */
   readScenario(instance: Instance): ScenarioState {
+    if (this.#saved.has(instance.id)) {
+      this.#begun = readBegun(this.root, this.dir);
+      this.#saved.clear();
+    }
     return readScenarioState(this.root, this.dir, instance, this.#begun);
   }
 
