@@ -1,7 +1,8 @@
-// A suite run's cells read straight from its states (begun.jsonl, an older run's state files), for `reins suite compare`: only the
-// fields a cell holds are checked (by hand, not by the zod schema of state.ts, which costs as much
-// as the JSON.parse itself over thousands of files). A file those checks refuse is read again
-// through the schema, so what is wrong with it is said in the state files' own words.
+// A suite run's cells read straight from its states (begun.jsonl's last line of each row, or an
+// older reins's state file), for `reins suite compare`: only the fields a cell holds are checked
+// (by hand, not by the zod schema of state.ts, which costs as much as the JSON.parse itself over
+// thousands of rows). A state those checks refuse is read again through the schema, so what is
+// wrong with it is said in the state files' own words.
 import type { DataRoot } from "../store/mod.ts";
 import { joinPath } from "../core/paths.ts";
 import { type Cell, cellsOf } from "./aggregate.ts";
