@@ -2,7 +2,8 @@
 // setup commands, the conversation (scripted turns, or a simulated user) as turns of one context,
 // then the checks and judges, and a status. Every step is saved to the scenario's state (a line of
 // the suite run's begun.jsonl, state.ts) before the next begins, so a crash loses at most the step
-// in flight and a resume redoes only what did not finish. It prints nothing; hooks tell the caller (progress, the platform report).
+// in flight and a resume redoes only what did not finish. It prints nothing; hooks tell the caller
+// (progress, the platform report).
 import type { Confinement, OpenConfinement } from "../confine/mod.ts";
 import { describeError, ReinsError } from "../core/errors.ts";
 import { isSandboxRefusal } from "../core/sandbox.ts";
