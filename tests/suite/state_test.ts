@@ -316,3 +316,33 @@ Deno.test("noteBegun() appends a begun attempt to begun.jsonl (0600, redacted, o
   Deno.writeTextFileSync(journal, "not json\n" + text);
   assert.throws(() => readScenarioStates(root, handle.header), /line 1 of .*begun\.jsonl/);
 });
+
+Deno.test("a scenario's end cut short by a crash (a torn last line of begun.jsonl) leaves it in flight, for a resume to play again", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const root = new DataRoot(home);
+  const handle = create(home);
+  const [a] = readScenarioStates(root, handle.header);
+  const attempt = {
+    attempt: 1,
+    startedAt: new Date().toISOString(),
+    endedAt: null,
+    status: null,
+    reason: null,
+    runIds: ["run-1"],
+    workdir: "/tmp/x",
+  };
+  await handle.noteBegun({ ...a, status: "running", attempts: [attempt] });
+  const begun = Deno.readTextFileSync(`${handle.dir}/begun.jsonl`);
+  await handle.writeScenario({ ...a, status: "passed", attempts: [attempt] });
+  assert.equal(readScenarioStates(root, handle.header)[0].status, "passed");
+  handle.close();
+  const ended = Deno.readTextFileSync(`${handle.dir}/begun.jsonl`);
+  Deno.writeTextFileSync(`${handle.dir}/begun.jsonl`, ended.slice(0, begun.length + 40));
+  assert.deepEqual(
+    readScenarioStates(root, handle.header).map((s) => [s.status, s.attempts.length]),
+    [["running", 1], ["pending", 0]],
+  );
+  using resumed = SuiteRunHandle.resume(root, handle.id);
+  assert.equal(resumed.readScenario(INSTANCES[0]).status, "running");
+});
