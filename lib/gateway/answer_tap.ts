@@ -9,7 +9,7 @@
 // waits for the disk only when the writing falls WRITE_AHEAD_BYTES behind.
 import { importLazily } from "../core/lazy_import.ts";
 import { type AnswerBody, type RecordedAnswer, sha256Of } from "./bodies.ts";
-import { RedactedStream } from "./redacted_bytes.ts";
+import { joined, RedactedStream } from "./redacted_bytes.ts";
 import { SseReader } from "./sse.ts";
 import { ResponseReader, type Wire } from "./wires.ts";
 
@@ -139,7 +139,7 @@ export class AnswerTap {
     if (this.#json !== null && this.#jsonBytes > 0) {
       let data: unknown = null;
       try {
-        data = JSON.parse(decoder.decode(concat(this.#json, this.#jsonBytes)));
+        data = JSON.parse(decoder.decode(joined(this.#json)));
       } catch { /* not JSON: nothing to read in it */ }
       this.#json = null;
       this.#reader.json(data);
@@ -155,19 +155,8 @@ export class AnswerTap {
     }
     const sha256 = this.#hash !== null
       ? this.#hash.digest("hex")
-      : await sha256Of(concat(this.#kept, bytes));
+      : await sha256Of(joined(this.#kept));
     this.#kept = [];
     return { sha256, bytes, facts };
   }
-}
-
-function concat(parts: readonly Uint8Array[], length: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const all = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    all.set(part, at);
-    at += part.length;
-  }
-  return all;
 }

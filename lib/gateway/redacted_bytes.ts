@@ -129,7 +129,8 @@ function replaced(
   return { parts, end: copied };
 }
 
-function joined(parts: readonly Uint8Array[]): Uint8Array {
+/** The pieces as one array (the piece itself when there is one). */
+export function joined(parts: readonly Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0];
   let length = 0;
   for (const part of parts) length += part.length;
