@@ -8,7 +8,8 @@ import type { ProxySettings } from "../net/mod.ts";
 import type { CallUsage, DataRoot, EventInput } from "../store/mod.ts";
 import { onceAfter } from "../core/clock.ts";
 import { RunBodies } from "./bodies.ts";
-import { secretTailStart } from "./redacted_bytes.ts";
+import { secretReach, secretTailStart } from "./redacted_bytes.ts";
+import { ownString } from "./sse.ts";
 import { inputExcludesCache, type Wire } from "./wires.ts";
 
 /** A model's price per million tokens (as the config file's `prices` give it). */
@@ -73,14 +74,33 @@ const DELTA_EVERY_MS = 100;
  * A call's streamed text gathered for its next `message.delta`, and the timer that records it
  * (null: none running). The end of the text that may begin a known secret is kept for the event
  * after, so that a secret the model streams in pieces is whole in one event (which the event log
- * redacts) and never cut between two.
+ * redacts) and never cut between two. What is held is text of its own: never a slice of a
+ * longer piece (a slice keeps the whole of its piece alive), nor the pieces joined into a copy.
  */
 interface PendingDelta {
+  /** The text gathered, its pieces joined as V8 joins strings: not looked into here (a copy). */
   text: string;
+  /** Its last characters, as many as a known secret's beginning may have: looked into instead. */
+  end: string;
+  /** How many that was when `end` was taken (a secret remembered since may reach further). */
+  reach: number;
   timer: { cancel(): void } | null;
 }
 /** Streamed text gathered past this is recorded at once: an event's size stays bounded. */
 const DELTA_MAX_CHARS = 16 * 1024;
+
+/** How many characters at the end of `end` may begin a known secret (0: none). */
+function heldLength(end: string): number {
+  return end.length - secretTailStart(end);
+}
+
+/** The last `reach` characters of a text ending in `end` that goes on with `added`, of their own. */
+function endOf(end: string, added: string, reach: number): string {
+  if (reach === 0) return "";
+  if (added.length >= reach) return ownString(added.slice(added.length - reach));
+  const joined = end + added;
+  return ownString(joined.length <= reach ? joined : joined.slice(joined.length - reach));
+}
 
 export class GatewayBinding implements CallContext {
   readonly secret: string;
@@ -164,7 +184,7 @@ export class GatewayBinding implements CallContext {
     if (piece === "") return;
     let pending = this.#deltas.get(callId);
     if (pending === undefined) {
-      pending = { text: "", timer: null };
+      pending = { text: "", end: "", reach: 0, timer: null };
       this.#deltas.set(callId, pending);
     }
     if (pending.timer === null) {
@@ -181,23 +201,55 @@ export class GatewayBinding implements CallContext {
     }
     // A long piece (a text run read at once tells many events' text) is recorded in events of
     // bounded size, each ending before what may begin a secret.
-    let text = pending.text + piece;
-    while (text.length >= DELTA_MAX_CHARS) {
-      let cut = secretTailStart(text.slice(0, DELTA_MAX_CHARS));
+    const reach = secretReach();
+    if (reach > pending.reach) this.#reachFurther(pending, reach);
+    let { text, end } = pending;
+    let at = 0;
+    while (text.length + piece.length - at >= DELTA_MAX_CHARS) {
+      const part = piece.slice(at, at + DELTA_MAX_CHARS - text.length);
+      let held = heldLength(endOf(end, part, reach));
       // (Only a secret longer than an event could begin at its start: it is cut, as it must be.)
-      if (cut === 0) cut = DELTA_MAX_CHARS;
-      this.#emitDelta(callId, text.slice(0, cut));
-      text = text.slice(cut);
+      if (held >= text.length + part.length) held = 0;
+      if (held <= part.length) {
+        // What may begin a secret is in the piece: it is read again as the next event's start.
+        this.#emitDelta(callId, text + (held === 0 ? part : part.slice(0, part.length - held)));
+        at += part.length - held;
+        text = "";
+        end = "";
+      } else {
+        // It reaches back into what was gathered before (a secret's beginning in tiny pieces).
+        const whole = text + part;
+        this.#emitDelta(callId, whole.slice(0, whole.length - held));
+        text = end = ownString(whole.slice(whole.length - held));
+        at += part.length;
+      }
     }
-    pending.text = text;
+    // (A piece may itself be a slice of the answer's text: it is held as a copy too.)
+    const rest = ownString(at === 0 ? piece : piece.slice(at));
+    pending.text = text + rest;
+    pending.end = endOf(end, rest, reach);
+    pending.reach = reach;
+  }
+
+  /** A secret longer than any before was remembered: `pending.end` is taken again, longer. */
+  #reachFurther(pending: PendingDelta, reach: number): void {
+    pending.end = ownString(pending.text.slice(Math.max(0, pending.text.length - reach)));
+    pending.reach = reach;
   }
 
   /** Records what `pending` gathered, but for the end that may begin a secret: that is kept. */
   #emitGathered(callId: string, pending: PendingDelta): void {
-    const cut = secretTailStart(pending.text);
-    this.#emitDelta(callId, pending.text.slice(0, cut));
-    pending.text = pending.text.slice(cut);
-    if (pending.text === "") this.#deltas.delete(callId);
+    const reach = secretReach();
+    if (reach > pending.reach) this.#reachFurther(pending, reach);
+    const held = heldLength(pending.end);
+    const text = pending.text;
+    if (held === 0) {
+      this.#emitDelta(callId, text);
+      this.#deltas.delete(callId);
+      return;
+    }
+    this.#emitDelta(callId, text.slice(0, text.length - held));
+    pending.text = pending.end = ownString(pending.end.slice(pending.end.length - held));
   }
 
   #emitDelta(callId: string, text: string): void {

@@ -201,6 +201,15 @@ export class RedactedStream {
 }
 
 /**
+ * How many characters a known secret's beginning may have at most (the longest form's length less
+ * one; 0: no secret is known): the end of a text that secretTailStart need look at.
+ */
+export function secretReach(): number {
+  const forms = knownSecrets.forms;
+  return forms.length === 0 ? 0 : forms[0].length - 1;
+}
+
+/**
  * Where the end of `text` that may be a known secret's beginning starts: `text.length` when none
  * (for text recorded in pieces, binding.ts, to keep a secret's beginning with its end).
  */

@@ -4,6 +4,15 @@
 // parsing them whole). Lines may be split anywhere across chunks. It keeps only the line being
 // read and the event being built, never the stream.
 
+/**
+ * `text` as a string of its own: a slice of a longer string (V8 makes one of 13 characters or
+ * more) keeps the whole of that string alive, which what is held from one piece to the next must
+ * not (a piece's text is tens of KiB, its rest an event's beginning).
+ */
+export function ownString(text: string): string {
+  return text.length < 13 ? text : (" " + text).slice(1);
+}
+
 export type SseHandler = (name: string | null, data: string) => void;
 /**
  * Reads the whole events at `from` in `text` it knows how to read at once (before `limit`, the
@@ -31,7 +40,18 @@ export class SseReader {
 
   /** The next piece of the stream as text, decoded by the caller (a UTF-8 decoder streaming). */
   pushText(decoded: string): void {
-    const text = this.#partial + decoded;
+    const partial = this.#partial;
+    if (partial === "") return this.#read(decoded);
+    // The event begun in the last piece mostly ends near this one's start: it is read from the
+    // rest of the last piece and this one's beginning, not from both joined whole (a copy).
+    const end = decoded.indexOf("\n\n");
+    if (end < 0 || end + 2 === decoded.length) return this.#read(partial + decoded);
+    this.#read(partial + decoded.slice(0, end + 2));
+    this.#read(this.#partial + decoded.slice(end + 2));
+  }
+
+  /** Reads `text`: the rest of the stream before it is read (nothing of it held but its end). */
+  #read(text: string): void {
     // Whole events at a time (most are one `data:` line, after an `event:` line or not): found by
     // their blank lines with indexOf and handed on as slices of the chunk's text, the rest read
     // line by line. A stream in CRLF is read line by line throughout.
@@ -65,14 +85,14 @@ export class SseReader {
       } else this.#lines(text.slice(from, end + 2), true);
       from = end + 2;
     }
-    this.#partial = from === 0 ? text : text.slice(from);
+    this.#partial = from === 0 ? text : ownString(text.slice(from));
   }
 
   /** The event name at `start`…`end` of `text`: the last one again when it repeats (no copy). */
   #nameAt(text: string, start: number, end: number): string {
     const last = this.#lastName;
     if (last.length === end - start && text.startsWith(last, start)) return last;
-    return this.#lastName = text.slice(start, end);
+    return this.#lastName = ownString(text.slice(start, end));
   }
 
   /** Reads `text` line by line (the partial line kept, unless `whole`). */
@@ -85,7 +105,7 @@ export class SseReader {
       this.#line(text.slice(from, end));
       from = at + 1;
     }
-    if (!whole) this.#partial = from === 0 ? text : text.slice(from);
+    if (!whole) this.#partial = from === 0 ? text : ownString(text.slice(from));
   }
 
   /** The end of the stream: an event not closed by a blank line is still handed on. */
