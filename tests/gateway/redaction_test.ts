@@ -296,3 +296,38 @@ Deno.test("RedactedStream keeps what redactedBytes keeps of the whole, however t
     { numRuns: 3000 },
   );
 });
+
+Deno.test("a key remembered while an answer's text is gathered is not cut between two message.delta events either", async () => {
+  rememberSecrets(KEY);
+  // Longer than any key known before: the end kept to look for a key's beginning must grow.
+  const later = "later0Key9Abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_more";
+  const dir = await Deno.makeTempDir({ prefix: "reins-redact-" });
+  const texts: string[] = [];
+  const store = openStore(`${dir}/home`);
+  try {
+    const runId = "run-later";
+    store.ensureDir(store.layout.run(runId));
+    const binding = await bindTurn({
+      root: store,
+      runId,
+      routes: {},
+      emit: (event) => {
+        if (event.type === "message.delta") texts.push((event.payload as { text: string }).text);
+      },
+      ledger: new BudgetLedger([]),
+      priceOf: () => null,
+      proxy: NO_PROXY_SETTINGS,
+    });
+    const first = "x".repeat(16 * 1024 - 70) + later.slice(0, 60);
+    binding.delta("call-1", first);
+    rememberSecrets(later);
+    binding.delta("call-1", later.slice(60) + " and on".repeat(20));
+    binding.flushDelta("call-1");
+    await binding.close();
+    assert.equal(texts.join(""), first + later.slice(60) + " and on".repeat(20));
+    assert.ok(texts.some((text) => text.includes(later)), "the key is cut between two events");
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
