@@ -28,7 +28,7 @@ import { drainUntilEnd, finalStream, type StreamBody, streamOf } from "./streams
 import { approvalAnswer, checkAcceptedOutput, messageText } from "./messages.ts";
 import { listTasks } from "./task_list.ts";
 import { TaskLookup } from "./task_lookup.ts";
-import { CANCEL_REASON, recordState, TaskView } from "./task_view.ts";
+import { CANCEL_REASON, recordState, type TaskRecord, TaskView } from "./task_view.ts";
 import type { ServeStore, TurnRunner } from "./turns.ts";
 
 /** The reason turns still running when the server stops are stopped with. */
@@ -221,9 +221,10 @@ export class A2AService {
       onEvent: (event) => live ? live.publish(event) : early.push(event),
       onCreated: (runId) => {
         try {
-          const record = this.#store.loadRun(runId);
           live = new LiveTask(
-            new TaskView(record, { promptMessageId: message.messageId }),
+            new TaskView(this.#startedRecord(runId, early), {
+              promptMessageId: message.messageId,
+            }),
             control,
             (after, before) => this.#readRange(runId, after, before),
           );
@@ -272,6 +273,27 @@ export class A2AService {
         [errorInfo("TURN_NOT_STARTED")],
       );
     }
+  }
+
+  /**
+   * What a new task's view starts from: its run.started event, which the turn hands over before
+   * the run is created (as stored: redacted, its time the record's start), so that starting a task
+   * reads nothing from disk; the run's record when a runner did not hand it over.
+   */
+  #startedRecord(runId: string, early: readonly RunEvent[]): TaskRecord {
+    const started = early.find((e) => e.type === "run.started" && e.runId === runId);
+    if (started?.type !== "run.started") return this.#store.loadRun(runId);
+    const { payload } = started;
+    return {
+      id: runId,
+      contextId: payload.contextId,
+      sessionId: started.sessionId,
+      driver: payload.driver,
+      goal: payload.goal,
+      startedAt: started.timestamp,
+      status: "running",
+      terminalReason: null,
+    };
   }
 
   #readRange(runId: string, after: number, before: number): RunEvent[] {

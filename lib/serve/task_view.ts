@@ -27,7 +27,8 @@ export const ARTIFACT_ID = "response";
 /** The key of reins's own fields in a Task's metadata. */
 export const METADATA_KEY = "reins";
 
-type TaskRecord = Pick<
+/** The fields of a run record a task view starts from. */
+export type TaskRecord = Pick<
   RunRecord,
   "id" | "contextId" | "sessionId" | "driver" | "goal" | "startedAt" | "status" | "terminalReason"
 >;
