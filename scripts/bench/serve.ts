@@ -113,10 +113,21 @@ class Connection {
 interface Load {
   run(untilMs: number): Promise<number>;
   close(): void;
+  /** The server process answering it, whose CPU time paired() counts. */
+  pid?: number;
+}
+
+/**
+ * The CPU time in ms process `pid` has used itself (user + system, not its children's), from
+ * /proc/<pid>/stat in clock ticks of 10 ms (Linux's USER_HZ).
+ */
+function cpuMs(pid: number): number {
+  const fields = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** CLIENTS kept-alive connections sending `bytes`, each waiting for its answer. */
-async function httpLoad(port: number, bytes: Uint8Array): Promise<Load> {
+async function httpLoad(port: number, bytes: Uint8Array, pid?: number): Promise<Load> {
   const connections = await Promise.all(
     Array.from({ length: CLIENTS }, () => Connection.open(port)),
   );
@@ -134,13 +145,18 @@ async function httpLoad(port: number, bytes: Uint8Array): Promise<Load> {
     close() {
       for (const c of connections) c.close();
     },
+    pid,
   };
 }
+
+/** The CPU time (ms) a load's server spent per answer, when its server's pid is known. */
+const cpuPerAnswer = new Map<Load, number>();
 
 /**
  * The rates (per second) of two loads, measured in alternating rounds (A B B A …) after a warm-up
  * of each: on a machine shared with other work, a busy spell then weighs on both sides alike
- * rather than on whichever ran during it.
+ * rather than on whichever ran during it. The CPU time each server spent in its own rounds, per
+ * answer, is left in cpuPerAnswer.
  */
 async function paired(a: Load, b: Load): Promise<[number, number]> {
   const ROUNDS = 4;
@@ -148,14 +164,21 @@ async function paired(a: Load, b: Load): Promise<[number, number]> {
   for (const load of [a, b]) await load.run(performance.now() + 500);
   const counts = [0, 0];
   const times = [0, 0];
+  const cpu = [0, 0];
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
     for (const side of order) {
+      const load = [a, b][side];
+      const cpuBefore = load.pid === undefined ? 0 : cpuMs(load.pid);
       const start = performance.now();
-      counts[side] += await [a, b][side].run(start + roundMs);
+      counts[side] += await load.run(start + roundMs);
       times[side] += performance.now() - start;
+      if (load.pid !== undefined) cpu[side] += cpuMs(load.pid) - cpuBefore;
     }
   }
+  [a, b].forEach((load, side) => {
+    if (load.pid !== undefined) cpuPerAnswer.set(load, cpu[side] / counts[side]);
+  });
   return [counts[0] / (times[0] / 1000), counts[1] / (times[1] / 1000)];
 }
 
@@ -400,7 +423,7 @@ export default async function (): Promise<void> {
       goal: ">= 0.5",
       baselineName: "bare Deno.serve, same JSON",
     });
-    const sendLoad = load(await httpLoad(ours.port, request(send, token)));
+    const sendLoad = load(await httpLoad(ours.port, request(send, token), ours.pid));
     const [sendOurs, sendBare] = await paired(
       sendLoad,
       load(await httpLoad(bare.port, request(send, token))),
@@ -435,10 +458,8 @@ export default async function (): Promise<void> {
     if (peerAnswer.result?.task?.status?.state !== "TASK_STATE_COMPLETED") {
       throw new Error(`the @a2a-js/sdk peer answered ${JSON.stringify(peerAnswer)}`);
     }
-    const [sendVsPeer, peerRate] = await paired(
-      sendLoad,
-      load(await httpLoad(peer.port, request(send, token))),
-    );
+    const peerLoad = load(await httpLoad(peer.port, request(send, token), peer.pid));
+    const [sendVsPeer, peerRate] = await paired(sendLoad, peerLoad);
     compare({
       name: "SendMessage, 16 clients, command agent `true` (a recorded, durable run each)",
       ours: sendVsPeer,
@@ -449,6 +470,12 @@ export default async function (): Promise<void> {
       baselineName:
         "@a2a-js/sdk 1.3.0 on Express 5.1.0, its executor spawning true and fdatasyncing a journal per task",
     });
+    // Where the difference lies: the server process's own CPU time per task (its agents' not
+    // counted), in the same rounds. reins's is nearly all the turn's (docs/serve.md, Speed).
+    figure(
+      "CPU time of the server process per SendMessage, same rounds (reins serve / @a2a-js/sdk peer)",
+      `${cpuPerAnswer.get(sendLoad)!.toFixed(2)} ms / ${cpuPerAnswer.get(peerLoad)!.toFixed(2)} ms`,
+    );
 
     // What the turns themselves cost, without HTTP: runTurn() in this process, 16 at once.
     await Deno.mkdir(`${dir}/work-engine`);
