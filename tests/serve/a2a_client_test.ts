@@ -551,3 +551,27 @@ Deno.test("a question the agent asks (the loop's ask_user) is TASK_STATE_INPUT_R
   const tool = events.find((e) => e.type === "tool.completed");
   assert.equal(tool?.payload.result, "notes.md", "the model was given the answer");
 });
+
+// A new task's view starts from the run.started event the turn hands over (not run.json read
+// back): the first streamed Task says what the recorded run says, a secret in the prompt redacted
+// in both.
+Deno.test("the first streamed Task of a new task matches its recorded run: context, session, driver, the prompt redacted", async () => {
+  await using t = await startTestServer({ agent: commandAgent(`sh ${FIXTURES}talker.sh`) });
+  const client = await t.client();
+  const secret = "sk-ant-api03-" + "x".repeat(40);
+  const items = await collect(client.sendMessageStream(send(`use the key ${secret} please`)));
+  assert.equal(items[0][0], "task");
+  const first = items[0][1] as Task;
+  const record = t.store.loadRun(first.id);
+  assert.equal(first.contextId, record.contextId);
+  const reins = (first.metadata as { reins: Record<string, unknown> }).reins;
+  assert.equal(reins.sessionId, record.sessionId);
+  assert.equal(reins.driver, record.driver);
+  const prompt = first.history[0].parts.map((p) =>
+    p.content?.$case === "text" ? p.content.value : ""
+  ).join("");
+  assert.equal(prompt, record.goal);
+  assert.ok(!prompt.includes(secret), "the prompt is redacted in the Task as in run.json");
+  const got = await client.getTask(GetTaskRequest.fromJSON({ id: first.id }));
+  assert.deepEqual(got.history[0], first.history[0]);
+});
