@@ -83,7 +83,8 @@ export class DataRoot implements Disposable {
    * or by another process, costs nothing.
    */
   noteMadeDirs(dir: string): void {
-    this.#noting.push(resolvePath(dir, this.home));
+    const noted = resolvePath(dir, this.home);
+    if (!this.#noting.includes(noted)) this.#noting.push(noted);
   }
 
   /**

@@ -363,15 +363,20 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       // The rename that put runs/<id> in place, and the files made in it, are durable once runs/
       // and runs/<id> are synced too: done with the log's first sync (at settle at the latest)
       // rather than here, keeping a run's creation free of syncs.
+      // When this root made runs/ itself (the data root's first run), its name in the data root
+      // is synced too, once: else a filesystem that does not order a directory's creation before
+      // the writes into it could lose runs/, every synced run in it.
       afterFirstSync: {
         blocking: () => {
           syncDirectory(root.layout.run(runId));
           syncDirectory(root.layout.runs());
+          root.syncMadeDirsNow(root.layout.run(runId));
         },
         awaited: async () => {
           await Promise.all([
             syncDirectoryAsync(root.layout.run(runId)),
             syncDirectoryAsync(root.layout.runs()),
+            root.syncMadeDirs(root.layout.run(runId)),
           ]);
         },
       },
@@ -412,6 +417,8 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
  * that once the directory is renamed into place no reconciler ever sees the run unowned.
  */
 function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsFile } {
+  // runs/, when made here, is synced into the data root with the run's first sync.
+  root.noteMadeDirs(root.layout.runs());
   root.ensureDir(root.layout.stagingRuns());
   const staging = root.layout.creatingRun(runId);
   // A fresh name under a directory already made private: made 0700 here, and not remembered as

@@ -380,10 +380,35 @@ Deno.test("createRun() syncs runs/ and the run's directory once, with the log's 
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
   assert.deepEqual(synced, []);
   writer.append({ type: "completed", payload: { result: "done", reason: null } });
-  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs]);
+  // runs/ was made by this first run, so its name in the data root is synced too.
+  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs, home.path]);
   writer.append({ type: "heartbeat", payload: { iteration: 2 } });
   writer.close();
-  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs], "once, not at every sync");
+  assert.deepEqual(synced, [`${runs}/${writer.runId}`, runs, home.path], "once, not at every sync");
+});
+
+Deno.test("createRun() syncs runs/ into the data root with the first run that made it, and only then", async () => {
+  // regression: runs/ was made by a data root's first run and never synced into the data root,
+  // so a power cut could lose runs/ and every settled run in it
+  await using home = await storeHome();
+  const synced: string[] = [];
+  using _observed = observeDirectorySyncs((dir) => synced.push(dir));
+  const runs = `${home.path}/runs`;
+  const first = home.store.createRun(runInit());
+  await first.appendDurably({ type: "completed", payload: { result: "done", reason: null } });
+  first.close();
+  assert.deepEqual(synced.toSorted(), [home.path, runs, `${runs}/${first.runId}`]);
+  synced.length = 0;
+  const second = home.store.createRun(runInit());
+  await second.appendDurably({ type: "completed", payload: { result: "done", reason: null } });
+  second.close();
+  assert.deepEqual(synced.toSorted(), [runs, `${runs}/${second.runId}`], "runs/ made before");
+  synced.length = 0;
+  // Another process (a store opened on a data root whose runs/ exists) syncs no more either.
+  const third = home.reopen().createRun(runInit());
+  await third.appendDurably({ type: "completed", payload: { result: "done", reason: null } });
+  third.close();
+  assert.deepEqual(synced.toSorted(), [runs, `${runs}/${third.runId}`], "runs/ made elsewhere");
 });
 
 Deno.test("RunWriter.appendDurably() leaves the thread free while the log syncs: the line first, the record once it is on disk", async () => {
@@ -408,8 +433,8 @@ Deno.test("RunWriter.appendDurably() leaves the thread free while the log syncs:
   // this failed about one run in three on a loaded machine).
   assert.deepEqual(
     synced.toSorted(),
-    [runs, `${runs}/${writer.runId}`],
-    "the run's directory and runs/, with the log",
+    [home.path, runs, `${runs}/${writer.runId}`],
+    "the run's directory, runs/ and (it made runs/) the data root, with the log",
   );
   assert.equal(recordOnDisk(home.path, writer.runId).status, "completed");
   assert.equal(recordOnDisk(home.path, writer.runId).endedAt, terminal.timestamp);
@@ -417,7 +442,7 @@ Deno.test("RunWriter.appendDurably() leaves the thread free while the log syncs:
   writer.close();
   assert.deepEqual(
     synced.toSorted(),
-    [runs, `${runs}/${writer.runId}`],
+    [home.path, runs, `${runs}/${writer.runId}`],
     "once, not again at close",
   );
 });
