@@ -7,32 +7,13 @@ import { describeError, isDiskFull } from "../core/errors.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import type { DataRoot } from "./data_root.ts";
 import type { LeftAgent } from "./left_agents.ts";
-import { exists } from "./run_files.ts";
+import { ownerState } from "./owner.ts";
 import { openIndex, SWEPT_META_KEY } from "./index_db.ts";
+
+export { type OwnerState, ownerState } from "./owner.ts";
 
 /** How often the cheap reconciliation sweeps leftovers (see lib/store/leftovers.ts). */
 export const SWEEP_EVERY_MS = 10 * 60_000;
-
-/** `alive`: a process holds the run's owner lock; `gone`: nobody does; `no-run`: no such run. */
-export type OwnerState = "alive" | "gone" | "no-run";
-
-export function ownerState(root: DataRoot, runId: string): OwnerState {
-  let file: Deno.FsFile;
-  try {
-    file = Deno.openSync(root.layout.ownerLock(runId), { read: true });
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-    return exists(root.layout.run(runId)) ? "gone" : "no-run";
-  }
-  try {
-    // flock conflicts between open files, even in one process: a writer here counts as alive.
-    if (!file.tryLockSync(true)) return "alive";
-    file.unlockSync();
-    return "gone";
-  } finally {
-    file.close();
-  }
-}
 
 /** Says what reconciliation did about agents a dead owner left running (nothing when none). */
 export async function warnLeftAgents(

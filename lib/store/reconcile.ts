@@ -149,6 +149,13 @@ async function repair(
       );
       return;
     }
+    if (file.state === "missing" && outcome === null) {
+      // A run killed before its record first changed never had a run.json: its record is its
+      // run.started's, and the interruption appended below writes it.
+      await stopAgents();
+      interrupt(root, runId, reason, result);
+      return;
+    }
     if (file.state === "damaged") keepCopy(root, runId, DAMAGED_RECORD_FILE, file.text);
     result.problems.push(
       `${shownPath(runId, RECORD_FILE)}: ${
@@ -180,6 +187,16 @@ async function repair(
   }
   // The agents first: once the log says interrupted, nothing of the run may still be running.
   await stopAgents();
+  interrupt(root, runId, reason, result);
+}
+
+/** Appends the interruption of a run whose owner is gone (run.json follows it). */
+function interrupt(
+  root: DataRoot,
+  runId: string,
+  reason: string,
+  result: RunReconciliation,
+): void {
   const appender = RunAppender.open(root, runId);
   try {
     appender.append({ type: "status.changed", payload: { status: "interrupted", reason } });

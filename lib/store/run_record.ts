@@ -3,11 +3,12 @@
 // reconciliation's job. Loaded lazily by the index (index_db.ts) to fill rows it lacks, so it
 // imports nothing that imports the index.
 import { DataRootError, NotFoundError } from "../core/errors.ts";
-import type { RunRecord } from "./contracts.ts";
+import type { RunEvent, RunRecord } from "./contracts.ts";
 import { orderedRecord, runRecordProblem } from "./contract_runtime.ts";
 import type { DataRoot } from "./data_root.ts";
 import { readEvents } from "./event_log.ts";
-import { recordFromEvents } from "./record_events.ts";
+import { outcomeEvent, recordFromEvents } from "./record_events.ts";
+import { ownerState } from "./owner.ts";
 import { EVENTS_FILE, exists, RECORD_FILE, shownPath } from "./run_files.ts";
 
 export type RecordFile =
@@ -49,7 +50,10 @@ export interface RecordProblem {
 
 export interface RunInspection {
   record: RunRecord;
-  /** True when run.json was missing or damaged and `record` was rebuilt from the events. */
+  /**
+   * True when run.json was missing or damaged and `record` was rebuilt from the events (missing
+   * is no problem: a run's record is written when it first changes).
+   */
   rebuilt: boolean;
   problems: RecordProblem[];
 }
@@ -76,11 +80,39 @@ export function inspectRun(root: DataRoot, runId: string): RunInspection {
       { hint: `restore ${where} from a backup, or move runs/${runId} out of the data root` },
     );
   }
+  // A run's record is first written when it first changes (its settling, for most): until then
+  // the log gives it, and a missing run.json is no damage (one whose writer died first is
+  // written by reconciliation, which says so).
+  if (file.state === "missing") {
+    return {
+      record: beforeDurableOutcome(root, runId, events, rebuilt),
+      rebuilt: true,
+      problems: [],
+    };
+  }
   return {
     record: rebuilt,
     rebuilt: true,
     problems: [{ file: where, reason: `${why}; rebuilt from ${EVENTS_FILE}` }],
   };
+}
+
+/**
+ * A record rebuilt from a log whose run.json is not written yet, as run.json would say: the
+ * outcome is the record's only once its owner has made the log durable and written it (the
+ * owner writes run.json right after the outcome's fdatasync; a record read meanwhile — the index
+ * filled from it, say — must not call settled a run whose outcome a power cut could still take
+ * back). So while the owner is alive, the record is the log's before its outcome.
+ */
+function beforeDurableOutcome(
+  root: DataRoot,
+  runId: string,
+  events: readonly RunEvent[],
+  rebuilt: RunRecord,
+): RunRecord {
+  const outcome = outcomeEvent(events);
+  if (outcome === null || ownerState(root, runId) !== "alive") return rebuilt;
+  return recordFromEvents(runId, events.slice(0, events.indexOf(outcome))) ?? rebuilt;
 }
 
 /** The run's record (rebuilt from its events if run.json is damaged). */

@@ -6,12 +6,7 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import {
-  syncDirectory,
-  syncDirectoryAsync,
-  writeAll,
-  writeNewPrivateFile,
-} from "../core/atomic_write.ts";
+import { syncDirectory, syncDirectoryAsync, writeAll } from "../core/atomic_write.ts";
 import { redact, redactValue } from "../core/redact.ts";
 import type {
   AgentFacts,
@@ -30,7 +25,7 @@ import { EventLog } from "./event_log.ts";
 import { applyEvent, mayChangeRecord } from "./record_events.ts";
 import { noteRun } from "./index_db.ts";
 import { inspectRun, readRecordFile } from "./run_record.ts";
-import { EVENTS_FILE, isActive, OWNER_LOCK_FILE, RECORD_FILE } from "./run_files.ts";
+import { EVENTS_FILE, isActive, OWNER_LOCK_FILE } from "./run_files.ts";
 
 /** What a new run is made from; the rest of its record (id, times, status) the store sets. */
 export interface RunInit {
@@ -319,8 +314,9 @@ export class RunWriter extends RunAppender {
 }
 
 /**
- * Creates a run: `runs/<uuid v7>/` with its owner lock held, a `run.started` event (sequence 0)
- * and run.json with status `running`. The returned writer owns the run until close().
+ * Creates a run: `runs/<uuid v7>/` with its owner lock held and a `run.started` event (sequence
+ * 0), which gives its record (status `running`) until run.json is first written, when the record
+ * first changes. The returned writer owns the run until close().
  */
 export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {}): RunWriter {
   const runId = newId();
@@ -354,8 +350,8 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
   const staged = stageRun(root, runId);
   let log: EventLog | null = null;
   try {
-    // The run is made whole in its staging directory — owner lock held, run.started logged,
-    // run.json written — and only then renamed into place: no reader ever sees it half made,
+    // The run is made whole in its staging directory — owner lock held, run.started logged —
+    // and only then renamed into place: no reader ever sees it half made,
     // and nothing in it needs looking at first (nobody else has seen the directory).
     log = EventLog.create(root, runId, record.sessionId, joinPath(staged.dir, EVENTS_FILE), {
       ...options,
@@ -392,12 +388,12 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
     );
     // Nothing is fsynced at creation: what a run does is made durable when it settles (or waits),
     // its directory with it (afterFirstSync above), and until then a power cut loses its events
-    // anyway (they are not synced one by one). A run.json a power cut loses is rebuilt from
-    // run.started.
-    const written = writeFirstRecord(staged.dir, {
-      ...record,
-      startedAt: writer.started.timestamp,
-    });
+    // anyway (they are not synced one by one). Nor is run.json written: run.started holds every
+    // field of the record, so a reader rebuilds it from the log until the record first changes
+    // (at settle, for most turns), which writes run.json once rather than twice — a file the
+    // first write made and the second replaced and freed, the dearest thing a turn makes (see
+    // docs/engine.md "What a turn writes and syncs").
+    const written = redactValue(orderedRecord({ ...record, startedAt: writer.started.timestamp }));
     Deno.renameSync(staged.dir, root.layout.run(runId));
     root.madePrivate(root.layout.run(runId));
     noteRun(root, written);
@@ -475,17 +471,6 @@ export function writeRecord(
   const ordered = redactValue(orderedRecord(record));
   root.writeFileAtomic(root.layout.record(record.id), recordText(ordered), options);
   noteRun(root, ordered);
-}
-
-/**
- * Writes a new run's first run.json into the directory it is made in (`dir`, not yet renamed
- * into place: nobody reads it there, so it needs no temp file). Returns the record as written
- * (redacted), for the index once the directory is in place (noteRun).
- */
-export function writeFirstRecord(dir: string, record: RunRecord): RunRecord {
-  const ordered = redactValue(orderedRecord(record));
-  writeNewPrivateFile(joinPath(dir, RECORD_FILE), recordText(ordered));
-  return ordered;
 }
 
 function recordText(record: RunRecord): string {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { uniquePrefix } from "../../lib/store/list.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { runInit, storeHome } from "./_helpers.ts";
+import { exists } from "../../lib/store/run_files.ts";
 
 /** Makes runs with the given inits, settling those with a status, oldest first. */
 function makeRuns(store: Store, specs: { context?: string; session?: string; settle?: boolean }[]) {
@@ -61,6 +62,8 @@ Deno.test("resolveRun() finds a run whose directory the index does not know yet"
   const copy = `${id.slice(0, -4)}${id.at(-4) === "b" ? "ceef" : "beef"}`;
   Deno.mkdirSync(`${home.path}/runs/${copy}`);
   for (const file of ["run.json", "events.jsonl"]) {
+    // A run still running has no run.json yet (its record is written when it first changes).
+    if (!exists(`${home.path}/runs/${id}/${file}`)) continue;
     const text = Deno.readTextFileSync(`${home.path}/runs/${id}/${file}`).replaceAll(id, copy);
     Deno.writeTextFileSync(`${home.path}/runs/${copy}/${file}`, text);
   }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { INTERRUPTED_REASON } from "../../lib/store/reconcile.ts";
 import { recordOnDisk, runInit, storeHome } from "./_helpers.ts";
+import { exists } from "../../lib/store/run_files.ts";
 
 Deno.test("reconcileRun() leaves a run alone while its writer holds the lock", async () => {
   await using home = await storeHome();
@@ -57,6 +58,8 @@ Deno.test("reconcileRun() marks interrupted a run whose owner is gone, at the ne
 Deno.test("reconcileRun() corrects a record its events contradict, keeping a copy first", async () => {
   await using home = await storeHome();
   const writer = home.store.createRun(runInit());
+  // A change that writes run.json (still running); a new run's is written first then.
+  writer.append({ type: "session.linked", payload: { nativeSessionId: "native-1" } });
   const running = Deno.readTextFileSync(`${home.path}/runs/${writer.runId}/run.json`);
   const done = writer.append({ type: "completed", payload: { reason: "ok", result: 1 } });
   writer.close();
@@ -74,12 +77,13 @@ Deno.test("reconcileRun() corrects a record its events contradict, keeping a cop
     Deno.readTextFileSync(`${home.path}/runs/${writer.runId}/run.json.before-outcome-repair`),
     running,
   );
-  assert.equal(home.store.readEvents(writer.runId).events.length, 2, "no event was added");
+  assert.equal(home.store.readEvents(writer.runId).events.length, 3, "no event was added");
 });
 
 Deno.test("reconcileRun() interrupts a run whose record claims an outcome its events lack", async () => {
   await using home = await storeHome();
   const writer = home.store.createRun(runInit());
+  writer.append({ type: "session.linked", payload: { nativeSessionId: "native-1" } });
   writer.close();
   const path = `${home.path}/runs/${writer.runId}/run.json`;
   const claimed = Deno.readTextFileSync(path).replace('"running"', '"completed"');
@@ -89,6 +93,26 @@ Deno.test("reconcileRun() interrupts a run whose record claims an outcome its ev
   assert.equal(result.interrupted, true);
   assert.equal(recordOnDisk(home.path, writer.runId).status, "interrupted");
   assert.equal(Deno.readTextFileSync(`${path}.before-outcome-repair`), claimed);
+});
+
+Deno.test("reconcileRun() interrupts a run killed before its record was first written, reporting no damage", async () => {
+  // A run's run.json is written when its record first changes: one killed before never had one.
+  await using home = await storeHome();
+  const writer = home.store.createRun(runInit({ contextId: "ctx-3" }));
+  writer.append({ type: "heartbeat", payload: { iteration: 1 } });
+  writer.close();
+  const path = `${home.path}/runs/${writer.runId}/run.json`;
+  assert.ok(!exists(path));
+  const result = await home.store.reconcileRun(writer.runId);
+  assert.equal(result.interrupted, true);
+  assert.equal(result.recordRebuilt, false);
+  assert.equal(result.outcomeRepaired, false);
+  assert.deepEqual(result.problems, []);
+  const record = recordOnDisk(home.path, writer.runId);
+  assert.equal(record.status, "interrupted");
+  assert.equal(record.contextId, "ctx-3");
+  assert.equal(record.startedAt, writer.started.timestamp);
+  assert.deepEqual(home.store.inspectRun(writer.runId).record, record);
 });
 
 for (const [name, cut] of [["0 bytes", () => 0], ["half", (n: number) => n >> 1]] as const) {

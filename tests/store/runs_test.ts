@@ -8,8 +8,9 @@ import { eventInput, runPatch } from "./_arbitraries.ts";
 import { logLines, modeOf, recordOnDisk, runInit, storeHome } from "./_helpers.ts";
 import { observeDirectorySyncs } from "../../lib/core/atomic_write.ts";
 import { recordedAgents } from "../../lib/store/left_agents.ts";
+import { exists } from "../../lib/store/run_files.ts";
 
-Deno.test("createRun() writes a running run.json and a run.started event, all private", async () => {
+Deno.test("createRun() writes a run.started event that gives a running record, no run.json yet, all private", async () => {
   await using home = await storeHome();
   using writer = home.store.createRun(runInit({ parentRunId: "p-1", relation: "child" }));
   const dir = `${home.path}/runs/${writer.runId}`;
@@ -17,7 +18,12 @@ Deno.test("createRun() writes a running run.json and a run.started event, all pr
     writer.runId,
     /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
   );
-  const record = recordOnDisk(home.path, writer.runId);
+  // run.json is first written when the record first changes; until then run.started gives it.
+  assert.ok(!exists(`${dir}/run.json`), "run.json was written at creation");
+  const inspected = home.store.inspectRun(writer.runId);
+  assert.deepEqual(inspected.problems, [], "a run not yet written is no damage");
+  const record = inspected.record;
+  assert.deepEqual(writer.record, record);
   assert.deepEqual(record, {
     id: writer.runId,
     sessionId: "session-1",
@@ -44,9 +50,12 @@ Deno.test("createRun() writes a running run.json and a run.started event, all pr
   assert.equal(started.sequence, 0);
   assert.deepEqual(writer.started, started);
   for (const path of [home.path, `${home.path}/runs`, dir]) assert.equal(modeOf(path), 0o700);
-  for (const file of ["run.json", "events.jsonl", "owner.lock"]) {
+  for (const file of ["events.jsonl", "owner.lock"]) {
     assert.equal(modeOf(`${dir}/${file}`), 0o600, file);
   }
+  writer.append({ type: "completed", payload: { reason: null, result: null } });
+  assert.deepEqual(recordOnDisk(home.path, writer.runId), writer.record);
+  assert.equal(modeOf(`${dir}/run.json`), 0o600);
   // Beside the run, only the (empty) directory runs are made in before being renamed into place.
   assert.deepEqual(
     [...Deno.readDirSync(`${home.path}/runs`)].map((e) => e.name).sort(),
@@ -91,13 +100,14 @@ Deno.test("RunWriter.append() rewrites run.json only when the event changes it",
   using writer = home.store.createRun(runInit());
   const path = `${home.path}/runs/${writer.runId}/run.json`;
   const inode = () => Deno.statSync(path).ino;
+  writer.append({ type: "status.changed", payload: { status: "waiting", reason: null } });
   const first = inode();
   writer.append({ type: "heartbeat", payload: { iteration: 1 } });
   writer.append({ type: "message.delta", payload: { role: "assistant", text: "x" } });
   writer.append({ type: "message.completed", payload: { role: "user", text: "goal is set" } });
-  writer.append({ type: "status.changed", payload: { status: "running", reason: null } });
-  assert.equal(inode(), first, "an atomic replace makes a new inode: none was made");
   writer.append({ type: "status.changed", payload: { status: "waiting", reason: null } });
+  assert.equal(inode(), first, "an atomic replace makes a new inode: none was made");
+  writer.append({ type: "status.changed", payload: { status: "running", reason: null } });
   assert.notEqual(inode(), first);
 });
 
@@ -151,12 +161,13 @@ Deno.test("RunWriter.update() records a status change as a status.changed event"
 Deno.test("RunWriter.update() refuses a field the contract refuses, changing nothing", async () => {
   await using home = await storeHome();
   using writer = home.store.createRun(runInit());
-  const before = recordOnDisk(home.path, writer.runId);
+  const before = writer.record;
   assert.throws(() => writer.update({ exitCode: 1.5, status: "failed" }), {
     name: "UsageError",
     message: /^Cannot update run .*: .* at exitCode$/,
   });
-  assert.deepEqual(recordOnDisk(home.path, writer.runId), before);
+  assert.deepEqual(home.store.inspectRun(writer.runId).record, before);
+  assert.ok(!exists(`${home.path}/runs/${writer.runId}/run.json`), "nothing was written");
   assert.equal(logLines(home.path, writer.runId).length, 1);
 });
 
@@ -426,7 +437,8 @@ Deno.test("RunWriter.appendDurably() leaves the thread free while the log syncs:
   // record does not say the run settled until they are done.
   assert.equal(JSON.parse(logLines(home.path, writer.runId).at(-1)!).type, "completed");
   assert.deepEqual(synced, []);
-  assert.equal(recordOnDisk(home.path, writer.runId).status, "running");
+  assert.equal(home.store.inspectRun(writer.runId).record.status, "running");
+  assert.ok(!exists(`${home.path}/runs/${writer.runId}/run.json`), "no record written yet");
   const terminal = await settling;
   assert.equal(terminal.type, "completed");
   // The two directories sync at the same time, so either may finish first (asserted in order,
