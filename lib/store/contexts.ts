@@ -408,9 +408,7 @@ export class ContextMap {
       try {
         Deno.removeSync(path);
         this.#unsaved.delete(contextId);
-        try {
-          Deno.removeSync(this.#root!.layout.context(contextId));
-        } catch { /* not empty: its turn lock, or something else, lives there */ }
+        removeIfFree(this.#root!.layout.context(contextId));
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) {
           this.#unsaved.delete(contextId);
@@ -454,5 +452,30 @@ export class ContextMap {
     if (this.#reported) return;
     this.#reported = true;
     this.#report(message);
+  }
+}
+
+/**
+ * Removes a context's directory when it is empty and no turn holds it (the turn engine's lock is
+ * an flock on the directory itself, lib/turn/context_lock.ts): removed under that lock, so a turn
+ * waiting for it finds the directory gone and makes it anew.
+ */
+function removeIfFree(dir: string): void {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(dir, { read: true });
+  } catch {
+    return;
+  }
+  try {
+    if (!file.tryLockSync(true)) return;
+    try {
+      Deno.removeSync(dir);
+    } catch { /* not empty: an older reins's turn lock, or something else, lives there */ }
+    file.unlockSync();
+  } catch {
+    /* left as it is */
+  } finally {
+    file.close();
   }
 }

@@ -1,16 +1,21 @@
-// One turn per context at a time: `contexts/<id>/turn.lock`, held locked (flock, exclusive) by
-// the turn from before it looks up the context's session until its run has settled and the
-// session is remembered. So six turns started at once on a new context make one session, not
-// six, and two turns never resume one native session together. flock belongs to the open file:
-// it conflicts between processes and between turns of one process alike, and the OS drops it
-// when its holder dies, so a crash never leaves a context stuck. The file names the holder's run
-// (written once the run exists), for the waiter's message.
+// One turn per context at a time: the context's directory, `contexts/<id>/`, held locked (flock,
+// exclusive, on the directory's own descriptor) by the turn from before it looks up the context's
+// session until its run has settled and the session is remembered. So six turns started at once
+// on a new context make one session, not six, and two turns never resume one native session
+// together. flock belongs to the open file: it conflicts between processes and between turns of
+// one process alike, and the OS drops it when its holder dies, so a crash never leaves a context
+// stuck. It makes no file (a lock file was a new context's second file, the dearest thing a turn
+// makes: docs/engine.md "What a turn writes and syncs"). A waiter learns the holder's run from
+// the index: the context's active run whose owner is alive (before the holder has made its run,
+// none). An older reins locked `contexts/<id>/turn.lock` (and wrote its run there): where that
+// file is, it is locked too, so a turn of an older reins running meanwhile is waited for.
 import { ContextBusyError, ReinsError } from "../core/errors.ts";
 import type { Store } from "../store/mod.ts";
 
 const FIRST_POLL_MS = 10;
 const MAX_POLL_MS = 100;
-const encoder = new TextEncoder();
+/** How many of a context's newest active runs a waiter looks through for the holder's. */
+const HOLDER_CANDIDATES = 10;
 
 export interface AcquireOptions {
   /** "wait" (default): until the holder lets go; "fail": throw ContextBusyError at once. */
@@ -23,12 +28,13 @@ export interface AcquireOptions {
 
 export class ContextLock implements Disposable {
   readonly contextId: string;
-  readonly #file: Deno.FsFile;
+  /** The context's directory, locked; and an older reins's turn.lock, when there is one. */
+  readonly #files: Deno.FsFile[];
   #released = false;
 
-  private constructor(contextId: string, file: Deno.FsFile) {
+  private constructor(contextId: string, files: Deno.FsFile[]) {
     this.contextId = contextId;
-    this.#file = file;
+    this.#files = files;
   }
 
   /** Takes the context's lock, waiting for (or refusing, see AcquireOptions) another holder. */
@@ -37,56 +43,46 @@ export class ContextLock implements Disposable {
     contextId: string,
     options: AcquireOptions = {},
   ): Promise<ContextLock> {
-    const path = store.layout.contextLock(contextId);
+    const dir = store.layout.context(contextId);
     // Before the context's directory is made private: an entry planted while others could write
     // there must stay distrusted once the directory is tightened.
     store.contexts.vet(contextId);
-    store.ensureDir(store.layout.context(contextId));
-    const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
-    try {
-      let delay = FIRST_POLL_MS;
-      let told = false;
-      while (!file.tryLockSync(true)) {
-        const holder = holderOf(path);
-        if (options.busy === "fail") throw new ContextBusyError(contextId, holder);
-        if (!told) {
-          told = true;
-          options.onBusy?.(holder);
+    let told = false;
+    for (let attempt = 0;; attempt++) {
+      // Made again after the first attempt: the one locked was removed (a context forgotten).
+      store.ensureDir(dir, { again: attempt > 0 });
+      const files: Deno.FsFile[] = [];
+      try {
+        files.push(Deno.openSync(dir, { read: true }));
+        const legacy = openIfThere(store.layout.contextLock(contextId));
+        if (legacy !== null) files.push(legacy);
+        for (const file of files) {
+          let delay = FIRST_POLL_MS;
+          while (!file.tryLockSync(true)) {
+            const holder = holderOf(store, contextId);
+            if (options.busy === "fail") throw new ContextBusyError(contextId, holder);
+            if (!told) {
+              told = true;
+              options.onBusy?.(holder);
+            }
+            await pause(delay, options.signal, contextId, holder);
+            delay = Math.min(MAX_POLL_MS, delay * 2);
+          }
         }
-        await pause(delay, options.signal, contextId, holder);
-        delay = Math.min(MAX_POLL_MS, delay * 2);
+        // The directory locked is still the context's (not one removed while this turn waited).
+        if (sameFile(files[0], dir)) return new ContextLock(contextId, files);
+      } catch (error) {
+        release(files);
+        throw error;
       }
-      // Whatever a previous holder wrote is not this turn's run.
-      file.truncateSync(0);
-      return new ContextLock(contextId, file);
-    } catch (error) {
-      file.close();
-      throw error;
+      release(files);
     }
-  }
-
-  /** Names the run of the turn holding the lock, for anyone who finds the context busy. */
-  holdFor(runId: string): void {
-    if (this.#released) return;
-    try {
-      this.#file.truncateSync(0);
-      this.#file.seekSync(0, Deno.SeekMode.Start);
-      this.#file.writeSync(encoder.encode(`${runId}\n`));
-    } catch { /* only a waiter's message depends on it */ }
   }
 
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    try {
-      this.#file.truncateSync(0);
-    } catch { /* the next holder truncates it anyway */ }
-    // Unlocked before it is closed: a child being spawned meanwhile holds a copy of every
-    // descriptor until it execs, and an flock lives as long as any copy of it.
-    try {
-      this.#file.unlockSync();
-    } catch { /* closing releases it anyway */ }
-    this.#file.close();
+    release(this.#files);
   }
 
   [Symbol.dispose](): void {
@@ -94,10 +90,48 @@ export class ContextLock implements Disposable {
   }
 }
 
-/** The run id the holder wrote, or null (it has not created its run yet). */
-function holderOf(path: string): string | null {
+// Unlocked before closed: a child being spawned meanwhile holds a copy of every descriptor until
+// it execs, and an flock lives as long as any copy of it.
+function release(files: Deno.FsFile[]): void {
+  for (const file of files) {
+    try {
+      file.unlockSync();
+    } catch { /* not held, or closing releases it */ }
+    file.close();
+  }
+}
+
+function openIfThere(path: string): Deno.FsFile | null {
   try {
-    const text = Deno.readTextFileSync(path).trim();
+    return Deno.openSync(path, { read: true });
+  } catch {
+    return null;
+  }
+}
+
+function sameFile(file: Deno.FsFile, path: string): boolean {
+  try {
+    const held = file.statSync();
+    const now = Deno.statSync(path);
+    return held.ino === now.ino && held.dev === now.dev;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The run of the turn holding the context: its newest active run whose owner is alive (a turn
+ * holds its context for its run's whole life), or what an older reins wrote in turn.lock; null
+ * before the holder has made its run.
+ */
+function holderOf(store: Store, contextId: string): string | null {
+  try {
+    for (const run of store.listRuns({ contextId, active: true, limit: HOLDER_CANDIDATES })) {
+      if (store.ownerState(run.id) === "alive") return run.id;
+    }
+  } catch { /* only a waiter's message depends on it */ }
+  try {
+    const text = Deno.readTextFileSync(store.layout.contextLock(contextId)).trim();
     return text === "" ? null : text;
   } catch {
     return null;

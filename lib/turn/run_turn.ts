@@ -229,7 +229,6 @@ async function recordTurn(
     context?.sessions.map((session) => session.session_id) ?? [],
   );
   try {
-    lock?.holdFor(writer.runId);
     return await driveAndSettle(store, settings, request, parts, {
       writer,
       sessionId,

@@ -1,0 +1,100 @@
+// The context lock as files on disk: an flock on the context's directory, no lock file; an older
+// reins's turn.lock still respected; a directory removed while a turn waited made anew.
+import assert from "node:assert/strict";
+import { ContextLock } from "../../lib/turn/context_lock.ts";
+import { runInit, storeHome } from "../store/_helpers.ts";
+
+const SESSION = { sessionId: "s-1", nativeSessionId: null, harness: "h", driver: "command" };
+
+Deno.test("ContextLock.acquire() locks the context's directory and makes no file in it", async () => {
+  // regression: each new context's lock made contexts/<id>/turn.lock, a file (an inode) a turn
+  await using home = await storeHome();
+  const dir = `${home.path}/contexts/ctx`;
+  const lock = await ContextLock.acquire(home.store, "ctx");
+  assert.deepEqual([...Deno.readDirSync(dir)], [], "the lock made a file");
+  // Held on the directory itself: another open file of it cannot take it.
+  const other = Deno.openSync(dir, { read: true });
+  try {
+    assert.equal(other.tryLockSync(true), false, "the directory is not locked");
+    lock.release();
+    assert.equal(other.tryLockSync(true), true, "released, the directory is free");
+    other.unlockSync();
+  } finally {
+    other.close();
+  }
+});
+
+Deno.test("ContextLock.acquire() names the holder's run from the index: its context's live run", async () => {
+  await using home = await storeHome();
+  const lock = await ContextLock.acquire(home.store, "ctx");
+  await assert.rejects(
+    () => ContextLock.acquire(home.store, "ctx", { busy: "fail" }),
+    (error: Error & { holderRunId?: string | null }) =>
+      error.name === "ContextBusyError" && error.holderRunId === null,
+    "before the holder has made its run, none is named",
+  );
+  // A settled run of the context (owner gone) is not the holder; the live one is.
+  const old = home.store.createRun(runInit({ contextId: "ctx" }));
+  old.close();
+  using live = home.store.createRun(runInit({ contextId: "ctx" }));
+  const other = home.reopen();
+  await assert.rejects(
+    () => ContextLock.acquire(other, "ctx", { busy: "fail" }),
+    (error: Error & { holderRunId?: string | null }) =>
+      error.name === "ContextBusyError" && error.holderRunId === live.runId,
+  );
+  lock.release();
+});
+
+Deno.test("ContextLock.acquire() waits for an older reins's turn.lock where there is one", async () => {
+  // An older reins locked contexts/<id>/turn.lock and wrote its run there.
+  await using home = await storeHome();
+  const dir = `${home.path}/contexts/ctx`;
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const older = Deno.openSync(`${dir}/turn.lock`, { read: true, write: true, create: true });
+  older.lockSync(true);
+  older.writeSync(new TextEncoder().encode("older-run\n"));
+  try {
+    await assert.rejects(
+      () => ContextLock.acquire(home.store, "ctx", { busy: "fail" }),
+      (error: Error & { holderRunId?: string | null }) =>
+        error.name === "ContextBusyError" && error.holderRunId === "older-run",
+    );
+    const seen: (string | null)[] = [];
+    const waiting = ContextLock.acquire(home.store, "ctx", { onBusy: (id) => seen.push(id) });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(seen, ["older-run"]);
+    older.unlockSync();
+    (await waiting).release();
+  } finally {
+    older.close();
+  }
+});
+
+Deno.test("ContextMap.forget() leaves a held context's directory; a waiter finds a removed one made anew", async () => {
+  await using home = await storeHome();
+  const dir = `${home.path}/contexts/ctx`;
+  const lock = await ContextLock.acquire(home.store, "ctx");
+  home.store.contexts.put("ctx", SESSION);
+  assert.equal(home.store.contexts.forget("ctx"), "s-1");
+  assert.ok(Deno.statSync(dir).isDirectory, "a held context's directory was removed");
+  // A turn waits; meanwhile the directory it opened is removed (forgotten with nobody holding it,
+  // or by hand): once it has the lock it sees the directory is not the context's any more.
+  const waiting = ContextLock.acquire(home.reopen(), "ctx");
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  Deno.removeSync(dir);
+  lock.release();
+  const next = await waiting;
+  // What it holds is the context's directory as it is now, made again.
+  const other = Deno.openSync(dir, { read: true });
+  try {
+    assert.equal(other.tryLockSync(true), false, "it holds a directory removed");
+  } finally {
+    other.close();
+  }
+  // Free, forget removes the empty directory.
+  next.release();
+  home.store.contexts.put("ctx", SESSION);
+  home.store.contexts.forget("ctx");
+  assert.throws(() => Deno.statSync(dir), Deno.errors.NotFound);
+});
