@@ -166,7 +166,7 @@ async function recordTurn(
   request: TurnRequest,
   parts: TurnParts,
 ): Promise<TurnOutcome> {
-  const { driver, lock, hooks } = parts;
+  const { driver, hooks } = parts;
   const { contextId } = request;
 
   // The context's sessions (under its lock): each driver keeps its own, so this driver resumes
