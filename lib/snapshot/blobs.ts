@@ -85,14 +85,21 @@ export class BlobIndex implements Disposable {
         const db = new (sqlite().DatabaseSync)(path);
         try {
           db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-          db.exec("PRAGMA journal_mode = WAL");
-          // A lost commit only loses deduplication (the packs are fsynced before it): no fsync.
-          db.exec("PRAGMA synchronous = NORMAL");
+          // A rollback journal kept between transactions (its header zeroed, not the file
+          // removed): a process that stores contents makes no file once the data root's first
+          // did. WAL made two (-wal, -shm) in every process that opened the index and removed
+          // them at its close (each file made ~0.3–0.9 ms of kernel time here: docs/engine.md).
+          // An index left in WAL by an older reins stays so while another connection has it.
+          db.exec("PRAGMA journal_mode = PERSIST");
+          // Each commit durable and the file never corrupt by a power cut (one fsync more a
+          // storing snapshot than WAL's NORMAL, which could lose the last commits): a lost
+          // commit would only cost deduplication anyway (the packs are fsynced before it).
+          db.exec("PRAGMA synchronous = FULL");
           db.exec(
             "CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, pack TEXT NOT NULL, " +
               "offset INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID",
           );
-          for (const suffix of ["-wal", "-shm"]) tighten(`${path}${suffix}`);
+          for (const suffix of ["-journal", "-wal", "-shm"]) tighten(`${path}${suffix}`);
           return new BlobIndex(db);
         } catch (error) {
           db.close();
@@ -101,7 +108,7 @@ export class BlobIndex implements Disposable {
       } catch (error) {
         // Only the index is lost (manifests keep their contents' places): move it aside, once.
         if (attempt > 0 || error instanceof Deno.errors.NotCapable) throw error;
-        for (const suffix of ["", "-wal", "-shm"]) {
+        for (const suffix of ["", "-journal", "-wal", "-shm"]) {
           try {
             Deno.renameSync(`${path}${suffix}`, `${path}${suffix}.damaged`);
           } catch { /* absent */ }

@@ -346,7 +346,7 @@ Deno.test("takeSnapshot() starts a new blob index when the old one is damaged, a
   await Deno.writeTextFile(`${work.path}/notes.txt`, "Buy milk.\n");
   await takeSnapshot(root, "run-1", work.path);
   await Deno.writeTextFile(`${home.path}/snapshots/blobs.sqlite`, "not a database at all");
-  for (const suffix of ["-wal", "-shm"]) {
+  for (const suffix of ["-journal", "-wal", "-shm"]) {
     await Deno.remove(`${home.path}/snapshots/blobs.sqlite${suffix}`).catch(() => {});
   }
   // Without the directory's stat cache either, only the index could say the content is there.
@@ -357,6 +357,47 @@ Deno.test("takeSnapshot() starts a new blob index when the old one is damaged, a
   await restoreSnapshot(root, manifestOf(root, "run-1"), copy.path);
   assert.equal(await Deno.readTextFile(`${copy.path}/notes.txt`), "Buy milk.\n");
   assert.ok(Deno.statSync(`${home.path}/snapshots/blobs.sqlite.damaged`).isFile);
+});
+
+Deno.test("takeSnapshot() that stores new contents makes no file beside the blob index once it has one", async () => {
+  // regression: the index was in WAL mode, so every process that stored contents made
+  // blobs.sqlite-wal and -shm and removed them at its close: two files (inodes) a snapshot
+  await using home = await tempDir();
+  using root = new DataRoot(home.path);
+  await using work = await tempDir();
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "Buy milk.\n");
+  await takeSnapshot(root, "run-1", work.path);
+  const dir = `${home.path}/snapshots`;
+  const names = () => [...Deno.readDirSync(dir)].map((entry) => entry.name).sort();
+  assert.deepEqual(names(), [
+    "blobs.sqlite",
+    "blobs.sqlite-journal",
+    "cache",
+    "manifests",
+    "packs",
+  ]);
+  const journal = Deno.statSync(`${dir}/blobs.sqlite-journal`).ino;
+  const before = Deno.statSync(dir).mtime!.getTime();
+  for (let i = 2; i <= 4; i++) {
+    await Deno.writeTextFile(`${work.path}/notes.txt`, `Buy milk ${i} times.\n`);
+    const summary = await takeSnapshot(root, `run-${i}`, work.path);
+    assert.ok(summary.storedBytes > 0, "new contents were stored and listed in the index");
+  }
+  // A name made or removed in snapshots/ would have changed its mtime.
+  assert.equal(Deno.statSync(dir).mtime!.getTime(), before, "a file was made or removed");
+  assert.deepEqual(names(), [
+    "blobs.sqlite",
+    "blobs.sqlite-journal",
+    "cache",
+    "manifests",
+    "packs",
+  ]);
+  assert.equal(Deno.statSync(`${dir}/blobs.sqlite-journal`).ino, journal);
+  assert.equal(Deno.statSync(`${dir}/blobs.sqlite-journal`).mode! & 0o777, 0o600);
+  // The index still finds what was stored: the same contents again store nothing.
+  await Deno.remove(`${dir}/cache`, { recursive: true });
+  const again = await takeSnapshot(root, "run-5", work.path);
+  assert.equal(again.storedBytes, 0);
 });
 
 Deno.test("changedSinceStart() lists the files an agent added, changed and removed", async () => {
