@@ -23,6 +23,8 @@ export const WIRE_DIR = "wire";
 export const CREATING_SUFFIX = ".creating";
 /** `runs/.staging/`: where each run is made before it is renamed into place (Layout.creatingRun). */
 export const STAGING_DIR = ".staging";
+/** `runs/.owners/`: the files a process's runs' owner locks are hard links to (Layout.ownerFile). */
+export const OWNERS_DIR = ".owners";
 export const HARNESS_SESSION_FILE = "harness-session.json";
 /** Held locked (flock, exclusive) by the turn running on a context; it names that turn's run. */
 export const CONTEXT_LOCK_FILE = "turn.lock";
@@ -112,6 +114,20 @@ export class Layout {
 
   ownerLock(runId: string): string {
     return this.runFile(runId, OWNER_LOCK_FILE);
+  }
+
+  /**
+   * `runs/.owners/`: a file for each process that makes runs (and each few hundred runs of it),
+   * held locked for the process's life; the `owner.lock` of each of its runs is a hard link to it
+   * (lib/store/owner.ts).
+   */
+  owners(): string {
+    return joinPath(this.runs(), OWNERS_DIR);
+  }
+
+  /** `runs/.owners/<name>`: one process's owner file; `name` is checked to be a path segment. */
+  ownerFile(name: string): string {
+    return joinPath(this.owners(), safeName(name, "owner file"));
   }
 
   attachments(runId: string): string {

@@ -1,10 +1,11 @@
-// The agents a run started and its dead owner left running: read from runs/<id>/owner.lock, the
-// lines after the owner's pid (written by the turn as each started; an older reins wrote them to
-// runs/<id>/agents.jsonl, which is read too) and stopped, group by group, when they are verifiably
-// the same processes (lib/core/process_group.ts). Run by reconcileRun (reconcile.ts) whenever it
-// settles a run whose owner is gone as interrupted — whoever asked it: reins show --follow, the
-// cheap reconciliation every command does, reins recover. It never touches a process it cannot
-// verify.
+// The agents a run started and its dead owner left running: read from runs/<id>/owner.lock (a link
+// to its process's owner file, lib/store/owner.ts), the lines after the owner's pid that name the
+// run (written by the turn as each started; an older reins wrote them, naming no run, to the run's
+// own owner.lock or to runs/<id>/agents.jsonl, which are read too) and stopped, group by group,
+// when they are verifiably the same processes (lib/core/process_group.ts). Run by reconcileRun
+// (reconcile.ts) whenever it settles a run whose owner is gone as interrupted — whoever asked it:
+// reins show --follow, the cheap reconciliation every command does, reins recover. It never
+// touches a process it cannot verify.
 import { assertNever } from "../core/assert_never.ts";
 import { describeError } from "../core/errors.ts";
 import {
@@ -26,6 +27,8 @@ export interface LeftAgent {
 export function recordedAgents(root: DataRoot, runId: string): AgentProcess[] {
   const agents: AgentProcess[] = [];
   // The owner lock's first line is the owner's pid, which is no agent (a number, not an object).
+  // It is a link to the owner file its process's runs share, whose lines name their run; a run
+  // an older reins made had one of its own, whose lines name none (all are the run's).
   for (const path of [root.layout.ownerLock(runId), root.layout.agents(runId)]) {
     const text = root.readText(path);
     if (text === null) continue;
@@ -33,6 +36,7 @@ export function recordedAgents(root: DataRoot, runId: string): AgentProcess[] {
       if (line.trim() === "") continue;
       try {
         const value = JSON.parse(line);
+        if (value?.run !== undefined && value.run !== runId) continue;
         if (
           Number.isSafeInteger(value?.pid) && Number.isSafeInteger(value?.pgid) &&
           value.pgid > 1 && Number.isFinite(value?.startedMs)

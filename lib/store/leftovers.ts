@@ -10,7 +10,8 @@ import { joinPath } from "../core/paths.ts";
 import { removeAbandonedTemps } from "../core/atomic_write.ts";
 import type { DataRoot } from "./data_root.ts";
 import { type RunIndex, SWEPT_META_KEY } from "./index_db.ts";
-import { CREATING_SUFFIX, OWNER_LOCK_FILE } from "../core/layout.ts";
+import { CREATING_SUFFIX } from "../core/layout.ts";
+import { holdRun } from "./owner.ts";
 
 /** A leftover younger than this may be a live writer's, between making it and locking it. */
 export const LEFTOVER_AGE_MS = 60_000;
@@ -72,8 +73,9 @@ export function contextDirectories(root: DataRoot): string[] {
 /**
  * Removes the staging directories of run creations that died before renaming them into place:
  * those in runs/.staging/ and, with `legacy` (reins recover, which lists runs/ anyway), an older
- * reins's runs/.<id>.creating. One is left alone while its owner lock is held, and while it is
- * younger than LEFTOVER_AGE_MS (its creator makes it a moment before it takes the lock).
+ * reins's runs/.<id>.creating; then the owner files no run links to. One is left alone while its
+ * lock is held, and while it is younger than LEFTOVER_AGE_MS (its creator makes it a moment
+ * before it takes the lock).
  */
 export function removeAbandonedCreations(
   root: DataRoot,
@@ -99,21 +101,52 @@ export function removeAbandonedCreations(
     } catch {
       continue; // renamed into place meanwhile, or gone
     }
-    let lock: Deno.FsFile | null = null;
+    let held: Disposable | null | "no-run";
     try {
-      lock = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), { read: true });
-    } catch (error) {
-      // A creation that died before it made its lock file.
-      if (!(error instanceof Deno.errors.NotFound)) continue;
+      // Its directory's lock (and an older reins's owner.lock): a live creation holds them.
+      held = holdRun(root, dir);
+    } catch {
+      continue;
     }
+    if (held === null || held === "no-run") continue;
     try {
-      if (lock !== null && !lock.tryLockSync(true)) continue;
       Deno.removeSync(dir, { recursive: true });
       removed++;
     } catch {
       // renamed into place meanwhile, or gone
     } finally {
-      lock?.close();
+      held[Symbol.dispose]();
+    }
+  }
+  return removed + removeAbandonedOwnerFiles(root, before);
+}
+
+/**
+ * Removes the owner files (runs/.owners/, lib/store/owner.ts) that no run's owner.lock links to
+ * any more and no live process holds: a process that died between making one and linking its
+ * first run to it, or whose runs were all removed.
+ */
+function removeAbandonedOwnerFiles(root: DataRoot, before: number): number {
+  let removed = 0;
+  for (const entry of listOrEmpty(root.layout.owners())) {
+    if (!entry.isFile || !isSafeName(entry.name)) continue;
+    const path = root.layout.ownerFile(entry.name);
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(path, { read: true });
+    } catch {
+      continue;
+    }
+    try {
+      const info = file.statSync();
+      if (info.nlink !== 1 || (info.mtime?.getTime() ?? Infinity) > before) continue;
+      if (!file.tryLockSync(true)) continue;
+      Deno.removeSync(path);
+      removed++;
+    } catch {
+      // gone already, or not ours to remove
+    } finally {
+      file.close();
     }
   }
   return removed;

@@ -7,7 +7,6 @@
 // reconciliation of every command, reins recover — settling an orphaned run stops its groups.
 import { nowIso } from "../core/clock.ts";
 import { DataRootError, NotFoundError } from "../core/errors.ts";
-import { joinPath } from "../core/paths.ts";
 import { removeAbandonedTemps, removeStaleTemps } from "../core/atomic_write.ts";
 import type { RunRecord } from "./contracts.ts";
 import type { DataRoot } from "./data_root.ts";
@@ -16,6 +15,7 @@ import { connectIndex, noteRun, refreshIndex, runDirectoryNames } from "./index_
 import { contextDirectories, LEFTOVER_AGE_MS, removeAbandonedCreations } from "./leftovers.ts";
 import { agreesWithOutcome, outcomeEvent, recordFromEvents, withOutcome } from "./record_events.ts";
 import { readRecordFile, recordsForIndex } from "./run_record.ts";
+import { holdRun } from "./owner.ts";
 import {
   DAMAGED_RECORD_FILE,
   exists,
@@ -85,16 +85,12 @@ export async function reconcileRun(
   };
   const dir = root.layout.run(runId);
   if (!exists(dir)) throw new NotFoundError(`No run ${runId} in ${root.home}`);
-  const owner = Deno.openSync(joinPath(dir, OWNER_LOCK_FILE), {
-    read: true,
-    write: true,
-    create: true,
-    mode: 0o600,
-  });
+  const owner = holdRun(root, dir);
+  if (owner === "no-run") throw new NotFoundError(`No run ${runId} in ${root.home}`);
+  if (owner === null) return result;
   try {
-    if (!owner.tryLockSync(true)) return result;
     result.owner = "gone";
-    // Holding the owner lock from here on: a second reconciler sees the run as owned and waits.
+    // Holding the run from here on: a second reconciler sees it as owned and leaves it.
     const stopAgents = async () => {
       result.agents = await stopLeftAgents(root, [runId], {
         census: options.census ?? new GroupCensus(),
@@ -111,11 +107,7 @@ export async function reconcileRun(
       await stopAgents();
     }
   } finally {
-    // Unlocked before it is closed (see RunWriter.close).
-    try {
-      owner.unlockSync();
-    } catch { /* not held, or closing releases it */ }
-    owner.close();
+    owner[Symbol.dispose]();
   }
   return result;
 }

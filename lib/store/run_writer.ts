@@ -6,8 +6,8 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { syncDirectory, syncDirectoryAsync, writeAll } from "../core/atomic_write.ts";
-import { redact, redactValue } from "../core/redact.ts";
+import { syncDirectory, syncDirectoryAsync } from "../core/atomic_write.ts";
+import { redactValue } from "../core/redact.ts";
 import type {
   AgentFacts,
   EventInput,
@@ -24,6 +24,7 @@ import type { DataRoot } from "./data_root.ts";
 import { EventLog } from "./event_log.ts";
 import { applyEvent, mayChangeRecord } from "./record_events.ts";
 import { noteRun } from "./index_db.ts";
+import { linkOwnerLock, ownOwnerLockFile, type RunOwnership } from "./owner.ts";
 import { inspectRun, readRecordFile } from "./run_record.ts";
 import { EVENTS_FILE, isActive, OWNER_LOCK_FILE } from "./run_files.ts";
 
@@ -236,10 +237,11 @@ export class RunAppender {
 
 /**
  * The handle of the process that runs a run: a RunAppender that also holds the run's ownership
- * lock (`owner.lock`, exclusive) until close(), which is how reconciliation knows it is alive.
+ * (the lock of its directory, lib/store/owner.ts) until close(), which is how reconciliation
+ * knows it is alive.
  */
 export class RunWriter extends RunAppender {
-  #owner: Deno.FsFile | null;
+  #owner: StakedRun | null;
   /** The run's `run.started` event, as stored (sequence 0). */
   readonly started: RunEvent;
 
@@ -248,7 +250,7 @@ export class RunWriter extends RunAppender {
     root: DataRoot,
     log: EventLog,
     record: RunRecord,
-    owner: Deno.FsFile,
+    owner: StakedRun,
     resumeOf: string | null,
     agent?: AgentFacts,
     extra: Pick<RunInit, "gateway" | "budget" | "messageId"> = {},
@@ -282,18 +284,17 @@ export class RunWriter extends RunAppender {
   }
 
   /**
-   * Notes an agent process with the run: one line in its owner lock (`owner.lock`, after the
-   * owner's pid), what a later reins needs to stop the agent's group should this one die
-   * (lib/store/left_agents.ts). Only the owner writes there, through the handle it locks the run
-   * with, so noting an agent makes no file (a file is the dearest thing a turn makes: ~0.3–0.7 ms
-   * of the kernel's time each on ext4 here, `deno task bench engine`). Runs made by an older reins
-   * kept them in `agents.jsonl`, which is still read.
+   * Notes an agent process with the run: one line (with the run's id) in the owner file its
+   * owner.lock links to, what a later reins needs to stop the agent's group should this one die
+   * (lib/store/left_agents.ts). Only the owner writes there, through the handle it holds the
+   * file locked with, so noting an agent makes no file. Runs made by an older reins kept them in
+   * their own owner.lock, or in `agents.jsonl`, both still read.
    */
   noteAgent(line: string): void {
     if (this.#owner === null) {
       throw new UsageError(`Cannot note an agent with run ${this.runId}: its writer is closed`);
     }
-    writeAll(this.#owner, new TextEncoder().encode(`${redact(line).replaceAll("\n", " ")}\n`));
+    this.#owner.ownership.noteAgent(line);
   }
 
   /** Syncs and closes the log and releases ownership. A run left active is reconciled later. */
@@ -303,12 +304,7 @@ export class RunWriter extends RunAppender {
       this.sync();
     } catch { /* already closed */ }
     super.close();
-    // Unlocked before it is closed: a child being spawned by another thread of this process
-    // holds a copy of every descriptor until it execs, and a lock lives as long as any copy.
-    try {
-      this.#owner.unlockSync();
-    } catch { /* closing releases it anyway */ }
-    this.#owner.close();
+    releaseStake(this.#owner);
     this.#owner = null;
   }
 }
@@ -400,7 +396,7 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
     return writer;
   } catch (error) {
     log?.close();
-    staged.owner.close();
+    releaseStake(staged.owner);
     try {
       Deno.removeSync(staged.dir, { recursive: true });
     } catch { /* renamed into place already, or never made: reconciliation sees to it */ }
@@ -408,11 +404,28 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
   }
 }
 
+/** What a run's writer holds: its directory, locked, and its owner.lock's file. */
+interface StakedRun {
+  dir: Deno.FsFile;
+  ownership: RunOwnership;
+}
+
+function releaseStake(stake: StakedRun): void {
+  stake.ownership.release();
+  // Unlocked before it is closed: a child being spawned by another thread of this process holds
+  // a copy of every descriptor until it execs, and a lock lives as long as any copy.
+  try {
+    stake.dir.unlockSync();
+  } catch { /* closing releases it anyway */ }
+  stake.dir.close();
+}
+
 /**
- * Makes the run's staging directory (`runs/.staging/<id>`) with its owner lock already held, so
- * that once the directory is renamed into place no reconciler ever sees the run unowned.
+ * Makes the run's staging directory (`runs/.staging/<id>`) with its ownership already held (the
+ * directory's lock, and its owner.lock linked to this process's owner file), so that once the
+ * directory is renamed into place no reconciler ever sees the run unowned.
  */
-function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsFile } {
+function stageRun(root: DataRoot, runId: string): { dir: string; owner: StakedRun } {
   // runs/, when made here, is synced into the data root with the run's first sync.
   root.noteMadeDirs(root.layout.runs());
   root.ensureDir(root.layout.stagingRuns());
@@ -420,18 +433,25 @@ function stageRun(root: DataRoot, runId: string): { dir: string; owner: Deno.FsF
   // A fresh name under a directory already made private: made 0700 here, and not remembered as
   // checked, since it is renamed away.
   Deno.mkdirSync(staging, { mode: 0o700 });
-  let owner: Deno.FsFile | null = null;
+  let dir: Deno.FsFile | null = null;
   try {
     Deno.chmodSync(staging, 0o700);
+    dir = Deno.openSync(staging, { read: true });
+    // Nobody else has seen the directory: the lock is free.
+    dir.lockSync(true);
     const lockPath = joinPath(staging, OWNER_LOCK_FILE);
-    owner = Deno.openSync(lockPath, { write: true, createNew: true, mode: 0o600 });
-    owner.lockSync(true);
-    Deno.chmodSync(lockPath, 0o600);
-    owner.writeSync(new TextEncoder().encode(`${Deno.pid}\n`));
-    return { dir: staging, owner };
+    let ownership: RunOwnership;
+    try {
+      ownership = linkOwnerLock(root, lockPath, runId);
+    } catch (error) {
+      // A filesystem without hard links: an owner.lock of the run's own, a file (as before).
+      if (error instanceof Deno.errors.AlreadyExists) throw error;
+      ownership = ownOwnerLockFile(lockPath, runId);
+    }
+    return { dir: staging, owner: { dir, ownership } };
   } catch (error) {
     // A full disk fails the pid's write: the directory goes too, not left for a sweep.
-    owner?.close();
+    dir?.close();
     try {
       Deno.removeSync(staging, { recursive: true });
     } catch { /* gone already */ }

@@ -153,7 +153,10 @@ Deno.test("reconcileInterruptedRuns() removes abandoned creations and directorie
   const report = await home.store.reconcileInterruptedRuns();
   assert.equal(report.removed, 2);
   assert.deepEqual(report.interrupted, [kept.runId]);
-  assert.deepEqual([...Deno.readDirSync(runs)].map((e) => e.name).sort(), [".staging", kept.runId]);
+  assert.deepEqual(
+    [...Deno.readDirSync(runs)].map((e) => e.name).sort(),
+    [".owners", ".staging", kept.runId],
+  );
 });
 
 Deno.test("reconcileInterruptedRuns() reports damaged event lines without failing", async () => {

@@ -56,10 +56,11 @@ Deno.test("createRun() writes a run.started event that gives a running record, n
   writer.append({ type: "completed", payload: { reason: null, result: null } });
   assert.deepEqual(recordOnDisk(home.path, writer.runId), writer.record);
   assert.equal(modeOf(`${dir}/run.json`), 0o600);
-  // Beside the run, only the (empty) directory runs are made in before being renamed into place.
+  // Beside the run, only the (empty) directory runs are made in before being renamed into place,
+  // and the owner files their owner locks link to.
   assert.deepEqual(
     [...Deno.readDirSync(`${home.path}/runs`)].map((e) => e.name).sort(),
-    [".staging", writer.runId],
+    [".owners", ".staging", writer.runId],
   );
   assert.deepEqual([...Deno.readDirSync(`${home.path}/runs/.staging`)], []);
   assert.equal(modeOf(`${home.path}/runs/.staging`), 0o700);
@@ -486,6 +487,7 @@ Deno.test("noteAgent() appends one line for each agent to the run's owner lock, 
   const [pid, ...lines] = Deno.readTextFileSync(path).trimEnd().split("\n");
   assert.equal(pid, String(Deno.pid));
   assert.deepEqual(lines.map((l) => JSON.parse(l).pid), [1234, 5678]);
+  assert.deepEqual(lines.map((l) => JSON.parse(l).run), [writer.runId, writer.runId]);
   assert.ok(!Deno.readTextFileSync(path).includes(secret), "the key was written as it is");
   // The owner still holds its lock: the lines went through its own handle.
   assert.equal(home.store.ownerState(writer.runId), "alive");
@@ -493,6 +495,72 @@ Deno.test("noteAgent() appends one line for each agent to the run's owner lock, 
     1234,
     5678,
   ]);
+});
+
+Deno.test("createRun() makes no owner lock file: owner.lock links to the process's owner file", async () => {
+  // regression: each run's owner.lock was a file of its own, a file (an inode) a turn
+  await using home = await storeHome();
+  const writers = [0, 1, 2].map(() => home.store.createRun(runInit()));
+  const owners = [...Deno.readDirSync(`${home.path}/runs/.owners`)].map((e) => e.name);
+  assert.equal(owners.length, 1, "one owner file for the process's runs");
+  const owner = Deno.statSync(`${home.path}/runs/.owners/${owners[0]}`);
+  assert.equal(owner.nlink, 4, "the owner file and three runs' owner.lock");
+  for (const writer of writers) {
+    assert.equal(Deno.statSync(home.store.layout.ownerLock(writer.runId)).ino, owner.ino);
+  }
+  // Each run's agents are its own, though they share the file.
+  writers[0].noteAgent(JSON.stringify({ pid: 11, pgid: 11, startedMs: 1, program: "a" }));
+  writers[1].noteAgent(JSON.stringify({ pid: 22, pgid: 22, startedMs: 2, program: "b" }));
+  assert.deepEqual(recordedAgents(home.store, writers[0].runId).map((a) => a.pid), [11]);
+  assert.deepEqual(recordedAgents(home.store, writers[1].runId).map((a) => a.pid), [22]);
+  assert.deepEqual(recordedAgents(home.store, writers[2].runId), []);
+  // Ownership is each run's: the directory's lock, let go when its writer closes.
+  writers[1].close();
+  assert.equal(home.store.ownerState(writers[1].runId), "gone");
+  assert.equal(home.store.ownerState(writers[0].runId), "alive");
+  assert.equal((await home.store.reconcileRun(writers[1].runId)).interrupted, true);
+  assert.equal((await home.store.reconcileRun(writers[0].runId)).owner, "alive");
+  writers[0].close();
+  writers[2].close();
+});
+
+Deno.test("an older reins, which knows only owner.lock, finds a run owned for its process's life", async () => {
+  // An older reins took a run whose owner.lock it could lock (or make) for dead, and interrupted it.
+  await using home = await storeHome();
+  const writer = home.store.createRun(runInit());
+  const olderSees = () => {
+    const file = Deno.openSync(home.store.layout.ownerLock(writer.runId), { read: true });
+    try {
+      if (!file.tryLockSync(true)) return "alive";
+      file.unlockSync();
+      return "gone";
+    } finally {
+      file.close();
+    }
+  };
+  assert.equal(olderSees(), "alive");
+  writer.close();
+  // Later than the run, never earlier: this process still holds its owner file.
+  assert.equal(olderSees(), "alive");
+  assert.equal(home.store.ownerState(writer.runId), "gone");
+});
+
+Deno.test("ownerState() of a run an older reins made decides by its own owner.lock", async () => {
+  await using home = await storeHome();
+  const writer = home.store.createRun(runInit());
+  writer.close();
+  const path = home.store.layout.ownerLock(writer.runId);
+  // As an older reins made it: a file of the run's own, held by its (live) process.
+  Deno.removeSync(path);
+  const older = Deno.openSync(path, { write: true, createNew: true, mode: 0o600 });
+  older.lockSync(true);
+  try {
+    assert.equal(home.store.ownerState(writer.runId), "alive");
+    assert.equal((await home.store.reconcileRun(writer.runId)).owner, "alive");
+  } finally {
+    older.close();
+  }
+  assert.equal(home.store.ownerState(writer.runId), "gone");
 });
 
 Deno.test("recordedAgents() reads an older reins's agents.jsonl too, and skips the owner's pid", async () => {
