@@ -101,15 +101,16 @@ for (const via of STARTS) {
     using store = openStore(home);
     const [run] = store.listRuns({ limit: 1 });
     assert.equal(run.status, "interrupted");
-    // The agent is on record with its group and start time, in the run's owner lock after the
-    // owner's pid (no agents.jsonl made).
+    // The agent is on record with its run, group and start time, in the owner file the run's
+    // owner lock links to, after the owner's pid (no agents.jsonl made).
     const [owner, line, ...rest] = Deno.readTextFileSync(store.layout.ownerLock(run.id))
       .trimEnd().split("\n");
     assert.match(owner, /^\d+$/);
     assert.deepEqual(rest, []);
     assert.ok(!exists(store.layout.agents(run.id)), "agents.jsonl was made");
     const recorded = JSON.parse(line);
-    assert.deepEqual(Object.keys(recorded), ["pid", "pgid", "startedMs", "program"]);
+    assert.deepEqual(Object.keys(recorded), ["run", "pid", "pgid", "startedMs", "program"]);
+    assert.equal(recorded.run, run.id);
     assert.equal(recorded.pid, agent);
     assert.equal(recorded.pgid, agent);
   });
