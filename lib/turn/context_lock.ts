@@ -53,7 +53,13 @@ export class ContextLock implements Disposable {
       store.ensureDir(dir, { again: attempt > 0 });
       const files: Deno.FsFile[] = [];
       try {
-        files.push(Deno.openSync(dir, { read: true }));
+        try {
+          files.push(Deno.openSync(dir, { read: true }));
+        } catch (error) {
+          // Removed since this store made it (a context forgotten): made again.
+          if (error instanceof Deno.errors.NotFound && attempt === 0) continue;
+          throw error;
+        }
         const legacy = openIfThere(store.layout.contextLock(contextId));
         if (legacy !== null) files.push(legacy);
         for (const file of files) {

@@ -47,11 +47,13 @@ Deno.test({
 
 Deno.test({
   name:
-    "reins run makes a run whole in runs/.staging/<id> (lock, events.jsonl with run.started, run.json) before renaming it into place",
+    "reins run makes a run whole in runs/.staging/<id> (owner.lock linked, events.jsonl with run.started) before renaming it into place",
   ignore: !STRACE,
   async fn() {
     // regression: the run's directory was renamed into place holding only its owner lock, and
-    // events.jsonl and run.json were made in it afterwards (each path looked at first)
+    // events.jsonl and run.json were made in it afterwards (each path looked at first). Its
+    // owner.lock is a hard link to the process's owner file now, and run.json is first written
+    // when the record changes (at settle), so neither is a file made here.
     await using dir = await tempDir();
     const home = `${dir.path}/home`;
     const work = `${dir.path}/work`;
@@ -60,6 +62,8 @@ Deno.test({
     const output = await tracedRun(home, work, trace, [], [
       "openat",
       "write",
+      "link",
+      "linkat",
       ...RENAMES,
     ]);
     assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
@@ -77,9 +81,18 @@ Deno.test({
       before.some((call) =>
         call.name === "openat" && call.args.includes(`"${path}"`) && /O_CREAT/.test(call.args)
       );
-    for (const name of ["owner.lock", "events.jsonl", "run.json"]) {
-      assert.ok(created(`${staged}/${name}`), `${name} was not made before the rename:\n${text}`);
-    }
+    assert.ok(
+      created(`${staged}/events.jsonl`),
+      `events.jsonl was not made before the rename:\n${text}`,
+    );
+    assert.ok(
+      before.some((call) =>
+        call.ok && /^link/.test(call.name) && call.args.includes(`"${staged}/owner.lock"`)
+      ),
+      `owner.lock was not linked before the rename:\n${text}`,
+    );
+    assert.ok(!created(`${staged}/owner.lock`), "owner.lock was made a file of its own");
+    assert.ok(!created(`${staged}/run.json`), "run.json was written at creation");
     // run.started is in the log before the directory is in place (a write on its descriptor).
     assert.ok(
       before.some((call) =>

@@ -17,6 +17,8 @@ function leftRunning(home: string): string {
     goal: "work",
   });
   writer.append({ type: "message.completed", payload: { role: "assistant", text: "half way" } });
+  // A change of its record, so that it has a run.json (a run's first is written then).
+  writer.append({ type: "session.linked", payload: { nativeSessionId: "native-links" } });
   writer.close(); // its owner is gone, and it never settled
   return writer.runId;
 }

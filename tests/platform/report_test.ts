@@ -201,8 +201,9 @@ Deno.test("reins report refuses what it cannot send before touching anything", a
   const running = await makeRun(dir.path, { outcome: "running" });
   const keys = { HARNESS_PLATFORM_API_KEY: "k", HARNESS_PLATFORM_SECRET_KEY: "s" };
   // A run still going is refused as such (reconciliation settles one whose owner is gone, so
-  // this one is kept alive by holding its owner lock, before any other reins command runs).
-  const owner = Deno.openSync(`${dir.path}/runs/${running.record.id}/owner.lock`, { write: true });
+  // this one is kept alive by holding its ownership, its directory's lock, before any other reins
+  // command runs).
+  const owner = Deno.openSync(`${dir.path}/runs/${running.record.id}`, { read: true });
   owner.lockSync(true);
   try {
     const result = await reins(["report", running.record.id], {

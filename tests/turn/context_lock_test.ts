@@ -98,3 +98,16 @@ Deno.test("ContextMap.forget() leaves a held context's directory; a waiter finds
   home.store.contexts.forget("ctx");
   assert.throws(() => Deno.statSync(dir), Deno.errors.NotFound);
 });
+
+Deno.test("ContextLock.acquire() makes again a context's directory its store made and a forget removed", async () => {
+  // regression: the store remembered the directory as made, so the next turn on a forgotten
+  // context (reins serve's ForgetContext, then a message) failed to open it
+  await using home = await storeHome();
+  (await ContextLock.acquire(home.store, "ctx")).release();
+  home.store.contexts.put("ctx", SESSION);
+  home.store.contexts.forget("ctx");
+  assert.throws(() => Deno.statSync(`${home.path}/contexts/ctx`), Deno.errors.NotFound);
+  const again = await ContextLock.acquire(home.store, "ctx");
+  assert.ok(Deno.statSync(`${home.path}/contexts/ctx`).isDirectory);
+  again.release();
+});
