@@ -4,7 +4,12 @@ import { runCheck } from "../../lib/suite/checks.ts";
 import type { Check } from "../../lib/suite/format.ts";
 import type { Evidence } from "../../lib/suite/evidence.ts";
 import { tempDir } from "../support/reins.ts";
-import { PatternMatcher, PatternTimeout } from "../../lib/suite/matcher.ts";
+import {
+  INLINE_STEPS,
+  PatternMatcher,
+  PatternTimeout,
+  patternWays,
+} from "../../lib/suite/matcher.ts";
 
 type Deterministic = Exclude<Check, { kind: "judge" }>;
 
@@ -226,6 +231,59 @@ Deno.test("runCheck() stops matching when its signal is aborted, with the signal
       evidence(dir.path),
       { matcher, timeoutSeconds: 60, signal: stop.signal },
     ),
+    /stopped/,
+  );
+});
+
+Deno.test("patternWays(): the ways a pattern can try one place, or null where it can backtrack", () => {
+  const ways: [string, number][] = [
+    ["answer to hello s1", 1],
+    ["(?:sorry|apolog)", 2],
+    ["^refund$|^credit$", 2],
+    ["(refund|credit) (issued|sent|made)", 6],
+    ["(a(b|c)|d)e", 3],
+    ["[a-z]\\d\\.x", 1],
+    ["\\bfoo(?=bar)(?!baz)(?<=o)(?<!q)", 1],
+    ["(?<word>abc|def)", 2],
+    ["[*+?{(|]", 1],
+    ["\\*\\+\\?\\{\\|\\(", 1],
+  ];
+  const unbounded = [
+    "^(a|a)*$",
+    "a+!$",
+    "colou?r",
+    "x{2,}",
+    "(a)\\1",
+    "(?<w>a)\\k<w>",
+    "\\p{L}",
+    "(a|b)".repeat(13),
+    "[abc",
+    "(abc",
+    "abc)",
+    "abc\\",
+  ];
+  for (const [source, expected] of ways) assert.equal(patternWays(source), expected, source);
+  for (const source of unbounded) assert.equal(patternWays(source), null, source);
+});
+
+Deno.test("PatternMatcher: a bounded pattern matches without a worker; one that can backtrack, or a text too long, in one", async () => {
+  using matcher = new PatternMatcher();
+  const options = { timeoutSeconds: 10 };
+  assert.equal(await matcher.firstMatch(/answer to s1/u, ["no", "the answer to s1"], options), 1);
+  assert.equal(await matcher.firstMatch(/^refund$|^credit$/iu, ["CREDIT"], options), 0);
+  assert.equal(await matcher.firstMatch(/(?:sorry|apolog)ise/u, ["we apologise"], options), 0);
+  assert.equal(await matcher.firstMatch(/answer/u, ["none here"], options), -1);
+  assert.equal(matcher.offThread, 0);
+  assert.equal(await matcher.firstMatch(/a+!$/u, ["aaa!"], options), 0);
+  assert.equal(matcher.offThread, 1);
+  const long = "x".repeat(INLINE_STEPS / 4) + "needle";
+  assert.equal(await matcher.firstMatch(/needle/u, [long], options), 0);
+  assert.equal(matcher.offThread, 2);
+  // Aborted before: refused, as off the thread.
+  const stop = new AbortController();
+  stop.abort(new Error("stopped"));
+  await assert.rejects(
+    matcher.firstMatch(/answer/u, ["answer"], { ...options, signal: stop.signal }),
     /stopped/,
   );
 });
