@@ -58,12 +58,17 @@ function gradingError(check: Check, detail: string): CheckResult {
   };
 }
 
-/** Where the checks look: the restored end state, else the attempt's kept copy, else nothing. */
+/**
+ * Where the checks look: the restored end state (none when it was empty), else the attempt's kept
+ * copy, else nothing.
+ */
 async function endStateOf(
   options: RegradeOptions,
   state: ScenarioState,
   cwd: string,
 ): Promise<string | null> {
+  // Empty when the conversation ended: nothing was kept, and nothing is to restore.
+  if (state.attempts[state.attempts.length - 1]?.emptyEnd === true) return null;
   const last = state.runIds[state.runIds.length - 1];
   const restored = await options.restoreEndState(last, cwd);
   if (restored === null) return null;

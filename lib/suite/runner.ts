@@ -56,7 +56,8 @@ export interface RunSuiteOptions {
   makeModel(spec: string, baseUrl: string | null): Promise<Model>;
   /**
    * Keeps the working directory as the conversation left it, before the checks run (a snapshot
-   * under the last turn's end-state id, end_state.ts), for `reins suite regrade`. Resolves once
+   * under the last turn's end-state id, end_state.ts), for `reins suite regrade`; not called when
+   * the directory is empty (the attempt's `emptyEnd` says so instead). Resolves once
    * every file is read; `written` once it is on disk (awaited after the checks, so its fsyncs do
    * not hold them up). Neither rejects.
    */
@@ -254,7 +255,13 @@ async function playAttempt(
     }
 
     const last = evidence.turns[evidence.turns.length - 1];
-    const kept = last ? await options.keepEndState?.(last.runId, cwd) : undefined;
+    // An empty working directory has nothing to keep: the attempt says so (one file less a
+    // scenario, its manifest), and regrade checks anew in an empty folder.
+    let kept: { written: Promise<void> } | undefined;
+    if (last !== undefined && options.keepEndState !== undefined) {
+      if (await isEmptyDir(cwd)) attempt.emptyEnd = true;
+      else kept = await options.keepEndState(last.runId, cwd);
+    }
     let checks: CheckResult[];
     try {
       checks = await runChecks(
@@ -288,6 +295,16 @@ async function playAttempt(
     return { status: "error", reason: describeError(error), evidence, checks: [], ended: null };
   } finally {
     await confined?.close();
+  }
+}
+
+/** Whether `dir` has no entries; false when it cannot be read (the snapshot then says why). */
+async function isEmptyDir(dir: string): Promise<boolean> {
+  try {
+    for await (const _ of Deno.readDir(dir)) return false;
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -117,6 +117,11 @@ export const Attempt = z.object({
   runIds: z.array(z.string()),
   /** The scenario's copy of the workdir (kept when it did not pass). */
   workdir: z.string().nullable(),
+  /**
+   * true: its working directory was empty when the conversation ended, and no end-state snapshot
+   * was written for it (`reins suite regrade` checks anew in an empty folder). Absent otherwise.
+   */
+  emptyEnd: z.literal(true).optional(),
 }).strict();
 export type Attempt = z.infer<typeof Attempt>;
 

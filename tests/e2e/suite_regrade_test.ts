@@ -120,3 +120,40 @@ Deno.test("reins suite regrade says when there is no end state to check, and lea
   assert.equal(unknown.code, 3, unknown.stderr);
   assert.match(unknown.stderr, /No suite run "nope"/);
 });
+
+Deno.test("an empty working directory at the conversation's end keeps no end-state snapshot, and regrades as empty", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  // Answers and writes nothing; a second scenario leaves a file, to tell the two apart.
+  await Deno.writeTextFile(`${dir.path}/agent.sh`, '#!/bin/sh\nprompt=$(cat)\necho "ok $prompt"\n');
+  await Deno.chmod(`${dir.path}/agent.sh`, 0o755);
+  const suite = (check: string) =>
+    [
+      "suite: empty-end",
+      "driver: command",
+      `exec: ${dir.path}/agent.sh`,
+      "scenarios:",
+      `  - {key: empty, turns: [hi], checks: [${check}]}`,
+      `  - {key: full, turns: [hi], setup: ['echo x > left.txt'], checks: [${check}]}`,
+    ].join("\n");
+  await Deno.writeTextFile(`${dir.path}/suite.yaml`, suite("{regex: 'ok hi'}"));
+  const opts = { home, cwd: dir.path, allowRun: [`${dir.path}/agent.sh`, "sh"] };
+  const ran = await reins(["suite", "run", "suite.yaml", "--json", "--no-report"], opts);
+  assert.equal(ran.code, 0, ran.stderr + ran.stdout);
+  const first = JSON.parse(ran.stdout);
+  const [empty, full] = first.scenarios.map((s: { runIds: string[] }) => s.runIds[0]);
+  const manifests = `${home}/snapshots/manifests`;
+  await assert.rejects(Deno.stat(`${manifests}/${empty}.end.json`), Deno.errors.NotFound);
+  await Deno.stat(`${manifests}/${full}.end.json`);
+
+  // Checked anew: the empty one in an empty folder (no grading error), the other as it was left.
+  await Deno.writeTextFile(
+    `${dir.path}/suite.yaml`,
+    suite("{file: left.txt, absent: true}, {command: 'test -z \"$(ls -A)\"'}"),
+  );
+  const regraded = await reins(["suite", "regrade", first.suiteRunId, "--json"], opts);
+  const outcomes = JSON.parse(regraded.stdout).scenarios.map((s: {
+    checks: { outcome: string }[];
+  }) => s.checks.map((c) => c.outcome));
+  assert.deepEqual(outcomes, [["passed", "passed"], ["failed", "failed"]]);
+});
