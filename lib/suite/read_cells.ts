@@ -9,6 +9,7 @@ import { type Cell, cellsOf } from "./aggregate.ts";
 import { CHECK_OUTCOMES, type CheckResult, SCENARIO_STATUSES } from "./results.ts";
 import {
   type BegunStates,
+  hasScenarioFiles,
   readBegun,
   readScenarioState,
   scenarioPath,
@@ -74,9 +75,10 @@ export function readCells(root: DataRoot, header: SuiteRunFile): Cell[] {
   // begun.jsonl, read once: the states of suite runs now, of cells in flight in older ones.
   const raws = rawBegun(root, dir);
   let begun: BegunStates | undefined;
+  const files = hasScenarioFiles(dir);
   return header.instances.map((instance) => {
     // An older reins's state file, where there is one.
-    const text = root.readText(scenarioPath(dir, instance.id));
+    const text = files ? root.readText(scenarioPath(dir, instance.id)) : null;
     let raw: unknown = raws.get(instance.id);
     if (text !== null) {
       try {
@@ -88,6 +90,6 @@ export function readCells(root: DataRoot, header: SuiteRunFile): Cell[] {
     const cell = raw === undefined ? null : cellOf(raw, instance.id);
     // Not begun, or refused above: the schema's reader makes the pending state or says what is wrong.
     return cell ??
-      cellsOf([readScenarioState(root, dir, instance, begun ??= readBegun(root, dir))])[0];
+      cellsOf([readScenarioState(root, dir, instance, begun ??= readBegun(root, dir), files)])[0];
   });
 }

@@ -14,6 +14,7 @@ import { runJudge } from "./judge.ts";
 import { PatternMatcher } from "./matcher.ts";
 import { type CheckResult, statusOf } from "./results.ts";
 import {
+  hasScenarioFiles,
   readBegun,
   readScenarioState,
   type ScenarioState,
@@ -144,8 +145,9 @@ export async function regradeSuiteRun(options: RegradeOptions): Promise<SuiteRun
     const fromDir = store.layout.suite(from.id);
     using matcher = new PatternMatcher();
     const begun = readBegun(store, fromDir);
+    const files = hasScenarioFiles(fromDir);
     for (const instance of from.instances) {
-      const old = readScenarioState(store, fromDir, instance, begun);
+      const old = readScenarioState(store, fromDir, instance, begun, files);
       const spec = specs.get(instance.key);
       let state: ScenarioState;
       if (old.status !== "passed" && old.status !== "failed") {

@@ -275,6 +275,8 @@ export class SuiteRunHandle implements Disposable {
   #begun: BegunStates;
   /** The scenarios saved since #begun was read: a read of one of them reads begun.jsonl again. */
   readonly #saved = new Set<string>();
+  /** Whether the suite run has an older reins's scenarios/ (none is made now). */
+  readonly #files: boolean;
   #journal: PrivateLog | null = null;
 
   private constructor(
@@ -282,12 +284,14 @@ export class SuiteRunHandle implements Disposable {
     header: SuiteRunFile,
     lock: Deno.FsFile,
     begun: BegunStates = new Map(),
+    files = false,
   ) {
     this.root = root;
     this.dir = root.layout.suite(header.id);
     this.header = header;
     this.#lock = lock;
     this.#begun = begun;
+    this.#files = files;
   }
 
   get id(): string {
@@ -363,7 +367,7 @@ export class SuiteRunHandle implements Disposable {
     const lock = SuiteRunHandle.#takeLock(root, dir, id);
     let handle: SuiteRunHandle;
     try {
-      handle = new SuiteRunHandle(root, header, lock, readBegun(root, dir));
+      handle = new SuiteRunHandle(root, header, lock, readBegun(root, dir), hasScenarioFiles(dir));
     } catch (error) {
       lock.close();
       throw error;
@@ -421,7 +425,7 @@ export class SuiteRunHandle implements Disposable {
       this.#begun = readBegun(this.root, this.dir);
       this.#saved.clear();
     }
-    return readScenarioState(this.root, this.dir, instance, this.#begun);
+    return readScenarioState(this.root, this.dir, instance, this.#begun, this.#files);
   }
 
   /** Marks the end of this process's part (at `now`): finished, or stopped with work left. */
@@ -476,17 +480,19 @@ export function readSuiteRun(root: DataRoot, id: string): SuiteRunFile {
 /**
  * A scenario's state: its last line in begun.jsonl; in a suite run of an older reins, its file,
  * unless its latest attempt began after the file was written (a scenario in flight, or one begun
- * again after a stop). One that has not begun has neither and is pending. `begun` is begun.jsonl read once for many calls (readBegun);
- * without it, it is read here.
+ * again after a stop). One that has not begun has neither and is pending. `begun` is begun.jsonl
+ * read once for many calls (readBegun), `files` whether the suite run has a scenarios/ folder
+ * (hasScenarioFiles); without them, they are looked at here.
  */
 export function readScenarioState(
   root: DataRoot,
   dir: string,
   instance: Instance,
   begun?: BegunStates,
+  files: boolean = hasScenarioFiles(dir),
 ): ScenarioState {
   const path = scenarioPath(dir, instance.id);
-  const text = root.readText(path);
+  const text = files ? root.readText(path) : null;
   const began = (begun ?? readBegun(root, dir)).get(instance.id);
   if (text === null) return began ?? pendingScenario(instance, instance.key);
   const state = parseJson(ScenarioState, text, `the state of scenario ${instance.id} (${path})`);
@@ -508,7 +514,22 @@ export function readScenarioStates(
 ): ScenarioState[] {
   const at = dir ?? root.layout.suite(header.id);
   const begun = readBegun(root, at);
-  return header.instances.map((instance) => readScenarioState(root, at, instance, begun));
+  const files = hasScenarioFiles(at);
+  return header.instances.map((instance) => readScenarioState(root, at, instance, begun, files));
+}
+
+/**
+ * Whether a suite run's folder has scenarios/, where an older reins kept a file per scenario:
+ * without it, no scenario's file is looked for (each a missing file, and an error made and
+ * caught, a scenario). Anything but its absence counts as there (the reads then say what is wrong).
+ */
+export function hasScenarioFiles(dir: string): boolean {
+  try {
+    Deno.lstatSync(joinPath(dir, "scenarios"));
+    return true;
+  } catch (error) {
+    return !(error instanceof Deno.errors.NotFound);
+  }
 }
 
 /** What a suite run is now: its header's state, or interrupted when that says running but no one is. */
