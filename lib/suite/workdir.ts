@@ -8,6 +8,9 @@ import { isSandboxRefusal } from "../core/sandbox.ts";
 import type { ScenarioSpec } from "./load.ts";
 import type { SuiteRunHandle } from "./state.ts";
 
+/** Data roots' tmp/ folders, as their real paths. */
+const realTmp = new Map<string, string>();
+
 /**
  * A fresh working directory for one attempt: an empty folder, or a copy of the workdir. It lies
  * in the data root's tmp/, which the sandbox grants (the system's temp dir it does not).
@@ -15,12 +18,16 @@ import type { SuiteRunHandle } from "./state.ts";
 export async function makeWorkdir(spec: ScenarioSpec, handle: SuiteRunHandle): Promise<string> {
   const tmp = handle.root.layout.tmp();
   handle.root.ensureDir(tmp);
-  const dir = await Deno.realPath(
-    await Deno.makeTempDir({
-      dir: tmp,
-      prefix: `suite-${handle.id.slice(-6)}-${spec.key.slice(0, 40)}-`,
-    }),
-  );
+  // The folder's own name is new, not a link: its parent's real path, looked up once, is enough.
+  let real = realTmp.get(tmp);
+  if (real === undefined) {
+    real = await Deno.realPath(tmp);
+    realTmp.set(tmp, real);
+  }
+  const dir = await Deno.makeTempDir({
+    dir: real,
+    prefix: `suite-${handle.id.slice(-6)}-${spec.key.slice(0, 40)}-`,
+  });
   if (spec.workdir !== null) await copyTree(spec.workdir, dir);
   return dir;
 }
