@@ -413,7 +413,36 @@ export class SuiteRunHandle implements Disposable {
     // memory (thousands of scenarios' states would be): readScenario reads the file again.
     this.#journal.append(JSON.stringify(redactValue(state)));
     this.#saved.add(state.instance.id);
-    await this.#journal.syncAsync();
+    await this.#durable();
+  }
+
+  /** The fdatasync of begun.jsonl in flight, and the one to start once it ends. */
+  #syncing: Promise<void> | null = null;
+  #queued: Promise<void> | null = null;
+
+  /**
+   * Resolves once every line appended so far is on disk. The saves of the jobs share their waits
+   * (a group commit): a line written while an fdatasync is under way, which may not cover it,
+   * waits for the next one, which starts when that ends and covers every line written meanwhile.
+   */
+  #durable(): Promise<void> {
+    if (this.#queued !== null) return this.#queued;
+    if (this.#syncing === null) return this.#startSync();
+    const queued = this.#syncing.catch(() => {}).then(() => {
+      this.#queued = null;
+      return this.#startSync();
+    });
+    this.#queued = queued;
+    return queued;
+  }
+
+  #startSync(): Promise<void> {
+    const journal = this.#journal!;
+    const syncing = journal.syncAsync().finally(() => {
+      if (this.#syncing === syncing) this.#syncing = null;
+    });
+    this.#syncing = syncing;
+    return syncing;
   }
 
   /**
