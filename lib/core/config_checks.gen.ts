@@ -114,6 +114,7 @@ let v13 = value["headers"];
 if (v13 !== undefined) {
 if (typeof v13 !== "object" || v13 === null || Array.isArray(v13)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v13) };
 for (const v14 of Object.keys(v13)) {
+if (v14 === "__proto__") { delete v13[v14]; continue; }
 const v15 = v13[v14];
 if (typeof v15 !== "string") return { path: join(at, "headers." + v14), message: "Invalid input: expected string, received " + received(v15) };
 }
@@ -231,6 +232,7 @@ if (v50 !== null) return v50;
 let v51 = value["prices"];
 if (typeof v51 !== "object" || v51 === null || Array.isArray(v51)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v51) };
 for (const v52 of Object.keys(v51)) {
+if (v52 === "__proto__") { delete v51[v52]; continue; }
 const v53 = v51[v52];
 {
 const v54 = modelPrice(v53, join(at, "prices." + v52));
@@ -288,6 +290,7 @@ if (v70.length > 0) return { path: join(at, "confine"), message: (v70.length ===
 let v71 = value["harnessEnv"];
 if (typeof v71 !== "object" || v71 === null || Array.isArray(v71)) return { path: join(at, "harnessEnv"), message: "Invalid input: expected record, received " + received(v71) };
 for (const v72 of Object.keys(v71)) {
+if (v72 === "__proto__") { delete v71[v72]; continue; }
 const v73 = v71[v72];
 if (typeof v73 !== "string") return { path: join(at, "harnessEnv." + v72), message: "Invalid input: expected string, received " + received(v73) };
 }
@@ -296,6 +299,7 @@ if (typeof v74 !== "object" || v74 === null || Array.isArray(v74)) return { path
 let v75 = v74["env"];
 if (typeof v75 !== "object" || v75 === null || Array.isArray(v75)) return { path: join(at, "otel.env"), message: "Invalid input: expected record, received " + received(v75) };
 for (const v76 of Object.keys(v75)) {
+if (v76 === "__proto__") { delete v75[v76]; continue; }
 const v77 = v75[v76];
 if (typeof v77 !== "string") return { path: join(at, "otel.env." + v76), message: "Invalid input: expected string, received " + received(v77) };
 }
@@ -345,6 +349,7 @@ let v90 = value["prices"];
 if (v90 === undefined) { v90 = {}; value["prices"] = v90; }
 if (typeof v90 !== "object" || v90 === null || Array.isArray(v90)) return { path: join(at, "prices"), message: "Invalid input: expected record, received " + received(v90) };
 for (const v91 of Object.keys(v90)) {
+if (v91 === "__proto__") { delete v90[v91]; continue; }
 const v92 = v90[v91];
 {
 const v93 = modelPrice(v92, join(at, "prices." + v91));

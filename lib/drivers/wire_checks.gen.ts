@@ -726,6 +726,7 @@ let v148 = v144["models"];
 if (v148 !== undefined) {
 if (typeof v148 !== "object" || v148 === null || Array.isArray(v148)) return { path: join(at, "stats.models"), message: "Invalid input: expected record, received " + received(v148) };
 for (const v149 of Object.keys(v148)) {
+if (v149 === "__proto__") { delete v148[v149]; continue; }
 const v150 = v148[v149];
 if (typeof v150 !== "object" || v150 === null || Array.isArray(v150)) return { path: join(at, "stats.models." + v149), message: "Invalid input: expected object, received " + received(v150) };
 let v151 = v150["input_tokens"];

@@ -410,6 +410,7 @@ if (typeof v76 !== "boolean") return { path: join(at, "stream"), message: "Inval
 let v77 = value["headers"];
 if (typeof v77 !== "object" || v77 === null || Array.isArray(v77)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v77) };
 for (const v78 of Object.keys(v77)) {
+if (v78 === "__proto__") { delete v77[v78]; continue; }
 const v79 = v77[v78];
 if (typeof v79 !== "string") return { path: join(at, "headers." + v78), message: "Invalid input: expected string, received " + received(v79) };
 }
@@ -446,6 +447,7 @@ if (v85 < -9007199254740991) return { path: join(at, "status"), message: "Too sm
 let v86 = value["headers"];
 if (typeof v86 !== "object" || v86 === null || Array.isArray(v86)) return { path: join(at, "headers"), message: "Invalid input: expected record, received " + received(v86) };
 for (const v87 of Object.keys(v86)) {
+if (v87 === "__proto__") { delete v86[v87]; continue; }
 const v88 = v86[v87];
 if (typeof v88 !== "string") return { path: join(at, "headers." + v87), message: "Invalid input: expected string, received " + received(v88) };
 }

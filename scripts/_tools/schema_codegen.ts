@@ -8,8 +8,9 @@
 // not know makes it throw. A build tool: nothing at run time imports it.
 //
 // A validator is `(value) => Issue | null`: null when valid, else zod's first issue. Defaults
-// (`.default(x)`) are written into the value checked, as zod's parse would return them; nothing
-// else is copied, stripped or reordered.
+// (`.default(x)`) are written into the value checked, as zod's parse would return them, and a
+// record's own key `__proto__`, which zod passes over, is removed; nothing else is copied,
+// stripped or reordered.
 import type { z } from "zod";
 
 interface Def {
@@ -210,7 +211,11 @@ function emit(schema: unknown, v: string, path: PathExpr, e: Emitter): string {
       const item = e.name();
       return `if (typeof ${v} !== "object" || ${v} === null || Array.isArray(${v})) ` +
         fail(path, expected("record", v)) +
-        `for (const ${key} of Object.keys(${v})) {\nconst ${item} = ${v}[${key}];\n` +
+        // zod passes over a key named __proto__ (JSON.parse makes it an own key) and leaves it out
+        // of what it returns: it is removed here too, so no caller meets it.
+        `for (const ${key} of Object.keys(${v})) {\n` +
+        `if (${key} === "__proto__") { delete ${v}[${key}]; continue; }\n` +
+        `const ${item} = ${v}[${key}];\n` +
         emit(def.valueType, item, { code: `${pathPrefix(path)}${key}` }, e) + "}\n";
     }
     case "object":

@@ -151,6 +151,21 @@ Deno.test("compileValidator() agrees with zod on the config file, defaults fille
   );
 });
 
+Deno.test("compileValidator() passes over a record's own __proto__ key as zod does, and removes it", () => {
+  // JSON.parse makes `__proto__` an own key; zod's record neither checks it nor returns it.
+  const schema = z.object({ env: z.record(z.string(), z.string()) });
+  const validate = compileValidator(schema);
+  for (const text of ['{"env":{"__proto__":5}}', '{"env":{"A":"b","__proto__":{"x":1}}}']) {
+    const value = JSON.parse(text);
+    agrees(schema, value, validate);
+    assert.equal(validate(value), null, text);
+    assert.equal(Object.hasOwn(value.env, "__proto__"), false, text);
+  }
+  // The other keys are still checked.
+  agrees(schema, JSON.parse('{"env":{"__proto__":"x","B":7}}'), validate);
+  assert.notEqual(validate(JSON.parse('{"env":{"__proto__":"x","B":7}}')), null);
+});
+
 Deno.test("compileValidator() agrees with zod on settings (URLs, records, nested objects)", () => {
   const validate = compileValidator(Settings);
   const driver = { args: [] };
