@@ -5,6 +5,7 @@
 // types come through this door, values from the module it lists them from, so that `reins
 // --version` loads only the few it needs (docs/architecture.md, "Doors").
 export { assertNever } from "./assert_never.ts";
+export { releaseLocks } from "./flock.ts";
 export {
   createPrivateFileAsync,
   openNewPrivateFile,

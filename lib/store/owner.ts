@@ -9,6 +9,7 @@
 // while the process lives (later than the run, never earlier), so it never takes a live run for
 // dead. A run an older reins made has an owner.lock of its own (one name), whose lock decides.
 // Imports nothing that imports the index, so that reading a record (run_record.ts) may ask.
+import { releaseLocks } from "../core/flock.ts";
 import { openNewPrivateFile, writeAll } from "../core/atomic_write.ts";
 import { joinPath, resolvePath } from "../core/paths.ts";
 import { redact } from "../core/redact.ts";
@@ -28,8 +29,8 @@ export function ownerState(root: DataRoot, runId: string): OwnerState {
 
 /**
  * Takes a run's ownership (its directory's lock, and an older reins's owner.lock where it has
- * one; `dir` is the run's directory, or its staging directory) when nobody holds it: released by disposing of the result. Null when its owner (or
- * another reconciler) holds it; "no-run" when there is no such directory. flock conflicts between
+ * one; `dir` is the run's directory, or its staging directory) when nobody holds it: released
+ * by disposing of the result. Null when its owner (or another reconciler) holds it; "no-run" when there is no such directory. flock conflicts between
  * open files, even in one process: a writer in this process counts as a holder.
  */
 export function holdRun(root: DataRoot, dir: string): Disposable | null | "no-run" {
@@ -44,22 +45,22 @@ export function holdRun(root: DataRoot, dir: string): Disposable | null | "no-ru
   const held: Deno.FsFile[] = [handle];
   try {
     if (!handle.tryLockSync(true)) {
-      release(held);
+      releaseLocks(held);
       return null;
     }
     const own = ownOwnerLock(joinPath(path, OWNER_LOCK_FILE));
     if (own !== null) {
       held.push(own);
       if (!own.tryLockSync(true)) {
-        release(held);
+        releaseLocks(held);
         return null;
       }
     }
   } catch (error) {
-    release(held);
+    releaseLocks(held);
     throw error;
   }
-  return { [Symbol.dispose]: () => release(held) };
+  return { [Symbol.dispose]: () => releaseLocks(held) };
 }
 
 /**
@@ -79,17 +80,6 @@ function ownOwnerLock(path: string): Deno.FsFile | null {
   } catch { /* unreadable: the directory's lock decides */ }
   file.close();
   return null;
-}
-
-// Unlocked before closed: a child being spawned by another thread of this process holds a copy
-// of every descriptor until it execs, and an flock lives as long as any copy.
-function release(files: Deno.FsFile[]): void {
-  for (const file of files) {
-    try {
-      file.unlockSync();
-    } catch { /* not held, or closing releases it */ }
-    file.close();
-  }
 }
 
 /** How many runs share one owner file before the process starts another (see OwnerFile). */
@@ -151,7 +141,7 @@ class OwnerFile {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    release([this.#file]);
+    releaseLocks([this.#file]);
   }
 
   #append(runId: string, line: string): void {
@@ -249,7 +239,7 @@ export function ownOwnerLockFile(at: string, runId: string): RunOwnership {
     release: () => {
       if (released) return;
       released = true;
-      release([file]);
+      releaseLocks([file]);
     },
   };
 }

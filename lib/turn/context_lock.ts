@@ -9,6 +9,7 @@
 // the index: the context's active run whose owner is alive (before the holder has made its run,
 // none). An older reins locked `contexts/<id>/turn.lock` (and wrote its run there): where that
 // file is, it is locked too, so a turn of an older reins running meanwhile is waited for.
+import { releaseLocks } from "../core/flock.ts";
 import { ContextBusyError, ReinsError } from "../core/errors.ts";
 import type { Store } from "../store/mod.ts";
 
@@ -78,32 +79,21 @@ export class ContextLock implements Disposable {
         // The directory locked is still the context's (not one removed while this turn waited).
         if (sameFile(files[0], dir)) return new ContextLock(contextId, files);
       } catch (error) {
-        release(files);
+        releaseLocks(files);
         throw error;
       }
-      release(files);
+      releaseLocks(files);
     }
   }
 
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    release(this.#files);
+    releaseLocks(this.#files);
   }
 
   [Symbol.dispose](): void {
     this.release();
-  }
-}
-
-// Unlocked before closed: a child being spawned meanwhile holds a copy of every descriptor until
-// it execs, and an flock lives as long as any copy of it.
-function release(files: Deno.FsFile[]): void {
-  for (const file of files) {
-    try {
-      file.unlockSync();
-    } catch { /* not held, or closing releases it */ }
-    file.close();
   }
 }
 
