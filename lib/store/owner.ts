@@ -30,8 +30,9 @@ export function ownerState(root: DataRoot, runId: string): OwnerState {
 /**
  * Takes a run's ownership (its directory's lock, and an older reins's owner.lock where it has
  * one; `dir` is the run's directory, or its staging directory) when nobody holds it: released
- * by disposing of the result. Null when its owner (or another reconciler) holds it; "no-run" when there is no such directory. flock conflicts between
- * open files, even in one process: a writer in this process counts as a holder.
+ * by disposing of the result. Null when its owner (or another reconciler) holds it; "no-run"
+ * when there is no such directory. flock conflicts between open files, even in one process: a
+ * writer in this process counts as a holder.
  */
 export function holdRun(root: DataRoot, dir: string): Disposable | null | "no-run" {
   const path = resolvePath(dir, root.home);
