@@ -56,7 +56,7 @@ export {
 } from "./layout.ts";
 export { importLazily } from "./lazy_import.ts";
 export { basenameOf, dirnameOf, isInside, joinPath, resolvePath } from "./paths.ts";
-export { ensurePrivateDir } from "./private_dir.ts";
+export { ensurePrivateDir, madePrivate } from "./private_dir.ts";
 export { OpenLogs, PrivateLog } from "./private_log.ts";
 export type { LockedTail } from "./private_log.ts";
 export {

@@ -71,10 +71,12 @@ export function ensurePrivateDir(
       try {
         Deno.mkdirSync(current, { mode: DIR_MODE });
         made?.push(current);
+        madePrivate(current);
       } catch (error) {
         if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+        // Made by someone else meanwhile: tightened, whatever its mode.
+        Deno.chmodSync(current, DIR_MODE);
       }
-      Deno.chmodSync(current, DIR_MODE);
       continue;
     }
     if (info.isSymlink) {
@@ -86,6 +88,24 @@ export function ensurePrivateDir(
   }
   checked?.madePrivate.add(absDir);
   return tightened;
+}
+
+/**
+ * Whether this process's umask takes bits of 0700 off a directory it makes: learned from the first
+ * directory it makes (its mode read back), so that later ones are not chmodded for nothing — a
+ * chmod is a write of the inode, on a turn's path twice (a new context's directory and the run's).
+ * The umask is the process's own and reins never changes it (Deno.umask needs a permission the
+ * binary does not have).
+ */
+let umaskNarrowsDirs: boolean | null = null;
+
+/** After `mkdir(path, 0700)` made it: 0700 whatever the umask. */
+export function madePrivate(path: string): void {
+  if (umaskNarrowsDirs === null) {
+    const { mode } = Deno.lstatSync(path);
+    umaskNarrowsDirs = mode === null || (mode & 0o777) !== DIR_MODE;
+  }
+  if (umaskNarrowsDirs) Deno.chmodSync(path, DIR_MODE);
 }
 
 function notADirectory(path: string): DataRootError {

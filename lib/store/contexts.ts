@@ -53,11 +53,17 @@ export type HarnessSessionFile =
 /**
  * Reads an entry. A file written before reins kept a session per driver (no `sessions`) reads as
  * a map of one. A link reads as missing (the trust checks refuse it before this is asked).
+ * `trusted`, asked once the file is known to be there and before it is read, may refuse it
+ * (then it reads as missing): so a context without one — every new context — costs one look.
  */
-export function readHarnessSessionFile(path: string): HarnessSessionFile {
+export function readHarnessSessionFile(
+  path: string,
+  trusted: () => boolean = () => true,
+): HarnessSessionFile {
   let text: string;
   try {
-    if (Deno.lstatSync(path).isSymlink) return { state: "missing" };
+    const info = Deno.lstatSync(path);
+    if (!trusted() || info.isSymlink) return { state: "missing" };
     text = Deno.readTextFileSync(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
@@ -204,8 +210,9 @@ export class ContextMap {
   get(contextId: string): ContextSessions | null {
     if (this.#unsaved.has(contextId)) return this.#unsaved.get(contextId) ?? null;
     const path = this.entryPath(contextId);
-    if (path === null || !this.vet(contextId)) return null;
-    const file = readHarnessSessionFile(path);
+    if (path === null) return null;
+    // Vetted only when there is a file (vetting none finds nothing to distrust).
+    const file = readHarnessSessionFile(path, () => this.vet(contextId));
     if (file.state === "ok") return file.entry;
     if (file.state === "missing") return null;
     return this.#rebuild(contextId, path, file);

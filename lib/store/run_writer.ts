@@ -7,6 +7,7 @@ import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
 import { syncDirectory, syncDirectoryAsync } from "../core/atomic_write.ts";
+import { madePrivate } from "../core/private_dir.ts";
 import { redactValue } from "../core/redact.ts";
 import type {
   AgentFacts,
@@ -435,7 +436,7 @@ function stageRun(root: DataRoot, runId: string): { dir: string; owner: StakedRu
   Deno.mkdirSync(staging, { mode: 0o700 });
   let dir: Deno.FsFile | null = null;
   try {
-    Deno.chmodSync(staging, 0o700);
+    madePrivate(staging);
     dir = Deno.openSync(staging, { read: true });
     // Nobody else has seen the directory: the lock is free.
     dir.lockSync(true);
