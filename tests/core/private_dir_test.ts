@@ -6,13 +6,19 @@ import { DataRootError } from "../../lib/core/errors.ts";
 import { tempDir } from "../support/reins.ts";
 import { appendPrivateLine, child, mode } from "./_private_files.ts";
 
-for (const umask of ["000", "022", "077"]) {
+// 277 and 377 take owner bits off what is made: the first directory made tells the process so
+// (it is read back), and each later one — `a/b`, `a/c` — is tightened too, not only the first.
+for (const umask of ["000", "022", "077", "277", "377"]) {
   Deno.test(`ensurePrivateDir() and the writers make 0700 dirs and 0600 files under umask ${umask}`, async () => {
     await using dir = await tempDir();
     const root = `${dir.path}/home`;
     await child(["make", root], umask);
-    for (const path of [root, `${root}/a`, `${root}/a/b`]) assert.equal(mode(path), 0o700, path);
-    for (const path of [`${root}/a/b/record.json`, `${root}/a/log.jsonl`]) {
+    for (const path of [root, `${root}/a`, `${root}/a/b`, `${root}/a/c`]) {
+      assert.equal(mode(path), 0o700, path);
+    }
+    for (
+      const path of [`${root}/a/b/record.json`, `${root}/a/log.jsonl`, `${root}/a/c/async.json`]
+    ) {
       assert.equal(mode(path), 0o600, path);
     }
   });
