@@ -1,8 +1,10 @@
 // A turn's confinement, made once before its agent starts and closed once it has exited: the
 // facts profile.ts needs (which secret stores exist to be hidden, the harness's state for this
 // context, the bridges out) gathered, and a `wrap` that every spawn of the turn applies — the
-// agent, the loop's run_command, a suite's shell steps.
+// agent, the loop's run_command, a suite's shell steps. Opened early, it starts the agent's
+// sandbox ahead of the agent (warm.ts), for the turn's own setup to hide its start.
 import { joinPath } from "../core/paths.ts";
+import { spawnGroupLeader } from "../core/process_group.ts";
 import type { AllowedHost } from "./allow_host.ts";
 import { type ConnectionReport, openConfinedNetwork } from "./network.ts";
 import {
@@ -10,9 +12,12 @@ import {
   type ConfinedCommand,
   confinedCommand,
   type ConfineFacts,
+  releaseLine,
+  sandboxAhead,
 } from "./profile.ts";
 import { requireConfinement } from "./probe.ts";
 import { HARNESS_ENV, HARNESS_STATES, KEPT_ENV, SECRET_STORES } from "./stores.ts";
+import { WarmSandbox } from "./warm.ts";
 
 /** What a front end asks of a confined turn (--confine, --allow-host, the config's). */
 export interface ConfineRequest {
@@ -24,6 +29,16 @@ export interface ConfineRequest {
 /** Applied by each spawn site to the command it would run. */
 export interface Confinement {
   wrap(command: AgentCommand): ConfinedCommand;
+  /**
+   * Starts `command` confined, as the leader of a group of its own (spawnGroupLeader), its stdout
+   * and stderr piped: in the sandbox started ahead for it where there is one that fits (the
+   * turn's first agent, in the working directory the sandbox was made for), else in one of its
+   * own. Throws as spawnGroupLeader does.
+   */
+  spawn(
+    command: AgentCommand,
+    stdin: "null" | "piped",
+  ): { child: Deno.ChildProcess; startedMs: number };
 }
 
 export interface ConfinementSetup {
@@ -39,12 +54,25 @@ export interface ConfinementSetup {
   stateDir: string | null;
   /** A directory for the bridges' sockets, made here and removed at close. */
   socketParent: string;
+  /** The model gateway's port, or null: none, or not known yet (then `attach` may give it). */
   gatewayPort: number | null;
-  onConnection(report: ConnectionReport): void;
+  /** Where each proxy connection goes; absent: held until `attach` says. */
+  onConnection?(report: ConnectionReport): void;
+  /**
+   * The working directory of the turn's agent, for a sandbox to be started ahead of it now
+   * (warm.ts); absent: each spawn starts its own.
+   */
+  agentCwd?: string;
 }
 
 export interface OpenConfinement {
   confinement: Confinement;
+  /**
+   * The turn is ready to run its agent (a confinement opened before its run was made): the
+   * gateway it was bound to (null: none), and where its proxy connections go from now on.
+   */
+  attach(turn: { gatewayPort: number | null; onConnection(report: ConnectionReport): void }): void;
+  /** Ends what is left: the sandbox started ahead if no agent took it, the bridges. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -77,13 +105,17 @@ export async function openConfinement(
   }
   await Deno.mkdir(setup.socketParent, { recursive: true, mode: 0o700 });
   const socketDir = await Deno.makeTempDir({ dir: setup.socketParent, prefix: "net-" });
+  // Reports that come before the run is there to hold them (none can come from the agent: it
+  // does not run yet) wait for `attach`.
+  const held: ConnectionReport[] = [];
+  let onConnection = setup.onConnection ?? ((report: ConnectionReport) => void held.push(report));
   const network = await openConfinedNetwork({
     socketDir,
     gatewayPort: setup.gatewayPort,
     allowHosts: request.allowHosts,
-    onConnection: setup.onConnection,
+    onConnection: (report) => onConnection(report),
   });
-  const facts: ConfineFacts = {
+  let facts: ConfineFacts = {
     dataRoot: setup.dataRoot,
     hidden,
     binds,
@@ -92,14 +124,66 @@ export async function openConfinement(
     network: { socketDir, gatewayPort: network.gatewayPort, proxyPort: network.proxyPort },
   };
   const stateEnv = state?.env ?? {};
+  const withState = (command: AgentCommand): AgentCommand => ({
+    ...command,
+    env: { ...command.env, ...stateEnv },
+  });
+  let warm = setup.agentCwd === undefined
+    ? null
+    : WarmSandbox.start(sandboxAhead(setup.agentCwd, facts));
+  const warmGateway = setup.gatewayPort;
+  const discarded: Promise<void>[] = [];
+  let closed: Promise<void> | null = null;
   return {
     confinement: {
-      wrap: (command) =>
-        confinedCommand({ ...command, env: { ...command.env, ...stateEnv } }, facts),
+      wrap: (command) => confinedCommand(withState(command), facts),
+      spawn(command, stdin) {
+        const agent = withState(command);
+        if (warm?.available && warm.cwd === agent.cwd) {
+          const line = releaseLine(agent, facts, {
+            stdin,
+            gatewayPort: facts.network?.gatewayPort === warmGateway
+              ? null
+              : facts.network?.gatewayPort ?? null,
+          });
+          const child = line === null ? null : warm.take(line, stdin);
+          if (child !== null) return { child, startedMs: warm.startedMs };
+        }
+        const confined = confinedCommand(agent, facts);
+        const child = spawnGroupLeader(confined.program, {
+          args: confined.args,
+          cwd: confined.cwd,
+          env: confined.env,
+          clearEnv: confined.clearEnv,
+          stdin,
+          stdout: "piped",
+          stderr: "piped",
+        });
+        return { child, startedMs: Date.now() };
+      },
     },
-    async close() {
-      await network.close();
-      await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+    attach(turn) {
+      onConnection = turn.onConnection;
+      for (const report of held.splice(0)) onConnection(report);
+      if (turn.gatewayPort === null || facts.network === null) return;
+      network.bridgeGateway(turn.gatewayPort);
+      let proxyPort = facts.network.proxyPort;
+      if (turn.gatewayPort === proxyPort) {
+        // The sandbox started ahead listens for the proxy where the gateway is to be: it cannot
+        // be the agent's, and the agent's own sandbox has the proxy one port on.
+        proxyPort = (proxyPort ?? 0) + 1;
+        if (warm !== null) discarded.push(warm.discard());
+        warm = null;
+      }
+      facts = { ...facts, network: { ...facts.network, gatewayPort: turn.gatewayPort, proxyPort } };
+    },
+    close() {
+      closed ??= (async () => {
+        await Promise.all([warm?.discard(), ...discarded]);
+        await network.close();
+        await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+      })();
+      return closed;
     },
   };
 }

@@ -14,4 +14,4 @@ export type {
   OpenConfinement,
 } from "./confinement.ts";
 export { openConfinement } from "./confinement.ts";
-export { SECRET_STORES } from "./stores.ts";
+export { keepsHarnessState, SECRET_STORES } from "./stores.ts";

@@ -23,6 +23,8 @@ export interface ConfinedNetwork {
   socketDir: string;
   gatewayPort: number | null;
   proxyPort: number;
+  /** Bridges the gateway's socket to `port` (a network opened with no gateway known yet). */
+  bridgeGateway(port: number): void;
   /** Stops listening, ends what is still open, and waits for the last report. */
   close(): Promise<void>;
 }
@@ -116,6 +118,7 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     socketDir: options.socketDir,
     gatewayPort,
     proxyPort: gatewayPort === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT,
+    bridgeGateway: (port) => bridge(GATEWAY_SOCKET, port),
     close,
   };
 }

@@ -64,12 +64,15 @@ export interface ConfinedCommand {
 
 /**
  * The script the sandbox runs first, as `sh -c SCRIPT reins-confine GATEWAY_PORT PROXY_PORT
- * PROGRAM ARGS…`: it drops what the agent is not to keep of the environment, starts the bridges
- * (socat, each in a session of its own so that the signals that stop the agent's group leave
- * them be until the agent is gone) both at once, waits until both listen and the sockets they
- * lead to are there (the agent's first connection must find them; a start of socat is the larger
- * part of a bridge's cost, and starts paid side by side — the two inside, and outside, where socat
- * makes the sockets, the sandbox's own start — cost about one), then becomes the agent.
+ * [PROGRAM ARGS…]`: it drops what the agent is not to keep of the environment, starts the
+ * bridges (socat, each in a session of its own so that the signals that stop the agent's group
+ * leave them be until the agent is gone) both at once, waits until both listen and the sockets
+ * they lead to are there (the agent's first connection must find them; a start of socat is the
+ * larger part of a bridge's cost, and starts paid side by side — the two inside, and outside,
+ * where socat makes the sockets, the sandbox's own start — cost about one), then becomes the
+ * agent. Given no program (a sandbox started ahead of its agent: warm.ts), it then reads one line
+ * on its stdin (releaseLine()), runs it, and becomes the program the line named; at the end of
+ * stdin instead (reins let the sandbox go unused), it exits.
  */
 export const INNER_SCRIPT = `set -f
 if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
@@ -95,35 +98,44 @@ bridge() {
   done
   waiting="$waiting $1:$hex:$2"
 }
-[ "$1" = 0 ] || bridge "$1" ${INSIDE.sockets}/${GATEWAY_SOCKET}
-[ "$2" = 0 ] || bridge "$2" ${INSIDE.sockets}/${PROXY_SOCKET}
 # Until each listens, and the socket it leads to is there (socat outside may still be making it):
 # /proc/net/tcp read with the shell's builtins, a 2 ms sleep between looks.
-tries=0
-while [ -n "$waiting" ]; do
-  left=
-  for each in $waiting; do
-    rest=\${each#*:}
-    found=
-    if [ -S "\${rest#*:}" ]; then
-      while read -r line; do
-        case $line in *": 0100007F:\${rest%%:*} 00000000:0000 0A"*) found=1; break ;; esac
-      done </proc/net/tcp
-    fi
-    [ -n "$found" ] || left="$left $each"
-  done
-  waiting=$left
-  [ -n "$waiting" ] || break
-  tries=$((tries + 1))
-  if [ $tries -gt 2500 ]; then
+await_bridges() {
+  tries=0
+  while [ -n "$waiting" ]; do
+    left=
     for each in $waiting; do
-      echo "reins: the sandbox's bridge from 127.0.0.1:\${each%%:*} to \${each##*:} did not start (is socat installed?)" >&2
+      rest=\${each#*:}
+      found=
+      if [ -S "\${rest#*:}" ]; then
+        while read -r line; do
+          case $line in *": 0100007F:\${rest%%:*} 00000000:0000 0A"*) found=1; break ;; esac
+        done </proc/net/tcp
+      fi
+      [ -n "$found" ] || left="$left $each"
     done
-    exit 125
-  fi
-  sleep 0.002
-done
+    waiting=$left
+    [ -n "$waiting" ] || break
+    tries=$((tries + 1))
+    if [ $tries -gt 2500 ]; then
+      for each in $waiting; do
+        echo "reins: the sandbox's bridge from 127.0.0.1:\${each%%:*} to \${each##*:} did not start (is socat installed?)" >&2
+      done
+      exit 125
+    fi
+    sleep 0.002
+  done
+}
+[ "$1" = 0 ] || bridge "$1" ${INSIDE.sockets}/${GATEWAY_SOCKET}
+[ "$2" = 0 ] || bridge "$2" ${INSIDE.sockets}/${PROXY_SOCKET}
+await_bridges
 shift 2
+if [ $# = 0 ]; then
+  IFS= read -r line || exit 125
+  nl='
+'
+  eval "$line"
+fi
 exec "$@"`;
 
 /** The directories of the system a confined agent has no use for and should not reach. */
@@ -142,6 +154,83 @@ function under(path: string, dir: string): boolean {
  * of its own already, as reins starts every agent as a session leader (process_group.ts).
  */
 export function confinedCommand(command: AgentCommand, facts: ConfineFacts): ConfinedCommand {
+  const args = [...sandboxArgs(command.cwd, facts), command.program, ...command.args];
+  const env = agentEnv(command, facts);
+  if (facts.inherited === null) {
+    env.REINS_CONFINE_KEEP = [...new Set([...facts.keepEnv, ...Object.keys(env)])].join(" ");
+    return { program: "env", args, cwd: command.cwd, env, clearEnv: false };
+  }
+  return {
+    program: "env",
+    args,
+    cwd: command.cwd,
+    env: { ...kept(facts.inherited, facts.keepEnv), ...env },
+    clearEnv: true,
+  };
+}
+
+/**
+ * A sandbox started ahead of its agent (warm.ts): the same bubblewrap, the same setup inside (the
+ * environment trimmed, the bridges started and waited for), but no program: the inner script then
+ * reads on its stdin the line releaseLine() makes, and becomes what it names. Its environment is
+ * what the agent keeps of reins's; what reins sets for the agent comes with the line.
+ */
+export function sandboxAhead(cwd: string, facts: ConfineFacts): ConfinedCommand {
+  const args = sandboxArgs(cwd, facts);
+  if (facts.inherited === null) {
+    const env = { REINS_CONFINE_KEEP: facts.keepEnv.join(" ") };
+    return { program: "env", args, cwd, env, clearEnv: false };
+  }
+  return { program: "env", args, cwd, env: kept(facts.inherited, facts.keepEnv), clearEnv: true };
+}
+
+/** The longest line releaseLine() makes: the shell reads it a byte at a time (~1 ms a KiB). */
+export const RELEASE_LINE_LIMIT = 8 * 1024;
+
+/**
+ * The one line a sandbox started ahead (sandboxAhead) reads to become `command`: shell words,
+ * each single-quoted (a newline in one carried by `$nl`), that start the gateway's bridge (and
+ * wait for it) where the gateway was not known at the start, give the agent /dev/null for stdin
+ * unless it is to read reins's, name the program, and export what reins sets for it; as bytes.
+ * null where the line cannot carry the command: a variable's name the shell cannot export, or
+ * longer than RELEASE_LINE_LIMIT (then the agent gets a sandbox of its own, confinedCommand()).
+ */
+export function releaseLine(
+  command: AgentCommand,
+  facts: ConfineFacts,
+  options: { stdin: "null" | "piped"; gatewayPort: number | null },
+): Uint8Array | null {
+  const words: string[] = [];
+  if (options.gatewayPort !== null) {
+    words.push(
+      `bridge ${shellWord(String(options.gatewayPort))} ${
+        shellWord(`${INSIDE.sockets}/${GATEWAY_SOCKET}`)
+      }`,
+      "await_bridges",
+    );
+  }
+  if (options.stdin === "null") words.push("exec </dev/null");
+  words.push(`set -- ${[command.program, ...command.args].map(shellWord).join(" ")}`);
+  // Exported last, once the script's own variables are no longer used; `nl` last of all, as the
+  // words before it may need the newline it holds.
+  const env = Object.entries(agentEnv(command, facts));
+  env.sort(([a], [b]) => Number(a === "nl") - Number(b === "nl"));
+  for (const [name, value] of env) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return null;
+    words.push(`export ${shellWord(`${name}=${value}`)}`);
+  }
+  const line = words.join("; ");
+  const bytes = new TextEncoder().encode(`${line}\n`);
+  return bytes.length > RELEASE_LINE_LIMIT ? null : bytes;
+}
+
+/** `text` as one word of the inner script's `eval`: single-quoted, newlines as `$nl`. */
+function shellWord(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`).replaceAll("\n", `'"$nl"'`)}'`;
+}
+
+/** bubblewrap and its arguments, up to the inner script and its two ports: all but the program. */
+function sandboxArgs(cwd: string, facts: ConfineFacts): string[] {
   const args = [
     "--ignore-signal=INT",
     "--ignore-signal=TERM",
@@ -155,15 +244,15 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
   // Empty and read-only (nothing written there inside could be mistaken for the data root's),
   // made read-only only once the working directory's mount point is made in it, when it is there.
   const hidesRoot = !gone(facts.dataRoot);
-  const bindCwd = ["--bind", command.cwd, command.cwd];
-  if (hidesRoot && under(command.cwd, facts.dataRoot)) {
+  const bindCwd = ["--bind", cwd, cwd];
+  if (hidesRoot && under(cwd, facts.dataRoot)) {
     args.push("--tmpfs", facts.dataRoot, ...bindCwd, "--remount-ro", facts.dataRoot);
   } else {
     args.push(...bindCwd);
     if (hidesRoot) args.push("--tmpfs", facts.dataRoot, "--remount-ro", facts.dataRoot);
   }
   for (const { path, kind } of facts.hidden) {
-    if (gone(path) && !under(path, command.cwd)) continue;
+    if (gone(path) && !under(path, cwd)) continue;
     if (kind === "dir") args.push("--tmpfs", path, "--remount-ro", path);
     else args.push("--ro-bind", "/dev/null", path);
   }
@@ -174,7 +263,7 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
   if (facts.network !== null) args.push("--ro-bind", facts.network.socketDir, INSIDE.sockets);
   args.push(
     "--chdir",
-    command.cwd,
+    cwd,
     "--",
     "env",
     "--default-signal=INT,TERM",
@@ -184,9 +273,12 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
     "reins-confine",
     String(facts.network?.gatewayPort ?? 0),
     String(facts.network?.proxyPort ?? 0),
-    command.program,
-    ...command.args,
   );
+  return args;
+}
+
+/** What reins sets for the agent inside: its own variables, the sandbox's home, the proxy's. */
+function agentEnv(command: AgentCommand, facts: ConfineFacts): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(command.env)) {
     env[name] = value.startsWith("~/") ? `${INSIDE.home}${value.slice(1)}` : value;
@@ -201,15 +293,16 @@ export function confinedCommand(command: AgentCommand, facts: ConfineFacts): Con
     }
     env.NO_PROXY = env.no_proxy = "127.0.0.1,localhost";
   }
-  if (facts.inherited === null) {
-    env.REINS_CONFINE_KEEP = [...new Set([...facts.keepEnv, ...Object.keys(env)])].join(" ");
-    return { program: "env", args, cwd: command.cwd, env, clearEnv: false };
+  return env;
+}
+
+/** What of `inherited` the agent keeps. */
+function kept(inherited: Record<string, string>, keepEnv: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(inherited)) {
+    if (keepEnv.some((pattern) => matches(pattern, name))) out[name] = value;
   }
-  const kept: Record<string, string> = {};
-  for (const [name, value] of Object.entries(facts.inherited)) {
-    if (facts.keepEnv.some((pattern) => matches(pattern, name))) kept[name] = value;
-  }
-  return { program: "env", args, cwd: command.cwd, env: { ...kept, ...env }, clearEnv: true };
+  return out;
 }
 
 /** A KEPT_ENV pattern: a name, or a prefix ending in `*`. */

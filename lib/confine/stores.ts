@@ -38,6 +38,11 @@ export interface HarnessState {
 const under = (dir: string, names: string[], target: string) =>
   Object.fromEntries(names.map((name) => [`${target}/${name}`, `${dir}/${name}`]));
 
+/** Whether `driver`'s harness keeps a state of its own, bound into the sandbox per context. */
+export function keepsHarnessState(driver: string): boolean {
+  return Object.hasOwn(HARNESS_STATES, driver);
+}
+
 /** By driver name; a driver not here (command, loop) has no state of its own. */
 export const HARNESS_STATES: Record<string, HarnessState> = {
   // With CLAUDE_CONFIG_DIR set, Claude Code keeps its .claude.json in that directory too, rather

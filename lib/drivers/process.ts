@@ -117,19 +117,21 @@ export class HarnessProcess {
   /** Starts the CLI; throws HarnessStartError when the program cannot be run. */
   static start(spec: HarnessSpawn): HarnessProcess {
     let child: Deno.ChildProcess;
-    const command = spec.confine
-      ? spec.confine.wrap({ program: spec.program, args: spec.args, cwd: spec.cwd, env: spec.env })
-      : { ...spec, clearEnv: false };
+    let startedMs = Date.now();
     try {
-      child = spawnGroupLeader(command.program, {
-        args: command.args,
-        cwd: command.cwd,
-        env: command.env,
-        clearEnv: command.clearEnv,
-        stdin: spec.stdin,
-        stdout: "piped",
-        stderr: "piped",
-      });
+      if (spec.confine) {
+        const command = { program: spec.program, args: spec.args, cwd: spec.cwd, env: spec.env };
+        ({ child, startedMs } = spec.confine.spawn(command, spec.stdin));
+      } else {
+        child = spawnGroupLeader(spec.program, {
+          args: spec.args,
+          cwd: spec.cwd,
+          env: spec.env,
+          stdin: spec.stdin,
+          stdout: "piped",
+          stderr: "piped",
+        });
+      }
     } catch (error) {
       // Not on the sandbox's run list: exit 4 with how to grant it, not a failed start.
       if (error instanceof Deno.errors.NotCapable) throw sandboxRefusal(error);
@@ -150,7 +152,7 @@ export class HarnessProcess {
     spec.onStarted?.({
       pid: child.pid,
       pgid: child.pid,
-      startedMs: Date.now(),
+      startedMs,
       program: spec.program,
     });
     return new HarnessProcess(spec, child);

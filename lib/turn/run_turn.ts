@@ -18,10 +18,11 @@ import { logDecisions } from "./decisions.ts";
 import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
 import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
 import { snapshotAtRunStart } from "../snapshot/run_start.ts";
-import type { ConfineRequest, OpenConfinement } from "../confine/mod.ts";
+import type { ConfinementSetup, ConfineRequest, OpenConfinement } from "../confine/mod.ts";
 import { parseAllowedHost } from "../confine/allow_host.ts";
 import { openConfinement } from "../confine/confinement.ts";
 import { requireConfinement } from "../confine/probe.ts";
+import { keepsHarnessState } from "../confine/stores.ts";
 import {
   bindGateway,
   BUDGET_STOP_GRACE_MS,
@@ -85,7 +86,13 @@ export async function runTurn(
     { busy: request.contextBusy ?? "wait", signal: signals.stop, onBusy: hooks.onContextBusy },
   );
   let outcome: TurnOutcome;
+  let early: OpenConfinement | null = null;
   try {
+    // Opened before the run is made, the agent's sandbox started ahead of it: the run's own
+    // setup (its files, the snapshot, the gateway) hides bubblewrap's start (lib/confine/warm.ts).
+    if (confine !== null) {
+      early = await openEarly(store, settings, request, prepared.driver, confine);
+    }
     outcome = await recordTurn(store, settings, { ...request, agent: prepared.agent }, {
       driver: prepared.driver,
       lock,
@@ -93,8 +100,10 @@ export async function runTurn(
       hooks,
       gateway,
       confine,
+      confined: early,
     });
   } finally {
+    await early?.close();
     lock?.release();
   }
   if (hooks.onSettled) {
@@ -115,6 +124,52 @@ export async function runTurn(
     await exportSettledRun(store, settings, outcome.summary.runId, (m) => hooks.warn?.(m));
   }
   return outcome;
+}
+
+/**
+ * The turn's confinement opened before its run exists, with a sandbox started ahead for an agent
+ * the driver spawns (not the loop's: it runs in reins); null where it must wait for the run (a
+ * harness's state with no context lives in the run's directory) or could not be opened here —
+ * then the turn opens it itself, and a failure is the run's.
+ */
+async function openEarly(
+  store: Store,
+  settings: Settings,
+  request: TurnRequest,
+  driver: Driver,
+  confine: ConfineRequest,
+): Promise<OpenConfinement | null> {
+  if (request.contextId === null && keepsHarnessState(driver.name)) return null;
+  try {
+    return await openConfinement(confine, {
+      ...confineSetup(store, settings, driver.name, request.contextId, null),
+      ...(driver.name === "loop" ? {} : { agentCwd: request.cwd }),
+    });
+  } catch {
+    return null;
+  }
+}
+
+function confineSetup(
+  store: Store,
+  settings: Settings,
+  driver: string,
+  contextId: string | null,
+  runId: string | null,
+): ConfinementSetup {
+  return {
+    dataRoot: store.home,
+    userHome: settings.harnessEnv.HOME ?? "/",
+    vars: settings.harnessEnv,
+    driver,
+    stateDir: contextId !== null
+      ? store.layout.harnessState(contextId, driver)
+      : runId !== null
+      ? store.layout.runHarnessState(runId, driver)
+      : null,
+    socketParent: store.layout.tmp(),
+    gatewayPort: null,
+  };
 }
 
 /** The turn's confinement, from the request and the config; null: it runs unconfined. */
@@ -158,6 +213,8 @@ interface TurnParts {
   hooks: TurnHooks;
   gateway: GatewayDecision;
   confine: ConfineRequest | null;
+  /** The confinement opened before the run (openEarly), if it was. */
+  confined: OpenConfinement | null;
 }
 
 async function recordTurn(
@@ -253,7 +310,7 @@ async function driveAndSettle(
   store: Store,
   settings: Settings,
   request: TurnRequest,
-  { driver, signals, hooks, gateway, confine }: TurnParts,
+  { driver, signals, hooks, gateway, confine, confined: early }: TurnParts,
   { writer, sessionId, resume, history, ledger }: RunParts,
 ): Promise<TurnOutcome> {
   const { runId } = writer;
@@ -346,16 +403,12 @@ async function driveAndSettle(
       });
     }
     if (confine !== null) {
-      const layout = store.layout;
-      confined = await openConfinement(confine, {
-        dataRoot: store.home,
-        userHome: settings.harnessEnv.HOME ?? "/",
-        vars: settings.harnessEnv,
-        driver: driver.name,
-        stateDir: contextId === null
-          ? layout.runHarnessState(runId, driver.name)
-          : layout.harnessState(contextId, driver.name),
-        socketParent: layout.tmp(),
+      confined = early ??
+        await openConfinement(
+          confine,
+          confineSetup(store, settings, driver.name, contextId, runId),
+        );
+      confined.attach({
         gatewayPort: turnGateway === null ? null : Number(new URL(turnGateway.route.baseUrl).port),
         onConnection: (report) =>
           void record({ type: "network.connection", payload: { ...report } }),
