@@ -6,7 +6,12 @@
 import { joinPath } from "../core/paths.ts";
 import { spawnGroupLeader } from "../core/process_group.ts";
 import type { AllowedHost } from "./allow_host.ts";
-import { type ConnectionReport, openConfinedNetwork } from "./network.ts";
+import {
+  type ConfinedNetwork,
+  type ConnectionReport,
+  openConfinedNetwork,
+  PROXY_PORT,
+} from "./network.ts";
 import {
   type AgentCommand,
   type ConfinedCommand,
@@ -109,29 +114,38 @@ export async function openConfinement(
   // does not run yet) wait for `attach`.
   const held: ConnectionReport[] = [];
   let onConnection = setup.onConnection ?? ((report: ConnectionReport) => void held.push(report));
-  const network = await openConfinedNetwork({
-    socketDir,
-    gatewayPort: setup.gatewayPort,
-    allowHosts: request.allowHosts,
-    onConnection: (report) => onConnection(report),
-  });
+  const inside = { socketDir, gatewayPort: setup.gatewayPort, proxyPort: proxyPortFor(setup) };
   let facts: ConfineFacts = {
     dataRoot: setup.dataRoot,
     hidden,
     binds,
     keepEnv: [...KEPT_ENV, ...HARNESS_ENV[setup.driver] ?? []],
     inherited: wholeEnv(),
-    network: { socketDir, gatewayPort: network.gatewayPort, proxyPort: network.proxyPort },
+    network: inside,
   };
   const stateEnv = state?.env ?? {};
   const withState = (command: AgentCommand): AgentCommand => ({
     ...command,
     env: { ...command.env, ...stateEnv },
   });
+  // Started before the bridges outside are opened: the sandbox waits for their sockets itself.
   let warm = setup.agentCwd === undefined
     ? null
     : WarmSandbox.start(sandboxAhead(setup.agentCwd, facts));
   const warmGateway = setup.gatewayPort;
+  let network: ConfinedNetwork;
+  try {
+    network = await openConfinedNetwork({
+      socketDir,
+      gatewayPort: setup.gatewayPort,
+      allowHosts: request.allowHosts,
+      onConnection: (report) => onConnection(report),
+    });
+  } catch (error) {
+    await warm?.discard();
+    await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+    throw error;
+  }
   const discarded: Promise<void>[] = [];
   let closed: Promise<void> | null = null;
   return {
@@ -188,6 +202,11 @@ export async function openConfinement(
   };
 }
 
+/** The loopback port the proxy is bridged to inside: not the gateway's. */
+function proxyPortFor(setup: ConfinementSetup): number {
+  return setup.gatewayPort === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT;
+}
+
 /**
  * Which of `paths` exist, and of what kind. Where this process may not look at them (the
  * binary's sandbox does not let reins read your secret stores), `ls -d` says which exist.
@@ -197,7 +216,8 @@ async function existing(paths: string[]): Promise<ConfineFacts["hidden"]> {
   const unknown: string[] = [];
   for (const path of paths) {
     try {
-      const info = await Deno.lstat(path);
+      // Synchronous: a few lstat calls cost less than as many trips to Deno's blocking pool.
+      const info = Deno.lstatSync(path);
       found.push({ path, kind: info.isDirectory ? "dir" : "file" });
     } catch (error) {
       if (error instanceof Deno.errors.NotCapable) unknown.push(path);

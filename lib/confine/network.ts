@@ -40,7 +40,7 @@ export interface NetworkOptions {
 
 const HEADER_LIMIT = 16 * 1024;
 /** The loopback port the proxy is bridged to inside (the sandbox has a network of its own). */
-const PROXY_PORT = 3128;
+export const PROXY_PORT = 3128;
 
 export async function openConfinedNetwork(options: NetworkOptions): Promise<ConfinedNetwork> {
   const open = new Set<Deno.Conn>();

@@ -75,14 +75,25 @@ export interface ConfinedCommand {
  * stdin instead (reins let the sandbox go unused), it exits.
  */
 export const INNER_SCRIPT = `set -f
+# The environment's names from the shell's own \`export -p\` (no program started): one a line
+# beginning "export "; a value's later lines may look like one too, which only names one more to
+# drop. The script's own variables are skipped, then dropped (no kept name is lower case).
 if [ -n "\${REINS_CONFINE_KEEP+set}" ]; then
   keep=$REINS_CONFINE_KEEP
   unset REINS_CONFINE_KEEP
-  for name in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p'); do
+  IFS='
+'
+  for line in $(export -p); do
+    unset IFS
+    case $line in "export "*) ;; *) continue ;; esac
+    name=\${line#export }
+    name=\${name%%=*}
+    case $name in keep | kept | line | name | pattern) continue ;; esac
     kept=
     for pattern in $keep; do case $name in $pattern) kept=1; break;; esac; done
     [ -n "$kept" ] || unset "$name" 2>/dev/null || true
   done
+  unset IFS keep kept line name pattern
 fi
 # The bridges, started together (each socat in a session of its own), then waited for together.
 waiting=
