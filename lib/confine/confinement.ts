@@ -108,8 +108,10 @@ export async function openConfinement(
       if (found.has(source)) binds.push({ source, target, readOnly: true });
     }
   }
-  await Deno.mkdir(setup.socketParent, { recursive: true, mode: 0o700 });
-  const socketDir = await Deno.makeTempDir({ dir: setup.socketParent, prefix: "net-" });
+  // Synchronous, as the secret stores' look: each is a syscall or two, less than a trip to Deno's
+  // blocking pool and back, which on a busy machine is the larger part of a turn's setup.
+  Deno.mkdirSync(setup.socketParent, { recursive: true, mode: 0o700 });
+  const socketDir = Deno.makeTempDirSync({ dir: setup.socketParent, prefix: "net-" });
   // Reports that come before the run is there to hold them (none can come from the agent: it
   // does not run yet) wait for `attach`.
   const held: ConnectionReport[] = [];
@@ -143,7 +145,7 @@ export async function openConfinement(
     });
   } catch (error) {
     await warm?.discard();
-    await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+    removeQuietly(socketDir);
     throw error;
   }
   const discarded: Promise<void>[] = [];
@@ -195,11 +197,19 @@ export async function openConfinement(
       closed ??= (async () => {
         await Promise.all([warm?.discard(), ...discarded]);
         await network.close();
-        await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+        removeQuietly(socketDir);
       })();
       return closed;
     },
   };
+}
+
+function removeQuietly(dir: string): void {
+  try {
+    Deno.removeSync(dir, { recursive: true });
+  } catch {
+    // gone already
+  }
 }
 
 /** The loopback port the proxy is bridged to inside: not the gateway's. */
@@ -216,7 +226,6 @@ async function existing(paths: string[]): Promise<ConfineFacts["hidden"]> {
   const unknown: string[] = [];
   for (const path of paths) {
     try {
-      // Synchronous: a few lstat calls cost less than as many trips to Deno's blocking pool.
       const info = Deno.lstatSync(path);
       found.push({ path, kind: info.isDirectory ? "dir" : "file" });
     } catch (error) {

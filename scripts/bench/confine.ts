@@ -2,9 +2,11 @@
 // and unconfined turn about so that the machine's load weighs on both alike:
 // - a trivial command turn (`true`): what a confined turn adds, whole — the probe (once per
 //   process), the proxy's listener and the sockets outside (made per turn), then bubblewrap's
-//   namespaces and mounts and the socat bridge inside, waited for until it listens. Beside it,
-//   the parts of that measured alone in the same run: bubblewrap starting `true`, and bubblewrap
-//   starting the bridge's socat and waiting for it as a turn does;
+//   namespaces and mounts and the socat bridge inside, waited for until it listens — started
+//   ahead of the agent, while the turn makes its run (lib/confine/warm.ts). Beside it, the parts
+//   of that measured alone in the same run: bubblewrap starting `true`, bubblewrap starting the
+//   bridge's socat and waiting for it as a turn does, and a sandbox started ahead and ready, from
+//   the line that names its agent to the agent's end (what is left once the start is all hidden);
 // - a Claude Code turn (the real CLI from npm, against the fake Anthropic server, through the
 //   model gateway): what the same costs weigh against an agent that runs for a while. Skipped,
 //   saying why, where the CLI is not installed.
@@ -15,7 +17,13 @@ import { openStore, type Store } from "../../lib/store/store.ts";
 import { runTurn } from "../../lib/turn/run_turn.ts";
 import type { TurnRequest } from "../../lib/turn/types.ts";
 import { BWRAP_BASE, confinementProblem } from "../../lib/confine/probe.ts";
-import { INNER_SCRIPT } from "../../lib/confine/profile.ts";
+import {
+  type ConfineFacts,
+  INNER_SCRIPT,
+  releaseLine,
+  sandboxAhead,
+} from "../../lib/confine/profile.ts";
+import { WarmSandbox } from "../../lib/confine/warm.ts";
 import { text } from "../../tests/fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
 import { ensureCli } from "../../tests/interop/_install.ts";
@@ -94,6 +102,33 @@ async function trivial(root: string): Promise<void> {
       "3128",
       "true",
     ]);
+  const facts: ConfineFacts = {
+    dataRoot: `${root}/data`,
+    hidden: [],
+    binds: [],
+    keepEnv: ["PATH"],
+    inherited: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+    network: { socketDir: sockets, gatewayPort: null, proxyPort: 3128 },
+  };
+  const line = releaseLine({ program: "true", args: [], cwd, env: {} }, facts, {
+    stdin: "null",
+    gatewayPort: null,
+  })!;
+  // Started, given time to be ready (its bridge listening, the shell reading its stdin), then
+  // timed from the line to the agent's end.
+  const readyAhead = async (): Promise<number> => {
+    const warm = WarmSandbox.start(sandboxAhead(cwd, facts))!;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const start = performance.now();
+    const child = warm.take(line, "null")!;
+    const [status] = await Promise.all([
+      child.status,
+      child.stdout.cancel(),
+      child.stderr.cancel(),
+    ]);
+    if (!status.success) throw new Error(`the sandbox started ahead: exit ${status.code}`);
+    return performance.now() - start;
+  };
   const time = async (fn: () => Promise<unknown>) => {
     const start = performance.now();
     await fn();
@@ -104,15 +139,18 @@ async function trivial(root: string): Promise<void> {
   await timedTurn(store, settings, request(-2), true);
   await bwrapAlone();
   await bwrapBridge();
+  await readyAhead();
   const plain: number[] = [];
   const confined: number[] = [];
   const alone: number[] = [];
   const bridged: number[] = [];
+  const ahead: number[] = [];
   for (let i = 0; i < TURNS; i++) {
     plain.push(await timedTurn(store, settings, request(i), false));
     confined.push(await timedTurn(store, settings, request(i), true));
     alone.push(await time(bwrapAlone));
     bridged.push(await time(bwrapBridge));
+    ahead.push(await readyAhead());
   }
   socket.close();
   compare({
@@ -128,6 +166,7 @@ async function trivial(root: string): Promise<void> {
   figure("  unconfined turn, min / median / max", spread(plain));
   figure("  bwrap … true alone", spread(alone));
   figure("  bwrap … the inner script's socat bridge, then true", spread(bridged));
+  figure("  a sandbox started ahead and ready: its line, then true", spread(ahead));
 }
 
 async function claude(root: string): Promise<void> {
