@@ -181,7 +181,8 @@ export async function openConfinement(
     attach(turn) {
       onConnection = turn.onConnection;
       for (const report of held.splice(0)) onConnection(report);
-      if (turn.gatewayPort === null || facts.network === null) return;
+      // A gateway given at the open is bridged already.
+      if (turn.gatewayPort === null || facts.network?.gatewayPort !== null) return;
       network.bridgeGateway(turn.gatewayPort);
       let proxyPort = facts.network.proxyPort;
       if (turn.gatewayPort === proxyPort) {
