@@ -304,8 +304,8 @@ Deno.test({
       });
       assert.equal(outcome.summary.status, "failed");
       assert.ok(seen.some((p) => p.comm === "bwrap"), JSON.stringify(seen));
+      // Only what this turn started: other test files run beside this one in the same process.
       assert.deepEqual(await stillAlive(seen), []);
-      assert.deepEqual(descendants().filter((p) => !before.has(p.pid)), []);
     } finally {
       await Deno.remove(s.root, { recursive: true });
     }
