@@ -299,11 +299,26 @@ Deno.test({
         stop: new AbortController().signal,
         kill: new AbortController().signal,
       }, {
-        // The run exists, the sandbox was started ahead: note what runs now.
-        onCreated: () => void seen.push(...descendants().filter((p) => !before.has(p.pid))),
+        // The run exists, the sandbox was started ahead: the turn waits here until it is all
+        // there, bubblewrap and the bridge inside. Not noted at once: the process reins started
+        // is setsid, then env, until each has exec'd the next; under load it can still be one of
+        // them when the run is made, and the bridge not yet started.
+        onCreated: async () => {
+          const deadline = Date.now() + 10_000;
+          let now = descendants().filter((p) => !before.has(p.pid));
+          while (
+            !(now.some((p) => p.comm === "bwrap") && now.some((p) => p.comm === "socat")) &&
+            Date.now() < deadline
+          ) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            now = descendants().filter((p) => !before.has(p.pid));
+          }
+          seen.push(...now);
+        },
       });
       assert.equal(outcome.summary.status, "failed");
       assert.ok(seen.some((p) => p.comm === "bwrap"), JSON.stringify(seen));
+      assert.ok(seen.some((p) => p.comm === "socat"), JSON.stringify(seen));
       // Only what this turn started: other test files run beside this one in the same process.
       assert.deepEqual(await stillAlive(seen), []);
     } finally {
