@@ -4,6 +4,7 @@
 // then are stopped and recorded), a second one into a quick one; it exits 0 once all is recorded.
 import { CONFINE_FLAGS, settingsWithConfine } from "./confine_flags.ts";
 import { requireConfinement } from "../confine/probe.ts";
+import { keepSandboxesReady } from "../confine/ready.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";
@@ -144,6 +145,8 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const settings = settingsWithConfine(await ctx.settings(), ctx.flags);
   // Refused at start, not at the first task, where agents cannot be confined (exit 4).
   if (settings.confine.enabled) await requireConfinement();
+  // Turn after turn: the next turn's sandbox is started while this one's agent runs.
+  await using _ready = settings.confine.enabled ? keepSandboxesReady() : null;
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const token = tokenFile === undefined
     ? dataRootToken(store)

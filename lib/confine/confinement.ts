@@ -22,6 +22,7 @@ import {
 } from "./profile.ts";
 import { requireConfinement } from "./probe.ts";
 import { HARNESS_ENV, HARNESS_STATES, KEPT_ENV, SECRET_STORES } from "./stores.ts";
+import { readySandboxes } from "./ready.ts";
 import { WarmSandbox } from "./warm.ts";
 
 /** What a front end asks of a confined turn (--confine, --allow-host, the config's). */
@@ -77,8 +78,26 @@ export interface OpenConfinement {
    * gateway it was bound to (null: none), and where its proxy connections go from now on.
    */
   attach(turn: { gatewayPort: number | null; onConnection(report: ConnectionReport): void }): void;
+  /**
+   * Whether its sandbox started ahead is still there for an agent: alive, untaken, and made for
+   * the gateway it has (none given since).
+   */
+  readonly waiting: boolean;
   /** Ends what is left: the sandbox started ahead if no agent took it, the bridges. Idempotent. */
   close(): Promise<void>;
+}
+
+/** What a turn's sandbox is made of, gathered before it is opened (facts but the network). */
+interface Gathered {
+  facts: Omit<ConfineFacts, "network">;
+  stateEnv: Record<string, string>;
+  /**
+   * All that makes a sandbox started ahead what it is, as text: two with the same are the same
+   * sandbox (the same working directory and harness state, by inode too, the same things hidden,
+   * the same environment kept, the same proxy's allowed hosts), so a sandbox kept ready
+   * (ready.ts) is handed only to a turn whose own would be made the same.
+   */
+  print: string;
 }
 
 /** Gathers the facts and opens the bridges; refuses (exit 4) where bubblewrap cannot work. */
@@ -87,6 +106,22 @@ export async function openConfinement(
   setup: ConfinementSetup,
 ): Promise<OpenConfinement> {
   await requireConfinement();
+  const gathered = await gather(request, setup);
+  if (setup.agentCwd === undefined || setup.onConnection !== undefined) {
+    return await openGathered(request, setup, gathered, null);
+  }
+  // In a process that keeps sandboxes ready (ready.ts), one made the same as this turn's would be
+  // is taken where there is one; whichever the agent takes, the next is started then.
+  const ready = readySandboxes();
+  if (ready === null) return await openGathered(request, setup, gathered, null);
+  const taken = await ready.take(gathered.print);
+  if (taken !== null) return taken;
+  const prepare = (): void =>
+    ready.prepare(gathered.print, () => openGathered(request, setup, gathered, prepare));
+  return await openGathered(request, setup, gathered, prepare);
+}
+
+async function gather(request: ConfineRequest, setup: ConfinementSetup): Promise<Gathered> {
   const home = setup.userHome;
   const inHome = (path: string) => path.startsWith("/") ? path : joinPath(home, path);
   const hidden = await existing([...SECRET_STORES, ...request.hide].map(inHome));
@@ -108,6 +143,48 @@ export async function openConfinement(
       if (found.has(source)) binds.push({ source, target, readOnly: true });
     }
   }
+  const facts = {
+    dataRoot: setup.dataRoot,
+    hidden,
+    binds,
+    keepEnv: [...KEPT_ENV, ...HARNESS_ENV[setup.driver] ?? []],
+    inherited: wholeEnv(),
+  };
+  const stateEnv = state?.env ?? {};
+  let print = "";
+  if (setup.agentCwd !== undefined) {
+    // The directories bound read-write, by inode as well as by path: a context forgotten and
+    // made again, or a working directory replaced, is another.
+    const identity = [setup.agentCwd, ...binds.filter((b) => !b.readOnly).map((b) => b.source)]
+      .map((path) => {
+        const info = Deno.statSync(path);
+        return `${info.dev}:${info.ino}`;
+      });
+    print = JSON.stringify([
+      setup.agentCwd,
+      identity,
+      setup.driver,
+      stateEnv,
+      // The environment by name: Deno.env.toObject()'s order is not always the same.
+      { ...facts, inherited: facts.inherited && Object.entries(facts.inherited).sort() },
+      request.allowHosts,
+      setup.socketParent,
+      proxyPortFor(setup),
+    ]);
+  }
+  return { facts, stateEnv, print };
+}
+
+/**
+ * Opens the bridges and, for a turn's agent (setup.agentCwd), starts its sandbox ahead;
+ * `onTaken`: called once an agent takes that sandbox.
+ */
+async function openGathered(
+  request: ConfineRequest,
+  setup: ConfinementSetup,
+  gathered: Gathered,
+  onTaken: (() => void) | null,
+): Promise<OpenConfinement> {
   // Synchronous, as the secret stores' look: each is a syscall or two, less than a trip to Deno's
   // blocking pool and back, which on a busy machine is the larger part of a turn's setup.
   Deno.mkdirSync(setup.socketParent, { recursive: true, mode: 0o700 });
@@ -117,15 +194,8 @@ export async function openConfinement(
   const held: ConnectionReport[] = [];
   let onConnection = setup.onConnection ?? ((report: ConnectionReport) => void held.push(report));
   const inside = { socketDir, gatewayPort: setup.gatewayPort, proxyPort: proxyPortFor(setup) };
-  let facts: ConfineFacts = {
-    dataRoot: setup.dataRoot,
-    hidden,
-    binds,
-    keepEnv: [...KEPT_ENV, ...HARNESS_ENV[setup.driver] ?? []],
-    inherited: wholeEnv(),
-    network: inside,
-  };
-  const stateEnv = state?.env ?? {};
+  let facts: ConfineFacts = { ...gathered.facts, network: inside };
+  const stateEnv = gathered.stateEnv;
   const withState = (command: AgentCommand): AgentCommand => ({
     ...command,
     env: { ...command.env, ...stateEnv },
@@ -163,7 +233,11 @@ export async function openConfinement(
               : facts.network?.gatewayPort ?? null,
           });
           const child = line === null ? null : warm.take(line, stdin);
-          if (child !== null) return { child, startedMs: warm.startedMs };
+          if (child !== null) {
+            // The next turn's, once this agent is on its way (ready.ts).
+            if (onTaken !== null) setTimeout(onTaken, 0);
+            return { child, startedMs: warm.startedMs };
+          }
         }
         const confined = confinedCommand(agent, facts);
         const child = spawnGroupLeader(confined.program, {
@@ -177,6 +251,9 @@ export async function openConfinement(
         });
         return { child, startedMs: Date.now() };
       },
+    },
+    get waiting() {
+      return warm?.available === true && facts.network?.gatewayPort === warmGateway;
     },
     attach(turn) {
       onConnection = turn.onConnection;

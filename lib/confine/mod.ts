@@ -15,3 +15,4 @@ export type {
 } from "./confinement.ts";
 export { openConfinement } from "./confinement.ts";
 export { keepsHarnessState, SECRET_STORES } from "./stores.ts";
+export { keepSandboxesReady, ReadySandboxes } from "./ready.ts";

@@ -12,11 +12,14 @@ export class WarmSandbox {
   /** When it was started (epoch ms): the agent's start, for the record of its process. */
   readonly startedMs: number;
   #child: Deno.ChildProcess | null;
+  #exited = false;
 
   private constructor(cwd: string, child: Deno.ChildProcess) {
     this.cwd = cwd;
     this.#child = child;
     this.startedMs = Date.now();
+    // A sandbox that ended untaken (bubblewrap failed, its working directory went) is no use.
+    child.status.then(() => this.#exited = true, () => this.#exited = true);
   }
 
   /**
@@ -45,7 +48,7 @@ export class WarmSandbox {
 
   /** Whether it is still there to be taken. */
   get available(): boolean {
-    return this.#child !== null;
+    return this.#child !== null && !this.#exited;
   }
 
   /**

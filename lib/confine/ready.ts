@@ -1,0 +1,114 @@
+// Sandboxes kept ready for the next turn, in a process that runs turns back to back (`reins
+// serve`): when an agent takes the sandbox started ahead for it (warm.ts), another made the same
+// way is started, with bridges of its own, for the next turn whose sandbox would be made the same
+// (the same working directory and harness state, by path and inode, the same things hidden, the
+// same environment kept, the same allowed hosts: confinement.ts's print). A turn of another
+// context with a harness state of its own, another working directory, another config, a secret
+// store that has appeared since: none of these matches, and its turn starts its own. A sandbox
+// kept ready has run nothing (no agent was in it: its /tmp and home are as made), and it serves
+// one agent, then is the turn's, which ends it. One kept too long, or beyond the number kept,
+// is ended.
+import type { OpenConfinement } from "./confinement.ts";
+
+export interface ReadyOptions {
+  /** How long one is kept for a turn that does not come (ms); 30 s by default. */
+  idleMs?: number;
+  /** How many are kept at most, the oldest ended first; 4 by default. */
+  most?: number;
+}
+
+interface Spare {
+  opening: Promise<OpenConfinement | null>;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export class ReadySandboxes implements AsyncDisposable {
+  readonly #idleMs: number;
+  readonly #most: number;
+  /** By print, oldest first. */
+  readonly #spares = new Map<string, Spare>();
+  readonly #ending = new Set<Promise<void>>();
+  #closed = false;
+
+  constructor(options: ReadyOptions = {}) {
+    this.#idleMs = options.idleMs ?? 30_000;
+    this.#most = options.most ?? 4;
+  }
+
+  /** How many are kept now (started, or being started). */
+  get size(): number {
+    return this.#spares.size;
+  }
+
+  /**
+   * Starts one for turns of `print` (by `open`), unless one is kept for them already. It is not
+   * waited for: one that cannot be opened is no loss (the turn opens its own, and meets, and
+   * reports, the same trouble).
+   */
+  prepare(print: string, open: () => Promise<OpenConfinement>): void {
+    if (this.#closed || this.#spares.has(print)) return;
+    while (this.#spares.size >= this.#most) {
+      const [oldest] = this.#spares.keys();
+      this.#end(oldest);
+    }
+    const opening = open().catch(() => null);
+    const timer = setTimeout(() => this.#end(print), this.#idleMs);
+    Deno.unrefTimer(timer);
+    this.#spares.set(print, { opening, timer });
+  }
+
+  /** The one kept for `print`, if there is one whose sandbox is still waiting: then the caller's. */
+  async take(print: string): Promise<OpenConfinement | null> {
+    const spare = this.#spares.get(print);
+    if (spare === undefined) return null;
+    this.#spares.delete(print);
+    clearTimeout(spare.timer);
+    const open = await spare.opening;
+    if (open === null) return null;
+    if (open.waiting) return open;
+    this.#track(open.close());
+    return null;
+  }
+
+  /** Ends every one kept, and keeps no more (nor does the process, if it was the process's). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (current === this) current = null;
+    for (const print of [...this.#spares.keys()]) this.#end(print);
+    while (this.#ending.size > 0) await Promise.all(this.#ending);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #end(print: string): void {
+    const spare = this.#spares.get(print);
+    if (spare === undefined) return;
+    this.#spares.delete(print);
+    clearTimeout(spare.timer);
+    this.#track(spare.opening.then((open) => open?.close()));
+  }
+
+  #track(ending: Promise<void>): void {
+    const job = ending.catch(() => {}).finally(() => this.#ending.delete(job));
+    this.#ending.add(job);
+  }
+}
+
+let current: ReadySandboxes | null = null;
+
+/** The process's, where it keeps sandboxes ready (keepSandboxesReady()); null: it does not. */
+export function readySandboxes(): ReadySandboxes | null {
+  return current;
+}
+
+/**
+ * From now on this process keeps the next turn's sandbox ready (the front ends that run turn
+ * after turn: `reins serve`), until what it returns is closed (or disposed).
+ */
+export function keepSandboxesReady(options: ReadyOptions = {}): ReadySandboxes {
+  void current?.close();
+  current = new ReadySandboxes(options);
+  return current;
+}
