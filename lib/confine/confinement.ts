@@ -114,11 +114,14 @@ export async function openConfinement(
   // is taken where there is one; whichever the agent takes, the next is started then.
   const ready = readySandboxes();
   if (ready === null) return await openGathered(request, setup, gathered, null);
-  const taken = await ready.take(gathered.print);
-  if (taken !== null) return taken;
   const prepare = (): void =>
     ready.prepare(gathered.print, () => openGathered(request, setup, gathered, prepare));
-  return await openGathered(request, setup, gathered, prepare);
+  const taken = await ready.take(gathered.print);
+  if (taken === null) return await openGathered(request, setup, gathered, prepare);
+  // Turn after turn: the next one's is started now, while this turn makes its run, not only once
+  // its agent starts (then a no-op: there is one).
+  prepare();
+  return taken;
 }
 
 async function gather(request: ConfineRequest, setup: ConfinementSetup): Promise<Gathered> {

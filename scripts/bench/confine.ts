@@ -10,6 +10,9 @@
 // - a Claude Code turn (the real CLI from npm, against the fake Anthropic server, through the
 //   model gateway): what the same costs weigh against an agent that runs for a while. Skipped,
 //   saying why, where the CLI is not installed.
+// Each kind twice: a turn with no sandbox ready (as `reins run` runs its one turn), and turns back
+// to back in a process that keeps the next turn's sandbox ready, as `reins serve` runs a
+// context's turns (lib/confine/ready.ts): what a turn's latency is there, and the CPU it costs.
 //   BENCH_CONFINE=trivial,claude runs only those parts (both by default).
 import { compare, figure } from "./_lib.ts";
 import { loadSettings, type Settings } from "../../lib/core/config.ts";
@@ -23,6 +26,7 @@ import {
   releaseLine,
   sandboxAhead,
 } from "../../lib/confine/profile.ts";
+import { keepSandboxesReady } from "../../lib/confine/ready.ts";
 import { WarmSandbox } from "../../lib/confine/warm.ts";
 import { text } from "../../tests/fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
@@ -30,7 +34,21 @@ import { ensureCli } from "../../tests/interop/_install.ts";
 import { makeScratch } from "../../tests/interop/_scratch.ts";
 
 const TURNS = 30;
+const BLOCKS = 6;
+const BLOCK_TURNS = 6;
+const PAUSE_MS = 100;
 const CLAUDE_TURNS = 11;
+const CLAUDE_BLOCKS = 4;
+const CLAUDE_BLOCK_TURNS = 3;
+
+/** CPU time of this process and of its children it has waited for (ms), from /proc/self/stat. */
+function cpuMs(): number {
+  const stat = Deno.readTextFileSync("/proc/self/stat");
+  // utime, stime, cutime, cstime: the 14th to 17th fields, the 2nd (comm) in parentheses.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+  return ticks * 10; // USER_HZ is 100 on Linux
+}
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1];
 const spread = (values: number[]) => {
@@ -153,8 +171,68 @@ async function trivial(root: string): Promise<void> {
     ahead.push(await readyAhead());
   }
   socket.close();
+  // Back to back, as a process that runs turn after turn (reins serve) runs them: blocks of turns
+  // with no pause between them, unconfined and confined block about; the confined ones in a
+  // process that keeps the next turn's sandbox ready (lib/confine/ready.ts), from none at the
+  // block's start, so each block's first turn has none ready (not counted here: it is the turn
+  // above). Also the CPU each turn costs, reins's and its children's (the sandboxes kept ready
+  // included, each block's last one ended before it is counted).
+  // Then the same with a pause between turns, as a client's round trip or a simulated user's
+  // reply leaves one: time for the sandbox kept ready to be all ready.
+  const blocks = async (pauseMs: number) => {
+    const plain: number[] = [];
+    const confined: number[] = [];
+    let plainCpu = 0;
+    let confinedCpu = 0;
+    const pause = () => new Promise((resolve) => setTimeout(resolve, pauseMs));
+    for (let block = 0; block < BLOCKS; block++) {
+      let cpu = cpuMs();
+      for (let i = 0; i < BLOCK_TURNS; i++) {
+        if (i > 0 && pauseMs > 0) await pause();
+        const ms = await timedTurn(store, settings, request(i), false);
+        if (i > 0) plain.push(ms);
+      }
+      plainCpu += cpuMs() - cpu;
+      cpu = cpuMs();
+      const ready = keepSandboxesReady();
+      for (let i = 0; i < BLOCK_TURNS; i++) {
+        if (i > 0 && pauseMs > 0) await pause();
+        const ms = await timedTurn(store, settings, request(i), true);
+        if (i > 0) confined.push(ms);
+      }
+      await ready.close();
+      confinedCpu += cpuMs() - cpu;
+    }
+    return { plain, confined, plainCpu, confinedCpu };
+  };
+  const { plain: plainRun, confined: confinedRun, plainCpu, confinedCpu } = await blocks(0);
+  const paused = await blocks(PAUSE_MS);
   compare({
-    name: `a confined trivial command turn (in process, median of ${TURNS})`,
+    name: `a confined trivial command turn, back to back in one process that keeps the next ` +
+      `turn's sandbox ready (reins serve; median of ${confinedRun.length})`,
+    ours: median(confinedRun),
+    baseline: median(plainRun),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 1.15",
+    baselineName: "the same turns unconfined",
+  });
+  figure("  confined turn, min / median / max", spread(confinedRun));
+  figure("  unconfined turn, min / median / max", spread(plainRun));
+  const perTurn = (ms: number) => `${(ms / (BLOCKS * BLOCK_TURNS)).toFixed(1)} ms`;
+  figure(
+    "  CPU a turn, reins and its children: confined / unconfined",
+    `${perTurn(confinedCpu)} / ${perTurn(plainCpu)} (${(confinedCpu / plainCpu).toFixed(2)}×)`,
+  );
+  figure(
+    `  the same, ${PAUSE_MS} ms between turns: confined / unconfined, medians`,
+    `${median(paused.confined).toFixed(1)} / ${median(paused.plain).toFixed(1)} ms (${
+      (median(paused.confined) / median(paused.plain)).toFixed(2)
+    }×)`,
+  );
+  compare({
+    name: `a confined trivial command turn with no sandbox ready (reins run, or a process's ` +
+      `first turn; in process, median of ${TURNS})`,
     ours: median(confined),
     baseline: median(plain),
     unit: "ms",
@@ -209,9 +287,37 @@ async function claude(root: string): Promise<void> {
     plain.push(await timedTurn(store, settings, request(i, "plain"), false));
     confined.push(await timedTurn(store, settings, request(i, "confined"), true));
   }
+  // Back to back in blocks, as for the trivial turn: the confined ones in a process that keeps
+  // the next turn's sandbox ready, each block's first turn (none ready) not counted.
+  const plainRun: number[] = [];
+  const confinedRun: number[] = [];
+  for (let block = 0; block < CLAUDE_BLOCKS; block++) {
+    for (let i = 0; i < CLAUDE_BLOCK_TURNS; i++) {
+      const ms = await timedTurn(store, settings, request(i, "plain"), false);
+      if (i > 0) plainRun.push(ms);
+    }
+    const ready = keepSandboxesReady();
+    for (let i = 0; i < CLAUDE_BLOCK_TURNS; i++) {
+      const ms = await timedTurn(store, settings, request(i, "confined"), true);
+      if (i > 0) confinedRun.push(ms);
+    }
+    await ready.close();
+  }
   compare({
-    name:
-      `a confined Claude Code turn against a local fake model (in process, median of ${CLAUDE_TURNS})`,
+    name: `a confined Claude Code turn against a local fake model, back to back in one process ` +
+      `that keeps the next turn's sandbox ready (median of ${confinedRun.length})`,
+    ours: median(confinedRun),
+    baseline: median(plainRun),
+    unit: "ms",
+    better: "lower",
+    goal: "<= 1.05",
+    baselineName: "the same turns unconfined",
+  });
+  figure("  confined turn, min / median / max", spread(confinedRun));
+  figure("  unconfined turn, min / median / max", spread(plainRun));
+  compare({
+    name: `a confined Claude Code turn against a local fake model with no sandbox ready ` +
+      `(in process, median of ${CLAUDE_TURNS})`,
     ours: median(confined),
     baseline: median(plain),
     unit: "ms",
