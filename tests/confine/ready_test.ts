@@ -141,7 +141,6 @@ Deno.test({
       await settled(ready);
       const before = Date.now();
       const second = await open(s, "a");
-      assert.equal(ready.size, 0, "the turn did not take the sandbox kept ready");
       const two = await agent(
         second,
         s,
