@@ -146,7 +146,7 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   // Refused at start, not at the first task, where agents cannot be confined (exit 4).
   if (settings.confine.enabled) await requireConfinement();
   // Turn after turn: the next turn's sandbox is started while this one's agent runs.
-  await using _ready = settings.confine.enabled ? keepSandboxesReady() : null;
+  await using _ready = settings.confine.enabled ? keepSandboxesReady({ most: maxTurns }) : null;
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const token = tokenFile === undefined
     ? dataRootToken(store)

@@ -6,14 +6,14 @@
 // context with a harness state of its own, another working directory, another config, a secret
 // store that has appeared since: none of these matches, and its turn starts its own. A sandbox
 // kept ready has run nothing (no agent was in it: its /tmp and home are as made), and it serves
-// one agent, then is the turn's, which ends it. One kept too long, or beyond the number kept,
-// is ended.
+// one agent, then is the turn's, which ends it. One kept too long is ended; no more than so many
+// are kept.
 import type { OpenConfinement } from "./confinement.ts";
 
 export interface ReadyOptions {
   /** How long one is kept for a turn that does not come (ms); 30 s by default. */
   idleMs?: number;
-  /** How many are kept at most, the oldest ended first; 4 by default. */
+  /** How many are kept at most (then none more is started until one goes); 4 by default. */
   most?: number;
 }
 
@@ -25,7 +25,7 @@ interface Spare {
 export class ReadySandboxes implements AsyncDisposable {
   readonly #idleMs: number;
   readonly #most: number;
-  /** By print, oldest first. */
+  /** By print. */
   readonly #spares = new Map<string, Spare>();
   readonly #ending = new Set<Promise<void>>();
   #closed = false;
@@ -46,11 +46,9 @@ export class ReadySandboxes implements AsyncDisposable {
    * reports, the same trouble).
    */
   prepare(print: string, open: () => Promise<OpenConfinement>): void {
-    if (this.#closed || this.#spares.has(print)) return;
-    while (this.#spares.size >= this.#most) {
-      const [oldest] = this.#spares.keys();
-      this.#end(oldest);
-    }
+    // Full, none is started: ending one kept for a turn still to come, to start another that may
+    // be no likelier to be used, would only spend a sandbox's start.
+    if (this.#closed || this.#spares.has(print) || this.#spares.size >= this.#most) return;
     const opening = open().catch(() => null);
     const timer = setTimeout(() => this.#end(print), this.#idleMs);
     Deno.unrefTimer(timer);

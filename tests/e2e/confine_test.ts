@@ -290,8 +290,36 @@ Deno.test({
   },
 });
 
+/** The names of the processes under `pid`, from /proc. */
+function under(pid: number): string[] {
+  const names: string[] = [];
+  let tasks: Deno.DirEntry[] = [];
+  try {
+    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)];
+  } catch {
+    return names;
+  }
+  for (const task of tasks) {
+    let children = "";
+    try {
+      children = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`).trim();
+    } catch {
+      continue;
+    }
+    for (const child of children === "" ? [] : children.split(" ").map(Number)) {
+      try {
+        names.push(Deno.readTextFileSync(`/proc/${child}/comm`).trim());
+      } catch {
+        // gone meanwhile
+      }
+      names.push(...under(child));
+    }
+  }
+  return names;
+}
+
 Deno.test({
-  name: "reins serve --confine: each task's agent runs confined",
+  name: "reins serve --confine: each task's agent runs confined, the next's sandbox kept ready",
   ignore: !HAVE_BWRAP,
   async fn() {
     const s = await scratch();
@@ -327,8 +355,37 @@ Deno.test({
       const said = JSON.stringify(task);
       assert.match(said, /no data root/);
       assert.doesNotMatch(said, /saw the data root/);
-    } finally {
+      // serve keeps the next turn's sandbox ready (lib/confine/ready.ts): the second task's agent
+      // runs confined as the first's did, and one is kept for a third.
+      const second = await client.sendMessage(
+        SendMessageRequest.fromJSON({
+          message: {
+            messageId: crypto.randomUUID(),
+            role: "ROLE_USER",
+            parts: [{ text: "again" }],
+          },
+        }),
+      ) as Task;
+      assert.equal(second.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(second));
+      assert.match(JSON.stringify(second), /no data root/);
+      const deadline = Date.now() + 10_000;
+      while (!under(child.pid).includes("bwrap") && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(under(child.pid).includes("bwrap"), "serve kept no sandbox ready");
+      // Stopped, serve ends what it kept: its sockets' directory too.
       child.kill("SIGTERM");
+      assert.equal((await child.status).code, 0);
+      assert.deepEqual(
+        [...Deno.readDirSync(`${s.data}/tmp`)].filter((e) => e.name.startsWith("net-")),
+        [],
+      );
+    } finally {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // stopped already
+      }
       await child.status;
       await child.stdout.cancel().catch(() => {});
       await child.stderr.cancel().catch(() => {});
