@@ -4,7 +4,7 @@
 // then are stopped and recorded), a second one into a quick one; it exits 0 once all is recorded.
 import { CONFINE_FLAGS, settingsWithConfine } from "./confine_flags.ts";
 import { requireConfinement } from "../confine/probe.ts";
-import { keepSandboxesReady } from "../confine/ready.ts";
+import { keepSandboxesReady } from "../confine/confinement.ts";
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { UsageError } from "../core/errors.ts";

@@ -22,7 +22,7 @@ import {
 } from "./profile.ts";
 import { requireConfinement } from "./probe.ts";
 import { HARNESS_ENV, HARNESS_STATES, KEPT_ENV, SECRET_STORES } from "./stores.ts";
-import { readySandboxes } from "./ready.ts";
+import { type ReadyOptions, ReadySandboxes } from "./ready.ts";
 import { WarmSandbox } from "./warm.ts";
 
 /** What a front end asks of a confined turn (--confine, --allow-host, the config's). */
@@ -112,8 +112,8 @@ export async function openConfinement(
   }
   // In a process that keeps sandboxes ready (ready.ts), one made the same as this turn's would be
   // is taken where there is one; whichever the agent takes, the next is started then.
-  const ready = readySandboxes();
-  if (ready === null) return await openGathered(request, setup, gathered, null);
+  const ready = kept;
+  if (ready === null || ready.closed) return await openGathered(request, setup, gathered, null);
   const prepare = (): void =>
     ready.prepare(gathered.print, () => openGathered(request, setup, gathered, prepare));
   const taken = await ready.take(gathered.print);
@@ -122,6 +122,19 @@ export async function openConfinement(
   // its agent starts (then a no-op: there is one).
   prepare();
   return taken;
+}
+
+/** The process's sandboxes kept ready, where it keeps them (keepSandboxesReady()). */
+let kept: ReadySandboxes<OpenConfinement> | null = null;
+
+/**
+ * From now on this process keeps the next turn's sandbox ready (ready.ts; the front ends that run
+ * turn after turn: `reins serve`), until what it returns is closed (or disposed).
+ */
+export function keepSandboxesReady(options: ReadyOptions = {}): ReadySandboxes<OpenConfinement> {
+  void kept?.close();
+  kept = new ReadySandboxes<OpenConfinement>(options);
+  return kept;
 }
 
 async function gather(request: ConfineRequest, setup: ConfinementSetup): Promise<Gathered> {

@@ -13,6 +13,6 @@ export type {
   ConfineRequest,
   OpenConfinement,
 } from "./confinement.ts";
-export { openConfinement } from "./confinement.ts";
+export { keepSandboxesReady, openConfinement } from "./confinement.ts";
 export { keepsHarnessState, SECRET_STORES } from "./stores.ts";
-export { keepSandboxesReady, ReadySandboxes } from "./ready.ts";
+export { ReadySandboxes } from "./ready.ts";

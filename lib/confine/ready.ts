@@ -8,7 +8,13 @@
 // kept ready has run nothing (no agent was in it: its /tmp and home are as made), and it serves
 // one agent, then is the turn's, which ends it. One kept too long is ended; no more than so many
 // are kept.
-import type { OpenConfinement } from "./confinement.ts";
+
+/** What is kept: a turn's confinement opened ahead (confinement.ts's OpenConfinement). */
+export interface Kept {
+  /** Whether its sandbox is still there for an agent. */
+  readonly waiting: boolean;
+  close(): Promise<void>;
+}
 
 export interface ReadyOptions {
   /** How long one is kept for a turn that does not come (ms); 30 s by default. */
@@ -17,16 +23,16 @@ export interface ReadyOptions {
   most?: number;
 }
 
-interface Spare {
-  opening: Promise<OpenConfinement | null>;
+interface Spare<T> {
+  opening: Promise<T | null>;
   timer: ReturnType<typeof setTimeout>;
 }
 
-export class ReadySandboxes implements AsyncDisposable {
+export class ReadySandboxes<T extends Kept = Kept> implements AsyncDisposable {
   readonly #idleMs: number;
   readonly #most: number;
   /** By print. */
-  readonly #spares = new Map<string, Spare>();
+  readonly #spares = new Map<string, Spare<T>>();
   readonly #ending = new Set<Promise<void>>();
   #closed = false;
 
@@ -45,7 +51,7 @@ export class ReadySandboxes implements AsyncDisposable {
    * waited for: one that cannot be opened is no loss (the turn opens its own, and meets, and
    * reports, the same trouble).
    */
-  prepare(print: string, open: () => Promise<OpenConfinement>): void {
+  prepare(print: string, open: () => Promise<T>): void {
     // Full, none is started: ending one kept for a turn still to come, to start another that may
     // be no likelier to be used, would only spend a sandbox's start.
     if (this.#closed || this.#spares.has(print) || this.#spares.size >= this.#most) return;
@@ -56,7 +62,7 @@ export class ReadySandboxes implements AsyncDisposable {
   }
 
   /** The one kept for `print`, if there is one whose sandbox is still waiting: then the caller's. */
-  async take(print: string): Promise<OpenConfinement | null> {
+  async take(print: string): Promise<T | null> {
     const spare = this.#spares.get(print);
     if (spare === undefined) return null;
     this.#spares.delete(print);
@@ -68,10 +74,14 @@ export class ReadySandboxes implements AsyncDisposable {
     return null;
   }
 
-  /** Ends every one kept, and keeps no more (nor does the process, if it was the process's). */
+  /** Whether it was closed: it keeps no more. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Ends every one kept, and keeps no more. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (current === this) current = null;
     for (const print of [...this.#spares.keys()]) this.#end(print);
     while (this.#ending.size > 0) await Promise.all(this.#ending);
   }
@@ -92,21 +102,4 @@ export class ReadySandboxes implements AsyncDisposable {
     const job = ending.catch(() => {}).finally(() => this.#ending.delete(job));
     this.#ending.add(job);
   }
-}
-
-let current: ReadySandboxes | null = null;
-
-/** The process's, where it keeps sandboxes ready (keepSandboxesReady()); null: it does not. */
-export function readySandboxes(): ReadySandboxes | null {
-  return current;
-}
-
-/**
- * From now on this process keeps the next turn's sandbox ready (the front ends that run turn
- * after turn: `reins serve`), until what it returns is closed (or disposed).
- */
-export function keepSandboxesReady(options: ReadyOptions = {}): ReadySandboxes {
-  void current?.close();
-  current = new ReadySandboxes(options);
-  return current;
 }

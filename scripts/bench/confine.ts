@@ -26,7 +26,7 @@ import {
   releaseLine,
   sandboxAhead,
 } from "../../lib/confine/profile.ts";
-import { keepSandboxesReady } from "../../lib/confine/ready.ts";
+import { keepSandboxesReady } from "../../lib/confine/confinement.ts";
 import { WarmSandbox } from "../../lib/confine/warm.ts";
 import { text } from "../../tests/fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../../tests/fixtures/fake_anthropic.ts";
