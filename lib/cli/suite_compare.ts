@@ -90,6 +90,19 @@ export function compareSuiteRuns(
     b: b.label,
     byAgent: agents.length === 0,
   });
+  if (comparison.scenarios.length === 0 && comparison.unplayed.length > 0) {
+    const side = (name: "A" | "B") =>
+      comparison.unplayed.some((one) => one.side === name || one.side === "both");
+    const which = side("A") && side("B")
+      ? `${a.label} and ${b.label}`
+      : side("A")
+      ? a.label
+      : b.label;
+    throw new UsageError(
+      `Cannot compare ${a.label} with ${b.label}: no scenario they share has a finished play in ${which}`,
+      { hint: "finish the suite run first (reins suite run FILE --resume ID), then compare" },
+    );
+  }
   if (comparison.scenarios.length === 0) {
     throw new UsageError(
       `Cannot compare ${a.label} (suite ${a.suite}) with ${b.label} (suite ${b.suite}): they have no scenario in common`,
@@ -122,6 +135,15 @@ export function suiteCompare(ctx: SuiteContext): Promise<number> {
   using root = new DataRoot(ctx.home);
   const { comparison, a, b } = compareSuiteRuns(root, refs, agents);
   const code = compareExitCode(comparison, failOn);
+  // A side still running, or stopped: its unfinished plays count for nothing, and say so.
+  for (const [name, side] of [["A", a], ["B", b]] as const) {
+    const unfinished = side.cells.filter((cell) => cell.outcome === "unfinished").length;
+    if (unfinished > 0 && (name === "A" || side.label !== a.label)) {
+      ctx.io.warn(
+        `${name} ${side.label}: ${unfinished} of ${side.cells.length} plays not finished (still running, or stopped): not counted`,
+      );
+    }
+  }
   if (ctx.io.jsonMode) {
     ctx.io.json({ ...comparison, failOn, exitCode: code });
   } else if (ctx.flags.markdown) {

@@ -94,6 +94,11 @@ export interface Comparison {
   /** Scenarios only one side has (not compared). */
   onlyInA: string[];
   onlyInB: string[];
+  /**
+   * Scenarios both sides have where a side has no play that reached a verdict (every play of it
+   * unfinished or skipped): not compared, since no pass rate stands against the other side's.
+   */
+  unplayed: { scenario: string; side: "A" | "B" | "both" }[];
   counts: Record<Verdict, number>;
   significantRegressions: number;
   /** Over every compared play: pass rates and the one-sided p-value of a drop. */
@@ -251,6 +256,7 @@ export function compareCells(
   const gb = keyed(b);
   const scenarios: ScenarioComparison[] = [];
   const onlyInA: string[] = [];
+  const unplayed: Comparison["unplayed"] = [];
   const counts: Record<Verdict, number> = { regressed: 0, improved: 0, unchanged: 0, flaky: 0 };
   const compared: { a: Cell[]; b: Cell[] } = { a: [], b: [] };
   const label = (cells: Cell[]) =>
@@ -259,6 +265,13 @@ export function compareCells(
     const cellsB = gb.get(key);
     if (!cellsB) {
       onlyInA.push(label(cellsA));
+      continue;
+    }
+    const na = sideOf(cellsA).n;
+    const nb = sideOf(cellsB).n;
+    if (na === 0 || nb === 0) {
+      // regression: 3/3 → 0/0 (B stopped, or still running) read as "unchanged", and passed the gate.
+      unplayed.push({ scenario: label(cellsA), side: na === nb ? "both" : na === 0 ? "A" : "B" });
       continue;
     }
     const one = compareScenario(cellsA, cellsB, alpha);
@@ -278,6 +291,7 @@ export function compareCells(
     scenarios,
     onlyInA,
     onlyInB,
+    unplayed,
     counts,
     significantRegressions: scenarios.filter((s) => s.verdict === "regressed" && s.significant)
       .length,

@@ -93,7 +93,18 @@ export function compareLines(comparison: Comparison): string[] {
   if (comparison.onlyInB.length) {
     lines.push(`only in B (not compared): ${comparison.onlyInB.join(", ")}`);
   }
+  const unplayed = unplayedLine(comparison);
+  if (unplayed) lines.push(unplayed);
   return lines;
+}
+
+/** The line naming the scenarios a side never finished a play of, or null when there is none. */
+export function unplayedLine(comparison: Comparison): string | null {
+  if (comparison.unplayed.length === 0) return null;
+  const named = comparison.unplayed.map((one) =>
+    `${one.scenario} (${one.side === "both" ? "A and B" : one.side})`
+  );
+  return `no play finished (not compared): ${named.join(", ")}`;
 }
 
 function cell(text: string): string {
@@ -145,7 +156,8 @@ export function compareMarkdown(comparison: Comparison, gate: { failed: boolean 
     }
     out.push("</details>");
   }
-  if (comparison.onlyInA.length || comparison.onlyInB.length) {
+  const unplayed = unplayedLine(comparison);
+  if (comparison.onlyInA.length || comparison.onlyInB.length || unplayed) {
     out.push("");
     if (comparison.onlyInA.length) {
       out.push(`Only in A (not compared): ${comparison.onlyInA.join(", ")}`);
@@ -153,6 +165,7 @@ export function compareMarkdown(comparison: Comparison, gate: { failed: boolean 
     if (comparison.onlyInB.length) {
       out.push(`Only in B (not compared): ${comparison.onlyInB.join(", ")}`);
     }
+    if (unplayed) out.push(unplayed.replace(/^no/, "No"));
   }
   out.push("");
   out.push(

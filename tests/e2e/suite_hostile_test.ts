@@ -1,0 +1,130 @@
+// `reins suite` against what a careless or hostile user hands it, end to end: a suite run cut short
+// or still running compared as if its unplayed scenarios were unchanged, a damaged journal read
+// past by compare, a regrade of a suite run another process is still playing, flags that parse
+// more than a whole number, and names with control characters. Each case failed before its fix.
+import assert from "node:assert/strict";
+import { reins, spawnReins, tempDir } from "../support/reins.ts";
+
+// Says the prompt back; waits while the gate file exists (the test holds a scenario with it).
+const AGENT = `#!/bin/sh
+prompt=$(cat)
+echo "$$" > "$GATE_DIR/pid-$prompt"
+while [ -f "$GATE_DIR/hold-$prompt" ]; do sleep 0.05; done
+echo "answer to $prompt"
+`;
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(what: string, test: () => Promise<boolean>, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function suite(dir: string, keys: string[], extra: string[] = []) {
+  await Deno.writeTextFile(`${dir}/agent.sh`, AGENT.replaceAll("$GATE_DIR", dir));
+  await Deno.chmod(`${dir}/agent.sh`, 0o755);
+  await Deno.writeTextFile(
+    `${dir}/suite.yaml`,
+    [
+      "suite: hostile",
+      "driver: command",
+      `exec: ${dir}/agent.sh`,
+      ...extra,
+      "scenarios:",
+      ...keys.map((key) =>
+        `  - {key: ${key}, turns: [${key}], checks: [{regex: 'answer to ${key}'}]}`
+      ),
+    ].join("\n"),
+  );
+}
+
+const ID = /suite run ([0-9a-f]{8}-[0-9a-f-]{27})/;
+
+/** Plays suite.yaml to the end; its suite run id. */
+async function played(dir: string, home: string, args: string[] = []): Promise<string> {
+  const ran = await reins(["suite", "run", "suite.yaml", "--no-report", ...args], {
+    home,
+    cwd: dir,
+    allowRun: [`${dir}/agent.sh`],
+  });
+  assert.equal(ran.code, 0, ran.stderr);
+  return ID.exec(ran.stderr)![1];
+}
+
+/** Starts suite.yaml with scenario `held` held; resolves once its agent runs. */
+async function holding(dir: string, home: string, held: string) {
+  await Deno.writeTextFile(`${dir}/hold-${held}`, "");
+  const child = spawnReins(["suite", "run", "suite.yaml", "--no-report", "--jobs", "1"], {
+    home,
+    cwd: dir,
+    allowRun: [`${dir}/agent.sh`],
+  });
+  await waitFor(`${held}'s agent to start`, () => exists(`${dir}/pid-${held}`));
+  const [id] = [...Deno.readDirSync(`${home}/suites`)].map((e) => e.name).sort().slice(-1);
+  return { child, id };
+}
+
+Deno.test("suite compare: a scenario B never finished is not 'unchanged', and nothing finished is exit 2", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a", "b"]);
+  const baseline = await played(dir.path, home);
+  await Deno.remove(`${dir.path}/pid-b`);
+  const { child, id: stopped } = await holding(dir.path, home, "b");
+  child.kill("SIGINT");
+  const output = await child.output();
+  assert.equal(output.code, 1, new TextDecoder().decode(output.stderr));
+  await Deno.remove(`${dir.path}/hold-b`);
+
+  const compared = await reins(["suite", "compare", baseline, stopped], { home });
+  // regression: b read 1/1 → 0/0 "unchanged", as if B had shown it still passes.
+  assert.equal(compared.code, 0, compared.stderr);
+  const rows = compared.stdout.split("\n");
+  assert.ok(rows.some((row) => /^a\s+unchanged\s+1\/1\s+1\/1/.test(row)), compared.stdout);
+  assert.ok(!rows.some((row) => /^b\s/.test(row)), compared.stdout);
+  assert.ok(rows.includes("no play finished (not compared): b (B)"), compared.stdout);
+  assert.match(
+    compared.stderr,
+    new RegExp(`warning: B ${stopped}: 1 of 2 plays not finished \\(still running, or stopped\\)`),
+  );
+  const json = JSON.parse(
+    (await reins(["suite", "compare", baseline, stopped, "--json"], { home }))
+      .stdout,
+  );
+  assert.deepEqual(json.unplayed, [{ scenario: "b", side: "B" }]);
+  assert.deepEqual(json.scenarios.map((s: { scenario: string }) => s.scenario), ["a"]);
+  const markdown = await reins(["suite", "compare", baseline, stopped, "--markdown"], { home });
+  assert.match(markdown.stdout, /^No play finished \(not compared\): b \(B\)$/m);
+
+  // A suite run with no finished play at all: nothing to gate on, which is not a pass.
+  await Deno.writeTextFile(`${dir.path}/hold-a`, "");
+  await Deno.remove(`${dir.path}/pid-a`);
+  const early = spawnReins(["suite", "run", "suite.yaml", "--no-report", "--jobs", "1"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  await waitFor("a's agent to start", () => exists(`${dir.path}/pid-a`));
+  const [running] = [...Deno.readDirSync(`${home}/suites`)].map((e) => e.name).sort().slice(-1);
+  const none = await reins(["suite", "compare", baseline, running], { home });
+  early.kill("SIGINT");
+  await early.output();
+  assert.equal(none.code, 2, none.stdout + none.stderr);
+  assert.equal(none.stdout, "");
+  assert.match(
+    none.stderr,
+    new RegExp(
+      `^reins: Cannot compare ${baseline} with ${running}: no scenario they share has a finished play in ${running}\n`,
+    ),
+  );
+});
