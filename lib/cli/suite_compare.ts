@@ -39,6 +39,13 @@ function readSide(root: DataRoot, ref: string): Omit<Side, "label"> {
     return { id, suite: header.suite, cells: readCells(root, header) };
   } catch (error) {
     if (!(error instanceof ReinsError)) throw error;
+    // A damaged state file is the data root's (exit 6, as suite show says it), not a usage error.
+    if (error.code === "data_root") {
+      throw new ReinsError("data_root", `Cannot compare suite run ${id}: ${error.message}`, {
+        hint: error.hint,
+        cause: error,
+      });
+    }
     throw new UsageError(`Cannot compare suite run ${id}: ${error.message}`, { hint: error.hint });
   }
 }

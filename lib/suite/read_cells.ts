@@ -51,7 +51,9 @@ function cellOf(raw: unknown, instanceId: string): Cell | null {
 
 /**
  * begun.jsonl's last line of each scenario, parsed but not checked; a torn last line is left out
- * (readBegun's rules). A line that is not JSON is left for the schema's reader to say.
+ * (readBegun's rules). A line that is not JSON is said by the schema's reader, as `suite show`
+ * says it: a damaged journal is never read past (regression: a row whose last line was damaged
+ * was read from the line before, still running, so compare counted its finished play as none).
  */
 function rawBegun(root: DataRoot, dir: string): Map<string, unknown> {
   const raws = new Map<string, unknown>();
@@ -60,11 +62,16 @@ function rawBegun(root: DataRoot, dir: string): Map<string, unknown> {
   const lines = text.split("\n");
   lines.pop();
   for (const line of lines) {
+    if (line === "") continue;
+    let raw: unknown;
     try {
-      const raw = JSON.parse(line);
-      const id = isObject(raw) && isObject(raw.instance) ? raw.instance.id : undefined;
-      if (typeof id === "string") raws.set(id, raw);
-    } catch { /* said by the schema's reader */ }
+      raw = JSON.parse(line);
+    } catch {
+      readBegun(root, dir); // throws, naming the line
+      throw new Error(`begun.jsonl of ${dir} has a line that is not JSON`);
+    }
+    const id = isObject(raw) && isObject(raw.instance) ? raw.instance.id : undefined;
+    if (typeof id === "string") raws.set(id, raw);
   }
   return raws;
 }

@@ -128,3 +128,26 @@ Deno.test("suite compare: a scenario B never finished is not 'unchanged', and no
     ),
   );
 });
+
+Deno.test("suite compare: a damaged line of begun.jsonl is said, naming it (exit 6), never read past", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a", "b"]);
+  const id = await played(dir.path, home, ["--jobs", "1"]);
+  const journal = `${home}/suites/${id}/begun.jsonl`;
+  const lines = (await Deno.readTextFile(journal)).split("\n");
+  // a's first line (running), then its last (passed): that one damaged, as a bad disk would.
+  assert.match(lines[1], /"id":"a".*"status":"passed"/);
+  lines[1] = lines[1].slice(0, 40) + "\u0000garbage";
+  await Deno.writeTextFile(journal, lines.join("\n"));
+  const shown = await reins(["suite", "show", id], { home });
+  assert.equal(shown.code, 6, shown.stderr);
+  // regression: compare read a from its line before (running), as never finished, and went on.
+  const compared = await reins(["suite", "compare", id, id], { home });
+  assert.equal(compared.code, 6, compared.stdout + compared.stderr);
+  assert.equal(compared.stdout, "");
+  assert.match(
+    compared.stderr,
+    /^reins: Cannot compare suite run [0-9a-f-]+: Cannot read line 2 of .*begun\.jsonl: it is not JSON/,
+  );
+});
