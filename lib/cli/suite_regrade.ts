@@ -3,11 +3,17 @@
 // started; a new suite run holds the result (docs/suites.md, "Regrade").
 import { importLazily } from "../core/lazy_import.ts";
 import type { SuiteContext } from "./suite_flags.ts";
-import { ExitCode, UsageError } from "../core/errors.ts";
+import { ExitCode, ReinsError, UsageError } from "../core/errors.ts";
 import { openStore } from "../store/store.ts";
 import { readManifest } from "../snapshot/manifest.ts";
 import { restoreSnapshot } from "../snapshot/restore.ts";
-import { elapsedOf, readScenarioStates, readSuiteRun, resolveSuiteRunId } from "../suite/state.ts";
+import {
+  currentState,
+  elapsedOf,
+  readScenarioStates,
+  readSuiteRun,
+  resolveSuiteRunId,
+} from "../suite/state.ts";
 import { exitCodeOf, totalsOf } from "../suite/table.ts";
 import { writeJunitFile } from "../suite/junit.ts";
 import { suiteRunJson } from "../suite/json.ts";
@@ -26,6 +32,17 @@ export async function suiteRegrade(ctx: SuiteContext): Promise<number> {
   const settings = await ctx.settings();
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const from = readSuiteRun(store, resolveSuiteRunId(store, ctx.positionals[0]));
+  // regression: a suite run still being played was regraded from its rows so far, into a suite run
+  // that said finished with most of them not finished.
+  if (currentState(store, from) === "running") {
+    throw new ReinsError(
+      "conflict",
+      `Suite run ${from.id} is still being run by another reins process`,
+      {
+        hint: "regrade it once it has ended (reins suite show ID follows its progress)",
+      },
+    );
+  }
   const loaded = await loadOrExplain(io, from.file);
   if ("exit" in loaded) return loaded.exit;
   const suite = loaded;

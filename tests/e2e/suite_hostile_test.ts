@@ -151,3 +151,28 @@ Deno.test("suite compare: a damaged line of begun.jsonl is said, naming it (exit
     /^reins: Cannot compare suite run [0-9a-f-]+: Cannot read line 2 of .*begun\.jsonl: it is not JSON/,
   );
 });
+
+Deno.test("suite regrade refuses a suite run another process is still playing, and makes no suite run", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a", "b", "c"]);
+  const { child, id } = await holding(dir.path, home, "b");
+  try {
+    const regraded = await reins(["suite", "regrade", id], { home, cwd: dir.path });
+    // regression: it regraded a's result and b's and c's nothing into a "finished" suite run.
+    assert.equal(regraded.code, 1, regraded.stdout + regraded.stderr);
+    assert.equal(
+      regraded.stderr.split("\n")[0],
+      `reins: Suite run ${id} is still being run by another reins process`,
+    );
+    assert.deepEqual([...Deno.readDirSync(`${home}/suites`)].map((e) => e.name), [id]);
+  } finally {
+    child.kill("SIGINT");
+    await child.output();
+  }
+  // Stopped, it is regraded: what did not finish is carried over as it was.
+  await Deno.remove(`${dir.path}/hold-b`);
+  const stopped = await reins(["suite", "regrade", id], { home, cwd: dir.path });
+  assert.equal(stopped.code, 1, stopped.stderr);
+  assert.match(stopped.stderr, new RegExp(`regrades ${id}`));
+});
