@@ -150,7 +150,9 @@ function convert(name: string, spec: FlagSpec, raw: string): string | number {
       return value;
     }
     case "integer": {
-      const value = raw.trim() === "" ? NaN : Number(raw);
+      // Digits only: Number() would also take "1e2", "0x3", " 2" and "2.0" (regression: --epochs 1e2
+      // played every cell 100 times).
+      const value = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
       const min = spec.min ?? 1;
       const max = spec.max ?? Number.MAX_SAFE_INTEGER;
       if (!Number.isInteger(value) || value < min || value > max) {

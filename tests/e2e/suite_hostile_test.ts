@@ -176,3 +176,31 @@ Deno.test("suite regrade refuses a suite run another process is still playing, a
   assert.equal(stopped.code, 1, stopped.stderr);
   assert.match(stopped.stderr, new RegExp(`regrades ${id}`));
 });
+
+Deno.test("suite run --epochs and --jobs take digits only: 1e2, 0x3, ' 2' and 2.0 are exit 2, nothing run", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a"]);
+  for (
+    const [flag, value] of [["--epochs", "1e2"], ["--epochs", "0x3"], ["--jobs", " 2"], [
+      "--epochs",
+      "2.0",
+    ], ["--epochs", "+2"]]
+  ) {
+    // regression: Number() took each (1e2: every cell played 100 times).
+    const ran = await reins(["suite", "run", "suite.yaml", "--no-report", flag, value], {
+      home,
+      cwd: dir.path,
+      allowRun: [`${dir.path}/agent.sh`],
+    });
+    assert.equal(ran.code, 2, `${flag} ${value}: ${ran.stderr}`);
+    assert.equal(
+      ran.stderr.split("\n")[0],
+      `reins: ${flag} takes a whole number from 1 to ${flag === "--jobs" ? 256 : 1000}: got ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  assert.equal(await exists(`${home}/suites`), false);
+  await played(dir.path, home, ["--epochs", "2", "--jobs=2"]);
+});
