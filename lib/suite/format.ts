@@ -199,7 +199,11 @@ export type ScenarioFile = z.infer<typeof ScenarioFile>;
 
 export const SuiteFile = z.object({
   /** The platform test's name. */
-  suite: Text.max(255),
+  suite: Text.max(255).regex(
+    // deno-lint-ignore no-control-regex
+    /^[^\u0000-\u001f\u007f]*$/,
+    "must be one line, without control characters (it names the suite run in every list)",
+  ),
   description: z.string().optional(),
   /** Scenarios at once. */
   jobs: z.number().int().positive().max(256).optional(),

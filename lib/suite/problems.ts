@@ -43,11 +43,16 @@ export function formatProblem(file: string, problem: SuiteProblem): string {
 
 export type Segment = string | number;
 
+/** A key written bare in a path; any other is quoted (`agents["a\\nb"]`), so a path is one line. */
+const BARE_KEY = /^[A-Za-z0-9_-]+$/;
+
 /** `["scenarios", 2, "checks", 0, "regex"]` → `scenarios[2].checks[0].regex`. */
 export function formatPath(path: readonly Segment[]): string {
   let out = "";
   for (const part of path) {
     if (typeof part === "number") out += `[${part}]`;
+    // regression: an agent named "a\nb" split its problem over two lines, "a.1" read as a path.
+    else if (!BARE_KEY.test(part)) out += `[${JSON.stringify(part)}]`;
     else out += out === "" ? part : `.${part}`;
   }
   return out;

@@ -204,3 +204,49 @@ Deno.test("suite run --epochs and --jobs take digits only: 1e2, 0x3, ' 2' and 2.
   assert.equal(await exists(`${home}/suites`), false);
   await played(dir.path, home, ["--epochs", "2", "--jobs=2"]);
 });
+
+Deno.test("suite validate: a name with a newline or a dot is one quoted line; a suite name must be one line", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a"]);
+  const write = (name: string, lines: string[]) =>
+    Deno.writeTextFile(
+      `${dir.path}/${name}`,
+      ["suite: hostile", ...lines, "scenarios:", "  - {key: one, turns: [hi]}"].join("\n"),
+    );
+  await write("agents.yaml", [
+    "agents:",
+    `  "a\\nb": {driver: command, exec: ./agent.sh}`,
+    `  "a.1": {driver: command, exec: ./agent.sh}`,
+  ]);
+  const agents = await reins(["suite", "validate", "agents.yaml"], { home, cwd: dir.path });
+  assert.equal(agents.code, 2, agents.stderr);
+  // regression: the name was written raw, so its problem took two lines, and "a.1" read as a path.
+  assert.deepEqual(agents.stderr.trimEnd().split("\n"), [
+    `agents.yaml:3:11: agents["a\\nb"]: must be 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter`,
+    `agents.yaml:4:10: agents["a.1"]: must be 1 to 64 ASCII letters, digits, '_' or '-', starting with a letter`,
+    "2 problems in agents.yaml; nothing was run",
+  ]);
+  // regression: a suite named across two lines ran, and split its line of `suite list` in two.
+  await Deno.writeTextFile(
+    `${dir.path}/named.yaml`,
+    [
+      `suite: "checkout\\nsupport"`,
+      "driver: command",
+      "exec: ./agent.sh",
+      "scenarios:",
+      "  - {key: one, turns: [hi]}",
+    ].join("\n"),
+  );
+  const named = await reins(["suite", "run", "named.yaml", "--no-report"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  assert.equal(named.code, 2, named.stderr);
+  assert.equal(
+    named.stderr.split("\n")[0],
+    "named.yaml:1:8: suite: must be one line, without control characters (it names the suite run in every list)",
+  );
+  assert.equal(await exists(`${home}/suites`), false);
+});
