@@ -15,7 +15,7 @@ import {
   resolveSuiteRunId,
 } from "../suite/state.ts";
 import { exitCodeOf, totalsOf } from "../suite/table.ts";
-import { writeJunitFile } from "../suite/junit.ts";
+import { checkJunitTarget, writeJunitFile } from "../suite/junit.ts";
 import { suiteRunJson } from "../suite/json.ts";
 import { endStateId } from "../suite/end_state.ts";
 import { regradeSuiteRun } from "../suite/regrade.ts";
@@ -29,6 +29,7 @@ export async function suiteRegrade(ctx: SuiteContext): Promise<number> {
     });
   }
   const { io } = ctx;
+  if (ctx.flags.junit) checkJunitTarget(ctx.flags.junit);
   const settings = await ctx.settings();
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const from = readSuiteRun(store, resolveSuiteRunId(store, ctx.positionals[0]));

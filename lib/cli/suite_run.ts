@@ -36,7 +36,7 @@ import {
 } from "../suite/plan.ts";
 import type { Settings } from "../core/mod.ts";
 import { startSuiteProgress } from "./suite_progress.ts";
-import { writeJunitFile } from "../suite/junit.ts";
+import { checkJunitTarget, writeJunitFile } from "../suite/junit.ts";
 import { suiteRunJson } from "../suite/json.ts";
 import { loadOrExplain, printResults } from "./suite_output.ts";
 import { againToKill } from "./signals.ts";
@@ -290,6 +290,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const mode = await modeOf(ctx, suite, extra);
   const jobs = ctx.flags.jobs ?? suite.jobs ?? 1;
   const junit = ctx.flags.junit;
+  if (junit) checkJunitTarget(junit);
   const settings = settingsWithConfine(await ctx.settings(), ctx.flags);
   // Refused before any scenario starts where agents cannot be confined (exit 4).
   if (settings.confine.enabled || suite.scenarios.some((spec) => spec.confine === true)) {

@@ -2,7 +2,8 @@
 // agent), one testcase per scenario; a failed scenario carries a <failure> with its failing checks' details, one that could
 // not run an <error> with the reason, a skipped one <skipped>. Text that XML 1.0 cannot hold
 // (most control characters) is replaced, so the file always parses.
-import { resolvePath } from "../core/paths.ts";
+import { dirnameOf, resolvePath } from "../core/paths.ts";
+import { UsageError } from "../core/errors.ts";
 import { redact } from "../core/redact.ts";
 import type { ScenarioState } from "./state.ts";
 import { tally } from "./results.ts";
@@ -132,6 +133,40 @@ export function junitXml(
     "</testsuites>",
     "",
   ].join("\n");
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Refuses a --junit FILE that cannot be written, before anything runs: a directory, or a file in a
+ * folder that is not there (regression: the whole suite ran, then its table was lost to exit 6).
+ */
+export function checkJunitTarget(path: string): void {
+  const target = resolvePath(path);
+  const hint = "give --junit a file in a folder that exists";
+  if (isDirectory(target)) {
+    throw new UsageError(`--junit ${path} is a directory, not a file to write`, { hint });
+  }
+  const folder = dirnameOf(target);
+  let missing: boolean;
+  try {
+    if (Deno.statSync(folder).isDirectory) return;
+    missing = false;
+  } catch (error) {
+    // Not ours to look at (the sandbox, a folder this user may not read): the write will say.
+    if (!(error instanceof Deno.errors.NotFound)) return;
+    missing = true;
+  }
+  throw new UsageError(
+    `--junit ${path}: its folder ${folder} ${missing ? "does not exist" : "is not a directory"}`,
+    { hint },
+  );
 }
 
 /** Writes the JUnit XML of `states` to `path` (relative to the working directory). */

@@ -250,3 +250,40 @@ Deno.test("suite validate: a name with a newline or a dot is one quoted line; a 
   );
   assert.equal(await exists(`${home}/suites`), false);
 });
+
+Deno.test("suite run and regrade refuse a --junit FILE that cannot be written before anything runs (exit 2)", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a"]);
+  const cases = [
+    [dir.path, `reins: --junit ${dir.path} is a directory, not a file to write`],
+    [
+      `${dir.path}/gone/junit.xml`,
+      `reins: --junit ${dir.path}/gone/junit.xml: its folder ${dir.path}/gone does not exist`,
+    ],
+    [
+      `${dir.path}/suite.yaml/junit.xml`,
+      `reins: --junit ${dir.path}/suite.yaml/junit.xml: its folder ${dir.path}/suite.yaml is not a directory`,
+    ],
+  ];
+  for (const [junit, said] of cases) {
+    // regression: the suite was played to its end, then the write failed: exit 6, and no table.
+    const ran = await reins(["suite", "run", "suite.yaml", "--no-report", "--junit", junit], {
+      home,
+      cwd: dir.path,
+      allowRun: [`${dir.path}/agent.sh`],
+    });
+    assert.equal(ran.code, 2, ran.stderr);
+    assert.equal(ran.stderr.split("\n")[0], said);
+    assert.equal(await exists(`${dir.path}/pid-a`), false, "no agent started");
+  }
+  assert.equal(await exists(`${home}/suites`), false);
+  const id = await played(dir.path, home);
+  const regraded = await reins(["suite", "regrade", id, "--junit", dir.path], {
+    home,
+    cwd: dir.path,
+  });
+  assert.equal(regraded.code, 2, regraded.stderr);
+  assert.equal(regraded.stderr.split("\n")[0], cases[0][1]);
+  assert.equal([...Deno.readDirSync(`${home}/suites`)].length, 1, "no regrade suite run made");
+});
