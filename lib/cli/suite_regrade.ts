@@ -29,7 +29,7 @@ export async function suiteRegrade(ctx: SuiteContext): Promise<number> {
     });
   }
   const { io } = ctx;
-  if (ctx.flags.junit) checkJunitTarget(ctx.flags.junit);
+  if (ctx.flags.junit) checkJunitTarget(ctx.flags.junit, ctx.home);
   const settings = await ctx.settings();
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   const from = readSuiteRun(store, resolveSuiteRunId(store, ctx.positionals[0]));

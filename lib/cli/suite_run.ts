@@ -290,7 +290,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const mode = await modeOf(ctx, suite, extra);
   const jobs = ctx.flags.jobs ?? suite.jobs ?? 1;
   const junit = ctx.flags.junit;
-  if (junit) checkJunitTarget(junit);
+  if (junit) checkJunitTarget(junit, ctx.home);
   const settings = settingsWithConfine(await ctx.settings(), ctx.flags);
   // Refused before any scenario starts where agents cannot be confined (exit 4).
   if (settings.confine.enabled || suite.scenarios.some((spec) => spec.confine === true)) {

@@ -2,7 +2,7 @@
 // agent), one testcase per scenario; a failed scenario carries a <failure> with its failing checks' details, one that could
 // not run an <error> with the reason, a skipped one <skipped>. Text that XML 1.0 cannot hold
 // (most control characters) is replaced, so the file always parses.
-import { dirnameOf, resolvePath } from "../core/paths.ts";
+import { dirnameOf, isInside, resolvePath } from "../core/paths.ts";
 import { UsageError } from "../core/errors.ts";
 import { redact } from "../core/redact.ts";
 import type { ScenarioState } from "./state.ts";
@@ -145,9 +145,10 @@ function isDirectory(path: string): boolean {
 
 /**
  * Refuses a --junit FILE that cannot be written, before anything runs: a directory, or a file in a
- * folder that is not there (regression: the whole suite ran, then its table was lost to exit 6).
+ * folder that is not there (regression: the whole suite ran, then its table was lost to exit 6) —
+ * but for one in the data root `home`, which the run makes (`--junit $REINS_HOME/junit.xml`).
  */
-export function checkJunitTarget(path: string): void {
+export function checkJunitTarget(path: string, home: string): void {
   const target = resolvePath(path);
   const hint = "give --junit a file in a folder that exists";
   if (isDirectory(target)) {
@@ -161,6 +162,7 @@ export function checkJunitTarget(path: string): void {
   } catch (error) {
     // Not ours to look at (the sandbox, a folder this user may not read): the write will say.
     if (!(error instanceof Deno.errors.NotFound)) return;
+    if (isInside(folder, resolvePath(home))) return;
     missing = true;
   }
   throw new UsageError(

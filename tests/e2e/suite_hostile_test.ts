@@ -278,7 +278,9 @@ Deno.test("suite run and regrade refuse a --junit FILE that cannot be written be
     assert.equal(await exists(`${dir.path}/pid-a`), false, "no agent started");
   }
   assert.equal(await exists(`${home}/suites`), false);
-  const id = await played(dir.path, home);
+  // In the data root, which the run makes: written (the Kubernetes recipe of docs/suites.md).
+  const id = await played(dir.path, home, ["--junit", `${home}/junit.xml`]);
+  assert.match(await Deno.readTextFile(`${home}/junit.xml`), /<testsuites/);
   const regraded = await reins(["suite", "regrade", id, "--junit", dir.path], {
     home,
     cwd: dir.path,
