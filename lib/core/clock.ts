@@ -36,9 +36,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /**
  * Calls `fn` once after `ms`, unless cancelled first — without setTimeout, whose first use in a
  * process loads Deno's Node timers (~7 ms of CPU: `deno task bench startup`, "the first
- * clearTimeout"). For one-shot deadlines on a path every run takes;
- * the timer does not keep the process alive. A cancelled one fires into nothing and holds
- * nothing of `fn`.
+ * clearTimeout"). For one-shot deadlines on a path every run takes. The timer holds the event
+ * loop until it comes due, cancelled or not (AbortSignal.timeout does, in Deno 2.9): the CLI does
+ * not wait for it, since main.ts and the binary exit when runCli returns, but a caller that lets
+ * the event loop drain instead waits out the longest deadline armed. A cancelled one fires into
+ * nothing and holds nothing of `fn`.
  */
 export function onceAfter(ms: number, fn: () => void): { cancel(): void } {
   // Dropped on cancel: the timer stays out until it comes due, and whatever `fn` holds (a turn's

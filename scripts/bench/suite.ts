@@ -249,6 +249,10 @@ async function cliChild(file: string, out: string): Promise<void> {
   const snapshot = Deno.env.get("REINS_BENCH_HEAP_SNAPSHOT");
   if (snapshot) (await import("node:v8")).writeHeapSnapshot(snapshot);
   await Deno.writeTextFile(out, JSON.stringify({ heapKiB: heap, peakKiB: peakKiB() }));
+  // As main.ts and the binary's entry do: the CLI exits when runCli returns, and does not wait
+  // out the one-shot deadlines a run leaves armed (a turn's 2 s pipe grace, onceAfter's timers,
+  // which hold the event loop until due). Without this the child timed that wait, not the suite.
+  Deno.exit(0);
 }
 
 /** `promptfoo eval` as a whole process, 8 at a time, its cache, telemetry and update check off. */
