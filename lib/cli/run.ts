@@ -193,6 +193,12 @@ export function agentFlags(f: AgentFlagValues, driverName: DriverName): AgentSpe
     });
   }
   const model = f.model ?? null;
+  if (model !== null && model.trim() === "") {
+    // An empty --model (a shell's unset "$MODEL") would reach the harness as `--model ''`.
+    throw new UsageError(`--model takes a model name, not ${JSON.stringify(model)}`, {
+      hint: "leave --model out for the driver's default model",
+    });
+  }
   if (model !== null && driverName === "command") {
     throw new UsageError("--model does not go with --driver command", {
       hint: "name the model in the program's own arguments: --exec 'PROGRAM --model M'",

@@ -7,6 +7,7 @@
 import type { CommandContext } from "./command.ts";
 import { defineFlags } from "./args.ts";
 import { NotFoundError, UsageError } from "../core/errors.ts";
+import { safeName } from "../core/ids.ts";
 import type { RunRecord } from "../store/mod.ts";
 import { MAX_LIMIT } from "../store/list.ts";
 import { EVENTS_FILE, shownPath } from "../store/run_files.ts";
@@ -83,7 +84,8 @@ async function printStats(ctx: CommandContext<Flags>): Promise<number> {
         hint: "reins stats --context ID sums that context's turns",
       });
     }
-    const contextId = ctx.flags.context;
+    // As reins run --context takes it: a name that cannot be a context is exit 2, not "no runs".
+    const contextId = safeName(ctx.flags.context, "context id");
     const runs = store.listRuns({ contextId, limit: MAX_LIMIT }).reverse().map(statsOf);
     if (runs.length === 0) {
       throw new NotFoundError(`No runs on context ${JSON.stringify(contextId)}`, {

@@ -82,6 +82,15 @@ export function compareSuiteRuns(
 ) {
   const first = readSide(root, refs[0]);
   const second = refs.length === 2 ? readSide(root, refs[1]) : first;
+  if (first.id === second.id && (agents[1] ?? agents[0]) === agents[0]) {
+    // The same plays on both sides: "unchanged" by construction, which no gate should be told.
+    const what = agents.length
+      ? `suite run ${first.id}'s agent ${agents[0]}`
+      : `suite run ${first.id}`;
+    throw new UsageError(`Cannot compare ${what} with itself`, {
+      hint: "compare two suite runs (reins suite list), or two agents of one: --agent X --agent Y",
+    });
+  }
   let a: Side;
   let b: Side;
   if (agents.length === 0) {

@@ -21,7 +21,7 @@ import type {
   SuiteReporter,
   SuiteRunHandle,
 } from "../suite/mod.ts";
-import { type StartMode, startSuiteRun } from "../suite/start.ts";
+import { requireSameSuite, type StartMode, startSuiteRun } from "../suite/start.ts";
 import { runSuite } from "../suite/runner.ts";
 import { suiteNeeds } from "../suite/needs.ts";
 import { elapsedOf, readScenarioStates } from "../suite/state.ts";
@@ -312,6 +312,7 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const reuse = reuseRef === undefined ? null : (await importLazily<
     typeof import("../suite/reuse.ts")
   >("suite/reuse.ts")).SuiteReuse.open(store, settings, reuseRef);
+  if (reuse !== null) requireSameSuite(suite, { ...reuse, id: reuse.from }, "reuse");
 
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });
   using handle = started.handle;

@@ -21,7 +21,7 @@ import {
   type SuiteRunFile,
   SuiteRunHandle,
 } from "./state.ts";
-import { recordedScenario } from "./turns.ts";
+import { readRecordedScenario } from "./turns.ts";
 import { copyTree } from "./workdir.ts";
 
 /** The longest a regex check may take to match (as the runner's bound). */
@@ -89,9 +89,14 @@ async function regradeOne(
   old: ScenarioState,
   matcher: PatternMatcher,
 ): Promise<ScenarioState> {
-  const recorded = recordedScenario(options.store, old);
-  if (recorded === null) {
-    return { ...old, status: "error", reason: "its recorded runs cannot be read", checks: [] };
+  const recorded = readRecordedScenario(options.store, old);
+  if ("unreadable" in recorded) {
+    return {
+      ...old,
+      status: "error",
+      reason: `cannot be read: ${recorded.unreadable}`,
+      checks: [],
+    };
   }
   const tmp = options.store.layout.tmp();
   options.store.ensureDir(tmp);

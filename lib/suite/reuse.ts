@@ -33,6 +33,9 @@ export interface ReuseCounts {
 
 export class SuiteReuse {
   readonly from: string;
+  /** The suite the reused suite run ran (a run of another suite is refused: suite_run.ts). */
+  readonly suite: string;
+  readonly file: string;
   readonly #store: Store;
   readonly #settings: Settings;
   /** Each cell's (scenario key, agent) recorded attempts not yet taken: their turns' run ids. */
@@ -42,17 +45,23 @@ export class SuiteReuse {
   matched = 0;
   passedOn = 0;
 
-  private constructor(store: Store, settings: Settings, from: string) {
+  private constructor(
+    store: Store,
+    settings: Settings,
+    header: { id: string; suite: string; file: string },
+  ) {
     this.#store = store;
     this.#settings = settings;
-    this.from = from;
+    this.from = header.id;
+    this.suite = header.suite;
+    this.file = header.file;
   }
 
   /** The reuse of suite run `ref` (an id, a unique prefix, `last`); NotFoundError if none. */
   static open(store: Store, settings: Settings, ref: string): SuiteReuse {
     const id = resolveSuiteRunId(store, ref);
-    const reuse = new SuiteReuse(store, settings, id);
     const header = readSuiteRun(store, id);
+    const reuse = new SuiteReuse(store, settings, header);
     for (const state of readScenarioStates(store, header)) {
       if (state.runIds.length === 0) continue;
       const cell = cellOf(state.instance.key, state.instance.agent);

@@ -121,6 +121,25 @@ function sameFile(suite: Suite, header: SuiteRunFile): boolean {
   return header.file === suite.file && header.suite === suite.name;
 }
 
+/**
+ * Refuses a suite run of another suite (`--rerun --from`, `--reuse`): its scenario keys would be
+ * matched against this file's as if they were the same scenarios. The file may have moved (a CI
+ * job's fresh clone); its suite's name is what must agree.
+ */
+export function requireSameSuite(
+  suite: Pick<Suite, "name" | "file">,
+  header: Pick<SuiteRunFile, "id" | "suite" | "file">,
+  doing: string,
+): void {
+  if (header.suite === suite.name) return;
+  throw new UsageError(
+    `Cannot ${doing} suite run ${header.id}: it ran suite ${
+      JSON.stringify(header.suite)
+    } (${header.file}), not ${JSON.stringify(suite.name)} (${suite.file})`,
+    { hint: "name a suite run of this suite file: reins suite list" },
+  );
+}
+
 /** The suite run to resume: the one named, else this file's latest that did not finish. */
 function findResumable(root: DataRoot, suite: Suite, ref: string | null): SuiteRunFile {
   if (ref !== null) {
@@ -215,6 +234,7 @@ export function startSuiteRun(
     case "rerun": {
       const fromId = resolveSuiteRunId(root, mode.from);
       const from = readSuiteRun(root, fromId);
+      requireSameSuite(suite, from, "rerun the failures of");
       const wanted = new Set<string>(mode.which);
       const states = readScenarioStates(root, from).filter((state) => wanted.has(state.status));
       const keys = new Map(suite.scenarios.map((spec) => [spec.key, spec]));

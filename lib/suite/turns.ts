@@ -104,12 +104,23 @@ export function recordedScenario(
   store: Store,
   state: ScenarioState,
 ): { evidence: Evidence; recordings: RecordingSource[] } | null {
-  let turns: TurnResult[];
-  try {
-    turns = state.runIds.map((runId) => recordedTurn(store, runId, ""));
-  } catch (error) {
-    if (error instanceof ReinsError) return null;
-    throw error;
+  const read = readRecordedScenario(store, state);
+  return "unreadable" in read ? null : read;
+}
+
+/** recordedScenario(), or which of its runs cannot be read and why (for a regrade's reason). */
+export function readRecordedScenario(
+  store: Store,
+  state: ScenarioState,
+): { evidence: Evidence; recordings: RecordingSource[] } | { unreadable: string } {
+  const turns: TurnResult[] = [];
+  for (const runId of state.runIds) {
+    try {
+      turns.push(recordedTurn(store, runId, ""));
+    } catch (error) {
+      if (!(error instanceof ReinsError)) throw error;
+      return { unreadable: `its run ${runId} (${store.layout.run(runId)}): ${error.message}` };
+    }
   }
   const recordings = turns.flatMap((turn) => turn.recordings);
   return {

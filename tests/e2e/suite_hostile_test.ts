@@ -289,3 +289,115 @@ Deno.test("suite run and regrade refuse a --junit FILE that cannot be written be
   assert.equal(regraded.stderr.split("\n")[0], cases[0][1]);
   assert.equal([...Deno.readDirSync(`${home}/suites`)].length, 1, "no regrade suite run made");
 });
+
+/** The suite run ids under the data root, sorted. */
+function suiteRuns(home: string): string[] {
+  return [...Deno.readDirSync(`${home}/suites`)].map((e) => e.name).filter((n) =>
+    !n.startsWith(".")
+  )
+    .sort();
+}
+
+Deno.test("suite compare of a suite run with itself is exit 2, not an 'unchanged' a gate passes", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a"]);
+  const id = await played(dir.path, home);
+  // regression: exit 0, every scenario "unchanged", whatever the suite run held
+  for (const args of [[id, id], [id, id.slice(0, 8)]]) {
+    const compared = await reins(["suite", "compare", ...args], { home });
+    assert.equal(compared.code, 2, compared.stdout + compared.stderr);
+    assert.equal(
+      compared.stderr.split("\n")[0],
+      `reins: Cannot compare suite run ${id} with itself`,
+    );
+  }
+});
+
+Deno.test("suite run --reuse and --rerun --from of another suite's run are exit 2 naming both, nothing begun", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a"]);
+  // The other suite: the same keys, so nothing else would tell them apart.
+  const other = (await Deno.readTextFile(`${dir.path}/suite.yaml`)).replace(
+    "suite: hostile",
+    "suite: other",
+  ).replace("answer to a", "nothing like it");
+  await Deno.writeTextFile(`${dir.path}/other.yaml`, other);
+  const ran = await reins(["suite", "run", "other.yaml", "--no-report"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  assert.equal(ran.code, 1, ran.stderr);
+  const id = ID.exec(ran.stderr)![1];
+  // regression: --reuse played on, its keys matched to another suite's recordings; --rerun
+  // failed --from replayed the other suite's failures as this file's scenarios
+  for (
+    const [flags, doing] of [[["--reuse", id], "reuse"], [
+      ["--rerun", "failed", "--from", id],
+      "rerun the failures of",
+    ]] as const
+  ) {
+    const refused = await reins(["suite", "run", "suite.yaml", "--no-report", ...flags], {
+      home,
+      cwd: dir.path,
+      allowRun: [`${dir.path}/agent.sh`],
+    });
+    assert.equal(refused.code, 2, refused.stdout + refused.stderr);
+    assert.equal(
+      refused.stderr.split("\n")[0],
+      `reins: Cannot ${doing} suite run ${id}: it ran suite "other" (${dir.path}/other.yaml), not "hostile" (${dir.path}/suite.yaml)`,
+    );
+    assert.deepEqual(suiteRuns(home), [id]);
+  }
+});
+
+Deno.test("suite regrade of a scenario whose run cannot be read names that run, its folder and why", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  await suite(dir.path, ["a"]);
+  const ran = await reins(["suite", "run", "suite.yaml", "--no-report", "--json"], {
+    home,
+    cwd: dir.path,
+    allowRun: [`${dir.path}/agent.sh`],
+  });
+  assert.equal(ran.code, 0, ran.stderr);
+  const first = JSON.parse(ran.stdout);
+  const runId = first.scenarios[0].runIds[0];
+  await Deno.remove(`${home}/runs/${runId}`, { recursive: true });
+  const regraded = await reins(["suite", "regrade", first.suiteRunId, "--json"], {
+    home,
+    cwd: dir.path,
+  });
+  assert.equal(regraded.code, 1, regraded.stderr);
+  const [scenario] = JSON.parse(regraded.stdout).scenarios;
+  assert.equal(scenario.status, "error");
+  // regression: "its recorded runs cannot be read", and nothing of which or why
+  assert.match(
+    scenario.reason,
+    new RegExp(`^cannot be read: its run ${runId} \\(${home}/runs/${runId}\\): .+`),
+  );
+});
+
+Deno.test("stats --context '' and run --model '' are exit 2 with the value quoted, not 'no runs' or a harness's own error", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const stats = await reins(["stats", "--context", ""], { home, cwd: dir.path });
+  // regression: exit 3, "No runs on context """ (as if it were a name that could have runs)
+  assert.equal(stats.code, 2, stats.stderr);
+  assert.equal(
+    stats.stderr.split("\n")[0],
+    `reins: Cannot use "" as a context id: it is empty`,
+  );
+  for (const driver of ["loop", "claude"]) {
+    const run = await reins(["run", "--driver", driver, "--model", "", "hello"], {
+      home,
+      cwd: dir.path,
+    });
+    // regression: the loop ran its demo model; claude was started with `--model ''`
+    assert.equal(run.code, 2, run.stderr);
+    assert.equal(run.stderr.split("\n")[0], `reins: --model takes a model name, not ""`);
+  }
+  assert.deepEqual(await Array.fromAsync(Deno.readDir(`${home}/runs`)).catch(() => []), []);
+});
