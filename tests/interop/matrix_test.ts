@@ -4,7 +4,8 @@
 // servers see the model each agent names), the model the fake answers wrongly fails its agent's
 // scenario in every epoch, and the per-agent results come out: the table's block per agent, the
 // JSON's totals per agent, a JUnit testsuite per agent, and one platform test per agent with an
-// execution per epoch. (pass^k and intervals are `reins suite compare`'s, another piece.)
+// execution per epoch; each agent's pass^k with its interval, and `reins suite compare` of two agents as
+// a gate: exit 1 on haiku's planted regression, exit 0 on codex, which is unchanged.
 import assert from "node:assert/strict";
 import { type RecordedRequest, text } from "../fixtures/fake_model_server.ts";
 import { startFakeAnthropic } from "../fixtures/fake_anthropic.ts";
@@ -160,6 +161,32 @@ interopTest(
       });
       console.log(table.stdout);
       assert.match(table.stdout, /^haiku: 6 scenarios: 3 passed, 3 failed/m);
+      // Each agent's pass^k over the epochs, with its interval: haiku passes one of two always.
+      assert.match(table.stdout, /^sonnet: pass\^3 1\.00 \[[\d.]+, 1\.00\] · pass@3 1\.00/m);
+      assert.match(table.stdout, /^haiku: pass\^3 0\.50 \[0\.09, 0\.91\] · pass@3 0\.50/m);
+      assert.match(table.stdout, /^codex: pass\^3 1\.00 \[/m);
+
+      // The gate: haiku against sonnet is a regression (3/3 → 0/3, p = 0.05), codex is not.
+      const compare = (b: string) =>
+        reins(["suite", "compare", run.suiteRunId, "--agent", "sonnet", "--agent", b, "--json"], {
+          home: scratch.reinsHome,
+          cwd: scratch.cwd,
+        });
+      const regressed = await compare("haiku");
+      assert.equal(regressed.code, 1, regressed.stderr);
+      const verdicts = (out: string) =>
+        Object.fromEntries(
+          JSON.parse(out).scenarios.map((
+            s: { scenario: string; verdict: string; significant: boolean },
+          ) => [s.scenario, `${s.verdict}${s.significant ? " (significant)" : ""}`]),
+        );
+      assert.deepEqual(verdicts(regressed.stdout), {
+        capital: "unchanged",
+        reverse: "regressed (significant)",
+      });
+      const unchanged = await compare("codex");
+      assert.equal(unchanged.code, 0, unchanged.stderr);
+      assert.deepEqual(verdicts(unchanged.stdout), { capital: "unchanged", reverse: "unchanged" });
 
       if (platform !== null) {
         const log = await platform.log();
