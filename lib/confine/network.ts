@@ -5,7 +5,7 @@
 // (profile.ts), where socat bridges each to a loopback port again. Every connection through the proxy, allowed or refused, is reported once it
 // ends. It does not look into what an allowed connection carries: TLS stays end to end.
 import { type AllowedHost, isAllowed } from "./allow_host.ts";
-import { GATEWAY_SOCKET, PROXY_SOCKET } from "./profile.ts";
+import { BRIDGE_BACKLOG, GATEWAY_SOCKET, PROXY_SOCKET } from "./profile.ts";
 
 /** One connection the proxy was asked for. */
 export interface ConnectionReport {
@@ -84,7 +84,10 @@ export async function openConfinedNetwork(options: NetworkOptions): Promise<Conf
     }
     bridges.push(
       new Deno.Command("socat", {
-        args: [`UNIX-LISTEN:${path},fork,umask=077`, `TCP:127.0.0.1:${port}`],
+        args: [
+          `UNIX-LISTEN:${path},fork,umask=077,backlog=${BRIDGE_BACKLOG}`,
+          `TCP:127.0.0.1:${port}`,
+        ],
         stdin: "null",
         stdout: "null",
         stderr: "null",

@@ -14,6 +14,12 @@ export const INSIDE = {
 
 export const GATEWAY_SOCKET = "gateway.sock";
 export const PROXY_SOCKET = "proxy.sock";
+/**
+ * The queue each bridge's socat listens with (its own default is 5): a burst of connections past
+ * it lost SYNs and waited the kernel's 1 s retransmit (62 of 100 at once; 1 in 5 bursts of 16, as
+ * npm's 15 sockets through the proxy make). The kernel caps it at net.core.somaxconn (4096).
+ */
+export const BRIDGE_BACKLOG = 511;
 
 /** The command as the spawn site would run it unconfined. */
 export interface AgentCommand {
@@ -98,7 +104,7 @@ fi
 # The bridges, started together (each socat in a session of its own), then waited for together.
 waiting=
 bridge() {
-  setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$2" </dev/null >/dev/null 2>&1 &
+  setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork,backlog=${BRIDGE_BACKLOG}" "UNIX-CONNECT:$2" </dev/null >/dev/null 2>&1 &
   # The port as /proc/net/tcp writes it (four hex digits), without a subshell.
   n=$1 hex=
   for i in 1 2 3 4; do
