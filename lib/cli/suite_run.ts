@@ -336,9 +336,9 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
         handle.header.instances.length === 1 ? "" : "s"
       }${
         handle.header.options.agents
-          ? ` (× ${handle.header.options.agents.length} agents: ${
-            handle.header.options.agents.join(", ")
-          })`
+          ? ` (× ${handle.header.options.agents.length} agent${
+            handle.header.options.agents.length === 1 ? "" : "s"
+          }: ${handle.header.options.agents.join(", ")})`
           : ""
       }, ${jobs} at a time`;
     io.note(`${suite.name} · ${what}`);

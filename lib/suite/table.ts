@@ -168,9 +168,8 @@ export function formatTable(
     for (const state of mine) lines.push(line(rowOf(state, options)));
     lines.push(`${agent}: ${summaryLine(totalsOf(mine), null)}`, "");
   }
-  lines.push(
-    `all ${groups.length} agents: ${summaryLine(totalsOf(states), options.elapsedMs ?? null)}`,
-  );
+  const whole = groups.length === 1 ? "1 agent" : `all ${groups.length} agents`;
+  lines.push(`${whole}: ${summaryLine(totalsOf(states), options.elapsedMs ?? null)}`);
   return lines;
 }
 

@@ -144,6 +144,15 @@ Deno.test("reins suite run --agent picks agents, --epochs (--repeat) the epochs;
   const json = JSON.parse(one.stdout);
   assert.deepEqual(json.scenarios.map((r: Row) => r.instance), ["one.careful", "two.careful"]);
   assert.deepEqual(json.options.agents, ["careful"]);
+  // regression: "(× 1 agents: careful)" and "all 1 agents: …"
+  const table = await reins(["suite", "show", json.suiteRunId], options);
+  assert.match(table.stdout, /^1 agent: 2 scenarios: 2 passed/m);
+  assert.doesNotMatch(table.stdout, /1 agents/);
+  const said = await reins(
+    ["suite", "run", "suite.yaml", "--agent", "careful", "--epochs", "1", "--no-report"],
+    options,
+  );
+  assert.match(said.stderr, /: 2 scenarios \(× 1 agent: careful\), /);
 
   const repeated = await reins(
     ["suite", "run", "suite.yaml", "--agent", "sloppy", "--repeat", "3", "--no-report", "--json"],
@@ -176,7 +185,7 @@ Deno.test("reins suite run --agent picks agents, --epochs (--repeat) the epochs;
     assert.match(refused.stderr, message);
   }
   const listed = await reins(["suite", "list", "--json"], options);
-  assert.equal(JSON.parse(listed.stdout).suiteRuns.length, 2, "a refused run leaves none behind");
+  assert.equal(JSON.parse(listed.stdout).suiteRuns.length, 3, "a refused run leaves none behind");
 });
 
 Deno.test("reins suite plan of a matrix deals cells to shards; the shards' runs merge into the whole matrix", async () => {
