@@ -92,14 +92,24 @@ function packages(): string[] {
 }
 
 const LITERAL_IMPORT = /\bimport\(\s*("[^"\\]*")\s*\)/g;
+// deno-lint-ignore no-control-regex
+const NOT_ASCII = /[^\u0000-\u007f]/g;
 
-/** Rewrites the bundle's literal dynamic imports to resolve at run time. */
-function deferImports(outdir: string): void {
+/**
+ * Rewrites the bundle's literal dynamic imports to resolve at run time, and writes what is not
+ * ASCII as `\uXXXX`. The bundler escapes strings, not the comments it keeps (a `…` or `—` of lib/'s
+ * doc comments); a module with one character beyond ASCII is a two-byte string for V8, the common
+ * chunk's ~490 KB then decoded from UTF-8 to UTF-16 at every start: ~0.8 ms of a `reins run`
+ * (docs/engine.md). In a comment, a string, a template or a regular expression, the escape is the
+ * same text or the same character.
+ */
+function postProcess(outdir: string): void {
   for (const entry of Deno.readDirSync(outdir)) {
     if (!entry.name.endsWith(".js")) continue;
     const path = join(outdir, entry.name);
     const text = Deno.readTextFileSync(path);
-    const rewritten = text.replace(LITERAL_IMPORT, "import(import.meta.resolve($1))");
+    const rewritten = text.replace(LITERAL_IMPORT, "import(import.meta.resolve($1))")
+      .replace(NOT_ASCII, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
     const left = /\bimport\(\s*['`]|\bfrom\s*["']node:module["']/.exec(rewritten);
     if (left !== null) {
       throw new Error(
@@ -147,7 +157,11 @@ export async function buildBundle({ outdir, origin = null }: BundleOptions): Pro
       COMMON_ROOTS.map((root) => `import ${JSON.stringify(`${ROOT}lib/${root}`)};\n`).join(""),
     );
     const loaders = names.map((name) =>
-      name.endsWith(".ts") ? wrapped(work, name, common) : plainLoader(name)
+      COMMON_ROOTS.includes(name)
+        ? { ...plainLoader(name), static: true }
+        : name.endsWith(".ts")
+        ? wrapped(work, name, common)
+        : plainLoader(name)
     );
     await Deno.writeTextFile(entry, compileEntry(origin, loaders, common));
     const output = await new Deno.Command(Deno.execPath(), {
@@ -174,7 +188,7 @@ export async function buildBundle({ outdir, origin = null }: BundleOptions): Pro
   } finally {
     await Deno.remove(work, { recursive: true });
   }
-  deferImports(outdir);
+  postProcess(outdir);
   return join(outdir, BUNDLE_ENTRY);
 }
 
