@@ -31,9 +31,31 @@ function isDatetime(check, v) {
     const s1 = v.charCodeAt(17), s2 = v.charCodeAt(18), f1 = v.charCodeAt(20), f2 = v.charCodeAt(21), f3 = v.charCodeAt(22);
     if (s1 >= 48 && s1 <= 53 && s2 >= 48 && s2 <= 57 && f1 >= 48 && f1 <= 57 && f2 >= 48 && f2 <= 57 && f3 >= 48 && f3 <= 57) return true;
   }
+  if (check.utc && v.length === 24 && isUtcMillis(v)) {
+    check.minute = v.slice(0, 17);
+    return true;
+  }
   if (!check.pattern.test(v)) return false;
   if (v.length === 24 && v.charCodeAt(19) === 46 && v.charCodeAt(23) === 90) check.minute = v.slice(0, 17);
   return true;
+}
+function digits(v, at, n) {
+  let value = 0;
+  for (let i = at; i < at + n; i++) {
+    const c = v.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    value = value * 10 + c;
+  }
+  return value;
+}
+function isUtcMillis(v) {
+  if (v.charCodeAt(4) !== 45 || v.charCodeAt(7) !== 45 || v.charCodeAt(10) !== 84 || v.charCodeAt(13) !== 58 || v.charCodeAt(16) !== 58 || v.charCodeAt(19) !== 46 || v.charCodeAt(23) !== 90) return false;
+  const year = digits(v, 0, 4), month = digits(v, 5, 2), day = digits(v, 8, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (day > (month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31)) return false;
+  const hour = digits(v, 11, 2), minute = digits(v, 14, 2), second = digits(v, 17, 2);
+  return hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 && second >= 0 && second <= 59 && digits(v, 20, 3) >= 0;
 }
 function isUrl(v) {
   try {
@@ -44,7 +66,7 @@ function isUrl(v) {
 }
 
 const c0 = new RegExp("^[0-9a-f]{64}$", "");
-const c1 = { pattern: new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", ""), minute: "" };
+const c1 = { pattern: new RegExp("^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|([+-](?:[01]\\d|2[0-3]):[0-5]\\d)))$", ""), minute: "", utc: true };
 const c2 = new Set(["run.started","session.linked","message.delta","message.completed","model.requested","model.completed","model.call.started","model.call.completed","network.connection","tool.started","tool.completed","approval.requested","approval.resolved","question.requested","question.answered","usage.updated","compaction.started","compaction.completed","budget.warning","heartbeat","attachment.added","status.changed","problem","completed","failed"]);
 
 // run.started
