@@ -6,7 +6,8 @@
 //
 // Three things keep the bundle as lazy as the sources:
 // - every name lib/ passes to importLazily (lib/core/lazy_import.ts) gets a literal import in the
-//   entry (scripts/compile_entry.ts), which the bundler makes a chunk of its own;
+//   entry (scripts/compile_entry.ts), which the bundler makes a chunk of its own (but for the
+//   common chunk's roots, below);
 // - Deno loads, with a module, every module a literal `import("…")` in it can reach, so the
 //   bundle's dynamic imports are rewritten to resolve at run time (`import(import.meta.resolve(…))`),
 //   as lazy_import.ts does for the sources;
@@ -23,7 +24,10 @@
 // 56.4 → 49.6 ms (medians of 30 interleaved runs each, without the V8 flags).
 // The entry and every lazily imported module's wrapper import a module that imports the roots
 // (`common.ts` of the build), so the bundler sees every entry reach them: one chunk, loaded at
-// start-up.
+// start-up. The roots' own lazy names (the run command, the settings, the command driver) are
+// then handed over by the entry, which imports them (compile_entry.ts, `static`): a dynamic import
+// of a wrapper chunk re-exporting them cost Deno a module load each (~0.5 ms for the run command's),
+// so a trivial run loads two files, the entry and this chunk (docs/engine.md).
 import { join } from "node:path";
 import { compileEntry, type LazyLoader, plainLoader } from "./compile_entry.ts";
 import type { SandboxOrigin } from "../lib/core/sandbox.ts";
