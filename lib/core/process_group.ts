@@ -105,17 +105,27 @@ function trampolineTarget(program: string, options: Deno.CommandOptions): string
   if (program.includes("/")) return firstRunnable(program, [resolvePath(program, cwd)]);
   let path = options.env?.PATH;
   if (path === undefined && !options.clearEnv) {
+    // The child inherits reins's PATH, on which Deno resolved the name at start.
+    if (pathHidden) return program;
     try {
       path = Deno.env.get("PATH");
     } catch (error) {
       if (!(error instanceof Deno.errors.NotCapable)) throw error;
-      // The child inherits reins's PATH, on which Deno resolved the name at start.
+      pathHidden = true;
       return program;
     }
   }
   const dirs = (path ?? "").split(":").filter((dir) => dir !== "");
   return firstRunnable(program, dirs.map((dir) => joinPath(resolvePath(dir, cwd), program)));
 }
+
+/**
+ * Whether this process may read PATH: found out by the first spawn that asks (the sandbox's env
+ * list does not name it), and asked no more after that — Deno refuses the same way every time
+ * (it never prompts under --no-prompt, and remembers a refused prompt), and each refusal is an
+ * exception built on the spawn's path.
+ */
+let pathHidden = false;
 
 function granted(program: string): boolean {
   return Deno.permissions.querySync({ name: "run", command: program }).state === "granted";
