@@ -122,6 +122,27 @@ function prepareReplace(root: string, path: string): void {
 }
 
 /**
+ * Whether this process's umask takes bits of 0600 off a file it makes: learned from the first file
+ * it makes new (its mode read from the open descriptor), as private_dir.ts learns it for
+ * directories, so that later ones are not looked at for nothing — a stat of the new file, which
+ * Deno also walks the path of (a readlink per segment), on each of the four files a turn makes.
+ * The umask can only narrow the mode asked for, and reins never changes it (Deno.umask needs a
+ * permission the binary does not have). Where it narrows, every new file is looked at and
+ * chmodded.
+ */
+let umaskNarrowsFiles: boolean | null = null;
+
+/** After `file` was made at `path` with createNew and mode 0600: 0600 whatever the umask. */
+function madePrivateFile(file: Deno.FsFile, path: string): void {
+  if (umaskNarrowsFiles === false) return;
+  const { mode } = file.statSync();
+  // No mode (Windows): nothing to narrow or to set.
+  const narrowed = mode !== null && (mode & 0o777) !== FILE_MODE;
+  umaskNarrowsFiles ??= narrowed;
+  if (narrowed) Deno.chmodSync(path, FILE_MODE);
+}
+
+/**
  * Creates `path` with mode 0600 (whatever the umask), failing when the name exists at all (a
  * link included): a file this process makes for itself, in a directory it has just made.
  */
@@ -131,9 +152,7 @@ export function openNewPrivateFile(
 ) {
   const file = Deno.openSync(path, { ...access, createNew: true, mode: FILE_MODE });
   try {
-    // The umask can only narrow the mode asked for; one stat of the open file tells.
-    const { mode } = file.statSync();
-    if (mode !== null && (mode & 0o777) !== FILE_MODE) Deno.chmodSync(path, FILE_MODE);
+    madePrivateFile(file, path);
   } catch (error) {
     file.close();
     throw error;
@@ -186,9 +205,7 @@ export function writePrivateFileAtomic(
     file.lockSync(true);
     writeAll(file, bytes);
     if (durable) file.syncSync();
-    // The umask can only narrow the mode asked for; one stat of the open file tells.
-    const { mode } = file.statSync();
-    if (mode !== null && (mode & 0o777) !== FILE_MODE) Deno.chmodSync(temp, FILE_MODE);
+    madePrivateFile(file, temp);
     Deno.renameSync(temp, absPath);
   } catch (error) {
     try {
@@ -228,9 +245,7 @@ export async function writePrivateFileAtomicAsync(
     file.lockSync(true);
     writeAll(file, bytes);
     await file.sync();
-    // The umask can only narrow the mode asked for; one stat of the open file tells.
-    const { mode } = file.statSync();
-    if (mode !== null && (mode & 0o777) !== FILE_MODE) Deno.chmodSync(temp, FILE_MODE);
+    madePrivateFile(file, temp);
     Deno.renameSync(temp, absPath);
   } catch (error) {
     try {

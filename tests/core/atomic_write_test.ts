@@ -3,6 +3,7 @@ import {
   directoryFsyncCount,
   syncDirectoryAsync,
   writePrivateFileAtomic,
+  writePrivateFileAtomicAsync,
 } from "../../lib/core/atomic_write.ts";
 import { DataRootError } from "../../lib/core/errors.ts";
 import { tempDir } from "../support/reins.ts";
@@ -113,5 +114,29 @@ Deno.test("syncDirectoryAsync() shares fsyncs between callers at once, each answ
     await Deno.remove(other);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("new private files are looked at (a stat of the open file) only until the process knows its umask keeps 0600", async () => {
+  await using dir = await tempDir();
+  const root = dir.path;
+  const proto = Deno.FsFile.prototype as { statSync(): Deno.FileInfo };
+  const statSync = proto.statSync;
+  let stats = 0;
+  proto.statSync = function (this: Deno.FsFile) {
+    stats++;
+    return statSync.call(this);
+  };
+  try {
+    for (let i = 0; i < 3; i++) writePrivateFileAtomic(root, `${root}/d/f${i}.json`, "{}");
+    await writePrivateFileAtomicAsync(root, `${root}/d/async.json`, "{}");
+  } finally {
+    proto.statSync = statSync;
+  }
+  // This process's umask (022 or 077 under the test runner) keeps 0600: the first new file at
+  // most tells it so.
+  assert.ok(stats <= 1, `${stats} stats for 4 new files`);
+  for (const name of ["f0.json", "f1.json", "f2.json", "async.json"]) {
+    assert.equal(mode(`${root}/d/${name}`), 0o600, name);
   }
 });
