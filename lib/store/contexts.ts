@@ -206,9 +206,14 @@ export class ContextMap {
     return this.#root.layout.harnessSession(contextId);
   }
 
-  /** The context's sessions (the one used last at the top), or null for none. */
-  get(contextId: string): ContextSessions | null {
+  /**
+   * The context's sessions (the one used last at the top), or null for none. `fresh`: the caller
+   * made the context's directory just now and holds its lock (the turn engine's ContextLock
+   * `made`), so there is no file to read yet.
+   */
+  get(contextId: string, options: { fresh?: boolean } = {}): ContextSessions | null {
     if (this.#unsaved.has(contextId)) return this.#unsaved.get(contextId) ?? null;
+    if (options.fresh) return null;
     const path = this.entryPath(contextId);
     if (path === null) return null;
     // Vetted only when there is a file (vetting none finds nothing to distrust).
@@ -310,14 +315,16 @@ export class ContextMap {
    * rename, then the directory; a new context's `contexts/` too) run on Deno's blocking pool, so
    * concurrent turns overlap them.
    * Resolves once the entry is in place and durable; never rejects (a failure is reported as put() reports it). The caller serialises its writes to one
-   * context (the turn engine holds the context's lock and chains them).
+   * context (the turn engine holds the context's lock and chains them). `fresh`: as for get(),
+   * for the first write into a directory the caller made (nothing to merge with is read).
    */
   async putAsync(
     contextId: string,
     session: ContextSession,
     nowMs: number = Date.now(),
+    options: { fresh?: boolean } = {},
   ): Promise<ContextSessions | null> {
-    const next = this.#next(contextId, session, nowMs);
+    const next = this.#next(contextId, session, nowMs, options);
     if (next === null) return null;
     if (next.path === null) return next.entry;
     try {
@@ -342,9 +349,10 @@ export class ContextMap {
     contextId: string,
     session: ContextSession,
     nowMs: number,
+    options: { fresh?: boolean } = {},
   ): { entry: ContextSessions; path: string | null; text: string } | null {
     if (session.sessionId === "") return null;
-    const previous = this.get(contextId);
+    const previous = this.get(contextId, options);
     const own = previous?.sessions.find((entry) => entry.driver === session.driver);
     const current: DriverSession = {
       driver: session.driver,

@@ -17,7 +17,7 @@ import {
 } from "../core/atomic_write.ts";
 import { Layout } from "../core/layout.ts";
 import { dirnameOf, isInside, resolvePath } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/private_dir.ts";
+import { ensurePrivateDir, madePrivate as madeDirPrivate } from "../core/private_dir.ts";
 import { OpenLogs, PrivateLog } from "../core/private_log.ts";
 import { CheckedDirs, openPrivateFile, readPrivateText, trustProblem } from "../core/trust.ts";
 
@@ -72,6 +72,37 @@ export class DataRoot implements Disposable {
       for (const path of made) {
         if (this.#noting.some((noted) => isInside(path, noted))) this.#unsynced.set(path, null);
       }
+    }
+  }
+
+  /**
+   * Makes `dir`, a new name in a directory made private before (itself made private first, once
+   * per root, as ensureDir does), 0700: true when this call made it — so nothing can be in it yet,
+   * and nothing in it needs looking at — false when it was there already, unlooked at (the
+   * caller checks it: ensureDir). One mkdir, where ensureDir would look at the root and every
+   * segment first (an lstat each, and an exception for the missing one), as stageRun makes a
+   * run's directory. A directory this root made or checked before is taken to be there (false,
+   * with no mkdir), unless `again` (one that may have been removed since).
+   */
+  makeDir(dir: string, options: { again?: boolean } = {}): boolean {
+    const absDir = resolvePath(dir, this.home);
+    if (options.again) this.#checked.madePrivate.delete(absDir);
+    else if (this.#checked.madePrivate.has(absDir)) return false;
+    const parent = dirnameOf(absDir);
+    for (let attempt = 0;; attempt++) {
+      this.ensureDir(parent, { again: attempt > 0 });
+      try {
+        Deno.mkdirSync(absDir, { mode: 0o700 });
+      } catch (error) {
+        if (error instanceof Deno.errors.AlreadyExists) return false;
+        // The parent was removed since this root made it: made again, once.
+        if (error instanceof Deno.errors.NotFound && attempt === 0) continue;
+        throw error;
+      }
+      madeDirPrivate(absDir);
+      this.#checked.madePrivate.add(absDir);
+      if (this.#noting.some((noted) => isInside(absDir, noted))) this.#unsynced.set(absDir, null);
+      return true;
     }
   }
 

@@ -29,13 +29,19 @@ export interface AcquireOptions {
 
 export class ContextLock implements Disposable {
   readonly contextId: string;
+  /**
+   * Whether this lock made the context's directory: a new context, with nothing in it — no
+   * session to look up (nor to vet), no older reins's turn.lock.
+   */
+  readonly made: boolean;
   /** The context's directory, locked; and an older reins's turn.lock, when there is one. */
   readonly #files: Deno.FsFile[];
   #released = false;
 
-  private constructor(contextId: string, files: Deno.FsFile[]) {
+  private constructor(contextId: string, files: Deno.FsFile[], made: boolean) {
     this.contextId = contextId;
     this.#files = files;
+    this.made = made;
   }
 
   /** Takes the context's lock, waiting for (or refusing, see AcquireOptions) another holder. */
@@ -45,13 +51,18 @@ export class ContextLock implements Disposable {
     options: AcquireOptions = {},
   ): Promise<ContextLock> {
     const dir = store.layout.context(contextId);
-    // Before the context's directory is made private: an entry planted while others could write
-    // there must stay distrusted once the directory is tightened.
-    store.contexts.vet(contextId);
     let told = false;
+    let waited = false;
     for (let attempt = 0;; attempt++) {
-      // Made again after the first attempt: the one locked was removed (a context forgotten).
-      store.ensureDir(dir, { again: attempt > 0 });
+      // A new context's directory is made at once, with nothing in it to look at. One that is
+      // there is vetted before it is made private: an entry planted while others could write
+      // there must stay distrusted once the directory is tightened. Made again after the first
+      // attempt: the one locked was removed (a context forgotten).
+      const made = store.makeDir(dir, { again: attempt > 0 });
+      if (!made) {
+        store.contexts.vet(contextId);
+        store.ensureDir(dir);
+      }
       const files: Deno.FsFile[] = [];
       try {
         try {
@@ -61,11 +72,15 @@ export class ContextLock implements Disposable {
           if (error instanceof Deno.errors.NotFound && attempt === 0) continue;
           throw error;
         }
-        const legacy = openIfThere(store.layout.contextLock(contextId));
+        // An older reins's lock is in a context it used; one made just now has none (an older
+        // reins that starts a turn on it meanwhile is not kept out, as on any context a newer
+        // reins made: docs/engine.md).
+        const legacy = made ? null : openIfThere(store.layout.contextLock(contextId));
         if (legacy !== null) files.push(legacy);
         for (const file of files) {
           let delay = FIRST_POLL_MS;
           while (!file.tryLockSync(true)) {
+            waited = true;
             const holder = holderOf(store, contextId);
             if (options.busy === "fail") throw new ContextBusyError(contextId, holder);
             if (!told) {
@@ -77,7 +92,8 @@ export class ContextLock implements Disposable {
           }
         }
         // The directory locked is still the context's (not one removed while this turn waited).
-        if (sameFile(files[0], dir)) return new ContextLock(contextId, files);
+        // A directory another turn held meanwhile has what that turn wrote in it.
+        if (sameFile(files[0], dir)) return new ContextLock(contextId, files, made && !waited);
       } catch (error) {
         releaseLocks(files);
         throw error;
@@ -97,8 +113,14 @@ export class ContextLock implements Disposable {
   }
 }
 
+/**
+ * The file at `path` opened, or null when there is none: looked at first (an lstat), since there
+ * is none in nearly every context, and opening a missing file costs more than the look (Deno
+ * walks an opened path's segments, a readlink each, to check it against the sandbox).
+ */
 function openIfThere(path: string): Deno.FsFile | null {
   try {
+    Deno.lstatSync(path);
     return Deno.openSync(path, { read: true });
   } catch {
     return null;

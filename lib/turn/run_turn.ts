@@ -228,7 +228,9 @@ async function recordTurn(
 
   // The context's sessions (under its lock): each driver keeps its own, so this driver resumes
   // the one it made there, whichever drivers ran on the context in between.
-  const context = contextId === null ? null : store.contexts.get(contextId);
+  // A context whose directory the lock made is new: no session to look up.
+  const fresh = parts.lock?.made ?? false;
+  const context = contextId === null ? null : store.contexts.get(contextId, { fresh });
   const own = context?.sessions.find((session) => session.driver === driver.name) ?? null;
   let resume: DriverInput["resume"] = null;
   if (own) {
@@ -292,6 +294,7 @@ async function recordTurn(
       resume,
       history,
       ledger,
+      fresh,
     });
   } finally {
     writer.close();
@@ -304,6 +307,8 @@ interface RunParts {
   resume: DriverInput["resume"];
   history: readonly EventInput[];
   ledger: BudgetLedger;
+  /** The context's directory was made by this turn's lock: its first session write reads nothing. */
+  fresh: boolean;
 }
 
 async function driveAndSettle(
@@ -311,7 +316,7 @@ async function driveAndSettle(
   settings: Settings,
   request: TurnRequest,
   { driver, signals, hooks, gateway, confine, confined: early }: TurnParts,
-  { writer, sessionId, resume, history, ledger }: RunParts,
+  { writer, sessionId, resume, history, ledger, fresh }: RunParts,
 ): Promise<TurnOutcome> {
   const { runId } = writer;
   const { contextId } = request;
@@ -320,10 +325,16 @@ async function driveAndSettle(
   // keeps other turns off it), its fsyncs on Deno's blocking pool while the agent starts and
   // runs; the run settles only once the last is durable.
   let remembered: Promise<unknown> = Promise.resolve();
+  let first = true;
   const remember = () => {
     if (contextId === null) return;
     const session = { sessionId, nativeSessionId, harness: driver.harness, driver: driver.name };
-    remembered = remembered.then(() => store.contexts.putAsync(contextId, session));
+    // Into a directory the lock made, the first write has nothing there to merge with.
+    const options = { fresh: first && fresh };
+    first = false;
+    remembered = remembered.then(() =>
+      store.contexts.putAsync(contextId, session, Date.now(), options)
+    );
   };
   remember();
 

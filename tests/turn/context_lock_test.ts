@@ -111,3 +111,42 @@ Deno.test("ContextLock.acquire() makes again a context's directory its store mad
   assert.ok(Deno.statSync(`${home.path}/contexts/ctx`).isDirectory);
   again.release();
 });
+
+Deno.test("ContextLock.made: the lock made the context's directory and took it at once; not for one there, nor after a wait", async () => {
+  await using home = await storeHome();
+  const first = await ContextLock.acquire(home.store, "ctx");
+  assert.equal(first.made, true, "a new context: made here, nothing in it to read");
+  // Another store (another process's view) finds it there, and waits for the holder: by the time
+  // it holds the directory, the holder may have written its session there.
+  const other = home.reopen();
+  const waiting = ContextLock.acquire(other, "ctx");
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  first.release();
+  const second = await waiting;
+  assert.equal(second.made, false);
+  second.release();
+  // A context used before, by this store or another.
+  const again = await ContextLock.acquire(home.store, "ctx");
+  assert.equal(again.made, false);
+  again.release();
+  const there = await ContextLock.acquire(home.reopen(), "ctx");
+  assert.equal(there.made, false);
+  there.release();
+});
+
+Deno.test("a turn's session on a context whose directory another store made while it waited continues that store's session", async () => {
+  // Two stores race for a new context: the one that waited must read what the first wrote.
+  await using home = await storeHome();
+  const first = await ContextLock.acquire(home.store, "ctx");
+  const other = home.reopen();
+  const waiting = ContextLock.acquire(other, "ctx");
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  await home.store.contexts.putAsync("ctx", SESSION, 1_000, { fresh: first.made });
+  first.release();
+  const second = await waiting;
+  try {
+    assert.equal(other.contexts.get("ctx", { fresh: second.made })?.session_id, "s-1");
+  } finally {
+    second.release();
+  }
+});
