@@ -28,3 +28,22 @@ Deno.test("importLazily resolves lib/ paths, node: modules and packages, then a 
     new Error("This build of reins has no module 'cli/run.ts' to load"),
   );
 });
+
+Deno.test("importLazily asks for a name once while it loads or has loaded; one that failed is asked again", async () => {
+  // After the test above, this file's loaders are a bundle's: count what is asked of them.
+  let asked = 0;
+  let fail = true;
+  useBundledLoaders({
+    "core/ids.ts": () => {
+      asked++;
+      return fail ? Promise.reject(new Error("not yet")) : Promise.resolve({ n: asked });
+    },
+  });
+  await assert.rejects(importLazily("core/ids.ts"), /not yet/);
+  fail = false;
+  const first = importLazily<{ n: number }>("core/ids.ts");
+  assert.equal(importLazily("core/ids.ts"), first, "one load for both");
+  assert.equal((await first).n, 2);
+  assert.equal((await importLazily<{ n: number }>("core/ids.ts")).n, 2);
+  assert.equal(asked, 2);
+});
