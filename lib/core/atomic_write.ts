@@ -229,11 +229,13 @@ export async function writePrivateFileAtomicAsync(
   path: string,
   data: string | Uint8Array,
   checked?: CheckedDirs,
+  options: { sweep?: boolean; dirHandle?: Deno.FsFile } = {},
 ): Promise<void> {
   const absPath = resolvePath(path, resolvePath(root));
   const dir = dirnameOf(absPath);
   ensurePrivateDir(root, dir, checked);
-  prepareReplace(root, absPath);
+  // sweep: false — as for writePrivateFileAtomic (a directory the caller has just made, say).
+  if (options.sweep ?? true) prepareReplace(root, absPath);
   const bytes = typeof data === "string" ? encoder.encode(redactJsonText(data)) : data;
   const temp = tempPathOf(absPath);
   // Only what waits for the disk goes to the blocking pool (making the inode, the fsyncs): each
@@ -255,7 +257,9 @@ export async function writePrivateFileAtomicAsync(
   } finally {
     file.close();
   }
-  await syncDirectoryAsync(dir);
+  // dirHandle: the directory, held open by the caller (a context's, by its turn's lock).
+  if (options.dirHandle === undefined) await syncDirectoryAsync(dir);
+  else await syncHeldDirectoryAsync(options.dirHandle, dir);
 }
 
 /**
@@ -336,6 +340,33 @@ export async function syncDirectoryAsync(dir: string): Promise<void> {
       return state!.running;
     });
     await state.next;
+  }
+  directorySyncObserver?.(dir);
+}
+
+/**
+ * syncDirectory for a directory this process holds open (a run's, locked by its owner; a
+ * context's, locked by its turn): that descriptor fsynced, rather than the directory opened again
+ * by its path, which Deno walks (a readlink per segment) to check it against the sandbox. Any
+ * descriptor of a directory makes the names in it durable. Not shared with other callers, as
+ * syncDirectoryAsync's are: its holder alone writes there.
+ */
+export function syncHeldDirectory(handle: Deno.FsFile, dir: string): void {
+  try {
+    handle.syncSync();
+  } catch (error) {
+    // Closed already: by its path, then. Otherwise refused: see syncDirectory.
+    if (error instanceof Deno.errors.BadResource) return syncDirectory(dir);
+  }
+  directorySyncObserver?.(dir);
+}
+
+/** syncHeldDirectory without holding the thread (the fsync on Deno's blocking pool). */
+export async function syncHeldDirectoryAsync(handle: Deno.FsFile, dir: string): Promise<void> {
+  try {
+    await handle.sync();
+  } catch (error) {
+    if (error instanceof Deno.errors.BadResource) return await syncDirectoryAsync(dir);
   }
   directorySyncObserver?.(dir);
 }

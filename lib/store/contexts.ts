@@ -316,13 +316,15 @@ export class ContextMap {
    * concurrent turns overlap them.
    * Resolves once the entry is in place and durable; never rejects (a failure is reported as put() reports it). The caller serialises its writes to one
    * context (the turn engine holds the context's lock and chains them). `fresh`: as for get(),
-   * for the first write into a directory the caller made (nothing to merge with is read).
+   * for the first write into a directory the caller made (nothing to merge with is read, and no
+   * killed writer's temp file looked for); `dir`: the context's directory, held open by the
+   * caller (its lock), fsynced after the rename rather than opened again.
    */
   async putAsync(
     contextId: string,
     session: ContextSession,
     nowMs: number = Date.now(),
-    options: { fresh?: boolean } = {},
+    options: { fresh?: boolean; dir?: Deno.FsFile } = {},
   ): Promise<ContextSessions | null> {
     const next = this.#next(contextId, session, nowMs, options);
     if (next === null) return null;
@@ -331,7 +333,10 @@ export class ContextMap {
       this.#keepDamaged(next.path);
       // A new context's directory synced into contexts/ meanwhile (nothing for one made before).
       await Promise.all([
-        this.#root!.writeFileAtomicAsync(next.path, next.text),
+        this.#root!.writeFileAtomicAsync(next.path, next.text, {
+          sweep: !options.fresh,
+          dirHandle: options.dir,
+        }),
         this.#root!.syncMadeDirs(dirnameOf(next.path)),
       ]);
       this.#saved(next.path, contextId);

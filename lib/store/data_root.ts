@@ -181,10 +181,18 @@ export class DataRoot implements Disposable {
     writePrivateFileAtomic(this.home, path, data, this.#checked, options);
   }
 
-  /** writeFileAtomic, durable, without holding the thread (see writePrivateFileAtomicAsync). */
-  writeFileAtomicAsync(path: string, data: string | Uint8Array): Promise<void> {
+  /**
+   * writeFileAtomic, durable, without holding the thread (see writePrivateFileAtomicAsync):
+   * `sweep: false` as for writeFileAtomic; `dirHandle`, the file's directory held open by the
+   * caller, is what is fsynced after the rename.
+   */
+  writeFileAtomicAsync(
+    path: string,
+    data: string | Uint8Array,
+    options?: { sweep?: boolean; dirHandle?: Deno.FsFile },
+  ): Promise<void> {
     this.#ensureNoted(path);
-    return writePrivateFileAtomicAsync(this.home, path, data, this.#checked);
+    return writePrivateFileAtomicAsync(this.home, path, data, this.#checked, options);
   }
 
   /**

@@ -6,7 +6,12 @@
 import { UsageError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { joinPath } from "../core/paths.ts";
-import { syncDirectory, syncDirectoryAsync } from "../core/atomic_write.ts";
+import {
+  syncDirectory,
+  syncDirectoryAsync,
+  syncHeldDirectory,
+  syncHeldDirectoryAsync,
+} from "../core/atomic_write.ts";
 import { madePrivate } from "../core/private_dir.ts";
 import { redactValue } from "../core/redact.ts";
 import type {
@@ -359,15 +364,16 @@ export function createRun(root: DataRoot, init: RunInit, options: RunOptions = {
       // When this root made runs/ itself (the data root's first run), its name in the data root
       // is synced too, once: else a filesystem that does not order a directory's creation before
       // the writes into it could lose runs/, every synced run in it.
+      // The run's directory is held open (locked) by its owner: that descriptor is fsynced.
       afterFirstSync: {
         blocking: () => {
-          syncDirectory(root.layout.run(runId));
+          syncHeldDirectory(staged.owner.dir, root.layout.run(runId));
           syncDirectory(root.layout.runs());
           root.syncMadeDirsNow(root.layout.run(runId));
         },
         awaited: async () => {
           await Promise.all([
-            syncDirectoryAsync(root.layout.run(runId)),
+            syncHeldDirectoryAsync(staged.owner.dir, root.layout.run(runId)),
             syncDirectoryAsync(root.layout.runs()),
             root.syncMadeDirs(root.layout.run(runId)),
           ]);

@@ -102,6 +102,11 @@ export class ContextLock implements Disposable {
     }
   }
 
+  /** The context's directory, held open (and locked) until release(). */
+  get directory(): Deno.FsFile {
+    return this.#files[0];
+  }
+
   release(): void {
     if (this.#released) return;
     this.#released = true;

@@ -295,6 +295,7 @@ async function recordTurn(
       history,
       ledger,
       fresh,
+      contextDir: parts.lock?.directory,
     });
   } finally {
     writer.close();
@@ -309,6 +310,8 @@ interface RunParts {
   ledger: BudgetLedger;
   /** The context's directory was made by this turn's lock: its first session write reads nothing. */
   fresh: boolean;
+  /** The context's directory, held open by the turn's lock (its session's writes fsync it). */
+  contextDir: Deno.FsFile | undefined;
 }
 
 async function driveAndSettle(
@@ -316,7 +319,7 @@ async function driveAndSettle(
   settings: Settings,
   request: TurnRequest,
   { driver, signals, hooks, gateway, confine, confined: early }: TurnParts,
-  { writer, sessionId, resume, history, ledger, fresh }: RunParts,
+  { writer, sessionId, resume, history, ledger, fresh, contextDir }: RunParts,
 ): Promise<TurnOutcome> {
   const { runId } = writer;
   const { contextId } = request;
@@ -330,7 +333,7 @@ async function driveAndSettle(
     if (contextId === null) return;
     const session = { sessionId, nativeSessionId, harness: driver.harness, driver: driver.name };
     // Into a directory the lock made, the first write has nothing there to merge with.
-    const options = { fresh: first && fresh };
+    const options = { fresh: first && fresh, dir: contextDir };
     first = false;
     remembered = remembered.then(() =>
       store.contexts.putAsync(contextId, session, Date.now(), options)

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import {
   directoryFsyncCount,
+  observeDirectorySyncs,
   syncDirectoryAsync,
+  syncHeldDirectory,
+  syncHeldDirectoryAsync,
   writePrivateFileAtomic,
   writePrivateFileAtomicAsync,
 } from "../../lib/core/atomic_write.ts";
@@ -139,4 +142,31 @@ Deno.test("new private files are looked at (a stat of the open file) only until 
   for (const name of ["f0.json", "f1.json", "f2.json", "async.json"]) {
     assert.equal(mode(`${root}/d/${name}`), 0o600, name);
   }
+});
+
+Deno.test("syncHeldDirectory(Async) fsyncs the handle held, opening nothing; a closed one, the directory by its path", async () => {
+  await using dir = await tempDir();
+  const synced: string[] = [];
+  using _observed = observeDirectorySyncs((path) => synced.push(path));
+  const opens: string[] = [];
+  const openSync = Deno.openSync;
+  const handle = Deno.openSync(dir.path, { read: true });
+  (Deno as { openSync: typeof Deno.openSync }).openSync = (path, options) => {
+    opens.push(String(path));
+    return openSync(path, options);
+  };
+  try {
+    syncHeldDirectory(handle, dir.path);
+    await syncHeldDirectoryAsync(handle, dir.path);
+    assert.deepEqual(opens, [], "the directory was opened again");
+    handle.close();
+    const before = directoryFsyncCount();
+    syncHeldDirectory(handle, dir.path);
+    await syncHeldDirectoryAsync(handle, dir.path);
+    assert.deepEqual(opens, [dir.path, dir.path], "a closed handle: synced by its path");
+    assert.equal(directoryFsyncCount() - before, 1, "the async one through syncDirectoryAsync");
+  } finally {
+    (Deno as { openSync: typeof Deno.openSync }).openSync = openSync;
+  }
+  assert.deepEqual(synced, [dir.path, dir.path, dir.path, dir.path]);
 });
