@@ -303,11 +303,21 @@ function manifestBytesOf(manifest: SnapshotManifest): Uint8Array {
  * run's record: they cost more than the rest of a small tree's snapshot, on the start of every
  * run, and a manifest lost to a power cut only means a replay in a copy, said as such. Nor is
  * manifests/ (one file per run) listed for a killed writer's temp files: a manifest is written
- * once. Its directory is looked at again each time, as the packs' is (see PackWriter).
+ * once. snapshots/ is the user's to remove (see PackWriter): a directory removed since this root
+ * made it is made again, once, as the stat cache's is — rather than looked at again (an lstat of
+ * each of its segments) before every run's manifest.
  */
 function writeManifest(root: DataRoot, path: string, bytes: Uint8Array): void {
-  root.ensureDir(dirnameOf(path), { again: true });
-  root.writeFileAtomic(path, bytes, { durable: false, sweep: false });
+  const dir = dirnameOf(path);
+  root.ensureDir(dir);
+  const write = () => root.writeFileAtomic(path, bytes, { durable: false, sweep: false });
+  try {
+    write();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    root.ensureDir(dir, { again: true });
+    write();
+  }
 }
 
 /** "64 MiB". */

@@ -359,6 +359,21 @@ Deno.test("takeSnapshot() starts a new blob index when the old one is damaged, a
   assert.ok(Deno.statSync(`${home.path}/snapshots/blobs.sqlite.damaged`).isFile);
 });
 
+Deno.test("takeSnapshot() by a long-lived root after snapshots/ was removed makes it again, manifest and all", async () => {
+  // snapshots/ is the user's to remove; a server's root made it before and does not look again.
+  await using home = await tempDir();
+  using root = new DataRoot(home.path);
+  await using work = await tempDir();
+  await Deno.writeTextFile(`${work.path}/notes.txt`, "Buy milk.\n");
+  await takeSnapshot(root, "run-1", work.path);
+  await Deno.remove(`${home.path}/snapshots`, { recursive: true });
+  await takeSnapshot(root, "run-2", work.path);
+  await using copy = await tempDir();
+  await restoreSnapshot(root, manifestOf(root, "run-2"), copy.path);
+  assert.equal(await Deno.readTextFile(`${copy.path}/notes.txt`), "Buy milk.\n");
+  assert.equal(Deno.statSync(`${home.path}/snapshots/manifests`).mode! & 0o777, 0o700);
+});
+
 Deno.test("takeSnapshot() that stores new contents makes no file beside the blob index once it has one", async () => {
   // regression: the index was in WAL mode, so every process that stored contents made
   // blobs.sqlite-wal and -shm and removed them at its close: two files (inodes) a snapshot
