@@ -3,7 +3,11 @@
 // WIDTH at a time, in this one process (as a suite or a server runs them), checks every run
 // complete and valid, and spawns `true` as often, as many at a time, with no engine around it, in
 // rounds between the turns', and prints both rates as JSON: {"turns": per second, "spawns": per
-// second}, with the CPU time (user + system, ms) this process spent per turn and per spawn.
+// second}, with the CPU time (user + system, ms) this process spent per turn and per spawn, and a
+// turn's user and system time apart: the system time follows the filesystem's state (on ext4
+// without a journal, making an inode looks past every one freed in the last minutes, so it grows
+// with what was removed lately, this benchmark's own earlier runs included), the user time much
+// less.
 import process from "node:process";
 import { loadSettings } from "../../lib/core/config.ts";
 import { openStore, type Store } from "../../lib/store/store.ts";
@@ -73,8 +77,7 @@ await bareSpawns(16);
 // weighs on both sides rather than on whichever ran during it.
 const ROUNDS = 4;
 const share = count / ROUNDS;
-const cpuMs = (usage: { user: number; system: number }) => (usage.user + usage.system) / 1000;
-const spent = { turns: { ms: 0, cpu: 0 }, spawns: { ms: 0, cpu: 0 } };
+const spent = { turns: { ms: 0, user: 0, system: 0 }, spawns: { ms: 0, user: 0, system: 0 } };
 const runIds: string[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? ["turns", "spawns"] as const : ["spawns", "turns"] as const;
@@ -84,13 +87,17 @@ for (let round = 0; round < ROUNDS; round++) {
     if (side === "turns") runIds.push(...await manyTurns(store, `bench-${round}`, share));
     else await bareSpawns(share);
     spent[side].ms += performance.now() - start;
-    spent[side].cpu += cpuMs(process.cpuUsage(cpu));
+    const used = process.cpuUsage(cpu);
+    spent[side].user += used.user / 1000;
+    spent[side].system += used.system / 1000;
   }
 }
 assertAllValid(store, runIds);
 console.log(JSON.stringify({
   turns: count / (spent.turns.ms / 1000),
   spawns: count / (spent.spawns.ms / 1000),
-  turnCpuMs: spent.turns.cpu / count,
-  spawnCpuMs: spent.spawns.cpu / count,
+  turnCpuMs: (spent.turns.user + spent.turns.system) / count,
+  spawnCpuMs: (spent.spawns.user + spent.spawns.system) / count,
+  turnUserMs: spent.turns.user / count,
+  turnSystemMs: spent.turns.system / count,
 }));

@@ -171,7 +171,14 @@ async function wholeRun(dir: string, { source, bundle }: { source: Code; bundle:
 async function turnsInOneProcess(dir: string): Promise<void> {
   const count = 200;
   const width = 8;
-  const rounds: { turns: number; spawns: number; turnCpuMs: number; spawnCpuMs: number }[] = [];
+  const rounds: {
+    turns: number;
+    spawns: number;
+    turnCpuMs: number;
+    spawnCpuMs: number;
+    turnUserMs: number;
+    turnSystemMs: number;
+  }[] = [];
   for (let round = 0; round < 3; round++) {
     const home = `${dir}/turns-home-${round}`;
     const cwd = `${dir}/turns-cwd-${round}`;
@@ -226,7 +233,9 @@ async function turnsInOneProcess(dir: string): Promise<void> {
   );
   figure(
     "CPU time of that process per turn against per bare spawn (median round)",
-    `${middle.turnCpuMs.toFixed(2)} ms against ${middle.spawnCpuMs.toFixed(2)} ms`,
+    `${middle.turnCpuMs.toFixed(2)} ms (user ${middle.turnUserMs.toFixed(2)}, system ${
+      middle.turnSystemMs.toFixed(2)
+    }) against ${middle.spawnCpuMs.toFixed(2)} ms`,
   );
   figure(
     "what each turn writes and syncs",
