@@ -76,34 +76,33 @@ export class DataRoot implements Disposable {
   }
 
   /**
-   * Makes `dir`, a new name in a directory made private before (itself made private first, once
-   * per root, as ensureDir does), 0700: true when this call made it — so nothing can be in it yet,
-   * and nothing in it needs looking at — false when it was there already, unlooked at (the
-   * caller checks it: ensureDir). One mkdir, where ensureDir would look at the root and every
-   * segment first (an lstat each, and an exception for the missing one), as stageRun makes a
-   * run's directory. A directory this root made or checked before is taken to be there (false,
-   * with no mkdir), unless `again` (one that may have been removed since).
+   * Makes `dir`, a new name in a directory this root made private before, 0700: true when this
+   * call made it — so nothing can be in it yet, and nothing in it needs looking at. One mkdir,
+   * where ensureDir would look at the root and every segment first (an lstat each, and an
+   * exception for the missing one), as stageRun makes a run's directory. False, with nothing
+   * done, when it was there already, or this root knows it (made or checked it before) and not
+   * `again` (one that may have been removed since), or its parent is not one this root has made
+   * private (yet, or any more): the caller then looks at it all, as ensureDir does.
    */
   makeDir(dir: string, options: { again?: boolean } = {}): boolean {
     const absDir = resolvePath(dir, this.home);
     if (options.again) this.#checked.madePrivate.delete(absDir);
     else if (this.#checked.madePrivate.has(absDir)) return false;
     const parent = dirnameOf(absDir);
-    for (let attempt = 0;; attempt++) {
-      this.ensureDir(parent, { again: attempt > 0 });
-      try {
-        Deno.mkdirSync(absDir, { mode: 0o700 });
-      } catch (error) {
-        if (error instanceof Deno.errors.AlreadyExists) return false;
-        // The parent was removed since this root made it: made again, once.
-        if (error instanceof Deno.errors.NotFound && attempt === 0) continue;
-        throw error;
-      }
-      madeDirPrivate(absDir);
-      this.#checked.madePrivate.add(absDir);
-      if (this.#noting.some((noted) => isInside(absDir, noted))) this.#unsynced.set(absDir, null);
-      return true;
+    if (!this.#checked.madePrivate.has(parent)) return false;
+    try {
+      Deno.mkdirSync(absDir, { mode: 0o700 });
+    } catch (error) {
+      if (error instanceof Deno.errors.AlreadyExists) return false;
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      // The parent was removed since this root made it.
+      this.#checked.madePrivate.delete(parent);
+      return false;
     }
+    madeDirPrivate(absDir);
+    this.#checked.madePrivate.add(absDir);
+    if (this.#noting.some((noted) => isInside(absDir, noted))) this.#unsynced.set(absDir, null);
+    return true;
   }
 
   /**

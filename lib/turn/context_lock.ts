@@ -54,14 +54,16 @@ export class ContextLock implements Disposable {
     let told = false;
     let waited = false;
     for (let attempt = 0;; attempt++) {
-      // A new context's directory is made at once, with nothing in it to look at. One that is
-      // there is vetted before it is made private: an entry planted while others could write
-      // there must stay distrusted once the directory is tightened. Made again after the first
-      // attempt: the one locked was removed (a context forgotten).
+      // A new context's directory is made at once under contexts/ (once this store has made
+      // that private), with nothing in it to look at. Otherwise the entry is vetted before any
+      // directory on its way is made private: one planted while others could write there must
+      // stay distrusted once the directories are tightened. Made again after the first attempt:
+      // the one locked was removed (a context forgotten).
       const made = store.makeDir(dir, { again: attempt > 0 });
       if (!made) {
         store.contexts.vet(contextId);
         store.ensureDir(dir);
+        store.ensureDir(store.layout.contexts());
       }
       const files: Deno.FsFile[] = [];
       try {

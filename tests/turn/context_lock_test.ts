@@ -2,6 +2,7 @@
 // reins's turn.lock still respected; a directory removed while a turn waited made anew.
 import assert from "node:assert/strict";
 import { ContextLock } from "../../lib/turn/context_lock.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { runInit, storeHome } from "../store/_helpers.ts";
 
 const SESSION = { sessionId: "s-1", nativeSessionId: null, harness: "h", driver: "command" };
@@ -114,6 +115,11 @@ Deno.test("ContextLock.acquire() makes again a context's directory its store mad
 
 Deno.test("ContextLock.made: the lock made the context's directory and took it at once; not for one there, nor after a wait", async () => {
   await using home = await storeHome();
+  // A store's first context is looked at as any other (contexts/ is made private then, after
+  // its entry is vetted); from then on a new one is made at once.
+  const looked = await ContextLock.acquire(home.store, "ctx-0");
+  assert.equal(looked.made, false);
+  looked.release();
   const first = await ContextLock.acquire(home.store, "ctx");
   assert.equal(first.made, true, "a new context: made here, nothing in it to read");
   // Another store (another process's view) finds it there, and waits for the holder: by the time
@@ -137,8 +143,11 @@ Deno.test("ContextLock.made: the lock made the context's directory and took it a
 Deno.test("a turn's session on a context whose directory another store made while it waited continues that store's session", async () => {
   // Two stores race for a new context: the one that waited must read what the first wrote.
   await using home = await storeHome();
+  (await ContextLock.acquire(home.store, "ctx-0")).release();
   const first = await ContextLock.acquire(home.store, "ctx");
+  assert.equal(first.made, true);
   const other = home.reopen();
+  (await ContextLock.acquire(other, "ctx-0")).release();
   const waiting = ContextLock.acquire(other, "ctx");
   await new Promise((resolve) => setTimeout(resolve, 30));
   await home.store.contexts.putAsync("ctx", SESSION, 1_000, { fresh: first.made });
@@ -148,5 +157,23 @@ Deno.test("a turn's session on a context whose directory another store made whil
     assert.equal(other.contexts.get("ctx", { fresh: second.made })?.session_id, "s-1");
   } finally {
     second.release();
+  }
+});
+
+Deno.test("a store's first turn vets a context's entry before it tightens contexts/: one others could have planted stays unused", async () => {
+  // regression (this branch's first makeDir): contexts/ was made private before the entry was
+  // vetted, so an entry in a group-writable contexts/ read as trustworthy once tightened
+  await using home = await storeHome();
+  home.store.contexts.put("ctx", SESSION);
+  Deno.chmodSync(`${home.path}/contexts`, 0o770);
+  const warnings: string[] = [];
+  using store = openStore(home.path, { warn: (message) => warnings.push(message) });
+  const lock = await ContextLock.acquire(store, "ctx");
+  try {
+    assert.equal(Deno.statSync(`${home.path}/contexts`).mode! & 0o777, 0o700, "tightened");
+    assert.equal(store.contexts.get("ctx", { fresh: lock.made }), null, "the entry was used");
+    assert.equal(warnings.filter((w) => /ignoring the session of context 'ctx'/.test(w)).length, 1);
+  } finally {
+    lock.release();
   }
 });
