@@ -14,9 +14,48 @@ import { dirnameOf, isInside, resolvePath } from "./paths.ts";
  */
 export class CheckedDirs {
   /** Made to exist with mode 0700 by this owner: not looked at again. */
-  readonly madePrivate = new Set<string>();
+  readonly madePrivate = new RecentPaths();
   /** Found trustworthy (see trustProblem): a later check of a file in one stops there. */
-  readonly trusted = new Set<string>();
+  readonly trusted = new RecentPaths();
+}
+
+/**
+ * The paths most recently added or found, at most `max`: a cache of what need not be looked at
+ * again, so one let go is only looked at once more. Every run's and every new context's directory
+ * passes through it; a Set of all of them grew a long-lived process by ~250 B a context for good
+ * (a server's every conversation). What is used stays (a hit moves it to the newest end): the
+ * data root, contexts/ and runs/, which each turn asks about.
+ */
+export class RecentPaths {
+  readonly #max: number;
+  readonly #paths = new Set<string>();
+
+  constructor(max = 1024) {
+    this.#max = max;
+  }
+
+  has(path: string): boolean {
+    if (!this.#paths.has(path)) return false;
+    this.#paths.delete(path);
+    this.#paths.add(path);
+    return true;
+  }
+
+  add(path: string): void {
+    this.#paths.delete(path);
+    this.#paths.add(path);
+    if (this.#paths.size > this.#max) {
+      this.#paths.delete(this.#paths.values().next().value!);
+    }
+  }
+
+  delete(path: string): boolean {
+    return this.#paths.delete(path);
+  }
+
+  get size(): number {
+    return this.#paths.size;
+  }
 }
 
 /** A file or directory reins will not use: another user owns it, or others may write it. */
