@@ -43,7 +43,8 @@ export class RunBodies {
     this.#runId = runId;
   }
 
-  #track(work: Promise<void>): void {
+  /** Work flushed() waits for (a call's recording, from its answer's head to its end). */
+  track(work: Promise<void>): void {
     const tracked = work.catch((error) => {
       this.#failure ??= error;
     }).finally(() => this.#pending.delete(tracked));
@@ -57,14 +58,14 @@ export class RunBodies {
     if (!this.#written.has(sha256)) {
       this.#written.add(sha256);
       const path = this.#root.layout.wireBody(this.#runId, sha256);
-      this.#track(this.#root.writeFileAtomicAsync(path, kept));
+      this.track(this.#root.writeFileAtomicAsync(path, kept));
     }
     return { sha256, bytes: kept.length };
   }
 
   /** An answer's body, written piece by piece as it streams. */
   answer(callId: string): AnswerBody {
-    return new AnswerBody(this.#root, this.#runId, callId, (work) => this.#track(work), (sha) => {
+    return new AnswerBody(this.#root, this.#runId, callId, (work) => this.track(work), (sha) => {
       if (this.#written.has(sha)) return false;
       this.#written.add(sha);
       return true;

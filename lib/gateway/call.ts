@@ -1,11 +1,13 @@
 // One model call through the gateway: the harness's request passed on to its upstream with its
 // own credentials, the answer streamed back chunk by chunk as it arrives (status, headers and
 // Retry-After as the upstream sent them), and the call recorded at the wire — `model.call.started`
-// when it arrives, its bodies out of line, the streamed text as `message.delta`, and
-// `model.call.completed` with the answer's status, timing, model, stop reason and usage. A call
-// the budget refuses is answered here, in the provider's error shape; an upstream that cannot be
-// reached is a 502 in that shape, and one that breaks off mid-answer breaks off the harness's too.
+// once the call is on its way (after the answer's first piece is passed on), its bodies out of
+// line, the streamed text as `message.delta`, and `model.call.completed` with the answer's status,
+// timing, model, stop reason and usage. A call the budget refuses is answered here, in the
+// provider's error shape; an upstream that cannot be reached is a 502 in that shape, and one that
+// breaks off mid-answer breaks off the harness's too.
 import { describeError } from "../core/errors.ts";
+import { onceAfter } from "../core/clock.ts";
 import { exhaustionReason } from "../core/budget.ts";
 import { rememberSecrets } from "../core/redact.ts";
 import { outboundFetch } from "../net/outbound.ts";
@@ -25,6 +27,12 @@ import {
 import { errorResponse, REFUSED_STATUS, UNREACHABLE_STATUS } from "./refusal.ts";
 import { generates, requestFacts, wireOf } from "./wires.ts";
 import type { CallContext } from "./binding.ts";
+
+/**
+ * How long after a call went upstream its `model.call.started` is recorded at the latest, should
+ * no piece of the answer have come by then (a model server thinking before its first byte).
+ */
+export const STARTED_AFTER_MS = 10;
 
 /** An answer that is not a stream is read for its usage up to this size. */
 const JSON_ANSWER_LIMIT = 16 * 1024 * 1024;
@@ -91,21 +99,29 @@ export async function handleCall(
   const bytes = request.body === null
     ? new Uint8Array(0)
     : new Uint8Array(await request.arrayBuffer());
-  const facts = requestFacts(wire, target.path, wire === "opaque" ? null : parseJson(bytes));
-  // The body is hashed (its name) while the call goes on: `started` is recorded once it is.
-  const requestBody = bytes.length > 0 ? context.bodies.request(bytes) : Promise.resolve(null);
-  const startedOf = async (): Promise<PayloadOf<"model.call.started">> => ({
-    callId,
-    wire,
-    generates: isGeneration,
-    route: target.route,
-    method: request.method,
-    path: `${target.path}${recordedQuery(target.search)}`,
-    model: facts.model,
-    stream: facts.stream,
-    headers: recordedRequestHeaders(request.headers),
-    body: await requestBody,
-  });
+  // What is recorded of the request (its facts, its body hashed and written) is made once the
+  // call is on its way (see `announced` below).
+  let requestBody: Promise<WireBody | null> | null = null;
+  let facts: ReturnType<typeof requestFacts> | null = null;
+  const factsOf = () =>
+    facts ??= requestFacts(wire, target.path, wire === "opaque" ? null : parseJson(bytes));
+  const startedOf = async (): Promise<PayloadOf<"model.call.started">> => {
+    // The body is hashed (its name) while the call goes on: `started` is recorded once it is.
+    requestBody ??= bytes.length > 0 ? context.bodies.request(bytes) : Promise.resolve(null);
+    const { model, stream } = factsOf();
+    return {
+      callId,
+      wire,
+      generates: isGeneration,
+      route: target.route,
+      method: request.method,
+      path: `${target.path}${recordedQuery(target.search)}`,
+      model,
+      stream,
+      headers: recordedRequestHeaders(request.headers),
+      body: await requestBody,
+    };
+  };
   const completed = (fields: CompletedFields): EventInput => ({
     type: "model.call.completed",
     payload: { callId, ...fields, durationMs: elapsed(arrivedMs) },
@@ -122,7 +138,7 @@ export async function handleCall(
         headers: {},
         body: null,
         chunks: [],
-        model: facts.model,
+        model: factsOf().model,
         stopReason: null,
         usage: null,
         firstByteMs: null,
@@ -137,41 +153,63 @@ export async function handleCall(
     }
   }
   const warnings = isGeneration ? context.ledger.startCall() : [];
-  const announced = startedOf().then((started) => {
+
+  // The call goes upstream first, and is recorded after.
+  const url = upstreamUrl(target.upstream, target.path, target.search);
+  const init = {
+    method: request.method,
+    headers: upstreamHeaders(request.headers),
+    body: bytes.length > 0 || !["GET", "HEAD"].includes(request.method)
+      ? bytes as Uint8Array<ArrayBuffer>
+      : undefined,
+    signal: gone,
+    redirect: "manual" as const,
+  };
+  let asked: Promise<Response>;
+  try {
+    // A recording this process serves (a replay) is asked directly, not over a connection.
+    const local = localHandler(url);
+    asked = local !== undefined
+      ? local(new Request(url, init))
+      : outboundFetch(url, init, { proxy: context.proxy });
+  } catch (error) {
+    asked = Promise.reject(error);
+  }
+  asked.catch(() => {});
+  // `model.call.started` (the request parsed, its body hashed and written: ~1-3 ms of this thread
+  // on a first call of ~50 kB) is recorded once the answer's first piece is passed on, or
+  // STARTED_AFTER_MS after the call went upstream if no piece came by then, whichever is first:
+  // never between the call and the harness's first byte, where a model server on this machine
+  // answering within a millisecond would wait for it. Nothing else of the call is recorded
+  // before it (every later event of the call awaits `announced`).
+  let announce!: () => void;
+  const due = new Promise<void>((resolve) => announce = resolve);
+  const dueTimer = onceAfter(STARTED_AFTER_MS, announce);
+  const announced = due.then(startedOf).then((started) => {
     context.emit({ type: "model.call.started", payload: started });
     context.budgetWarnings(warnings);
   });
-
-  const url = upstreamUrl(target.upstream, target.path, target.search);
+  const announceNow = () => {
+    dueTimer.cancel();
+    announce();
+    return announced;
+  };
   let upstream: Response;
   try {
-    const init = {
-      method: request.method,
-      headers: upstreamHeaders(request.headers),
-      body: bytes.length > 0 || !["GET", "HEAD"].includes(request.method)
-        ? bytes as Uint8Array<ArrayBuffer>
-        : undefined,
-      signal: gone,
-      redirect: "manual" as const,
-    };
-    // A recording this process serves (a replay) is asked directly, not over a connection.
-    const local = localHandler(url);
-    upstream = local !== undefined
-      ? await local(new Request(url, init))
-      : await outboundFetch(url, init, { proxy: context.proxy });
+    upstream = await asked;
   } catch (error) {
     const away = gone.aborted;
     const message = away
       ? "the harness went away before the model server answered"
       : `reins's model gateway cannot reach ${url.host}: ${whyUnreachable(error)}`;
-    await announced;
+    await announceNow();
     context.emit(completed({
       outcome: away ? "aborted" : "failed",
       status: away ? null : UNREACHABLE_STATUS,
       headers: {},
       body: null,
       chunks: [],
-      model: facts.model,
+      model: factsOf().model,
       stopReason: null,
       usage: null,
       firstByteMs: null,
@@ -182,44 +220,62 @@ export async function handleCall(
     return errorResponse(wire, UNREACHABLE_STATUS, message);
   }
   const headMs = elapsed(arrivedMs);
-  await announced;
+  // From here the call's recording is waited for as its bodies are (the binding's close): it
+  // goes on after its answer's last piece was passed on, and its answer's file may not be begun.
+  let callRecorded!: () => void;
+  context.bodies.track(new Promise<void>((resolve) => callRecorded = resolve));
   // fetch decodes a compressed body itself (the gateway asks for none; a server may still send it).
   const decoded = upstream.headers.has("content-encoding") &&
     !/^identity$/i.test(upstream.headers.get("content-encoding") ?? "");
   const recordedHeaders = recordedResponseHeaders(upstream.headers);
   if (decoded) delete recordedHeaders["content-encoding"];
   const contentType = upstream.headers.get("content-type") ?? "";
-  const answer: AnswerBody = context.bodies.answer(callId);
   // Written and read as it passes, on this thread: the text as it streams, the facts and the
-  // body's hash at the end.
-  const tap = new AnswerTap({
-    wire,
-    format: /text\/event-stream/i.test(contentType)
-      ? "sse"
-      : /json/i.test(contentType)
-      ? "json"
-      : "none",
-    jsonLimit: JSON_ANSWER_LIMIT,
-    answer,
-    text: (piece) => context.delta(callId, piece),
-  });
+  // body's hash at the end. Made once `started` is recorded (its file too), not on the way to
+  // the harness's first byte.
+  let answer: AnswerBody | null = null;
+  let tapped: AnswerTap | null = null;
+  const tapOf = (): AnswerTap =>
+    tapped ??= new AnswerTap({
+      wire,
+      format: /text\/event-stream/i.test(contentType)
+        ? "sse"
+        : /json/i.test(contentType)
+        ? "json"
+        : "none",
+      jsonLimit: JSON_ANSWER_LIMIT,
+      answer: answer = context.bodies.answer(callId),
+      text: (piece) => context.delta(callId, piece),
+    });
   const chunks: number[][] = [];
+  /** The first piece's recording, after it was passed on (see pull). */
+  let firstTapped: Promise<void> = Promise.resolve();
   let firstByteMs: number | null = null;
   let settled = false;
 
   const settle = async (outcome: "ok" | "error" | "failed" | "aborted", error?: string) => {
     if (settled) return;
     settled = true;
+    try {
+      await record(outcome, error);
+    } finally {
+      callRecorded();
+    }
+  };
+  const record = async (outcome: "ok" | "error" | "failed" | "aborted", error?: string) => {
+    await firstTapped;
+    await announceNow();
+    const tap = tapOf();
     const recorded = await tap.finish();
     context.flushDelta(callId);
     let body: WireBody | null = null;
     try {
-      body = await answer.finish(recorded);
+      body = await answer!.finish(recorded);
     } catch (thrown) {
       context.warn(`the answer to ${callId} could not be kept: ${describeError(thrown)}`);
     }
     const { id, model, stopReason, usage } = recorded.facts;
-    const priced = context.price(model ?? facts.model, usage, wire);
+    const priced = context.price(model ?? factsOf().model, usage, wire);
     const failure = error ?? recorded.facts.error ?? undefined;
     context.emit(completed({
       outcome,
@@ -227,7 +283,7 @@ export async function handleCall(
       headers: recordedHeaders,
       body,
       chunks,
-      model: model ?? facts.model,
+      model: model ?? factsOf().model,
       ...(id === null ? {} : { responseId: id }),
       stopReason,
       usage: priced,
@@ -281,9 +337,18 @@ export async function handleCall(
       const atMs = elapsed(arrivedMs);
       firstByteMs ??= atMs;
       chunks.push([piece.length, atMs]);
+      if (chunks.length === 1) {
+        // The first piece leaves for the harness (on the event loop's next turn) before `started`
+        // is recorded and the piece with it; the stream goes on meanwhile (an answer in one piece
+        // ends at once), each later piece recorded after it.
+        firstTapped = nextTurn().then(announceNow).then(() => tapOf().piece(piece) ?? undefined);
+        firstTapped.catch(() => {});
+        return;
+      }
+      await firstTapped;
       // The disk is waited for only when it falls behind (and node:crypto once, as a long answer
       // passes 256 KiB): the stream is not held for each piece.
-      const behind = tap.piece(piece);
+      const behind = tapOf().piece(piece);
       if (behind !== null) await behind;
     },
     async cancel(reason) {
@@ -307,4 +372,9 @@ function whyUnreachable(error: unknown): string {
 
 function elapsed(fromMs: number): number {
   return Math.round((performance.now() - fromMs) * 10) / 10;
+}
+
+/** Resolves on a later turn of the event loop (once what was handed to it meanwhile went out). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => onceAfter(0, resolve));
 }

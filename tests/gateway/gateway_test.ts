@@ -166,6 +166,37 @@ Deno.test("gateway streams each chunk to the client as it arrives, and records t
   assert.ok(!all.includes("sk-ant-secret-value-1"));
 });
 
+Deno.test("gateway records a call as started, its request on disk, while the upstream has not answered", async () => {
+  let answer: () => void = () => {};
+  const answered = new Promise<void>((resolve) => answer = resolve);
+  await using up = upstream(async () => {
+    // Answers only once the test has seen the call recorded (a model server thinking long).
+    await answered;
+    return Response.json({ content: [{ type: "text", text: "hi" }], stop_reason: "end_turn" });
+  });
+  await using t = await turn(up.url);
+  const call = fetch(`${t.binding.routeUrl("up")}/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "claude-x", messages: [] }),
+  });
+  for (let i = 0; i < 1000 && ofType(t.events, "model.call.started").length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const [started] = ofType(t.events, "model.call.started");
+  answer();
+  assert.equal(started?.model, "claude-x", "recorded before the upstream answers");
+  assert.equal(up.seen.length, 1);
+  assert.equal((await (await call).json()).content[0].text, "hi");
+  await t.binding.close();
+  const request = await Deno.readTextFile(t.root.layout.wireBody(t.runId, started.body!.sha256));
+  assert.equal(JSON.parse(request).model, "claude-x");
+  const [completed] = ofType(t.events, "model.call.completed");
+  assert.deepEqual([completed.outcome, completed.stopReason], ["ok", "end_turn"]);
+  const types = t.events.map((e) => e.type);
+  assert.deepEqual([types[0], types.at(-1)], ["model.call.started", "model.call.completed"]);
+});
+
 Deno.test("gateway passes an upstream error's status, body and Retry-After on unchanged", async () => {
   const errorBody = JSON.stringify({ error: { message: "slow down", type: "rate_limit_error" } });
   await using up = upstream(() =>
