@@ -488,7 +488,10 @@ class RunSpans {
     if (call === undefined || !call.started.generates) return;
     this.#wireChats++;
     const requested = call.started.model ?? this.agent.requestModel;
-    const draft = this.#chatDraft(`wire:${payload.callId}`, requested, call.atMs, atMs);
+    // From its arrival: `model.call.started` is recorded once the call is on its way (up to a
+    // few ms after it arrived, lib/gateway/call.ts), its duration counts from the arrival.
+    const arrivedMs = Math.min(call.atMs, atMs - payload.durationMs);
+    const draft = this.#chatDraft(`wire:${payload.callId}`, requested, arrivedMs, atMs);
     const anthropic = call.started.wire.startsWith("anthropic.");
     Object.assign(draft.attrs, {
       "gen_ai.request.model": requested,

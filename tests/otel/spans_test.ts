@@ -651,3 +651,52 @@ Deno.test("runSpans() makes well-formed spans of any recorded events (property)"
     { numRuns: 300 },
   );
 });
+
+// regression: the gateway records model.call.started once the call is on its way (after the
+// answer's first piece, lib/gateway/call.ts), a few ms after it arrived: the chat span starts at
+// the arrival (the end less the call's durationMs), not at the started event.
+Deno.test("runSpans() starts a gateway call's chat span at its arrival, before its started event", () => {
+  const { record, events } = recordedRun({
+    harness: "claude-code",
+    driver: "claude",
+    events: [
+      {
+        type: "model.call.started",
+        atMs: 28,
+        payload: {
+          callId: "call-1",
+          wire: "anthropic.messages",
+          generates: true,
+          route: "anthropic",
+          method: "POST",
+          path: "/v1/messages",
+          model: "claude-x",
+          stream: true,
+          headers: {},
+          body: null,
+        },
+      },
+      {
+        type: "model.call.completed",
+        atMs: 60,
+        payload: {
+          callId: "call-1",
+          outcome: "ok",
+          status: 200,
+          headers: {},
+          body: null,
+          chunks: [[100, 7]],
+          model: "claude-x",
+          stopReason: "end_turn",
+          usage: { inputTokens: 5, outputTokens: 2 },
+          firstByteMs: 7,
+          durationMs: 40,
+        },
+      },
+      { type: "completed", atMs: 70, payload: { reason: null, result: "hi" } },
+    ],
+  });
+  const chat = runSpans(record, events, { content: false }).find((s) => s.name.startsWith("chat"));
+  assert.equal(chat?.startTimeUnixNano, nanos(20));
+  assert.equal(chat?.endTimeUnixNano, nanos(60));
+});
