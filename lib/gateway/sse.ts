@@ -2,7 +2,11 @@
 // gateway: each complete event handed on with its `event:` name and its `data:` as text (the
 // reader parses what it needs: most events of a long stream are text deltas it can read without
 // parsing them whole). Lines may be split anywhere across chunks. It keeps only the line being
-// read and the event being built, never the stream.
+// read and the event being built, never the stream: an event is read once its blank line has
+// come (the pieces before it are kept aside, not joined and searched again piece by piece, which
+// made a long event cost time in the square of its length), and one that grows past
+// EVENT_LIMIT characters without ending (an upstream that is not SSE, say) is not read at all:
+// what follows its blank line is.
 
 /**
  * `text` as a string of its own: a slice of a longer string (V8 makes one of 13 characters or
@@ -11,6 +15,27 @@
  */
 export function ownString(text: string): string {
   return text.length < 13 ? text : (" " + text).slice(1);
+}
+
+/** An event longer than this (in characters) is passed over, not read: what is held stays bounded. */
+export const EVENT_LIMIT = 16 * 1024 * 1024;
+
+/** Whether `text` holds a blank line (after `before`, the text that came before it). */
+function endsAnEvent(before: string, text: string): boolean {
+  if (text.includes("\n\n") || text.includes("\n\r\n")) return true;
+  const first = text.charCodeAt(0);
+  const last = before.charCodeAt(before.length - 1);
+  if (last === 10) return first === 10 || (first === 13 && text.charCodeAt(1) === 10);
+  return last === 13 && before.charCodeAt(before.length - 2) === 10 && first === 10;
+}
+
+/** Where the first blank line in `text` (after `before`) ends, or -1. */
+function afterBlankLine(before: string, text: string): number {
+  const joined = before.slice(-2) + text;
+  const match = /\n\r?\n/.exec(joined);
+  return match === null
+    ? -1
+    : Math.max(0, match.index + match[0].length - (joined.length - text.length));
 }
 
 export type SseHandler = (name: string | null, data: string) => void;
@@ -28,10 +53,22 @@ export class SseReader {
   #name: string | null = null;
   #data: string[] = [];
   #lastName = "";
+  /** Pieces after `#partial` that end no event: read with the piece that does. */
+  #aside: string[] = [];
+  #asideChars = 0;
+  /** The end of what came before (two characters): a blank line may begin in it. */
+  #tail = "";
+  /** Passing over an event past the limit, up to its blank line. */
+  #skipping = false;
+  /** The data lines of the event being read, in characters; past the limit it is not kept. */
+  #dataChars = 0;
+  #over = false;
+  readonly #limit: number;
 
-  constructor(handle: SseHandler, run: SseRunReader | null = null) {
+  constructor(handle: SseHandler, run: SseRunReader | null = null, limit = EVENT_LIMIT) {
     this.#handle = handle;
     this.#run = run;
+    this.#limit = limit;
   }
 
   push(bytes: Uint8Array): void {
@@ -39,7 +76,30 @@ export class SseReader {
   }
 
   /** The next piece of the stream as text, decoded by the caller (a UTF-8 decoder streaming). */
-  pushText(decoded: string): void {
+  pushText(text: string): void {
+    let decoded = text;
+    if (decoded === "") return;
+    const before = this.#tail;
+    this.#tail = decoded.length >= 2 ? decoded.slice(-2) : before.slice(-1) + decoded;
+    if (this.#skipping) {
+      const after = afterBlankLine(before, decoded);
+      if (after < 0) return;
+      this.#skipping = false;
+      decoded = ownString(decoded.slice(after));
+      if (decoded === "") return;
+    }
+    // Handlers are called only at a blank line: a piece with none is kept aside as it is.
+    if ((this.#partial !== "" || this.#aside.length > 0) && !endsAnEvent(before, decoded)) {
+      this.#aside.push(decoded);
+      this.#asideChars += decoded.length;
+      if (this.#partial.length + this.#asideChars > this.#limit) this.#skip();
+      return;
+    }
+    if (this.#aside.length > 0) {
+      this.#partial += this.#aside.join("");
+      this.#aside = [];
+      this.#asideChars = 0;
+    }
     const partial = this.#partial;
     if (partial === "") return this.#read(decoded);
     // The event begun in the last piece mostly ends near this one's start: it is read from the
@@ -58,7 +118,7 @@ export class SseReader {
     if (text.includes("\r")) return this.#lines(text);
     let from = 0;
     // An event begun in an earlier chunk (its lines read already) ends at the first blank line.
-    if (this.#data.length > 0 || this.#name !== null) {
+    if (this.#data.length > 0 || this.#name !== null || this.#over) {
       const end = text.indexOf("\n\n");
       if (end < 0) return this.#lines(text);
       this.#lines(text.slice(0, end + 2), true);
@@ -108,11 +168,27 @@ export class SseReader {
     if (!whole) this.#partial = from === 0 ? text : ownString(text.slice(from));
   }
 
+  /** The event being read is past the limit: it is dropped, and passed over to its blank line. */
+  #skip(): void {
+    this.#partial = "";
+    this.#aside = [];
+    this.#asideChars = 0;
+    this.#data = [];
+    this.#dataChars = 0;
+    this.#over = false;
+    this.#name = null;
+    this.#skipping = true;
+  }
+
   /** The end of the stream: an event not closed by a blank line is still handed on. */
   end(): void {
-    const rest = this.#partial + this.#decoder.decode();
+    if (this.#skipping) return;
+    const rest = this.#partial + this.#aside.join("") + this.#decoder.decode();
     this.#partial = "";
-    if (rest !== "") this.#line(rest.replace(/\r$/, ""));
+    this.#aside = [];
+    this.#asideChars = 0;
+    // (It may be more than one line: the pieces kept aside, or an unended event read at once.)
+    if (rest !== "") this.#lines(rest.endsWith("\n") ? rest : `${rest}\n`, true);
     this.#dispatch();
   }
 
@@ -123,11 +199,19 @@ export class SseReader {
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? "" : line.slice(colon + 1);
     if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === "data") this.#data.push(value);
-    else if (field === "event") this.#name = value;
+    if (field === "data") {
+      if (this.#over) return;
+      this.#dataChars += value.length;
+      if (this.#dataChars <= this.#limit) return void this.#data.push(value);
+      this.#over = true;
+      this.#data = [];
+    } else if (field === "event") this.#name = value;
   }
 
   #dispatch(): void {
+    this.#dataChars = 0;
+    if (this.#over) this.#data = [];
+    this.#over = false;
     if (this.#data.length === 0) {
       this.#name = null;
       return;
