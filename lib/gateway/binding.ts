@@ -55,6 +55,13 @@ export interface CallContext {
   readonly ledger: BudgetLedger;
   readonly proxy: ProxySettings;
   nextCallId(): string;
+  /**
+   * Aborted as the turn closes (its harness has exited): a call still waiting for its model
+   * server's answer then is given up, and recorded so, before the turn's recording ends.
+   */
+  readonly ending: AbortSignal;
+  /** A call until it is answered (or given up): the turn's close waits for it to be recorded. */
+  waiting(call: Promise<unknown>): void;
   emit(event: EventInput): void;
   exhausted(exhaustion: Exhaustion): void;
   budgetWarnings(warnings: readonly BudgetWarning[]): void;
@@ -120,6 +127,8 @@ export class GatewayBinding implements CallContext {
   readonly baseUrl: string;
   readonly #unbind: () => Promise<void>;
   #unbound: Promise<void> = Promise.resolve();
+  readonly #ending = new AbortController();
+  readonly #waiting = new Set<Promise<unknown>>();
 
   constructor(
     options: BindOptions,
@@ -163,7 +172,18 @@ export class GatewayBinding implements CallContext {
     return `call-${++this.#calls}`;
   }
 
+  get ending(): AbortSignal {
+    return this.#ending.signal;
+  }
+
+  waiting(call: Promise<unknown>): void {
+    const tracked = call.then(() => {}, () => {}).finally(() => this.#waiting.delete(tracked));
+    this.#waiting.add(tracked);
+  }
+
   emit(event: EventInput): void {
+    // Nothing of the turn is recorded once its recording has ended.
+    if (this.#recorded) return;
     this.#options.emit(event);
   }
 
@@ -318,9 +338,13 @@ export class GatewayBinding implements CallContext {
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#unbound = this.#unbind();
+      // The harness has exited: a call still waiting for its model server is given up (not left
+      // to be answered, and billed, after the turn), and recorded before the server is let go.
+      this.#ending.abort(new DOMException("the turn ended", "AbortError"));
+      this.#unbound = Promise.allSettled([...this.#waiting]).then(() => this.#unbind());
     }
     try {
+      while (this.#waiting.size > 0) await Promise.allSettled([...this.#waiting]);
       await this.bodies.flushed();
       await this.#unbound;
     } finally {

@@ -96,9 +96,18 @@ export async function handleCall(
   const isGeneration = generates(wire);
   // The harness's own credentials pass on; their values become secrets every sink redacts.
   rememberSecrets(...credentialValues(request.headers), ...queryCredentials(target.search));
-  const bytes = request.body === null
-    ? new Uint8Array(0)
-    : new Uint8Array(await request.arrayBuffer());
+  let bytes: Uint8Array;
+  try {
+    bytes = request.body === null ? new Uint8Array(0) : await bodyOf(request, context.ending);
+  } catch (error) {
+    // The harness went away while sending it, or the turn ended first: nothing to pass on.
+    return new Response(
+      `reins's model gateway could not read the request: ${describeError(error)}`,
+      {
+        status: 400,
+      },
+    );
+  }
   // What is recorded of the request (its facts, its body hashed and written) is made once the
   // call is on its way (see `announced` below).
   let requestBody: Promise<WireBody | null> | null = null;
@@ -156,13 +165,19 @@ export async function handleCall(
 
   // The call goes upstream first, and is recorded after.
   const url = upstreamUrl(target.upstream, target.path, target.search);
+  // Until the model server answers, the turn's end gives the call up too (its harness has
+  // exited); once it has, only the harness going away does.
+  const waiting = new AbortController();
+  const giveUp = () => waiting.abort(context.ending.reason);
+  if (context.ending.aborted) giveUp();
+  else context.ending.addEventListener("abort", giveUp, { once: true });
   const init = {
     method: request.method,
     headers: upstreamHeaders(request.headers),
     body: bytes.length > 0 || !["GET", "HEAD"].includes(request.method)
       ? bytes as Uint8Array<ArrayBuffer>
       : undefined,
-    signal: gone,
+    signal: AbortSignal.any([gone, waiting.signal]),
     redirect: "manual" as const,
   };
   let asked: Promise<Response>;
@@ -198,9 +213,11 @@ export async function handleCall(
   try {
     upstream = await asked;
   } catch (error) {
-    const away = gone.aborted;
-    const message = away
+    const away = gone.aborted || waiting.signal.aborted;
+    const message = gone.aborted
       ? "the harness went away before the model server answered"
+      : away
+      ? "the turn ended before the model server answered"
       : `reins's model gateway cannot reach ${url.host}: ${whyUnreachable(error)}`;
     await announceNow();
     context.emit(completed({
@@ -219,6 +236,7 @@ export async function handleCall(
     if (isGeneration) context.budgetWarnings(context.ledger.endCall(0, 0));
     return errorResponse(wire, UNREACHABLE_STATUS, message);
   }
+  context.ending.removeEventListener("abort", giveUp);
   const headMs = elapsed(arrivedMs);
   // From here the call's recording is waited for as its bodies are (the binding's close): it
   // goes on after its answer's last piece was passed on, and its answer's file may not be begun.
@@ -360,6 +378,19 @@ export async function handleCall(
     status: upstream.status,
     statusText: upstream.statusText,
     headers: downstreamHeaders(upstream.headers, decoded),
+  });
+}
+
+/** A request's body, read whole; given up (rejected) should `ending` abort first. */
+function bodyOf(request: Request, ending: AbortSignal): Promise<Uint8Array> {
+  if (ending.aborted) return Promise.reject(ending.reason);
+  return new Promise((resolve, reject) => {
+    const giveUp = () => reject(ending.reason);
+    ending.addEventListener("abort", giveUp, { once: true });
+    request.arrayBuffer().then(
+      (buffer) => resolve(new Uint8Array(buffer)),
+      reject,
+    ).finally(() => ending.removeEventListener("abort", giveUp));
   });
 }
 

@@ -66,12 +66,15 @@ export class GatewayServer {
     // request.signal, which Deno also aborts once an answer was delivered.)
     const gone = new AbortController();
     info.completed.catch(() => gone.abort(new DOMException("the harness went away", "AbortError")));
-    return handleCall(binding, request, gone.signal, {
+    const call = handleCall(binding, request, gone.signal, {
       route,
       upstream,
       path: routeEnd < 0 ? "" : path.slice(routeEnd),
       search: url.search,
     });
+    // The turn's close waits for the call to be answered or given up (recorded either way).
+    binding.waiting(call);
+    return call;
   }
 
   /** Stops listening; calls still being answered are given `graceMs` to finish. */

@@ -562,3 +562,65 @@ Deno.test("gateway makes fetch ready while the harness starts (a data: URL, noth
   assert.deepEqual(fetched, ["data:,"]);
   assert.equal(up.seen.length, 0);
 });
+
+// regression: a call whose harness gave up before its model server answered was left waiting on
+// the server after the turn closed (answered, and billed, later), its end never recorded but
+// into the closed turn when it came: model.call.completed after the run had settled
+Deno.test("gateway gives up a call still waiting for its model server when the turn closes, and records it aborted before the close ends", async () => {
+  // An upstream that takes the request and never answers; it sees when the gateway lets go.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let asked!: () => void;
+  const wasAsked = new Promise<void>((resolve) => asked = resolve);
+  const letGo = (async () => {
+    const conn = await listener.accept();
+    const buffer = new Uint8Array(65536);
+    if (await conn.read(buffer) !== null) asked();
+    while (await conn.read(buffer).catch(() => null) !== null) { /* until the gateway closes */ }
+    conn.close();
+  })();
+  const upstreamUrl = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+  // Another turn bound keeps the gateway up, as in reins serve.
+  await using other = await turn(upstreamUrl);
+  await using t = await turn(upstreamUrl);
+  const harness = new AbortController();
+  const call = fetch(`${t.binding.routeUrl("up")}/messages`, {
+    method: "POST",
+    body: JSON.stringify({ model: "claude-x", stream: true, messages: [] }),
+    signal: harness.signal,
+  }).catch((error) => error);
+  await wasAsked;
+  harness.abort();
+  await call;
+  await t.binding.close();
+  const completed = ofType(t.events, "model.call.completed");
+  assert.equal(completed.length, 1, "the call's end is recorded by the close");
+  assert.equal(completed[0].outcome, "aborted");
+  assert.match(completed[0].error ?? "", /the turn ended before the model server answered/);
+  await letGo;
+  listener.close();
+  assert.ok(other.binding.calls === 0);
+});
+
+// regression: a harness that went away while sending its request's body made the gateway's
+// handler throw, which Deno.serve printed on reins's stderr as an error with its stack
+Deno.test("gateway takes a request whose harness goes away mid-body quietly: nothing passed on, nothing printed", async () => {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      "--no-prompt",
+      new URL("./_mid_body_probe.ts", import.meta.url).pathname,
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert.ok(output.success, `the probe failed: ${stderr}`);
+  assert.equal(stderr, "");
+  // Only the whole request went upstream, and was recorded.
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(output.stdout)), {
+    upstreamSaw: 1,
+    completed: ["ok"],
+  });
+});
