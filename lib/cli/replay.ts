@@ -339,6 +339,11 @@ async function replayHarness(
 ): Promise<number> {
   const { io } = ctx;
   const chain = replayChain(store, original);
+  const { replayableRecordings, replayHarnessRun } = await importLazily<
+    typeof import("../turn/harness_replay.ts")
+  >("turn/harness_replay.ts");
+  // A damaged recording is said before its directory is restored.
+  await replayableRecordings(store, chain, ctx.flags.upstream === true);
   const given = ctx.flags.cwd;
   // The chain's first turn's directory, as it found it: the later turns find what it left.
   const where = given === undefined
@@ -354,9 +359,6 @@ async function replayHarness(
     }${chain.length > 1 ? `, after the ${chain.length - 1} turn(s) of its context before it` : ""}${
       ctx.flags.upstream ? ", sent to the real model" : ", answered from the recording"
     }) ${where.note}`,
-  );
-  const { replayHarnessRun } = await importLazily<typeof import("../turn/harness_replay.ts")>(
-    "turn/harness_replay.ts",
   );
   let progress: Progress | null = null;
   using signals = turnSignals((message) => io.warn(message));

@@ -80,6 +80,31 @@ export function recordedCalls(events: readonly RunEvent[]): RecordedCall[] {
   return calls;
 }
 
+/**
+ * The first body `calls` of run `runId` name that is not on disk (its call, which body, the path
+ * under the data root), or null: a recording missing one cannot be replayed as it was recorded.
+ * `answers` false: only the requests (a replay sent upstream compares them, serves none).
+ */
+export function missingBody(
+  root: DataRoot,
+  runId: string,
+  calls: readonly RecordedCall[],
+  answers = true,
+): { callId: string; which: "request" | "answer"; path: string } | null {
+  for (const call of calls) {
+    const bodies = [["request", call.requestSha], ["answer", answers ? call.answerSha : null]];
+    for (const [which, sha] of bodies as ["request" | "answer", string | null][]) {
+      if (sha === null) continue;
+      const path = root.layout.wireBody(runId, sha);
+      try {
+        if (Deno.statSync(path).isFile) continue;
+      } catch { /* not there */ }
+      return { callId: call.callId, which, path };
+    }
+  }
+  return null;
+}
+
 const decoder = new TextDecoder();
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -9,10 +9,11 @@
 // real model instead, and the requests are compared afterwards all the same.
 import type { Settings } from "../core/mod.ts";
 import { HARNESS_DRIVERS, type HarnessDriver } from "../core/config.ts";
+import { NotFoundError } from "../core/errors.ts";
 import { newId } from "../core/ids.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { joinPath } from "../core/paths.ts";
-import type { RunRecord, Store } from "../store/mod.ts";
+import type { RunEvent, RunRecord, Store } from "../store/mod.ts";
 import { replayPlan, terminalOutcome } from "../session/replay.ts";
 import type { CallDivergence, RecordedCall, ReplayPaths } from "../gateway/mod.ts";
 import { runTurn } from "./run_turn.ts";
@@ -168,6 +169,35 @@ function readable(): Record<string, string | undefined> {
   return found;
 }
 
+/**
+ * The recorded turns of `chain` with their events and calls; a NotFoundError when one names a
+ * body its recording lacks (a request, or with `upstream` false an answer): such a call would be
+ * answered as a failure (which a harness retries) and read as the replay diverging, so it is said
+ * for what it is before anything of the replay is made.
+ */
+export async function replayableRecordings(
+  store: Store,
+  chain: readonly RunRecord[],
+  upstream: boolean,
+): Promise<{ recorded: RunRecord; events: RunEvent[]; calls: RecordedCall[] }[]> {
+  const gateway = await importLazily<typeof import("../gateway/replay_server.ts")>(
+    "gateway/replay_server.ts",
+  );
+  return chain.map((recorded) => {
+    const events = store.readEvents(recorded.id).events;
+    const calls = gateway.recordedCalls(events);
+    const missing = gateway.missingBody(store, recorded.id, calls, !upstream);
+    if (missing !== null) {
+      throw new NotFoundError(
+        `Cannot replay run ${recorded.id}: the ${missing.which} of its model call ` +
+          `${missing.callId} is not on disk (${missing.path})`,
+        { hint: "its recording is damaged: the bodies of its calls are kept under its wire/" },
+      );
+    }
+    return { recorded, events, calls };
+  });
+}
+
 /** Replays harness run `original` (and the context's turns before it); see the module's note. */
 export async function replayHarnessRun(
   store: Store,
@@ -180,6 +210,7 @@ export async function replayHarnessRun(
   );
   const driver = original.driver as HarnessDriver;
   const chain = replayChain(store, original);
+  const recordings = await replayableRecordings(store, chain, options.upstream === true);
   const tmp = store.layout.tmp();
   store.ensureDir(tmp);
   const harnessHome = joinPath(tmp, `replay-${newId()}-home`);
@@ -199,10 +230,8 @@ export async function replayHarnessRun(
   const modelCalls = { recorded: 0, served: 0, matching: 0 };
   const replays: HarnessReplayResult["chain"] = [];
   let last: { summary: RunSummary; error: unknown } | null = null;
-  for (const recorded of chain) {
-    const events = store.readEvents(recorded.id).events;
+  for (const { recorded, events, calls } of recordings) {
     const plan = replayPlan(recorded, events);
-    const calls = gateway.recordedCalls(events);
     // Every turn in the one directory: the chain's first turn found it so (restored), and each
     // later one finds what the turns before it left.
     const cwd = options.cwd;
