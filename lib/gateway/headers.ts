@@ -36,14 +36,28 @@ export function isCredentialHeader(name: string): boolean {
   return CREDENTIAL_NAMES.has(lower) || CREDENTIAL_LIKE.test(lower);
 }
 
-/** The credential values of a request's headers (a bearer's token, an API key). */
+/** A cookie's value this long is taken for a credential (a session's token), a shorter one not. */
+const COOKIE_SECRET_LENGTH = 16;
+
+/**
+ * The credential values of a request's headers (a bearer's token, an API key): each header's
+ * whole value, the token of every `Bearer`/`Basic`/`Token` in it (at its start or not: a cookie
+ * `auth=Bearer …`), and each cookie's value long enough to be a token (a cookie is one header of
+ * many values, any of which a body may hold alone).
+ */
 export function credentialValues(headers: Headers): string[] {
   const values: string[] = [];
   for (const [name, value] of headers) {
     if (!isCredentialHeader(name)) continue;
     values.push(value);
-    const scheme = /^\s*(?:bearer|basic|token)\s+(\S+)/i.exec(value);
-    if (scheme) values.push(scheme[1]);
+    for (const scheme of value.matchAll(/(?:^|[\s=,;])(?:bearer|basic|token)\s+([^\s,;]+)/gi)) {
+      values.push(scheme[1]);
+    }
+    if (name !== "cookie") continue;
+    for (const cookie of value.split(";")) {
+      const token = cookie.slice(cookie.indexOf("=") + 1).trim().replace(/^"(.*)"$/, "$1");
+      if (token.length >= COOKIE_SECRET_LENGTH) values.push(token);
+    }
   }
   return values;
 }

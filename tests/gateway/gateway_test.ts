@@ -624,3 +624,35 @@ Deno.test("gateway takes a request whose harness goes away mid-body quietly: not
     completed: ["ok"],
   });
 });
+
+// regression: only a credential header's whole value, and a bearer at its start, became secrets:
+// a cookie `theme=dark; auth=Bearer T; session=S` left T and S alone, and a body or answer that
+// held either was written under the data root as it was
+Deno.test("gateway keeps a cookie's bearer and its long values out of what it writes, its short ones kept", async () => {
+  const bearer = `cookie-bearer-${crypto.randomUUID()}`;
+  const session = `cookie-session-${crypto.randomUUID()}`;
+  // An upstream that answers with what it was sent.
+  await using up = upstream(() =>
+    new Response(`{"echo":${up.seen.at(-1)!.body}}`, {
+      headers: { "content-type": "application/json" },
+    })
+  );
+  await using t = await turn(up.url);
+  const text = `theme dark; the tokens ${bearer} and ${session}`;
+  const response = await fetch(`${t.binding.routeUrl("up")}/messages`, {
+    method: "POST",
+    headers: { cookie: `theme=dark; auth=Bearer ${bearer}; session="${session}"` },
+    body: JSON.stringify({ model: "claude-x", messages: [{ role: "user", content: text }] }),
+  });
+  assert.ok((await response.text()).includes(bearer), "the harness gets its answer unchanged");
+  await t.binding.close();
+  const wire = `${t.root.layout.run(t.runId)}/wire`;
+  const written = [...Deno.readDirSync(wire)].map((entry) =>
+    Deno.readTextFileSync(`${wire}/${entry.name}`)
+  );
+  assert.equal(written.length, 2, "the request and the answer");
+  for (const body of written) {
+    assert.ok(!body.includes(bearer) && !body.includes(session), body);
+    assert.ok(body.includes("theme dark"), "a short cookie value is not taken for a secret");
+  }
+});
