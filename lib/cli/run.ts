@@ -265,6 +265,14 @@ export async function run(ctx: CommandContext<Flags>): Promise<number> {
   const cwd = checkCwd(f.cwd ?? Deno.cwd());
   const prompt = await readPrompt(ctx);
   const settings = await ctx.settings();
+  // An allowed host with no confinement would let nothing through that is not open already: the
+  // turn would run unconfined, when what was asked for was a confined one with a way out.
+  if (f["allow-host"]?.length && !f.confine && !settings.confine.enabled) {
+    throw new UsageError("--allow-host goes with --confine", {
+      hint: "add --confine (or the config's confine.enabled): without it the agent is not " +
+        "confined, and reaches every host",
+    });
+  }
   using store = openStore(ctx.home, { warn: (message) => io.warn(message) });
   // A run ref is looked up in the index, which `reins run` loads only when it needs it.
   if (f.parent !== undefined) await loadSqlite();

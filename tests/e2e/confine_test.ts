@@ -238,6 +238,39 @@ Deno.test("reins run --confine without bubblewrap: exit 4, one line saying what 
   }
 });
 
+// regression: --allow-host without --confine was taken and ignored: the agent ran unconfined,
+// reaching every host, where a confined turn with one way out was asked for
+Deno.test("reins run --allow-host without --confine: exit 2 saying so, no run; with the config's confine.enabled it runs", async () => {
+  const s = await scratch();
+  try {
+    const args = ["run", "--driver", "command", "--allow-host", "example.com", "--exec", "true"];
+    // ("true" may run unconfined: what the turn did when it took the flag and ran anyway.)
+    const refused = await reins([...args, "hi"], {
+      home: s.data,
+      cwd: s.work,
+      env: { HOME: s.home },
+      allowRun: [...ALLOW_RUN, "true"],
+    });
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /^reins: --allow-host goes with --confine\n/);
+    await assert.rejects(Deno.stat(`${s.data}/runs`));
+    if (!HAVE_BWRAP) return;
+    await Deno.writeTextFile(
+      `${s.data}/config.json`,
+      JSON.stringify({ confine: { enabled: true } }),
+    );
+    const confined = await reins([...args, "hi"], {
+      home: s.data,
+      cwd: s.work,
+      env: { HOME: s.home },
+      allowRun: ALLOW_RUN,
+    });
+    assert.equal(confined.code, 0, confined.stderr);
+  } finally {
+    await Deno.remove(s.root, { recursive: true });
+  }
+});
+
 Deno.test({
   name: "reins suite run: a scenario's confine holds its agent, its setup and its command checks",
   ignore: !HAVE_BWRAP,
