@@ -175,13 +175,21 @@ function confineSetup(
 /** The turn's confinement, from the request and the config; null: it runs unconfined. */
 function confineRequestOf(settings: Settings, request: TurnRequest): ConfineRequest | null {
   if (!(request.confine ?? settings.confine.enabled)) return null;
-  const allowHosts = [...settings.confine.allowHosts, ...request.allowHosts ?? []].map((text) => {
-    try {
-      return parseAllowedHost(text);
-    } catch (error) {
-      throw new UsageError(describeError(error), { hint: "--allow-host HOST or HOST:PORT" });
-    }
-  });
+  const fromConfig = settings.confine.allowHosts.length;
+  const allowHosts = [...settings.confine.allowHosts, ...request.allowHosts ?? []].map(
+    (text, i) => {
+      try {
+        return parseAllowedHost(text);
+      } catch (error) {
+        // Said where it was given: the config file's list, or --allow-host.
+        throw i < fromConfig
+          ? new UsageError(`${settings.configPath}: confine.allowHosts: ${describeError(error)}`, {
+            hint: `fix confine.allowHosts in ${settings.configPath}: each HOST or HOST:PORT`,
+          })
+          : new UsageError(describeError(error), { hint: "--allow-host HOST or HOST:PORT" });
+      }
+    },
+  );
   return { allowHosts, hide: settings.confine.hide };
 }
 

@@ -271,6 +271,28 @@ Deno.test("reins run --allow-host without --confine: exit 2 saying so, no run; w
   }
 });
 
+// regression: a bad host in the config's confine.allowHosts was said as if given to --allow-host,
+// naming neither the config file nor the key
+Deno.test("reins run --confine with a bad host in the config's confine.allowHosts: exit 2 naming the file and the key", async () => {
+  const s = await scratch();
+  try {
+    const config = `${s.data}/config.json`;
+    await Deno.mkdir(s.data, { recursive: true });
+    await Deno.writeTextFile(config, JSON.stringify({ confine: { allowHosts: ["exa mple"] } }));
+    const refused = await reins(
+      ["run", "--driver", "command", "--confine", "--exec", "true", "hi"],
+      { home: s.data, cwd: s.work, env: { HOME: s.home }, allowRun: ALLOW_RUN },
+    );
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(`^reins: ${config}: confine\\.allowHosts: Cannot allow host "exa mple"`),
+    );
+  } finally {
+    await Deno.remove(s.root, { recursive: true });
+  }
+});
+
 Deno.test({
   name: "reins suite run: a scenario's confine holds its agent, its setup and its command checks",
   ignore: !HAVE_BWRAP,
