@@ -163,6 +163,18 @@ async function proxy(conn: Deno.Conn, options: NetworkOptions, open: Set<Deno.Co
   const target = targetOf(head.text);
   if (target === null) {
     await writeAll(conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    // A request the proxy does not pass that still names a host (an https:// URL, a path with a
+    // Host header) is an attempt to reach it: refused, and reported as every refusal is.
+    const named = namedTarget(head.text);
+    if (named !== null) {
+      options.onConnection({
+        ...named,
+        allowed: false,
+        bytesSent: 0,
+        bytesReceived: 0,
+        reason: "not a request the proxy passes (CONNECT HOST:PORT, or an absolute http:// URL)",
+      });
+    }
     return;
   }
   const report: ConnectionReport = { ...target.at, allowed: false, bytesSent: 0, bytesReceived: 0 };
@@ -236,6 +248,34 @@ function targetOf(head: string): Target | null {
   const port = url.port ? Number(url.port) : 80;
   const text = [`${method} ${url.pathname}${url.search} ${version}`, ...rest].join("\r\n");
   return { at: { host, port }, tunnel: false, request: new TextEncoder().encode(text) };
+}
+
+const DEFAULT_PORTS: Record<string, number> = {
+  "http:": 80,
+  "ws:": 80,
+  "https:": 443,
+  "wss:": 443,
+};
+
+/** The host and port a request the proxy does not pass names (its URL's, or its Host's), or null. */
+function namedTarget(head: string): { host: string; port: number } | null {
+  const [line, ...fields] = head.split("\r\n");
+  const uri = line.split(" ")[1] ?? "";
+  let url: URL | null = null;
+  try {
+    url = new URL(uri);
+  } catch {
+    const host = fields.find((field) => /^host:/i.test(field))?.slice(5).trim();
+    if (host) {
+      try {
+        url = new URL(`http://${host}/`);
+      } catch { /* not a host */ }
+    }
+  }
+  if (url === null || url.hostname === "") return null;
+  const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol];
+  if (port === undefined) return null;
+  return { host: url.hostname.replace(/^\[(.*)\]$/, "$1"), port };
 }
 
 /** The request's head up to its blank line (as text) and what came after it; null: none. */

@@ -80,3 +80,40 @@ Deno.test({
     assert.ok(allowed.bytesSent > 0 && allowed.bytesReceived > 0);
   },
 });
+
+// regression: a request the proxy does not pass (an https:// URL, a path and a Host header) was
+// answered 400 and reported nowhere, though it named the host it was after
+Deno.test({
+  name:
+    "the proxy reports a request it does not pass that names a host, refused; one naming none is not",
+  ignore: !HAVE_SOCAT,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const reports: ConnectionReport[] = [];
+    const network = await openConfinedNetwork({
+      socketDir: dir,
+      gatewayPort: null,
+      allowHosts: [],
+      onConnection: (report) => reports.push(report),
+    });
+    try {
+      for (
+        const head of [
+          "GET https://example.com/ HTTP/1.1\r\n\r\n",
+          "GET /path HTTP/1.1\r\nHost: example.org:8080\r\n\r\n",
+          "GET /path HTTP/1.1\r\n\r\n",
+        ]
+      ) {
+        assert.match(await ask(`${dir}/proxy.sock`, head), /^HTTP\/1\.1 400 /);
+      }
+    } finally {
+      await network.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+    const reason = "not a request the proxy passes (CONNECT HOST:PORT, or an absolute http:// URL)";
+    assert.deepEqual(reports.map((report) => ({ ...report })), [
+      { host: "example.com", port: 443, allowed: false, bytesSent: 0, bytesReceived: 0, reason },
+      { host: "example.org", port: 8080, allowed: false, bytesSent: 0, bytesReceived: 0, reason },
+    ]);
+  },
+});
