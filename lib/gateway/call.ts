@@ -335,7 +335,8 @@ export async function handleCall(
         next = await source.read();
       } catch (error) {
         const away = gone.aborted;
-        controller.error(error);
+        // The harness's connection is broken off too; the call is recorded, not printed.
+        controller.error(new AnswerBrokeOff(error));
         await settle(
           away ? "aborted" : "failed",
           away
@@ -392,6 +393,17 @@ function bodyOf(request: Request, ending: AbortSignal): Promise<Uint8Array> {
       reject,
     ).finally(() => ending.removeEventListener("abort", giveUp));
   });
+}
+
+/**
+ * What a streamed answer is ended with when its upstream broke off (or its harness went away):
+ * the call is recorded so, and the gateway's server does not print it as a failure of its own.
+ */
+export class AnswerBrokeOff extends Error {
+  constructor(cause: unknown) {
+    super(`the answer broke off: ${describeError(cause)}`, { cause });
+    this.name = "AnswerBrokeOff";
+  }
 }
 
 /** What went wrong reaching an upstream: fetch says "fetch failed" and puts the why in its cause. */

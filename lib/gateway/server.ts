@@ -4,7 +4,7 @@
 // route's upstream + `/rest…`. An unknown secret or route is a 404 and nothing is recorded, so
 // another local user can neither spend through it nor add to a recording.
 import { type BindOptions, GatewayBinding } from "./binding.ts";
-import { handleCall } from "./call.ts";
+import { AnswerBrokeOff, handleCall } from "./call.ts";
 import { onceAfter } from "../core/clock.ts";
 import { routeOf } from "../net/route.ts";
 
@@ -14,6 +14,15 @@ function newSecret(): string {
   let text = "";
   for (const byte of bytes) text += String.fromCharCode(byte);
   return btoa(text).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/**
+ * Deno.serve's report of a handler's failure: printed as Deno does, but for an answer broken off
+ * (its upstream's, or its harness's, doing), which its call records.
+ */
+function serveError(error: unknown): Response {
+  if (!(error instanceof AnswerBrokeOff)) console.error(error);
+  return new Response("Internal Server Error", { status: 500 });
 }
 
 function notFound(): Response {
@@ -27,7 +36,7 @@ export class GatewayServer {
 
   private constructor() {
     this.#server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      { hostname: "127.0.0.1", port: 0, onListen: () => {}, onError: serveError },
       (request, info) => this.#handle(request, info),
     );
     this.origin = `http://127.0.0.1:${this.#server.addr.port}`;

@@ -602,8 +602,9 @@ Deno.test("gateway gives up a call still waiting for its model server when the t
 });
 
 // regression: a harness that went away while sending its request's body made the gateway's
-// handler throw, which Deno.serve printed on reins's stderr as an error with its stack
-Deno.test("gateway takes a request whose harness goes away mid-body quietly: nothing passed on, nothing printed", async () => {
+// handler throw, and an upstream breaking off mid-answer errored the answer's stream, each of
+// which Deno.serve printed on reins's stderr as an error with its stack
+Deno.test("gateway takes a harness gone mid-body and an upstream broken off mid-answer quietly: recorded, nothing printed", async () => {
   const output = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -621,7 +622,7 @@ Deno.test("gateway takes a request whose harness goes away mid-body quietly: not
   // Only the whole request went upstream, and was recorded.
   assert.deepEqual(JSON.parse(new TextDecoder().decode(output.stdout)), {
     upstreamSaw: 1,
-    completed: ["ok"],
+    completed: ["ok", "failed"],
   });
 });
 
