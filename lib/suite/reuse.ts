@@ -96,7 +96,10 @@ export class SuiteReuse {
       // A run of the reused suite run since deleted: the turn goes to the model.
       return { server: null };
     }
-    const calls = gateway.recordedCalls(this.#store.readEvents(runId).events);
+    // A call whose bodies are not all on disk (a damaged recording) cannot answer: its request
+    // goes to the model as one the recording has not.
+    const calls = gateway.recordedCalls(this.#store.readEvents(runId).events)
+      .filter((call) => gateway.missingBody(this.#store, runId, [call]) === null);
     const home = readHome();
     const server = new gateway.ReplayServer(this.#store, runId, calls, {
       cwds: [record.cwd, turn.cwd],

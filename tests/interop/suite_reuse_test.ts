@@ -5,6 +5,7 @@
 // model (they no longer match) while the other's are still reused, and the counts say so.
 import assert from "node:assert/strict";
 import { apiError, inOrder, text } from "../fixtures/fake_model_server.ts";
+import { openStore } from "../../lib/store/store.ts";
 import { reins, type ReinsOptions } from "../support/reins.ts";
 import { ensureCli, interopTest } from "./_install.ts";
 import { makeScratch } from "./_scratch.ts";
@@ -112,6 +113,83 @@ interopTest(
         assert.ok(changed.run.reuse.passedOn >= 2, JSON.stringify(changed.run.reuse));
         assert.equal(server.modelCalls().length, changed.run.reuse.passedOn);
       }
+    });
+  },
+);
+
+// regression: a recorded call whose answer's body was gone from wire/ was still taken as reused,
+// and answered 502 "not on disk" (a failure, which Claude Code retries or gives up on); now the
+// call goes to the model as one the recording has not
+interopTest(
+  installed,
+  "reins suite run --reuse passes a call on to the model when its recorded answer is not on disk (real Claude Code)",
+  async (program) => {
+    await withDeadline(300, async () => {
+      await using scratch = await makeScratch("claude", "http://127.0.0.1:9");
+      await Deno.mkdir(scratch.reinsHome, { recursive: true });
+      await Deno.writeTextFile(
+        `${scratch.reinsHome}/config.json`,
+        JSON.stringify({ drivers: { claude: { args: scratch.args, idleTimeoutSeconds: 90 } } }),
+      );
+      await Deno.mkdir(`${scratch.cwd}/shop`);
+      const file = [
+        "suite: claude-reuse-damaged",
+        "driver: claude",
+        "workdir: ./shop",
+        "timeouts: {turnSeconds: 120}",
+        "scenarios:",
+        "  - key: greets",
+        "    turns: ['say hello']",
+        "    checks:",
+        "      - {name: greeted, regex: Hello, in: final}",
+      ].join("\n");
+      await Deno.writeTextFile(`${scratch.cwd}/suite.yaml`, file);
+      const play = async (serverUrl: string, extra: string[]) => {
+        const result = await reins(["suite", "run", "suite.yaml", "--json", ...extra], {
+          home: scratch.reinsHome,
+          cwd: scratch.cwd,
+          env: { ...scratch.env, ANTHROPIC_BASE_URL: serverUrl, REINS_CLAUDE_BIN: program },
+          allowRun: [program],
+        });
+        return { ...result, run: result.stdout ? JSON.parse(result.stdout) : null };
+      };
+      let first;
+      {
+        await using server = claudeSpec.serve(inOrder(text("Hello once.")));
+        first = await play(server.url, []);
+        assert.equal(first.code, 0, `${first.stderr}\n${first.stdout}`);
+      }
+      // The recorded answers of its generations are lost.
+      const [runId] = first.run.scenarios[0].runIds;
+      using store = openStore(scratch.reinsHome);
+      const events = store.readEvents(runId).events;
+      const generations = new Set(
+        events.flatMap((event) =>
+          event.type === "model.call.started" && event.payload.generates
+            ? [event.payload.callId]
+            : []
+        ),
+      );
+      let lost = 0;
+      for (const event of events) {
+        if (event.type !== "model.call.completed" || !generations.has(event.payload.callId)) {
+          continue;
+        }
+        if (event.payload.body === null) continue;
+        await Deno.remove(store.layout.wireBody(runId, event.payload.body.sha256));
+        lost++;
+      }
+      assert.ok(lost >= 1);
+      await using server = claudeSpec.serve(inOrder(text("Hello again.")));
+      const again = await play(server.url, ["--reuse", first.run.suiteRunId]);
+      assert.equal(again.code, 0, `${again.stderr}\n${again.stdout}`);
+      assert.ok(again.run.reuse.passedOn >= 1, JSON.stringify(again.run.reuse));
+      const [replayed] = again.run.scenarios[0].runIds;
+      const statuses = store.readEvents(replayed).events.flatMap((event) =>
+        event.type === "model.call.completed" ? [event.payload.status] : []
+      );
+      assert.ok(!statuses.includes(502), JSON.stringify(statuses));
+      assert.ok(server.modelCalls().length >= 1);
     });
   },
 );
