@@ -197,6 +197,22 @@ async function proxy(conn: Deno.Conn, options: NetworkOptions, open: Set<Deno.Co
       await writeAll(conn, "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n");
       return;
     }
+    // A name allowed is a host out there: one that resolves to this machine's own loopback (DNS
+    // pointed at 127.0.0.1, rebinding) would let the agent reach what listens here — the gateway's
+    // real port, a database. Judged on the address connected to, so no later answer changes it.
+    const reached = (upstream.remoteAddr as Deno.NetAddr).hostname;
+    if (isLoopbackAddress(reached) && !namesLoopback(target.at.host)) {
+      closeQuietly(upstream);
+      report.allowed = false;
+      report.reason =
+        `it resolves to ${reached}, this machine's own loopback: allow the address itself to reach it`;
+      await writeAll(
+        conn,
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n" +
+          `reins: ${target.at.host} resolves to ${reached}, this machine's own loopback\n`,
+      );
+      return;
+    }
     open.add(upstream);
     try {
       if (target.tunnel) {
@@ -215,6 +231,23 @@ async function proxy(conn: Deno.Conn, options: NetworkOptions, open: Set<Deno.Co
   } finally {
     options.onConnection(report);
   }
+}
+
+/** 127.0.0.0/8, ::1, the unspecified addresses (which reach loopback too), and IPv4 mapped into IPv6. */
+export function isLoopbackAddress(address: string): boolean {
+  const bare = address.toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/^::ffff:/, "");
+  return /^127\./.test(bare) || bare === "0.0.0.0" || bare === "::1" || bare === "::" ||
+    /^0+(:0+){7}$/.test(bare) || /^0*(:0*){6}:0*1$/.test(bare);
+}
+
+/**
+ * Whether `host`, as the agent asked for it, already says loopback: an address literal (the user
+ * allowed that very address) or `localhost` and its subdomains (RFC 6761: always loopback).
+ */
+function namesLoopback(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  return name === "localhost" || name.endsWith(".localhost") || /^[\d.]+$/.test(name) ||
+    name.includes(":");
 }
 
 interface Target {

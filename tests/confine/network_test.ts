@@ -1,7 +1,11 @@
 // The bridges and the proxy outside the sandbox, spoken to over their Unix sockets as the
 // sandbox's socat does: real sockets, a real HTTP server as the allowed host and the gateway.
 import assert from "node:assert/strict";
-import { type ConnectionReport, openConfinedNetwork } from "../../lib/confine/network.ts";
+import {
+  type ConnectionReport,
+  isLoopbackAddress,
+  openConfinedNetwork,
+} from "../../lib/confine/network.ts";
 import { parseAllowedHost } from "../../lib/confine/allow_host.ts";
 
 const HAVE_SOCAT = await new Deno.Command("socat", { args: ["-V"], stdout: "null" }).output()
@@ -116,4 +120,97 @@ Deno.test({
       { host: "example.org", port: 8080, allowed: false, bytesSent: 0, bytesReceived: 0, reason },
     ]);
   },
+});
+
+/** A name /etc/hosts points at 127.0.0.1 that is not localhost: DNS pointed at this machine. */
+const LOOPBACK_NAME = (() => {
+  try {
+    for (const line of Deno.readTextFileSync("/etc/hosts").split("\n")) {
+      const [address, ...names] = line.replace(/#.*/, "").trim().split(/\s+/);
+      if (address !== "127.0.0.1") continue;
+      const name = names.find((n) => n && !/^localhost(\.|$)/i.test(n) && !/\.localhost$/i.test(n));
+      if (name) return name;
+    }
+  } catch { /* none */ }
+  return null;
+})();
+if (HAVE_SOCAT && LOOPBACK_NAME === null) {
+  console.error(
+    "!! tests/confine/network_test.ts: the loopback-name test SKIPPED: /etc/hosts names nothing but localhost at 127.0.0.1",
+  );
+}
+
+// regression: an allowed name that resolves to 127.0.0.1 (DNS pointed at this machine) let a
+// confined agent reach whatever listens on the host's loopback through the proxy
+Deno.test({
+  name:
+    "the proxy refuses an allowed name that resolves to this machine's loopback, not the address",
+  ignore: !HAVE_SOCAT || LOOPBACK_NAME === null,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      (request) => new Response(`reached ${new URL(request.url).pathname}\n`),
+    );
+    const port = server.addr.port;
+    const reports: ConnectionReport[] = [];
+    const network = await openConfinedNetwork({
+      socketDir: dir,
+      gatewayPort: null,
+      allowHosts: [
+        parseAllowedHost(`${LOOPBACK_NAME}:${port}`),
+        parseAllowedHost(`127.0.0.1:${port}`),
+      ],
+      onConnection: (report) => reports.push(report),
+    });
+    try {
+      const byName = await ask(
+        `${dir}/proxy.sock`,
+        `GET http://${LOOPBACK_NAME}:${port}/secret HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      assert.match(byName, /^HTTP\/1\.1 403 /);
+      assert.doesNotMatch(byName, /reached/);
+      const tunnel = await ask(
+        `${dir}/proxy.sock`,
+        `CONNECT ${LOOPBACK_NAME}:${port} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      );
+      assert.match(tunnel, /^HTTP\/1\.1 403 /);
+      // The address itself, allowed as such, is reached: the user asked for this machine.
+      const byAddress = await ask(
+        `${dir}/proxy.sock`,
+        `GET http://127.0.0.1:${port}/asked HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      assert.match(byAddress, /reached \/asked/);
+    } finally {
+      await network.close();
+      await server.shutdown();
+      await Deno.remove(dir, { recursive: true });
+    }
+    const byName = reports.filter((report) => report.host === LOOPBACK_NAME);
+    assert.equal(byName.length, 2);
+    for (const report of byName) {
+      assert.equal(report.allowed, false);
+      assert.match(report.reason!, /resolves to 127\.0\.0\.1, this machine's own loopback/);
+    }
+  },
+});
+
+Deno.test("isLoopbackAddress() knows loopback and the unspecified addresses in their forms", () => {
+  for (
+    const address of [
+      "127.0.0.1",
+      "127.1.2.3",
+      "0.0.0.0",
+      "::1",
+      "[::1]",
+      "::",
+      "::ffff:127.0.0.1",
+      "0:0:0:0:0:0:0:1",
+    ]
+  ) {
+    assert.ok(isLoopbackAddress(address), address);
+  }
+  for (const address of ["10.0.0.1", "128.0.0.1", "::2", "fe80::1", "93.184.216.34"]) {
+    assert.ok(!isLoopbackAddress(address), address);
+  }
 });
