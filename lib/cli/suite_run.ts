@@ -4,6 +4,7 @@
 // in flight are cut short and stay unfinished for --resume; a second signal kills their agents.
 import { settingsWithConfine } from "./confine_flags.ts";
 import { requireConfinement } from "../confine/probe.ts";
+import { allowedHosts } from "../confine/allow_host.ts";
 import { openShellConfinement } from "../suite/shell.ts";
 import { importLazily } from "../core/lazy_import.ts";
 import { epochsOf, type SuiteContext } from "./suite_flags.ts";
@@ -294,6 +295,8 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const settings = settingsWithConfine(await ctx.settings(), ctx.flags);
   // Refused before any scenario starts where agents cannot be confined (exit 4).
   if (settings.confine.enabled || suite.scenarios.some((spec) => spec.confine === true)) {
+    // A bad host in the config is the same for every scenario: exit 2 before any is begun.
+    allowedHosts({ allowHosts: settings.confine.allowHosts, path: settings.configPath }, [], "");
     await requireConfinement();
   }
   const { io } = ctx;

@@ -1,6 +1,7 @@
 // `--allow-host HOST[:PORT]`: a host a confined agent may reach through reins's proxy. Without a
 // port any port of the host is allowed. Hosts compare case-insensitively and exactly: no
 // wildcards, so an allowed `example.com` lets no subdomain through.
+import { describeError, UsageError } from "../core/errors.ts";
 
 export interface AllowedHost {
   host: string;
@@ -32,4 +33,31 @@ export function isAllowed(allowed: readonly AllowedHost[], host: string, port: n
   return allowed.some((entry) =>
     entry.host === name && (entry.port === null || entry.port === port)
   );
+}
+
+/**
+ * The hosts a confined agent may reach: the config's `confine.allowHosts` and those `given` (by
+ * --allow-host, or a suite file's scenario). A bad one is a UsageError said where it was set: the
+ * config file and its key, or `givenHint`.
+ */
+export function allowedHosts(
+  config: { allowHosts: readonly string[]; path: string },
+  given: readonly string[],
+  givenHint: string,
+): AllowedHost[] {
+  const parse = (text: string, fromConfig: boolean) => {
+    try {
+      return parseAllowedHost(text);
+    } catch (error) {
+      throw fromConfig
+        ? new UsageError(`${config.path}: confine.allowHosts: ${describeError(error)}`, {
+          hint: `fix confine.allowHosts in ${config.path}: each HOST or HOST:PORT`,
+        })
+        : new UsageError(describeError(error), { hint: givenHint });
+    }
+  };
+  return [
+    ...config.allowHosts.map((text) => parse(text, true)),
+    ...given.map((text) => parse(text, false)),
+  ];
 }

@@ -5,7 +5,7 @@
 import { describeError } from "../core/errors.ts";
 import type { Confinement, OpenConfinement } from "../confine/mod.ts";
 import { openConfinement } from "../confine/confinement.ts";
-import { parseAllowedHost } from "../confine/allow_host.ts";
+import { allowedHosts } from "../confine/allow_host.ts";
 import type { Settings } from "../core/mod.ts";
 import type { DataRoot } from "../store/mod.ts";
 import type { ScenarioSpec } from "./load.ts";
@@ -103,13 +103,17 @@ export async function runShell(
  */
 export async function openShellConfinement(
   root: Pick<DataRoot, "home" | "layout">,
-  settings: Pick<Settings, "confine" | "harnessEnv">,
+  settings: Pick<Settings, "confine" | "harnessEnv" | "configPath">,
   spec: Pick<ScenarioSpec, "confine" | "allowHosts">,
 ): Promise<OpenConfinement | null> {
   if (!(spec.confine ?? settings.confine.enabled)) return null;
   return await openConfinement(
     {
-      allowHosts: [...settings.confine.allowHosts, ...spec.allowHosts].map(parseAllowedHost),
+      allowHosts: allowedHosts(
+        { allowHosts: settings.confine.allowHosts, path: settings.configPath },
+        spec.allowHosts,
+        "a scenario's allowHosts: each HOST or HOST:PORT",
+      ),
       hide: settings.confine.hide,
     },
     {

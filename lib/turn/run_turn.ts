@@ -19,7 +19,7 @@ import { settle, type Settlement, stopReasonOf, summarize } from "./settle.ts";
 import type { TurnHooks, TurnOutcome, TurnRequest, TurnSignals } from "./types.ts";
 import { snapshotAtRunStart } from "../snapshot/run_start.ts";
 import type { ConfinementSetup, ConfineRequest, OpenConfinement } from "../confine/mod.ts";
-import { parseAllowedHost } from "../confine/allow_host.ts";
+import { allowedHosts } from "../confine/allow_host.ts";
 import { openConfinement } from "../confine/confinement.ts";
 import { requireConfinement } from "../confine/probe.ts";
 import { keepsHarnessState } from "../confine/stores.ts";
@@ -175,20 +175,10 @@ function confineSetup(
 /** The turn's confinement, from the request and the config; null: it runs unconfined. */
 function confineRequestOf(settings: Settings, request: TurnRequest): ConfineRequest | null {
   if (!(request.confine ?? settings.confine.enabled)) return null;
-  const fromConfig = settings.confine.allowHosts.length;
-  const allowHosts = [...settings.confine.allowHosts, ...request.allowHosts ?? []].map(
-    (text, i) => {
-      try {
-        return parseAllowedHost(text);
-      } catch (error) {
-        // Said where it was given: the config file's list, or --allow-host.
-        throw i < fromConfig
-          ? new UsageError(`${settings.configPath}: confine.allowHosts: ${describeError(error)}`, {
-            hint: `fix confine.allowHosts in ${settings.configPath}: each HOST or HOST:PORT`,
-          })
-          : new UsageError(describeError(error), { hint: "--allow-host HOST or HOST:PORT" });
-      }
-    },
+  const allowHosts = allowedHosts(
+    { allowHosts: settings.confine.allowHosts, path: settings.configPath },
+    request.allowHosts ?? [],
+    "--allow-host HOST or HOST:PORT",
   );
   return { allowHosts, hide: settings.confine.hide };
 }

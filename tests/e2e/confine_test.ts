@@ -293,6 +293,42 @@ Deno.test("reins run --confine with a bad host in the config's confine.allowHost
   }
 });
 
+// regression: in a suite the same bad host made every confined scenario an error, each saying
+// only `Cannot allow host "exa mple"`, naming neither the config file nor the key
+Deno.test("reins suite run with a confined scenario and a bad host in confine.allowHosts: exit 2 naming the file, nothing begun", async () => {
+  const s = await scratch();
+  try {
+    const config = `${s.data}/config.json`;
+    await Deno.mkdir(s.data, { recursive: true });
+    await Deno.writeTextFile(config, JSON.stringify({ confine: { allowHosts: ["exa mple"] } }));
+    await Deno.writeTextFile(
+      `${s.work}/suite.yaml`,
+      [
+        "suite: confined",
+        "driver: command",
+        "exec: 'true'",
+        "scenarios:",
+        "  - {key: a, confine: true, setup: ['true'], turns: [hi], checks: [{regex: x}]}",
+      ].join("\n"),
+    );
+    const refused = await reins(["suite", "run", "suite.yaml", "--no-report"], {
+      home: s.data,
+      cwd: s.work,
+      env: { HOME: s.home },
+      allowRun: [...ALLOW_RUN, "true", "sh"],
+    });
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(`^reins: ${config}: confine\\.allowHosts: Cannot allow host "exa mple"`),
+    );
+    const suites = await Array.fromAsync(Deno.readDir(`${s.data}/suites`)).catch(() => []);
+    assert.deepEqual(suites.filter((entry) => !entry.name.startsWith(".")), []);
+  } finally {
+    await Deno.remove(s.root, { recursive: true });
+  }
+});
+
 Deno.test({
   name: "reins suite run: a scenario's confine holds its agent, its setup and its command checks",
   ignore: !HAVE_BWRAP,
