@@ -349,10 +349,11 @@ async function replayHarness(
   const where = given === undefined
     ? await replayDirectory(store, chain[0])
     : { cwd: checkCwd(given), note: `in ${checkCwd(given)}` };
+  const events = store.readEvents(original.id).events.filter((event) =>
+    event.ignored === undefined
+  );
   const calls =
-    store.readEvents(original.id).events.filter((event) =>
-      event.type === "model.call.started" && event.payload.generates && event.ignored === undefined
-    ).length;
+    events.filter((event) => event.type === "model.call.started" && event.payload.generates).length;
   io.note(
     `reins: replaying ${original.driver} run ${original.id} (${calls} model call${
       calls === 1 ? "" : "s"
@@ -360,6 +361,21 @@ async function replayHarness(
       ctx.flags.upstream ? ", sent to the real model" : ", answered from the recording"
     }) ${where.note}`,
   );
+  // A call started and never answered (reins stopped during it): the replay cannot serve it, and
+  // its "not in the recording" is the recording's end, not the replay's difference.
+  const answered = new Set(
+    events.flatMap((event) => event.type === "model.call.completed" ? [event.payload.callId] : []),
+  );
+  const unanswered = events.find((event) =>
+    event.type === "model.call.started" && !answered.has(event.payload.callId)
+  );
+  if (unanswered?.type === "model.call.started") {
+    io.warn(
+      `the recording of ${original.id} ends during its model call ${unanswered.payload.callId} ` +
+        `(started, never answered: the run was stopped during it): the replay serves the calls ` +
+        "before it, and that one will not be in the recording",
+    );
+  }
   let progress: Progress | null = null;
   using signals = turnSignals((message) => io.warn(message));
   const result = await replayHarnessRun(store, settings, original, {

@@ -111,3 +111,95 @@ Deno.test("reins replay of a harness run missing an answer's body: exit 3 naming
   }
   assert.deepEqual(made.filter((name) => name.startsWith("replay-")), []);
 });
+
+/** A Claude Code run stopped during its second call: started, its request on disk, never answered. */
+async function claudeRunCutMidCall(home: string, cwd: string) {
+  const request = new TextEncoder().encode(
+    JSON.stringify({ model: "claude-x", messages: [{ role: "user", content: "hi" }] }),
+  );
+  const answer = new TextEncoder().encode('{"type":"message"}');
+  const [requestSha, answerSha] = [await sha256(request), await sha256(answer)];
+  using store = openStore(home);
+  const writer = store.createRun({
+    sessionId: crypto.randomUUID(),
+    contextId: null,
+    nativeSessionId: null,
+    parentRunId: null,
+    resumedFromRunId: null,
+    relation: null,
+    harness: "claude",
+    driver: "claude",
+    trigger: "cli",
+    cwd,
+    goal: "say hi",
+    resumeOf: null,
+    agent: { provider: "anthropic", model: "claude-x", inputExcludesCache: true },
+  });
+  try {
+    const wire = `${home}/runs/${writer.runId}/wire`;
+    await Deno.mkdir(wire, { recursive: true });
+    await Deno.writeFile(`${wire}/${requestSha}`, request);
+    await Deno.writeFile(`${wire}/${answerSha}`, answer);
+    const started = (callId: string) => ({
+      type: "model.call.started" as const,
+      payload: {
+        callId,
+        wire: "anthropic.messages" as const,
+        generates: true,
+        route: "anthropic",
+        method: "POST",
+        path: "/v1/messages",
+        model: "claude-x",
+        stream: false,
+        headers: {},
+        body: { sha256: requestSha, bytes: request.length },
+      },
+    });
+    writer.append(started("call-1"));
+    writer.append({
+      type: "model.call.completed",
+      payload: {
+        callId: "call-1",
+        outcome: "ok",
+        status: 200,
+        headers: { "content-type": "application/json" },
+        body: { sha256: answerSha, bytes: answer.length },
+        chunks: [],
+        model: "claude-x",
+        stopReason: "end_turn",
+        usage: null,
+        firstByteMs: 1,
+        durationMs: 2,
+      },
+    });
+    writer.append(started("call-2"));
+    return writer.runId;
+  } finally {
+    writer.close();
+  }
+}
+
+// regression: such a recording replayed with no word of its end, and its last call came out as
+// "not in the recording", as if the replay had diverged
+Deno.test("reins replay of a harness run stopped during a model call says the recording ends there", async () => {
+  await using dir = await tempDir();
+  const home = `${dir.path}/home`;
+  const work = `${dir.path}/work`;
+  await Deno.mkdir(work);
+  const runId = await claudeRunCutMidCall(home, work);
+  const claude = `${dir.path}/claude`;
+  await Deno.writeTextFile(claude, "#!/bin/sh\nexit 1\n");
+  await Deno.chmod(claude, 0o755);
+  const result = await reins(["replay", runId, "--cwd", work], {
+    home,
+    cwd: work,
+    env: { REINS_CLAUDE_BIN: claude },
+    allowRun: [claude],
+  });
+  assert.match(
+    result.stderr,
+    new RegExp(
+      `the recording of ${runId} ends during its model call call-2 \\(started, never answered`,
+    ),
+  );
+});
