@@ -11,41 +11,46 @@ if (PROBLEM !== null) {
   console.error(`!! tests/confine/bridge_test.ts SKIPPED: ${PROBLEM}`);
 }
 
+/** A scratch root with the sandbox's socket folder, working directory and data root. */
+async function scratch() {
+  const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "reins-bridge-" });
+  const dirs = { root, socketDir: `${root}/net`, cwd: `${root}/work`, data: `${root}/data` };
+  for (const dir of [dirs.socketDir, dirs.cwd, dirs.data]) await Deno.mkdir(dir);
+  return dirs;
+}
+
+/** `program ARGS` confined with only the proxy's bridge (to 3128 inside), spawned. */
+function spawnConfined(at: Awaited<ReturnType<typeof scratch>>, program: string, args: string[]) {
+  const command = confinedCommand({ program, args, cwd: at.cwd, env: {} }, {
+    dataRoot: at.data,
+    hidden: [],
+    binds: [],
+    keepEnv: ["PATH"],
+    inherited: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+    network: { socketDir: at.socketDir, gatewayPort: null, proxyPort: 3128 },
+  });
+  return new Deno.Command(command.program, {
+    args: command.args,
+    cwd: command.cwd,
+    env: command.env,
+    clearEnv: command.clearEnv,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+}
+
 Deno.test({
   name: "the sandbox's setup waits for the socket outside before the agent starts",
   ignore: PROBLEM !== null,
   async fn() {
-    const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "reins-bridge-" });
-    const socketDir = `${root}/net`;
-    const cwd = `${root}/work`;
-    for (const dir of [socketDir, cwd, `${root}/data`]) await Deno.mkdir(dir);
+    const at = await scratch();
     try {
       // The agent connects at once to the proxy's port inside and prints what comes back.
-      const command = confinedCommand({
-        program: "socat",
-        args: ["-T", "5", "-", "TCP:127.0.0.1:3128"],
-        cwd,
-        env: {},
-      }, {
-        dataRoot: `${root}/data`,
-        hidden: [],
-        binds: [],
-        keepEnv: ["PATH"],
-        inherited: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
-        network: { socketDir, gatewayPort: null, proxyPort: 3128 },
-      });
-      const child = new Deno.Command(command.program, {
-        args: command.args,
-        cwd: command.cwd,
-        env: command.env,
-        clearEnv: command.clearEnv,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
+      const child = spawnConfined(at, "socat", ["-T", "5", "-", "TCP:127.0.0.1:3128"]);
       // The socket outside comes late: well after the sandbox's own bridge listens.
       await new Promise((resolve) => setTimeout(resolve, 400));
-      const listener = Deno.listen({ transport: "unix", path: `${socketDir}/${PROXY_SOCKET}` });
+      const listener = Deno.listen({ transport: "unix", path: `${at.socketDir}/${PROXY_SOCKET}` });
       const answered = (async () => {
         const conn = await listener.accept();
         await conn.write(new TextEncoder().encode("from outside\n"));
@@ -62,7 +67,7 @@ Deno.test({
       );
       assert.equal(output.code, 0);
     } finally {
-      await Deno.remove(root, { recursive: true });
+      await Deno.remove(at.root, { recursive: true });
     }
   },
 });
@@ -101,32 +106,13 @@ Deno.test({
   name: "the sandbox's bridges take a burst of 100 connections at once without a 1 s stall",
   ignore: PROBLEM !== null || PYTHON === undefined,
   async fn() {
-    const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "reins-bridge-" });
-    const socketDir = `${root}/net`;
-    const cwd = `${root}/work`;
-    for (const dir of [socketDir, cwd, `${root}/data`]) await Deno.mkdir(dir);
-    const listener = Deno.listen({ transport: "unix", path: `${socketDir}/${PROXY_SOCKET}` });
+    const at = await scratch();
+    const listener = Deno.listen({ transport: "unix", path: `${at.socketDir}/${PROXY_SOCKET}` });
     const accepting = (async () => {
       for await (const conn of listener) conn.close();
     })();
     try {
-      const command = confinedCommand({ program: PYTHON!, args: ["-c", BURST], cwd, env: {} }, {
-        dataRoot: `${root}/data`,
-        hidden: [],
-        binds: [],
-        keepEnv: ["PATH"],
-        inherited: { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
-        network: { socketDir, gatewayPort: null, proxyPort: 3128 },
-      });
-      const output = await new Deno.Command(command.program, {
-        args: command.args,
-        cwd: command.cwd,
-        env: command.env,
-        clearEnv: command.clearEnv,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
+      const output = await spawnConfined(at, PYTHON!, ["-c", BURST]).output();
       const stderr = new TextDecoder().decode(output.stderr);
       assert.equal(output.code, 0, stderr);
       const [connected, slowestMs, stalled] = new TextDecoder().decode(output.stdout).trim()
@@ -140,7 +126,7 @@ Deno.test({
     } finally {
       listener.close();
       await accepting.catch(() => {});
-      await Deno.remove(root, { recursive: true });
+      await Deno.remove(at.root, { recursive: true });
     }
   },
 });
