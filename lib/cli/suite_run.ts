@@ -315,7 +315,9 @@ export async function suiteRun(ctx: SuiteContext): Promise<number> {
   const reuse = reuseRef === undefined ? null : (await importLazily<
     typeof import("../suite/reuse.ts")
   >("suite/reuse.ts")).SuiteReuse.open(store, settings, reuseRef);
-  if (reuse !== null) requireSameSuite(suite, { ...reuse, id: reuse.from }, "reuse");
+  if (reuse !== null) {
+    requireSameSuite(suite, { id: reuse.from, suite: reuse.suite, file: reuse.file }, "reuse");
+  }
 
   const started = startSuiteRun(store, suite, mode, { jobs, report: false });
   using handle = started.handle;
