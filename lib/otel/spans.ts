@@ -491,7 +491,14 @@ class RunSpans {
     // From its arrival: `model.call.started` is recorded once the call is on its way (up to a
     // few ms after it arrived, lib/gateway/call.ts), its duration counts from the arrival.
     const arrivedMs = Math.min(call.atMs, atMs - payload.durationMs);
-    const draft = this.#chatDraft(`wire:${payload.callId}`, requested, arrivedMs, atMs);
+    // To the answer's last piece (passed on to the harness as it came), not to the recording of
+    // the call, which follows the saving of its bodies: by then the harness may have read the
+    // answer and started the tool it asked for.
+    const lastPieceMs = payload.chunks.at(-1)?.[1];
+    const endMs = lastPieceMs === undefined
+      ? atMs
+      : Math.min(atMs, Math.max(arrivedMs, atMs - payload.durationMs + lastPieceMs));
+    const draft = this.#chatDraft(`wire:${payload.callId}`, requested, arrivedMs, endMs);
     const anthropic = call.started.wire.startsWith("anthropic.");
     Object.assign(draft.attrs, {
       "gen_ai.request.model": requested,
