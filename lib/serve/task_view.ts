@@ -76,6 +76,11 @@ export class TaskView {
    * (model.completed), and its final answer's message.completed repeats it.
    */
   #streamedCall: string | null = null;
+  /**
+   * What of an assistant message the harness reported before the gateway's deltas of it came:
+   * those are recorded after the call's bodies are saved, and may follow the harness's account.
+   */
+  #lateDeltas: string | null = null;
   #history: Message[] = [];
   #pending: Pending[] = [];
   #usage: Record<string, unknown> | null = null;
@@ -143,6 +148,13 @@ export class TaskView {
         break;
       case "message.delta":
         if (event.payload.role === "assistant" && event.payload.text !== "") {
+          const late = this.#lateDeltas;
+          this.#lateDeltas = null;
+          if (late !== null && late.startsWith(event.payload.text)) {
+            const rest = late.slice(event.payload.text.length);
+            this.#lateDeltas = rest === "" ? null : rest;
+            break;
+          }
           if (!this.#streamingMessage) this.#separate(out);
           this.#streamingMessage = true;
           this.#appendText(event.payload.text, out);
@@ -164,6 +176,7 @@ export class TaskView {
           else if (event.payload.text !== "") {
             this.#separate(out);
             this.#appendText(event.payload.text, out);
+            this.#lateDeltas = event.payload.text;
           }
         }
         break;

@@ -210,3 +210,19 @@ Deno.test("TaskView: tool calls, usage and problems are WORKING updates with a d
     assert.equal(metadata.usage.costUsd, 0.5);
   });
 });
+
+// regression: a harness's answer came out twice ("First answer.\nFirst answer.") when the
+// gateway's deltas of it were recorded after the harness's own message.completed (they follow the
+// saving of the call's bodies): tests/interop/serve_test.ts under load
+Deno.test("TaskView: a harness message reported before the gateway's deltas of it is in the artifact once", async () => {
+  await recorded([
+    { type: "message.completed", payload: { role: "assistant", text: "First answer." } },
+    { type: "message.delta", payload: { role: "assistant", text: "First " } },
+    { type: "message.delta", payload: { role: "assistant", text: "answer." } },
+    { type: "completed", payload: { reason: null, result: "First answer." } },
+  ], (view, items) => {
+    const artifact = view.snapshot().artifacts?.[0].parts[0].text ?? "";
+    assert.equal(artifact, "First answer.");
+    assert.equal(textOf(items), artifact);
+  });
+});
